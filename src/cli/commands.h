@@ -1,0 +1,12 @@
+// The subcommands of the zerodp executable. Each lives in its own file and
+// adds itself to its parent with add_*_command; main.cc wires them together.
+// A command's callback turns strings into typed configs once, then calls the
+// lower layers. Errors propagate as zerodp::Error (ConfigError -> exit 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace zerodp::cli {
+
+
+}  // namespace zerodp::cli

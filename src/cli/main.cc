@@ -1,0 +1,47 @@
+// zerodp's command-line entry point: builds the command tree, parses once,
+// and maps errors to exit codes (0 ok, 1 runtime failure, 2 bad input).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "zerodp: data-parallel training with ZeRO (stages 0-3), on CPU ranks as threads or MPI processes.\n"
+      "Every run measures what each rank holds and sends next to the ZeRO paper's formulas."};
+  app.set_version_flag("--version", "zerodp 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  auto* bench = app.add_subcommand("bench", "Measure performance against baselines run in the same process");
+  bench->require_subcommand(1);
+  // Subcommands register here, one line each.
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "zerodp: {}\n", e.what());
+    fmt::print(stderr, "Run with --help for the options.\n");
+    return 2;
+  } catch (const zerodp::ConfigError& e) {
+    fmt::print(stderr, "zerodp: {}\n", e.message());
+    return 2;
+  } catch (const zerodp::Error& e) {
+    fmt::print(stderr, "zerodp: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "zerodp: internal error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,13 @@
+#include "core/error.h"
+
+namespace zerodp::detail {
+
+std::string location(const char* file, int line) {
+  // Keep the path from src/ on: enough to find the check, free of build paths.
+  std::string path(file);
+  const auto src = path.rfind("src/");
+  if (src != std::string::npos) path = path.substr(src + 4);
+  return fmt::format("{}:{}", path, line);
+}
+
+}  // namespace zerodp::detail
