@@ -1,0 +1,28 @@
+// GPT-2 input embedding: out[b,t,:] = wte[token[b,t],:] + wpe[t,:].
+// Backward ACCUMULATES into dwte and dwpe (+=), rows in (b, t) order, so the
+// result is deterministic. Tokens are validated (ShapeError) against the
+// table: an out-of-range id never reads outside wte.
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace zerodp::kernels {
+
+struct EmbeddingShape {
+  int batch = 0;     // B
+  int seq = 0;       // T (<= rows of wpe)
+  int channels = 0;  // C
+  int vocab = 0;     // rows of wte that tokens may address
+};
+
+// out[B,T,C] <- tokens[B,T], wte[>=V,C], wpe[>=T,C]
+void embedding_forward(std::span<float> out, std::span<const int32_t> tokens,
+                       std::span<const float> wte, std::span<const float> wpe, EmbeddingShape s);
+
+// dwte[tokens] += dout, dwpe[t] += dout <- dout[B,T,C]
+void embedding_backward(std::span<float> dwte, std::span<float> dwpe, std::span<const float> dout,
+                        std::span<const int32_t> tokens, EmbeddingShape s);
+
+}  // namespace zerodp::kernels

@@ -1,0 +1,65 @@
+#include "kernels/linear.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "core/error.h"
+#include "kernels/gemm.h"
+
+namespace zerodp::kernels {
+namespace {
+
+void check_shapes(std::span<const float> inp, std::span<const float> weight,
+                  std::span<const float> bias, LinearShape s) {
+  ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}",
+            s.rows, s.in, s.out);
+  ZDP_CHECK_EQ(inp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input size");
+  ZDP_CHECK_EQ(weight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight size");
+  ZDP_CHECK(bias.empty() || bias.size() == size_t(s.out), ShapeError,
+            "[linear] bias has {} elements, expected {} or none", bias.size(), s.out);
+}
+
+}  // namespace
+
+void linear_forward(std::span<float> out, std::span<const float> inp, std::span<const float> weight,
+                    std::span<const float> bias, LinearShape s) {
+  check_shapes(inp, weight, bias, s);
+  ZDP_CHECK_EQ(out.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output size");
+  // Seed the output rows with the bias and let the GEMM add onto it (beta=1):
+  // one pass over out instead of two.
+  float beta = 0.0f;
+  if (!bias.empty()) {
+    for (int i = 0; i < s.rows; ++i) std::copy(bias.begin(), bias.end(), out.begin() + size_t(i) * s.out);
+    beta = 1.0f;
+  }
+  gemm(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta,
+       out.data(), s.out);
+}
+
+void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
+                     std::span<const float> dout, std::span<const float> inp,
+                     std::span<const float> weight, LinearShape s, bool accumulate_dinp) {
+  check_shapes(inp, weight, dbias, s);
+  ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
+  ZDP_CHECK_EQ(dweight.size(), weight.size(), ShapeError, "[linear] weight gradient size");
+  if (!dinp.empty()) {
+    ZDP_CHECK_EQ(dinp.size(), inp.size(), ShapeError, "[linear] input gradient size");
+    // dinp[N,C] = dout[N,OC] @ W[OC,C]
+    gemm(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, 1.0f, dout.data(), s.out, weight.data(), s.in,
+         accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
+  }
+  // dW[OC,C] += dout^T[OC,N] @ inp[N,C]
+  gemm(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 1.0f,
+       dweight.data(), s.in);
+  if (!dbias.empty()) {
+    float* db = dbias.data();
+    for (int i = 0; i < s.rows; ++i) {
+      const float* row = dout.data() + size_t(i) * s.out;
+      for (int j = 0; j < s.out; ++j) db[j] += row[j];
+    }
+  }
+}
+
+double linear_flops(LinearShape s) { return 2.0 * s.rows * s.in * s.out; }
+
+}  // namespace zerodp::kernels

@@ -1,0 +1,34 @@
+// Fully connected layer (PyTorch's nn.Linear layout): out = inp @ weight^T + bias.
+// Weights are [out_features, in_features] row-major, as in GPT-2 / llm.c.
+// Both passes are GEMMs through gemm(); backward ACCUMULATES into dweight and
+// dbias (+=) so micro-batches and shared weights add up, and either
+// overwrites or accumulates dinp (accumulate_dinp) so residual streams can add
+// in place. Spans are checked against the shapes (ShapeError).
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <span>
+
+namespace zerodp::kernels {
+
+struct LinearShape {
+  int rows = 0;  // N: batch * sequence positions
+  int in = 0;    // C
+  int out = 0;   // OC
+};
+
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]; bias may be empty (no bias).
+void linear_forward(std::span<float> out, std::span<const float> inp, std::span<const float> weight,
+                    std::span<const float> bias, LinearShape s);
+
+// dinp[N,C] (= or +=) dout[N,OC] @ weight[OC,C]; dweight[OC,C] += dout^T @ inp;
+// dbias[OC] += column sums of dout. dinp may be empty (not needed); dbias may
+// be empty (no bias).
+void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
+                     std::span<const float> dout, std::span<const float> inp,
+                     std::span<const float> weight, LinearShape s, bool accumulate_dinp);
+
+// 2 * N * C * OC: FLOPs of one forward GEMM (backward is twice that).
+double linear_flops(LinearShape s);
+
+}  // namespace zerodp::kernels
