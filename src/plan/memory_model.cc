@@ -1,0 +1,131 @@
+#include "plan/memory_model.h"
+
+#include <cctype>
+#include <string>
+
+#include "core/error.h"
+
+namespace zerodp::plan {
+
+Optimizer parse_optimizer(std::string_view name) {
+  std::string s(name);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "adamw") return Optimizer::kAdamW;
+  if (s == "adam") return Optimizer::kAdam;
+  if (s == "sgd-momentum" || s == "sgdm" || s == "momentum" || s == "sgd_momentum") return Optimizer::kSgdMomentum;
+  if (s == "sgd") return Optimizer::kSgd;
+  ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum or sgd", name);
+}
+
+std::string_view optimizer_name(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kAdamW: return "adamw";
+    case Optimizer::kAdam: return "adam";
+    case Optimizer::kSgdMomentum: return "sgd-momentum";
+    case Optimizer::kSgd: return "sgd";
+  }
+  return "?";
+}
+
+BytesPerParam bytes_per_param(Dtype precision, Optimizer optimizer) {
+  BytesPerParam b;
+  b.params = static_cast<int>(precision.size());
+  b.grads = static_cast<int>(precision.size());
+  // Low-precision training updates an fp32 master copy (the updates would
+  // underflow in fp16/bf16); fp32 training updates the parameters themselves.
+  b.master = precision.is_low_precision() ? 4 : 0;
+  const bool adam = optimizer == Optimizer::kAdamW || optimizer == Optimizer::kAdam;
+  b.moment1 = (adam || optimizer == Optimizer::kSgdMomentum) ? 4 : 0;
+  b.moment2 = adam ? 4 : 0;
+  return b;
+}
+
+void check_stage_and_ranks(int stage, int ranks) {
+  ZDP_CHECK(stage >= 0 && stage < kNumStages, ConfigError, "[plan] ZeRO stage {} does not exist: use 0, 1, 2 or 3",
+            stage);
+  ZDP_CHECK(ranks >= 1, ConfigError, "[plan] the number of ranks must be at least 1, got {}", ranks);
+}
+
+uint64_t shard_elements(uint64_t num_params, int ranks) {
+  check_stage_and_ranks(0, ranks);
+  const auto n = static_cast<uint64_t>(ranks);
+  return num_params / n + (num_params % n != 0 ? 1 : 0);
+}
+
+bool partitions_optimizer(int stage) { return stage >= 1; }
+bool partitions_grads(int stage) { return stage >= 2; }
+bool partitions_params(int stage) { return stage >= 3; }
+
+std::string_view stage_paper_name(int stage) {
+  switch (stage) {
+    case 0: return "plain data parallel";
+    case 1: return "P_os";
+    case 2: return "P_os+g";
+    case 3: return "P_os+g+p";
+    default: return "?";
+  }
+}
+
+ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, const BytesPerParam& bpp) {
+  check_stage_and_ranks(stage, ranks);
+  const uint64_t shard = shard_elements(num_params, ranks);
+  const uint64_t opt_elems = partitions_optimizer(stage) ? shard : num_params;
+  const uint64_t grad_elems = partitions_grads(stage) ? shard : num_params;
+  const uint64_t param_elems = partitions_params(stage) ? shard : num_params;
+  ModelStateBytes m;
+  m.params = param_elems * static_cast<uint64_t>(bpp.params);
+  m.grads = grad_elems * static_cast<uint64_t>(bpp.grads);
+  m.master = opt_elems * static_cast<uint64_t>(bpp.master);
+  m.moment1 = opt_elems * static_cast<uint64_t>(bpp.moment1);
+  m.moment2 = opt_elems * static_cast<uint64_t>(bpp.moment2);
+  return m;
+}
+
+double paper_model_state_bytes(double num_params, int stage, int ranks, const BytesPerParam& bpp) {
+  check_stage_and_ranks(stage, ranks);
+  const double n = ranks;
+  const double per_rank = num_params / n;
+  const double k = bpp.optimizer();
+  const double opt = (partitions_optimizer(stage) ? per_rank : num_params) * k;
+  const double grads = (partitions_grads(stage) ? per_rank : num_params) * bpp.grads;
+  const double params = (partitions_params(stage) ? per_rank : num_params) * bpp.params;
+  return params + grads + opt;
+}
+
+CommVolume comm_volume(uint64_t num_params, int stage, int ranks, Dtype comm_dtype) {
+  check_stage_and_ranks(stage, ranks);
+  CommVolume v;
+  v.collectives = stage == 3 ? 3 : 2;
+  v.elements = static_cast<uint64_t>(v.collectives) * num_params;
+  v.bytes = v.elements * comm_dtype.size();
+  const uint64_t shard = shard_elements(num_params, ranks);
+  v.sent_bytes = static_cast<uint64_t>(v.collectives) * static_cast<uint64_t>(ranks - 1) * shard * comm_dtype.size();
+  return v;
+}
+
+uint64_t max_params(uint64_t device_bytes, int stage, int ranks, const BytesPerParam& bpp) {
+  check_stage_and_ranks(stage, ranks);
+  auto fits = [&](uint64_t phi) { return model_state_bytes(phi, stage, ranks, bpp).total() <= device_bytes; };
+  // Upper bound from the unpadded formula: per-rank bytes >= Φ x (min bytes
+  // per parameter across the categories, divided by N), so Φ <= M N / 1 is safe
+  // while the product stays in range; then binary search the exact count.
+  const int total = bpp.total();
+  if (total == 0) return 0;
+  unsigned __int128 hi = static_cast<unsigned __int128>(device_bytes) * static_cast<unsigned>(ranks) + 1;
+  const unsigned __int128 kLimit = (static_cast<unsigned __int128>(1) << 62) / 16;
+  if (hi > kLimit) hi = kLimit;  // keep Φ x 16 x N in 64 bits inside model_state_bytes
+  uint64_t lo = 0;
+  uint64_t high = static_cast<uint64_t>(hi);
+  if (fits(high)) return high;
+  while (high - lo > 1) {
+    const uint64_t mid = lo + (high - lo) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      high = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,120 @@
+// The ZeRO paper's model of what each rank holds and sends (Rajbhandari et
+// al., SC20, arXiv 1910.02054, Fig. 1 and sections 5 and 7), generalised from
+// mixed-precision Adam to every precision x optimizer zerodp supports.
+//
+// One replica's model states cost, per parameter:
+//   params (p bytes) + grads (g bytes) + optimizer (K bytes)
+// where p = g = the size of the training dtype and K counts the fp32 master
+// copy (low-precision runs only) and the optimizer's moments:
+//
+//   precision    optimizer        p  g  master m  v   K   total
+//   fp16/bf16    AdamW / Adam     2  2  4      4  4   12  16   (the paper)
+//   fp16/bf16    SGD + momentum   2  2  4      4  -    8  12
+//   fp16/bf16    SGD              2  2  4      -  -    4   8
+//   fp32         AdamW / Adam     4  4  -      4  4    8  16
+//   fp32         SGD + momentum   4  4  -      4  -    4  12
+//   fp32         SGD              4  4  -      -  -    0   8
+//
+// fp32 training keeps no master copy (the parameters are the fp32 copy), so
+// fp32 Adam is 16 bytes per parameter like mixed precision, split 4 + 4 + 8.
+//
+// Per rank at N ranks (stage s partitions the first s of optimizer, grads,
+// params):  stage 0  (p + g + K)Φ      stage 1  (p + g)Φ + KΦ/N
+//           stage 2  pΦ + (g + K)Φ/N   stage 3  (p + g + K)Φ/N
+// A partitioned category holds ceil(Φ/N) elements on every rank: the flat
+// buffer is padded to a multiple of N so the shards are equal (the engine's
+// finer padding rules, if any, are its to document; the difference from the
+// paper's Φ/N is below N elements per category).
+//
+// Communication per rank per step (paper section 7), in elements: stages 0-2
+// move 2Φ (reduce-scatter Φ + all-gather Φ, an all-reduce being the two), stage
+// 3 moves 3Φ (all-gather in forward, again in backward, reduce-scatter of
+// gradients). Bytes are those elements in the training dtype. A ring or
+// all-to-all collective puts (N-1)/N of that on each rank's link.
+//
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace zerodp::plan {
+
+inline constexpr int kNumStages = 4;
+
+enum class Optimizer { kAdamW, kAdam, kSgdMomentum, kSgd };
+
+// "adamw", "adam", "sgd-momentum" (also "sgdm", "momentum"), "sgd";
+// ConfigError naming the accepted values otherwise.
+Optimizer parse_optimizer(std::string_view name);
+std::string_view optimizer_name(Optimizer optimizer);
+
+// Bytes each parameter costs in one replica, by category.
+struct BytesPerParam {
+  int params = 0;   // the training copy (fp16/bf16 or fp32)
+  int grads = 0;    // gradients in the training dtype
+  int master = 0;   // fp32 master weights (low-precision runs only)
+  int moment1 = 0;  // Adam m, or SGD's momentum buffer
+  int moment2 = 0;  // Adam v
+
+  int optimizer() const { return master + moment1 + moment2; }  // the paper's K
+  int total() const { return params + grads + optimizer(); }
+};
+
+BytesPerParam bytes_per_param(Dtype precision, Optimizer optimizer);
+
+// Per-rank bytes of model states, by category (optimizer = master + moments).
+struct ModelStateBytes {
+  uint64_t params = 0;
+  uint64_t grads = 0;
+  uint64_t master = 0;
+  uint64_t moment1 = 0;
+  uint64_t moment2 = 0;
+
+  uint64_t optimizer() const { return master + moment1 + moment2; }
+  uint64_t total() const { return params + grads + optimizer(); }
+};
+
+// Elements of a Φ-element flat buffer each of `ranks` ranks holds: ceil(Φ/N).
+uint64_t shard_elements(uint64_t num_params, int ranks);
+
+// Which categories stage `stage` partitions (stage 1: optimizer; 2: + grads;
+// 3: + params).
+bool partitions_optimizer(int stage);
+bool partitions_grads(int stage);
+bool partitions_params(int stage);
+
+// "plain data parallel", "P_os", "P_os+g", "P_os+g+p".
+std::string_view stage_paper_name(int stage);
+
+// Exact per-rank bytes at `stage` with N = `ranks` (partitioned categories
+// hold shard_elements()). REQUIRES 0 <= stage <= 3, ranks >= 1 (ConfigError).
+ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, const BytesPerParam& bpp);
+
+// The paper's formula with Φ/N unrounded, for comparing with its tables.
+double paper_model_state_bytes(double num_params, int stage, int ranks, const BytesPerParam& bpp);
+
+struct CommVolume {
+  uint64_t elements = 0;    // the paper's volume: 2Φ (stages 0-2) or 3Φ (stage 3)
+  uint64_t bytes = 0;       // elements x the communication dtype's size
+  uint64_t sent_bytes = 0;  // what a ring/all-to-all puts on one rank's link:
+                            // per collective (N-1) shards of ceil(Φ/N)
+  int collectives = 0;      // full-model collectives per step: 2 or 3
+};
+
+// Per rank per step. `comm_dtype` is the dtype gradients and parameters travel
+// in (the training dtype).
+CommVolume comm_volume(uint64_t num_params, int stage, int ranks, Dtype comm_dtype);
+
+// The largest Φ whose per-rank model states fit in `device_bytes` at `stage`
+// and N = `ranks` (exact: model_state_bytes(Φ).total() <= device_bytes), as
+// the paper's "max model size" analysis (model states only; activations and
+// buffers are the caller's to subtract first). 0 when not even one fits.
+uint64_t max_params(uint64_t device_bytes, int stage, int ranks, const BytesPerParam& bpp);
+
+// Throws ConfigError unless 0 <= stage <= 3 and ranks >= 1.
+void check_stage_and_ranks(int stage, int ranks);
+
+}  // namespace zerodp::plan

@@ -1,0 +1,282 @@
+#include "plan/plan_format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "plan/quantity.h"
+
+namespace zerodp::plan {
+namespace {
+
+using Row = std::vector<std::string>;
+
+// Left-aligned columns separated by two spaces; the header underlined.
+std::string render_table(const Row& header, const std::vector<Row>& rows) {
+  std::vector<size_t> width(header.size(), 0);
+  auto measure = [&](const Row& r) {
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) {
+      // Count code points, not bytes, so "Φ" is one column.
+      size_t n = 0;
+      for (unsigned char ch : r[i]) n += (ch & 0xC0) != 0x80 ? 1 : 0;
+      width[i] = std::max(width[i], n);
+    }
+  };
+  measure(header);
+  for (const Row& r : rows) measure(r);
+  auto line = [&](const Row& r) {
+    std::string out = "  ";
+    for (size_t i = 0; i < r.size(); ++i) {
+      size_t n = 0;
+      for (unsigned char ch : r[i]) n += (ch & 0xC0) != 0x80 ? 1 : 0;
+      out += r[i];
+      if (i + 1 < r.size()) out += std::string(width[i] - n + 2, ' ');
+    }
+    return out + "\n";
+  };
+  std::string out = line(header);
+  size_t total = 0;
+  for (size_t w : width) total += w + 2;
+  out += "  " + std::string(total - 2, '-') + "\n";
+  for (const Row& r : rows) out += line(r);
+  return out;
+}
+
+std::string gb(double bytes) { return format_significant(bytes / kGB); }
+std::string gib(double bytes) { return format_significant(bytes / kGiB); }
+
+std::string optimizer_display(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdamW: return "AdamW";
+    case Optimizer::kAdam: return "Adam";
+    case Optimizer::kSgdMomentum: return "SGD with momentum";
+    case Optimizer::kSgd: return "SGD";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string describe_training(const PlanConfig& config) {
+  return fmt::format("{} + {}{}", config.precision.name(), optimizer_display(config.optimizer),
+                     config.precision.is_low_precision() ? " (mixed precision: fp32 master weights)" : "");
+}
+
+std::string describe_bytes_per_param(const BytesPerParam& bpp, Optimizer optimizer) {
+  std::vector<std::string> parts;
+  if (bpp.master) parts.push_back(fmt::format("fp32 master {}", bpp.master));
+  const bool adam = optimizer == Optimizer::kAdam || optimizer == Optimizer::kAdamW;
+  if (bpp.moment1) parts.push_back(fmt::format("{} {}", adam ? "Adam m" : "momentum", bpp.moment1));
+  if (bpp.moment2) parts.push_back(fmt::format("Adam v {}", bpp.moment2));
+  const std::string detail = parts.empty() ? "no optimizer state" : fmt::format("{}", fmt::join(parts, " + "));
+  return fmt::format("params {} + grads {} + optimizer K = {} ({}) = {}", bpp.params, bpp.grads, bpp.optimizer(),
+                     detail, bpp.total());
+}
+
+std::string format_plan_text(const PlanResult& r, const FormatOptions& options) {
+  const PlanConfig& c = r.config;
+  const BytesPerParam& bpp = r.bytes_per_param;
+  std::string out;
+  const std::string model = c.shape ? fmt::format(" ({}: L={} H={} C={} V={} T={})",
+                                                  c.model_name.empty() ? "custom" : c.model_name, c.shape->layers,
+                                                  c.shape->heads, c.shape->channels, c.shape->vocab, c.shape->context)
+                                    : "";
+  out += fmt::format("zerodp plan: Φ = {} parameters ({}){}, {}\n", format_thousands(c.num_params),
+                     format_count(static_cast<double>(c.num_params)), model, describe_training(c));
+  const double replica = static_cast<double>(c.num_params) * bpp.total();
+  out += fmt::format("Bytes per parameter, one replica: {} -> {}Φ = {} GB ({} GiB)\n",
+                     describe_bytes_per_param(bpp, c.optimizer), bpp.total(), gb(replica), gib(replica));
+  if (c.device_memory) {
+    out += fmt::format("Device memory per rank: {} GB ({} GiB)\n", gb(static_cast<double>(*c.device_memory)),
+                       gib(static_cast<double>(*c.device_memory)));
+  }
+  if (r.largest_unit_params) {
+    out += fmt::format("Largest unit: {} parameters (stage 3 keeps two gathered: current + prefetched)\n",
+                       format_thousands(*r.largest_unit_params));
+  }
+  out += "Units: GB = 1e9 bytes (the ZeRO paper's unit), GiB = 2^30 bytes. Communication is per rank per step.\n";
+
+  const bool has_gathered = r.largest_unit_params.has_value();
+  const bool has_act = r.activations.has_value();
+  const std::string mem_label = c.device_memory ? fmt::format("fits {} GB", gb(static_cast<double>(*c.device_memory))) : "";
+
+  for (const RankPlan& rp : r.per_ranks) {
+    out += fmt::format("\nN = {} rank{}: per-rank bytes\n", rp.ranks, rp.ranks == 1 ? "" : "s");
+    Row header = {"stage", "partitions", "params GB", "grads GB", "optimizer GB", "states GB", "states GiB"};
+    if (has_gathered) header.push_back("gathered GB");
+    if (has_act) header.push_back("activations GB");
+    if (has_gathered || has_act) {
+      header.push_back("peak GB");
+      header.push_back("peak GiB");
+    }
+    header.push_back("comm elements");
+    header.push_back("comm GB");
+    header.push_back("sent GB");
+    if (c.device_memory) header.push_back(mem_label);
+    std::vector<Row> rows;
+    for (const StagePlan& s : rp.stages) {
+      Row row = {std::to_string(s.stage),
+                 std::string(s.stage == 0 ? "none (DP)" : stage_paper_name(s.stage)),
+                 gb(static_cast<double>(s.states.params)),
+                 gb(static_cast<double>(s.states.grads)),
+                 gb(static_cast<double>(s.states.optimizer())),
+                 gb(static_cast<double>(s.states.total())),
+                 gib(static_cast<double>(s.states.total()))};
+      if (has_gathered) row.push_back(gb(static_cast<double>(s.gathered)));
+      if (has_act) row.push_back(gb(static_cast<double>(s.activations)));
+      if (has_gathered || has_act) {
+        row.push_back(gb(static_cast<double>(s.peak)));
+        row.push_back(gib(static_cast<double>(s.peak)));
+      }
+      row.push_back(fmt::format("{}Φ = {}", s.comm.collectives, format_count(static_cast<double>(s.comm.elements))));
+      row.push_back(gb(static_cast<double>(s.comm.bytes)));
+      row.push_back(gb(static_cast<double>(s.comm.sent_bytes)));
+      if (s.fits) row.push_back(*s.fits ? "yes" : "no");
+      rows.push_back(std::move(row));
+    }
+    out += render_table(header, rows);
+    out += "  comm elements/GB: the paper's volume (2Φ or 3Φ, in " + std::string(c.precision.name()) +
+           "); sent GB: what a ring or all-to-all puts on each rank's link, (N-1)/N of it.\n";
+    out += fmt::format("  recommended: {}\n", rp.recommendation);
+    if (c.device_memory) {
+      std::vector<std::string> sizes;
+      for (const StagePlan& s : rp.stages) {
+        sizes.push_back(fmt::format("stage {} {}", s.stage, format_count(static_cast<double>(s.max_params.value_or(0)))));
+      }
+      out += fmt::format("  largest model whose model states fit {} GB at N = {}: {}\n",
+                         gb(static_cast<double>(*c.device_memory)), rp.ranks, fmt::join(sizes, ", "));
+    }
+    if (options.compare_deepspeed) {
+      out += "  DeepSpeed's estimators (their model: 2Φ fp16 params + 18Φ/N for fp16 grads, an fp32 gradient "
+             "partition, fp32 master and Adam; DeepSpeed prints GiB and calls them GB):\n";
+      const auto& s2 = rp.stages[2];
+      out += fmt::format("    estimate_zero2 (no offload) 2Φ + int(18Φ/N) = {} GiB ({} GB);  zerodp stage 2 (the "
+                         "paper's 16Φ model, {}) = {} GiB\n",
+                         gib(static_cast<double>(rp.deepspeed.zero2_bytes)),
+                         gb(static_cast<double>(rp.deepspeed.zero2_bytes)), c.precision.name(),
+                         gib(static_cast<double>(s2.states.total())));
+      const auto& s3 = rp.stages[3];
+      if (rp.deepspeed.zero3_bytes) {
+        out += fmt::format("    estimate_zero3 (no offload) 4 x largest layer ({}) + int(18Φ/N) = {} GiB ({} GB);  "
+                           "zerodp stage 3 states + gathered = {} GiB\n",
+                           format_thousands(r.largest_module_params.value_or(0)),
+                           gib(static_cast<double>(*rp.deepspeed.zero3_bytes)),
+                           gb(static_cast<double>(*rp.deepspeed.zero3_bytes)),
+                           gib(static_cast<double>(s3.states.total() + s3.gathered)));
+      } else {
+        out += "    estimate_zero3 needs the largest layer: give --model\n";
+      }
+    }
+  }
+
+  if (r.per_ranks.size() > 1) {
+    out += "\nPer-rank model states in GB (the ZeRO paper's Table 1 layout)\n";
+    Row header = {"N", "stage 0", "stage 1 P_os", "stage 2 P_os+g", "stage 3 P_os+g+p"};
+    if (c.device_memory) header.push_back("recommended");
+    std::vector<Row> rows;
+    for (const RankPlan& rp : r.per_ranks) {
+      Row row = {std::to_string(rp.ranks)};
+      for (const StagePlan& s : rp.stages) row.push_back(gb(static_cast<double>(s.states.total())));
+      if (c.device_memory) row.push_back(rp.recommended ? fmt::format("stage {}", *rp.recommended) : "none fits");
+      rows.push_back(std::move(row));
+    }
+    out += render_table(header, rows);
+  }
+
+  if (r.activations && options.activation_breakdown) {
+    const ActivationEstimate& a = *r.activations;
+    out += fmt::format("\nActivations per rank: B = {}, T = {}, {} bytes per element, checkpointing {}: {} GB ({} GiB)\n",
+                       a.config.micro_batch, a.config.seq_len, a.config.element_bytes,
+                       a.config.checkpointing ? "on" : "off", gb(static_cast<double>(a.total_bytes)),
+                       gib(static_cast<double>(a.total_bytes)));
+    Row header = {"tensor", "shape", "role", "count", "GB", "GiB"};
+    std::vector<Row> rows;
+    for (const ActivationTerm& t : a.terms) {
+      rows.push_back({t.name, t.shape, t.role, std::to_string(t.count), gb(static_cast<double>(t.bytes)),
+                      gib(static_cast<double>(t.bytes))});
+    }
+    out += render_table(header, rows);
+  }
+  return out;
+}
+
+nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
+  using nlohmann::json;
+  const PlanConfig& c = r.config;
+  json j;
+  j["config"] = {{"num_params", c.num_params},
+                 {"ranks", c.ranks},
+                 {"precision", std::string(c.precision.name())},
+                 {"optimizer", std::string(optimizer_name(c.optimizer))}};
+  if (c.device_memory) j["config"]["device_memory_bytes"] = *c.device_memory;
+  if (c.shape) {
+    j["config"]["model"] = {{"type", "gpt"},
+                            {"name", c.model_name},
+                            {"layers", c.shape->layers},
+                            {"heads", c.shape->heads},
+                            {"channels", c.shape->channels},
+                            {"vocab", c.shape->vocab},
+                            {"context", c.shape->context}};
+  }
+  const BytesPerParam& b = r.bytes_per_param;
+  j["bytes_per_param"] = {{"params", b.params}, {"grads", b.grads},         {"master", b.master},
+                          {"moment1", b.moment1}, {"moment2", b.moment2}, {"optimizer_k", b.optimizer()},
+                          {"total", b.total()}};
+  j["units"] = {{"bytes", "all sizes are in bytes"}, {"GB", 1e9}, {"GiB", 1073741824}};
+  if (r.largest_unit_params) j["largest_unit_params"] = *r.largest_unit_params;
+  if (r.largest_module_params) j["largest_module_params"] = *r.largest_module_params;
+  if (r.activations) {
+    const ActivationEstimate& a = *r.activations;
+    json terms = json::array();
+    for (const ActivationTerm& t : a.terms) {
+      terms.push_back({{"name", t.name}, {"shape", t.shape}, {"role", t.role}, {"elements", t.elements},
+                       {"count", t.count}, {"bytes", t.bytes}});
+    }
+    j["activations"] = {{"micro_batch", a.config.micro_batch},
+                        {"seq_len", a.config.seq_len},
+                        {"checkpointing", a.config.checkpointing},
+                        {"element_bytes", a.config.element_bytes},
+                        {"total_bytes", a.total_bytes},
+                        {"terms", terms}};
+  }
+  json plans = json::array();
+  for (const RankPlan& rp : r.per_ranks) {
+    json stages = json::array();
+    for (const StagePlan& s : rp.stages) {
+      json st = {{"stage", s.stage},
+                 {"name", std::string(stage_paper_name(s.stage))},
+                 {"params_bytes", s.states.params},
+                 {"grads_bytes", s.states.grads},
+                 {"master_bytes", s.states.master},
+                 {"moment1_bytes", s.states.moment1},
+                 {"moment2_bytes", s.states.moment2},
+                 {"optimizer_bytes", s.states.optimizer()},
+                 {"model_states_bytes", s.states.total()},
+                 {"paper_model_states_bytes", s.paper_bytes},
+                 {"gathered_bytes", s.gathered},
+                 {"activation_bytes", s.activations},
+                 {"peak_bytes", s.peak},
+                 {"comm", {{"collectives", s.comm.collectives},
+                           {"elements", s.comm.elements},
+                           {"bytes", s.comm.bytes},
+                           {"sent_bytes", s.comm.sent_bytes}}}};
+      if (s.fits) st["fits"] = *s.fits;
+      if (s.max_params) st["max_params"] = *s.max_params;
+      stages.push_back(std::move(st));
+    }
+    json p = {{"ranks", rp.ranks}, {"stages", stages}, {"recommendation", rp.recommendation}};
+    p["recommended_stage"] = rp.recommended ? json(*rp.recommended) : json(nullptr);
+    if (options.compare_deepspeed) {
+      p["deepspeed"] = {{"model", "DeepSpeed estimators, no offload: 2Φ + int(18Φ/N) and 4·largest layer + "
+                                  "int(18Φ/N); bytes (DeepSpeed prints them in GiB labelled GB)"},
+                        {"zero2_bytes", rp.deepspeed.zero2_bytes}};
+      if (rp.deepspeed.zero3_bytes) p["deepspeed"]["zero3_bytes"] = *rp.deepspeed.zero3_bytes;
+    }
+    plans.push_back(std::move(p));
+  }
+  j["plans"] = std::move(plans);
+  return j;
+}
+
+}  // namespace zerodp::plan

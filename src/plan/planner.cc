@@ -1,0 +1,115 @@
+#include "plan/planner.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/error.h"
+#include "plan/deepspeed_estimate.h"
+
+namespace zerodp::plan {
+namespace {
+
+std::string recommend(RankPlan& plan) {
+  std::optional<int> best;
+  for (const StagePlan& s : plan.stages) {
+    if (!s.fits.value_or(false)) continue;
+    if (!best) {
+      best = s.stage;
+      continue;
+    }
+    const StagePlan& b = plan.stages[static_cast<size_t>(*best)];
+    if (s.comm.elements < b.comm.elements || (s.comm.elements == b.comm.elements && s.peak < b.peak)) {
+      best = s.stage;
+    }
+  }
+  plan.recommended = best;
+  if (!best) return "no stage fits: add ranks, a smaller model, activation checkpointing or a smaller micro-batch";
+  const StagePlan& b = plan.stages[static_cast<size_t>(*best)];
+  if (b.comm.collectives == 3) {
+    return fmt::format("stage {} ({}): the only stage that fits; it moves 3Φ per step, 1.5x the others", *best,
+                       stage_paper_name(*best));
+  }
+  return fmt::format("stage {} ({}): it fits, moves the least (2Φ per step), and of the stages that move 2Φ "
+                     "it holds the least",
+                     *best, stage_paper_name(*best));
+}
+
+}  // namespace
+
+std::vector<int> parse_rank_list(std::string_view text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    int value = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    ZDP_CHECK(!item.empty() && ec == std::errc() && ptr == item.data() + item.size() && value >= 1, ConfigError,
+              "[plan] --ranks item '{}' is not a positive integer: write e.g. --ranks 64 or --ranks 1,4,16,64",
+              item);
+    out.push_back(value);
+    start = end + 1;
+  }
+  return out;
+}
+
+PlanResult make_plan(const PlanConfig& config) {
+  PlanResult result;
+  result.config = config;
+  PlanConfig& c = result.config;
+  if (c.shape) {
+    c.shape->validate();
+    c.num_params = c.shape->num_params();
+    result.largest_unit_params = c.shape->largest_unit_params();
+    result.largest_module_params = c.shape->largest_module_params();
+  }
+  ZDP_CHECK(c.num_params > 0, ConfigError, "[plan] no model size: give --params (e.g. 7.5B) or --model");
+  ZDP_CHECK(!c.ranks.empty(), ConfigError, "[plan] no rank count: give --ranks (e.g. 64 or 1,4,16,64)");
+  if (c.activations) {
+    ZDP_CHECK(c.shape.has_value(), ConfigError,
+              "[plan] an activation estimate needs the model's shape: give --model (a preset or JSON config)");
+    result.activations = estimate_activations(*c.shape, *c.activations);
+  }
+  result.bytes_per_param = bytes_per_param(c.precision, c.optimizer);
+  const BytesPerParam& bpp = result.bytes_per_param;
+  const uint64_t activation_bytes = result.activations ? result.activations->total_bytes : 0;
+
+  for (int n : c.ranks) {
+    check_stage_and_ranks(0, n);
+    RankPlan rp;
+    rp.ranks = n;
+    for (int s = 0; s < kNumStages; ++s) {
+      StagePlan& sp = rp.stages[static_cast<size_t>(s)];
+      sp.stage = s;
+      sp.states = model_state_bytes(c.num_params, s, n, bpp);
+      sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
+      if (partitions_params(s) && result.largest_unit_params) {
+        sp.gathered = 2 * *result.largest_unit_params * c.precision.size();
+      }
+      sp.activations = activation_bytes;
+      sp.peak = sp.states.total() + sp.gathered + sp.activations;
+      sp.comm = comm_volume(c.num_params, s, n, c.precision);
+      if (c.device_memory) {
+        sp.fits = sp.peak <= *c.device_memory;
+        sp.max_params = max_params(*c.device_memory, s, n, bpp);
+      }
+    }
+    if (c.device_memory) {
+      rp.recommendation = recommend(rp);
+    } else {
+      rp.recommendation = "give --device-memory (e.g. 32GB or 80GiB) for a recommendation";
+    }
+    rp.deepspeed.zero2_bytes = deepspeed_zero2_gpu_bytes(c.num_params, n);
+    if (result.largest_module_params) {
+      rp.deepspeed.zero3_bytes = deepspeed_zero3_gpu_bytes(c.num_params, *result.largest_module_params, n);
+    }
+    result.per_ranks.push_back(std::move(rp));
+  }
+  return result;
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,86 @@
+// The planner: from a typed PlanConfig (Φ or a GPT shape, N values,
+// precision, optimizer, device memory, activation settings) to a PlanResult
+// with, per N and per stage 0-3, the per-rank bytes by category, the
+// communication per step, whether it fits, the recommended stage, the
+// largest model that fits, and DeepSpeed's estimates beside ours.
+//
+// Per-rank peak at a stage = model states (memory_model.h) + stage 3's
+// gathered buffers (two units resident, the current and the prefetched one,
+// each buffer sized for the largest unit, in the training dtype) +
+// activations (activations.h). Buffers of stages 0-2 (gradient buckets) are
+// not modelled yet.
+//
+// Recommended stage: among the stages that fit, the least communication; of
+// those equal in communication (stages 0, 1 and 2 all move 2Φ) the one with
+// the least memory, since it costs nothing extra to keep and leaves the most
+// room for activations. (With gradient accumulation, stage 2 reduce-scatters
+// every micro-batch while stage 1 can wait for the boundary: not modelled.)
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "plan/activations.h"
+#include "plan/memory_model.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+
+struct PlanConfig {
+  uint64_t num_params = 0;              // Φ; taken from `shape` when that is set
+  std::optional<GptShape> shape;        // from --model
+  std::string model_name;               // for titles: a preset name or "custom"
+  std::vector<int> ranks = {1};         // the N values to plan for
+  Dtype precision = Dtype::bf16();
+  Optimizer optimizer = Optimizer::kAdamW;
+  std::optional<uint64_t> device_memory;      // bytes per rank
+  std::optional<ActivationConfig> activations;  // needs `shape`
+};
+
+struct StagePlan {
+  int stage = 0;
+  ModelStateBytes states;           // exact per-rank bytes
+  double paper_bytes = 0;           // the paper's formula, Φ/N unrounded
+  uint64_t gathered = 0;            // stage 3 only, when the shape is known
+  uint64_t activations = 0;         // when estimated
+  uint64_t peak = 0;                // states + gathered + activations
+  CommVolume comm;
+  std::optional<bool> fits;         // when device memory is given
+  std::optional<uint64_t> max_params;  // largest Φ whose model states fit
+};
+
+struct DeepSpeedComparison {
+  uint64_t zero2_bytes = 0;
+  std::optional<uint64_t> zero3_bytes;  // needs the largest layer (--model)
+};
+
+struct RankPlan {
+  int ranks = 1;
+  std::array<StagePlan, kNumStages> stages;
+  std::optional<int> recommended;  // when device memory is given and a stage fits
+  std::string recommendation;      // one sentence why (or why none)
+  DeepSpeedComparison deepspeed;
+};
+
+struct PlanResult {
+  PlanConfig config;  // with num_params resolved
+  BytesPerParam bytes_per_param;
+  std::optional<ActivationEstimate> activations;
+  std::optional<uint64_t> largest_unit_params;
+  std::optional<uint64_t> largest_module_params;
+  std::vector<RankPlan> per_ranks;
+};
+
+// ConfigError on an empty/invalid rank list, Φ == 0, or activations
+// without a shape.
+PlanResult make_plan(const PlanConfig& config);
+
+// "1,4,16,64" or "64" -> {1, 4, 16, 64}; ConfigError naming the bad item.
+std::vector<int> parse_rank_list(std::string_view text);
+
+}  // namespace zerodp::plan

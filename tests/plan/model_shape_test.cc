@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+namespace {
+
+TEST(ModelShape, Gpt2SmallWithPaddedVocab) {
+  const GptShape s = *find_preset("gpt2-124m");
+  EXPECT_EQ(s.num_params(), 124'475'904u);
+  EXPECT_EQ(s.embedding_params(), 50304u * 768 + 1024u * 768);
+  EXPECT_EQ(s.block_params(), 12u * 768 * 768 + 13 * 768);
+  // The largest unit is the embedding (wte + wpe); the final unit gathers
+  // the tied wte again plus its layernorm, which is smaller.
+  EXPECT_EQ(s.largest_unit_params(), s.embedding_params());
+  EXPECT_EQ(s.largest_module_params(), 50304u * 768);
+}
+
+TEST(ModelShape, MatchesPyTorchCountForTheReferenceGpt) {
+  // REFERENCE.md: PyTorch counts 29,970,816 parameters for 6 layers, 6 heads,
+  // 384 channels, vocab 50257, context 64 (tied head counted once).
+  EXPECT_EQ(find_preset("gpt-30m")->num_params(), 29'970'816u);
+}
+
+TEST(ModelShape, UnitsSumToPhiAndFinalUnitGathersTheTiedEmbedding) {
+  const GptShape s{3, 2, 8, 11, 5};
+  const auto units = s.units();
+  ASSERT_EQ(units.size(), 5u);
+  uint64_t owned = 0;
+  for (const auto& u : units) owned += u.owned_params;
+  EXPECT_EQ(owned, s.num_params());
+  EXPECT_EQ(units.back().gathered_params, 2u * 8 + 11u * 8);
+  EXPECT_EQ(s.num_params(), 11u * 8 + 5u * 8 + 3u * (12 * 64 + 13 * 8) + 16);
+}
+
+TEST(ModelShape, ParsesJsonConfig) {
+  const GptShape s = parse_gpt_shape_json(
+      R"({"type":"gpt","layers":12,"heads":12,"channels":768,"vocab":50304,"context":1024})");
+  EXPECT_EQ(s.num_params(), 124'475'904u);
+  EXPECT_EQ(resolve_model(R"( {"type":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").layers, 1);
+}
+
+TEST(ModelShape, ResolvesPresetsAndFiles) {
+  EXPECT_EQ(resolve_model("gpt2-350m").channels, 1024);
+  const std::string path = ::testing::TempDir() + "plan_model_shape_test.json";
+  {
+    std::ofstream out(path);
+    out << R"({"type":"gpt","name":"tiny","layers":2,"heads":2,"channels":8,"vocab":16,"context":4})";
+  }
+  EXPECT_EQ(resolve_model(path).vocab, 16);
+  std::remove(path.c_str());
+}
+
+TEST(ModelShape, BadConfigsNameTheProblem) {
+  auto message = [](const std::string& text) {
+    try {
+      resolve_model(text);
+    } catch (const ConfigError& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("gpt-unknown").find("gpt2-124m"), std::string::npos);  // lists presets
+  EXPECT_NE(message(R"({"type":"gpt","layers":12})").find("\"heads\""), std::string::npos);
+  EXPECT_NE(message(R"({"type":"gpt","layers":2,"heads":3,"channels":8,"vocab":4,"context":4})").find("divisible"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"type":"gpt","layers":2,"heads":2,"channels":8,"vocab":4,"context":4,"lyrs":1})")
+                .find("\"lyrs\""),
+            std::string::npos);
+  EXPECT_NE(message(R"({"type":"mlp"})").find("\"mlp\""), std::string::npos);
+  EXPECT_NE(message(R"({"type":"gpt","layers":-1,"heads":2,"channels":8,"vocab":4,"context":4})").find("layers"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"type":"gpt",)").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"type":"gpt","layers":2.5,"heads":2,"channels":8,"vocab":4,"context":4})").find("integer"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace zerodp::plan

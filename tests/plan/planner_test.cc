@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "plan/deepspeed_estimate.h"
+#include "plan/plan_format.h"
+#include "plan/planner.h"
+
+namespace zerodp::plan {
+namespace {
+
+PlanConfig paper_config() {
+  PlanConfig c;
+  c.num_params = 7'500'000'000;
+  c.ranks = {64};
+  c.precision = Dtype::fp16();
+  c.optimizer = Optimizer::kAdamW;
+  c.device_memory = 32'000'000'000;
+  return c;
+}
+
+TEST(Planner, RecommendsTheLeastCommunicationThatFits) {
+  const PlanResult r = make_plan(paper_config());
+  ASSERT_EQ(r.per_ranks.size(), 1u);
+  const RankPlan& p = r.per_ranks[0];
+  EXPECT_FALSE(*p.stages[0].fits);  // 120 GB
+  EXPECT_TRUE(*p.stages[1].fits);   // 31.4 GB
+  EXPECT_TRUE(*p.stages[2].fits);
+  EXPECT_TRUE(*p.stages[3].fits);
+  // Stages 1 and 2 move 2Φ, stage 3 3Φ; of 1 and 2, stage 2 holds less.
+  EXPECT_EQ(p.recommended, 2);
+}
+
+TEST(Planner, RecommendsStage3WhenOnlyItFits) {
+  PlanConfig c = paper_config();
+  c.num_params = 128'000'000'000;
+  const PlanResult r = make_plan(c);
+  EXPECT_EQ(r.per_ranks[0].recommended, 3);  // 32 GB exactly: fits
+  c.device_memory = 31'999'999'999;
+  EXPECT_FALSE(make_plan(c).per_ranks[0].recommended.has_value());
+}
+
+TEST(Planner, RecommendsStage0ForSmallModelsOnlyOnTies) {
+  PlanConfig c = paper_config();
+  c.num_params = 1000;
+  c.ranks = {1};
+  // At N = 1 every stage holds the same bytes; the lowest-communication
+  // choice with equal memory keeps the first such stage.
+  EXPECT_EQ(make_plan(c).per_ranks[0].recommended, 0);
+}
+
+TEST(Planner, ActivationsAndGatheredBuffersJoinThePeak) {
+  PlanConfig c;
+  c.shape = GptShape{12, 12, 768, 50304, 1024};
+  c.model_name = "gpt2-124m";
+  c.ranks = {1, 8};
+  c.precision = Dtype::bf16();
+  ActivationConfig a;
+  a.micro_batch = 2;
+  a.seq_len = 256;
+  c.activations = a;
+  c.device_memory = 80ull << 30;
+  const PlanResult r = make_plan(c);
+  EXPECT_EQ(r.config.num_params, 124'475'904u);
+  ASSERT_TRUE(r.activations.has_value());
+  for (const RankPlan& p : r.per_ranks) {
+    for (const StagePlan& s : p.stages) {
+      EXPECT_EQ(s.activations, r.activations->total_bytes);
+      EXPECT_EQ(s.peak, s.states.total() + s.gathered + s.activations);
+      EXPECT_EQ(s.gathered, s.stage == 3 ? 2 * r.largest_unit_params.value() * 2 : 0u);
+    }
+  }
+  EXPECT_EQ(r.per_ranks[0].recommended, 0);
+}
+
+TEST(Planner, ActivationsWithoutShapeIsConfigError) {
+  PlanConfig c = paper_config();
+  c.activations = ActivationConfig{};
+  EXPECT_THROW(make_plan(c), ConfigError);
+  PlanConfig empty;
+  EXPECT_THROW(make_plan(empty), ConfigError);
+}
+
+TEST(Planner, ParsesRankLists) {
+  EXPECT_EQ(parse_rank_list("64"), std::vector<int>{64});
+  EXPECT_EQ(parse_rank_list("1,4, 16,64"), (std::vector<int>{1, 4, 16, 64}));
+  EXPECT_THROW(parse_rank_list("1,,4"), ConfigError);
+  EXPECT_THROW(parse_rank_list("0"), ConfigError);
+  EXPECT_THROW(parse_rank_list("4x"), ConfigError);
+  EXPECT_THROW(parse_rank_list(""), ConfigError);
+}
+
+TEST(DeepSpeed, EstimatorsAsInReference) {
+  // 2Φ + int(18Φ/N); 4 x largest layer + int(18Φ/N).
+  EXPECT_EQ(deepspeed_zero2_gpu_bytes(7'500'000'000, 64), 15'000'000'000u + 2'109'375'000u);
+  EXPECT_EQ(deepspeed_zero2_gpu_bytes(1001, 4), 2002u + 4504u);
+  EXPECT_EQ(deepspeed_zero3_gpu_bytes(1001, 100, 4), 400u + 4504u);
+}
+
+TEST(PlanFormat, TextNamesUnitsAndStages) {
+  FormatOptions o;
+  o.compare_deepspeed = true;
+  PlanConfig c = paper_config();
+  c.ranks = {1, 4, 16, 64, 256, 1024};
+  const std::string text = format_plan_text(make_plan(c), o);
+  EXPECT_NE(text.find("GB = 1e9 bytes"), std::string::npos);
+  EXPECT_NE(text.find("GiB = 2^30 bytes"), std::string::npos);
+  EXPECT_NE(text.find("31.41"), std::string::npos);
+  EXPECT_NE(text.find("16.64"), std::string::npos);
+  EXPECT_NE(text.find("1.875"), std::string::npos);
+  EXPECT_NE(text.find("estimate_zero2"), std::string::npos);
+  EXPECT_NE(text.find("Table 1"), std::string::npos);
+}
+
+TEST(PlanFormat, JsonCarriesExactBytes) {
+  FormatOptions o;
+  o.compare_deepspeed = true;
+  const nlohmann::json j = plan_to_json(make_plan(paper_config()), o);
+  EXPECT_EQ(j["plans"][0]["stages"][1]["model_states_bytes"].get<uint64_t>(), 31'406'250'000u);
+  EXPECT_EQ(j["plans"][0]["stages"][3]["comm"]["elements"].get<uint64_t>(), 22'500'000'000u);
+  EXPECT_EQ(j["plans"][0]["recommended_stage"].get<int>(), 2);
+  EXPECT_EQ(j["bytes_per_param"]["optimizer_k"].get<int>(), 12);
+  EXPECT_TRUE(j["plans"][0].contains("deepspeed"));
+}
+
+}  // namespace
+}  // namespace zerodp::plan
