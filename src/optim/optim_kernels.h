@@ -1,0 +1,84 @@
+// Internal: the element-wise loops behind the optimizers and the gradient
+// helpers, one set per instruction set (portable C++ and AVX-512).
+//
+// Contract shared by every set: each output element is a function of the
+// same-index input elements and the scalars only, computed in float with the
+// operations in the order written in optim_kernels.cc, without fused
+// multiply-add. IEEE add/mul/div/sqrt are correctly rounded in both sets, so
+// the AVX-512 loops give bit-identical results to the portable ones, for any
+// count and any alignment (tests hold them against each other).
+// Thread-safety: pure functions over caller-owned memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zerodp::optim::kernels {
+
+// How weight decay enters an update.
+enum class DecayMode : uint8_t {
+  kNone = 0,       // no decay for these elements
+  kDecoupled = 1,  // AdamW: p = p * (1 - lr*wd) before the update
+  kL2 = 2,         // Adam/SGD: g = g + wd * p
+};
+
+// Per-step scalars of Adam/AdamW, already rounded to float once (in double
+// on the host, as PyTorch computes its Python-float scalars).
+struct AdamScalars {
+  float grad_scale = 1.0f;             // g = grad * grad_scale (unscale and clip)
+  float l2 = 0.0f;                     // kL2: g = g + l2 * p
+  float decay_factor = 1.0f;           // kDecoupled: p = p * decay_factor
+  float beta1 = 0.9f;
+  float one_minus_beta1 = 0.1f;
+  float beta2 = 0.999f;
+  float one_minus_beta2 = 0.001f;
+  float bias_correction2_sqrt = 1.0f;  // sqrt(1 - beta2^t)
+  float eps = 1e-8f;
+  float neg_step_size = 0.0f;          // -lr / (1 - beta1^t)
+};
+
+// Per-step scalars of SGD with momentum (dampening 0).
+struct SgdScalars {
+  float grad_scale = 1.0f;  // g = grad * grad_scale
+  float l2 = 0.0f;          // kL2: g = g + l2 * p
+  float momentum = 0.0f;
+  float neg_lr = 0.0f;
+};
+
+enum class MomentumMode : uint8_t {
+  kNone = 0,     // plain SGD: d = g
+  kFirst = 1,    // first step: buf = g
+  kRunning = 2,  // buf = buf * momentum + g
+};
+
+// p, m, v updated in place; g read only. n elements each.
+void adam_portable(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
+                   DecayMode mode);
+void adam_avx512(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
+                 DecayMode mode);
+
+// buf may be null when mode is kNone.
+void sgd_portable(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
+                  MomentumMode mode, bool nesterov);
+void sgd_avx512(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
+                MomentumMode mode, bool nesterov);
+
+// acc[i % 16] += double(x[i]) * double(x[i]) (each square is exact in
+// double). A long series is processed in several calls whose counts, except
+// the last, are multiples of 16, so element i always meets the same lane.
+inline constexpr size_t kSumLanes = 16;
+void sum_squares_portable(const float* x, size_t n, double* acc);
+void sum_squares_avx512(const float* x, size_t n, double* acc);
+
+// True when some element has all exponent bits set (infinity or NaN).
+bool nonfinite_f32_portable(const float* x, size_t n);
+bool nonfinite_f32_avx512(const float* x, size_t n);
+// 16-bit formats: exponent_mask is 0x7C00 for fp16 and 0x7F80 for bf16.
+bool nonfinite_u16_portable(const uint16_t* x, size_t n, uint16_t exponent_mask);
+bool nonfinite_u16_avx512(const uint16_t* x, size_t n, uint16_t exponent_mask);
+
+// x[i] = x[i] * factor.
+void scale_portable(float* x, size_t n, float factor);
+void scale_avx512(float* x, size_t n, float factor);
+
+}  // namespace zerodp::optim::kernels

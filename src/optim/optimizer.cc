@@ -1,0 +1,235 @@
+#include "optim/optimizer.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <type_traits>
+
+#include "core/error.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+
+namespace zerodp::optim {
+namespace {
+
+// 16-bit gradients are widened into a stack block of this many floats (16 KiB);
+// a multiple of the vector width so blocks split no vector.
+constexpr size_t kWidenBlock = 4096;
+
+void check_range(double value, double low, double high, bool high_open, std::string_view op,
+                 std::string_view name, std::string_view hint) {
+  const bool ok = std::isfinite(value) && value >= low && (high_open ? value < high : value <= high);
+  ZDP_CHECK(ok, ConfigError, "[{}] {} {} is outside [{}, {}{}; {}", op, name, value, low, high,
+            high_open ? ")" : "]", hint);
+}
+
+void check_non_negative(double value, std::string_view op, std::string_view name, std::string_view hint) {
+  ZDP_CHECK(std::isfinite(value) && value >= 0.0, ConfigError, "[{}] {} {} must be finite and >= 0; {}", op,
+            name, value, hint);
+}
+
+}  // namespace
+
+OptimizerKind parse_optimizer_kind(std::string_view name) {
+  if (name == "adamw") return OptimizerKind::kAdamW;
+  if (name == "adam") return OptimizerKind::kAdam;
+  if (name == "sgd") return OptimizerKind::kSgd;
+  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam or sgd", name);
+}
+
+std::string_view optimizer_kind_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kAdamW: return "adamw";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kSgd: return "sgd";
+  }
+  return "?";
+}
+
+std::string_view state_kind_name(StateKind kind) {
+  switch (kind) {
+    case StateKind::kExpAvg: return "exp_avg";
+    case StateKind::kExpAvgSq: return "exp_avg_sq";
+    case StateKind::kMomentum: return "momentum_buffer";
+  }
+  return "?";
+}
+
+void validate(const OptimizerConfig& config) {
+  const std::string_view op = optimizer_kind_name(config.kind);
+  if (config.kind == OptimizerKind::kSgd) {
+    const SgdConfig& c = config.sgd;
+    check_non_negative(c.lr, op, "lr", "use a learning rate like 0.01");
+    check_range(c.momentum, 0.0, 1.0, true, op, "momentum", "use a value like 0.9, or 0 for plain SGD");
+    check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
+    ZDP_CHECK(!c.nesterov || c.momentum > 0.0, ConfigError,
+              "[{}] nesterov needs a momentum > 0; set a momentum like 0.9 or turn nesterov off", op);
+    return;
+  }
+  const AdamConfig& c = config.adam;
+  check_non_negative(c.lr, op, "lr", "use a learning rate like 3e-4");
+  check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
+  check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.999");
+  check_non_negative(c.eps, op, "eps", "use a value like 1e-8");
+  check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
+}
+
+std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> ranges, size_t shard_offset,
+                                              size_t shard_size) {
+  const size_t shard_end = shard_offset + shard_size;
+  std::vector<ElementRange> local;
+  for (const ElementRange& r : ranges) {
+    const size_t begin = std::max(r.offset, shard_offset);
+    const size_t end = std::min(r.offset + r.count, shard_end);
+    if (begin < end) local.push_back({begin - shard_offset, end - begin});
+  }
+  std::sort(local.begin(), local.end(),
+            [](const ElementRange& a, const ElementRange& b) { return a.offset < b.offset; });
+  std::vector<ElementRange> merged;
+  for (const ElementRange& r : local) {
+    if (!merged.empty() && r.offset <= merged.back().offset + merged.back().count) {
+      const size_t end = std::max(merged.back().offset + merged.back().count, r.offset + r.count);
+      merged.back().count = end - merged.back().offset;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+size_t optimizer_state_bytes_per_param(const OptimizerConfig& config) {
+  switch (config.kind) {
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kAdam: return 2 * sizeof(float);
+    case OptimizerKind::kSgd: return config.sgd.momentum > 0.0 ? sizeof(float) : 0;
+  }
+  return 0;
+}
+
+size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision) {
+  return optimizer_state_bytes_per_param(config) + (mixed_precision ? sizeof(float) : 0);
+}
+
+Optimizer::Optimizer(size_t size, ShardOptions options)
+    : size_(size), accountant_(std::move(options.accountant)), simd_(options.simd) {
+  for (const ElementRange& r : options.no_decay) {
+    ZDP_CHECK(r.offset <= size && r.count <= size - r.offset, ShapeError,
+              "[optimizer] no-decay range [{}, {}) lies outside the shard of {} elements", r.offset,
+              r.offset + r.count, size);
+  }
+  no_decay_ = ranges_within_shard(options.no_decay, 0, size);
+}
+
+Optimizer::~Optimizer() {
+  if (!accountant_) return;
+  for (const OwnedState& s : states_) {
+    try {
+      accountant_(s.kind, -static_cast<int64_t>(s.buffer.bytes()));
+    } catch (...) {  // a destructor must not throw; the accountant's contract says it does not
+    }
+  }
+}
+
+void Optimizer::add_state(StateKind kind) {
+  states_.push_back({kind, AlignedBuffer<float>(size_)});
+  if (accountant_) accountant_(kind, static_cast<int64_t>(states_.back().buffer.bytes()));
+}
+
+void Optimizer::set_step_count(int64_t steps) {
+  ZDP_CHECK(steps >= 0, ShapeError, "[optimizer] step count {} is negative", steps);
+  step_count_ = steps;
+}
+
+std::vector<StateTensor> Optimizer::state() {
+  std::vector<StateTensor> out;
+  for (OwnedState& s : states_) out.push_back({s.kind, s.buffer.span()});
+  return out;
+}
+
+std::vector<ConstStateTensor> Optimizer::state() const {
+  std::vector<ConstStateTensor> out;
+  for (const OwnedState& s : states_) out.push_back({s.kind, s.buffer.span()});
+  return out;
+}
+
+void Optimizer::load_state(int64_t steps, std::span<const std::span<const float>> buffers) {
+  ZDP_CHECK_EQ(buffers.size(), states_.size(), ShapeError, "[optimizer.load_state] number of state buffers");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    ZDP_CHECK_EQ(buffers[i].size(), size_, ShapeError, "[optimizer.load_state] state buffer size");
+  }
+  set_step_count(steps);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::copy(buffers[i].begin(), buffers[i].end(), states_[i].buffer.begin());
+  }
+}
+
+size_t Optimizer::state_bytes_per_param() const { return states_.size() * sizeof(float); }
+
+void Optimizer::run_segments(float* params, const float* grads, size_t begin, size_t count) {
+  const size_t end = begin + count;
+  // The first no-decay range that ends after `begin`; ranges are sorted,
+  // disjoint and not adjacent (merged), so each next one starts past `at`.
+  auto it = std::upper_bound(no_decay_.begin(), no_decay_.end(), begin,
+                             [](size_t value, const ElementRange& r) { return value < r.offset + r.count; });
+  size_t at = begin;
+  while (at < end) {
+    if (it == no_decay_.end() || it->offset >= end) {
+      update(params + at, grads + (at - begin), at, end - at, true);
+      break;
+    }
+    const size_t nd_begin = std::max(it->offset, at);
+    const size_t nd_end = std::min(it->offset + it->count, end);
+    if (at < nd_begin) update(params + at, grads + (at - begin), at, nd_begin - at, true);
+    update(params + nd_begin, grads + (nd_begin - begin), nd_begin, nd_end - nd_begin, false);
+    at = nd_end;
+    ++it;
+  }
+}
+
+template <typename G>
+void Optimizer::step_impl(std::span<float> params, std::span<const G> grads, double lr, float grad_scale) {
+  const std::string_view op = optimizer_kind_name(kind());
+  ZDP_CHECK(params.size() == size_, ShapeError, "[{}.step] params have {} elements, the shard has {}", op,
+            params.size(), size_);
+  ZDP_CHECK(grads.size() == size_, ShapeError, "[{}.step] grads have {} elements, the shard has {}", op,
+            grads.size(), size_);
+  ZDP_CHECK(std::isfinite(lr) && lr >= 0.0, ConfigError,
+            "[{}.step] learning rate {} must be finite and >= 0; check the lr schedule", op, lr);
+  ++step_count_;
+  begin_step(lr, grad_scale);
+  if constexpr (std::is_same_v<G, float>) {
+    run_segments(params.data(), grads.data(), 0, size_);
+  } else {
+    std::array<float, kWidenBlock> block;
+    for (size_t at = 0; at < size_; at += kWidenBlock) {
+      const size_t n = std::min(kWidenBlock, size_ - at);
+      convert(grads.subspan(at, n), std::span<float>(block.data(), n), simd_);
+      run_segments(params.data(), block.data(), at, n);
+    }
+  }
+}
+
+void Optimizer::step(std::span<float> params, std::span<const float> grads, double lr, float grad_scale) {
+  step_impl(params, grads, lr, grad_scale);
+}
+void Optimizer::step(std::span<float> params, std::span<const Half> grads, double lr, float grad_scale) {
+  step_impl(params, grads, lr, grad_scale);
+}
+void Optimizer::step(std::span<float> params, std::span<const BFloat16> grads, double lr, float grad_scale) {
+  step_impl(params, grads, lr, grad_scale);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t shard_size,
+                                          ShardOptions options) {
+  validate(config);
+  switch (config.kind) {
+    case OptimizerKind::kAdamW:
+      return std::make_unique<Adam>(config.adam, AdamVariant::kAdamW, shard_size, std::move(options));
+    case OptimizerKind::kAdam:
+      return std::make_unique<Adam>(config.adam, AdamVariant::kAdam, shard_size, std::move(options));
+    case OptimizerKind::kSgd: return std::make_unique<Sgd>(config.sgd, shard_size, std::move(options));
+  }
+  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer kind {}", static_cast<int>(config.kind));
+}
+
+}  // namespace zerodp::optim

@@ -1,0 +1,79 @@
+// The optimizer interface: parsing, validation, K, shard ranges, size checks.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "optim/optimizer.h"
+
+namespace zerodp::optim {
+namespace {
+
+TEST(Optimizer, ParsesKinds) {
+  EXPECT_EQ(parse_optimizer_kind("adamw"), OptimizerKind::kAdamW);
+  EXPECT_EQ(parse_optimizer_kind("adam"), OptimizerKind::kAdam);
+  EXPECT_EQ(parse_optimizer_kind("sgd"), OptimizerKind::kSgd);
+  EXPECT_EQ(optimizer_kind_name(OptimizerKind::kAdamW), "adamw");
+  try {
+    parse_optimizer_kind("lamb");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam or sgd");
+  }
+}
+
+TEST(Optimizer, BytesPerParameterK) {
+  const OptimizerConfig adamw{.kind = OptimizerKind::kAdamW};
+  EXPECT_EQ(bytes_per_param_k(adamw, true), 12u);   // the ZeRO paper's K
+  EXPECT_EQ(bytes_per_param_k(adamw, false), 8u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kAdam}, true), 12u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.9}}, true), 8u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.9}}, false), 4u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd}, true), 4u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd}, false), 0u);
+  // The constructed optimizer agrees with the formula.
+  EXPECT_EQ(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.5}}, 4)->state_bytes_per_param(),
+            4u);
+}
+
+TEST(Optimizer, RejectsBadConfigs) {
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.lr = -1.0}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.beta1 = 1.0}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdam, .adam = {.beta2 = -0.1}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdam, .adam = {.eps = -1e-8}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.nesterov = true}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.weight_decay = -1}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdamW}, 4, {.no_decay = {{2, 3}}}), ShapeError);
+}
+
+TEST(Optimizer, ChecksSpanSizesAndLearningRate) {
+  auto opt = make_optimizer({.kind = OptimizerKind::kAdamW}, 4);
+  std::vector<float> p(4), g(4), short_g(3);
+  EXPECT_THROW(opt->step(p, short_g, 1e-3), ShapeError);
+  EXPECT_THROW(opt->step(std::span<float>(p).first(3), short_g, 1e-3), ShapeError);
+  EXPECT_THROW(opt->step(p, g, -1.0), ConfigError);
+  EXPECT_THROW(opt->step(p, g, std::numeric_limits<double>::quiet_NaN()), ConfigError);
+  EXPECT_EQ(opt->step_count(), 0);  // failed calls take no step
+  opt->step(p, g, 1e-3);
+  EXPECT_EQ(opt->step_count(), 1);
+}
+
+TEST(Optimizer, EmptyShardIsAllowed) {
+  auto opt = make_optimizer({.kind = OptimizerKind::kAdamW}, 0);
+  std::vector<float> none;
+  opt->step(none, none, 1e-3);
+  EXPECT_EQ(opt->step_count(), 1);
+}
+
+TEST(Optimizer, RangesWithinShardIntersectShiftAndMerge) {
+  const std::vector<ElementRange> global = {{0, 10}, {95, 10}, {103, 4}, {150, 5}, {200, 1}};
+  EXPECT_EQ(ranges_within_shard(global, 100, 100), (std::vector<ElementRange>{{0, 7}, {50, 5}}));
+  EXPECT_EQ(ranges_within_shard(global, 5, 3), (std::vector<ElementRange>{{0, 3}}));
+  EXPECT_TRUE(ranges_within_shard(global, 10, 85).empty());
+  EXPECT_EQ(ranges_within_shard(global, 199, 1), (std::vector<ElementRange>{}));
+  EXPECT_EQ(ranges_within_shard(global, 199, 2), (std::vector<ElementRange>{{1, 1}}));
+  // Adjacent ranges merge.
+  const std::vector<ElementRange> adjacent = {{4, 2}, {0, 4}};
+  EXPECT_EQ(ranges_within_shard(adjacent, 0, 10), (std::vector<ElementRange>{{0, 6}}));
+}
+
+}  // namespace
+}  // namespace zerodp::optim
