@@ -1,0 +1,83 @@
+#include "model/generate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/linear.h"
+#include "model/gpt_workspace.h"
+#include "model/init_rng.h"
+
+namespace zerodp::model {
+
+int32_t sample_token(std::span<const float> logits, float temperature, int top_k, double u) {
+  ZDP_CHECK(!logits.empty(), ShapeError, "[generate] no logits to sample from");
+  const int V = static_cast<int>(logits.size());
+  if (temperature <= 0.0f) {
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  // Threshold = the k-th largest logit; ties at the threshold are all kept.
+  float threshold = -INFINITY;
+  if (top_k > 0 && top_k < V) {
+    std::vector<float> sorted(logits.begin(), logits.end());
+    std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<float>());
+    threshold = sorted[top_k - 1];
+  }
+  const float m = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(V, 0.0);
+  double sum = 0;
+  for (int i = 0; i < V; ++i) {
+    if (logits[i] >= threshold) {
+      p[i] = std::exp((double(logits[i]) - m) / temperature);
+      sum += p[i];
+    }
+  }
+  double target = u * sum, acc = 0;
+  int32_t last_kept = 0;
+  for (int i = 0; i < V; ++i) {
+    if (p[i] == 0.0) continue;
+    acc += p[i];
+    last_kept = i;
+    if (target < acc) return i;
+  }
+  return last_kept;  // rounding: u*sum landed on the total
+}
+
+std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, std::span<const int32_t> prompt,
+                              const GenerateConfig& gc) {
+  const GptConfig& c = model.config();
+  ZDP_CHECK(!prompt.empty(), ConfigError, "[generate] the prompt is empty; give at least one token");
+  ZDP_CHECK(gc.max_new_tokens >= 0, ConfigError, "[generate] max_new_tokens is {}, must be >= 0", gc.max_new_tokens);
+  ZDP_CHECK(gc.top_k >= 0, ConfigError, "[generate] top_k is {}, must be >= 0 (0 = all)", gc.top_k);
+  ZDP_CHECK_EQ(params.size(), model.num_params(), ShapeError, "[generate] parameter buffer size");
+  for (int32_t t : prompt) {
+    ZDP_CHECK(t >= 0 && t < c.vocab, ConfigError, "[generate] prompt token {} outside the vocabulary [0, {})", t,
+              c.vocab);
+  }
+  std::vector<int32_t> out(prompt.begin(), prompt.end());
+  if (gc.max_new_tokens == 0) return out;
+  const int window = static_cast<int>(std::min<size_t>(c.max_seq_len, out.size() + gc.max_new_tokens));
+  GptWorkspace ws(c, 1, window, false);
+  std::vector<int32_t> tokens(window, 0);
+  std::vector<float> logits(c.padded_vocab);
+  const size_t wte_size = size_t(c.padded_vocab) * c.channels;
+  InitRng rng(gc.seed, 0x67656e);
+  const auto& ops = model.ops();
+  for (int step = 0; step < gc.max_new_tokens; ++step) {
+    const size_t len = std::min<size_t>(out.size(), window);
+    std::fill(tokens.begin(), tokens.end(), 0);
+    std::copy(out.end() - len, out.end(), tokens.begin());
+    Batch batch;
+    batch.tokens = tokens;
+    ws.set_batch(batch);
+    for (size_t i = 0; i + 1 < ops.size(); ++i) {  // all but the LM head
+      model.forward(static_cast<int>(i), model.unit_span(params, ops[i].unit), ws);
+    }
+    std::span<const float> last = ws.lnf().subspan((len - 1) * c.channels, c.channels);  // [1, C]
+    kernels::linear_forward(logits, last, params.subspan(0, wte_size), {}, {1, c.channels, c.padded_vocab});
+    out.push_back(sample_token(std::span<const float>(logits).first(c.vocab), gc.temperature, gc.top_k, rng.uniform()));
+  }
+  return out;
+}
+
+}  // namespace zerodp::model

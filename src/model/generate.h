@@ -1,0 +1,32 @@
+// Text generation from a GPT: autoregressive sampling with temperature and
+// top-k. Each step runs the model's forward ops up to the final layernorm on
+// a window of at most maxT tokens and projects only the last position through
+// the tied LM head. Causal attention means the unused tail of the window does
+// not affect the positions before it, so one workspace serves every step.
+// Thread-safety: reads the model and params; uses its own workspace.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/gpt.h"
+
+namespace zerodp::model {
+
+struct GenerateConfig {
+  int max_new_tokens = 64;
+  float temperature = 1.0f;  // 0 = greedy (argmax)
+  int top_k = 0;             // keep the k most likely tokens; 0 = all
+  uint64_t seed = 1;
+};
+
+// Returns prompt + the generated tokens. The prompt must be non-empty with
+// ids in [0, V) (ConfigError otherwise).
+std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, std::span<const int32_t> prompt,
+                              const GenerateConfig& config);
+
+// Samples one id from logits[V] (temperature, top-k); exposed for tests.
+int32_t sample_token(std::span<const float> logits, float temperature, int top_k, double uniform01);
+
+}  // namespace zerodp::model

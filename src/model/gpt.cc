@@ -1,0 +1,204 @@
+#include "model/gpt.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/embedding.h"
+#include "kernels/layernorm.h"
+#include "kernels/linear.h"
+#include "kernels/softmax_xent.h"
+#include "model/gpt_block.h"
+#include "model/gpt_workspace.h"
+#include "model/init_rng.h"
+
+namespace zerodp::model {
+
+using kernels::KernelKind;
+using kernels::ScopedKernelTimer;
+
+namespace {
+
+GptWorkspace& as_gpt(Workspace& ws) {
+  auto* g = dynamic_cast<GptWorkspace*>(&ws);
+  ZDP_CHECK(g != nullptr, ConfigError, "[gpt] the workspace was not made by a Gpt model");
+  return *g;
+}
+
+void fill_normal(std::span<float> t, double std, uint64_t seed, uint64_t stream) {
+  InitRng rng(seed, stream);
+  for (float& v : t) v = static_cast<float>(rng.normal() * std);
+}
+
+}  // namespace
+
+Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config.channels)) {
+  config_.validate();
+  const int L = config_.layers;
+  size_t offset = 0;
+  units_.push_back({"embedding", offset, embedding_unit_params(config_)});
+  offset += units_.back().count;
+  for (int l = 0; l < L; ++l) {
+    units_.push_back({fmt::format("block{}", l), offset, layout_.count});
+    offset += layout_.count;
+  }
+  units_.push_back({"ln_f", offset, 2 * size_t(config_.channels)});
+  offset += units_.back().count;
+  num_params_ = offset;
+  ZDP_CHECK_EQ(num_params_, gpt_num_params(config_), Error, "[gpt] parameter layout");
+
+  ops_.push_back({0, OpKind::kEmbedding, 0, "embedding"});
+  for (int l = 0; l < L; ++l) ops_.push_back({1 + l, OpKind::kBlock, l, fmt::format("block{}", l)});
+  ops_.push_back({L + 1, OpKind::kFinalNorm, 0, "ln_f"});
+  ops_.push_back({0, OpKind::kLmHead, 0, "lm_head"});
+}
+
+std::string Gpt::describe() const {
+  return fmt::format("{}, {} parameters", config_.describe(), num_params_);
+}
+
+void Gpt::init_params(std::span<float> all, uint64_t seed) const {
+  ZDP_CHECK_EQ(all.size(), num_params_, ShapeError, "[gpt] init: parameter buffer size");
+  const size_t C = config_.channels;
+  const double std_base = 0.02;
+  const double std_resid = 0.02 / std::sqrt(2.0 * config_.layers);
+  uint64_t stream = 0;
+  // unit 0: wte (real rows random, padded rows zero), wpe
+  std::span<float> wte = all.subspan(0, size_t(config_.padded_vocab) * C);
+  fill_normal(wte.subspan(0, size_t(config_.vocab) * C), std_base, seed, stream++);
+  std::fill(wte.begin() + size_t(config_.vocab) * C, wte.end(), 0.0f);
+  fill_normal(all.subspan(wte.size(), size_t(config_.max_seq_len) * C), std_base, seed, stream++);
+  const auto& lay = layout_;
+  for (int l = 0; l < config_.layers; ++l) {
+    std::span<float> p = unit_span(all, 1 + l);
+    std::fill(p.begin(), p.end(), 0.0f);
+    std::fill(p.begin() + lay.ln1w, p.begin() + lay.ln1w + C, 1.0f);
+    std::fill(p.begin() + lay.ln2w, p.begin() + lay.ln2w + C, 1.0f);
+    fill_normal(p.subspan(lay.qkvw, 3 * C * C), std_base, seed, stream++);
+    fill_normal(p.subspan(lay.attprojw, C * C), std_resid, seed, stream++);
+    fill_normal(p.subspan(lay.fcw, 4 * C * C), std_base, seed, stream++);
+    fill_normal(p.subspan(lay.fcprojw, 4 * C * C), std_resid, seed, stream++);
+  }
+  std::span<float> lnf = unit_span(all, config_.layers + 1);
+  std::fill(lnf.begin(), lnf.begin() + C, 1.0f);
+  std::fill(lnf.begin() + C, lnf.end(), 0.0f);
+}
+
+std::unique_ptr<Workspace> Gpt::make_workspace(int micro_batch, int seq_len, bool checkpointing) const {
+  return std::make_unique<GptWorkspace>(config_, micro_batch, seq_len, checkpointing);
+}
+
+void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})",
+            op_index, ops_.size());
+  const Op& op = ops_[op_index];
+  ZDP_CHECK_EQ(params.size(), units_[op.unit].count, ShapeError, "[gpt] forward: parameter span size");
+  GptWorkspace& ws = as_gpt(base);
+  const int N = ws.rows();
+  const int C = config_.channels;
+  const size_t wte_size = size_t(config_.padded_vocab) * C;
+  kernels::Profile* prof = ws.profile();
+  switch (op.kind) {
+    case OpKind::kEmbedding: {
+      ScopedKernelTimer t(prof, KernelKind::kEmbedding);
+      kernels::embedding_forward(ws.resid(0), ws.tokens(), params.subspan(0, wte_size), params.subspan(wte_size),
+                                 {ws.micro_batch(), ws.seq_len(), C, config_.vocab});
+      break;
+    }
+    case OpKind::kBlock: {
+      const int l = op.layer;
+      detail::block_forward(config_, layout_, params, ws.resid(l), ws.layer(l), ws.resid(l + 1), ws);
+      break;
+    }
+    case OpKind::kFinalNorm: {
+      ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+      kernels::layernorm_forward(ws.lnf(), ws.lnf_mean(), ws.lnf_rstd(), ws.resid(config_.layers),
+                                 params.subspan(0, C), params.subspan(C, C), N, C);
+      break;
+    }
+    case OpKind::kLmHead: {
+      ZDP_CHECK(ws.has_targets(), ConfigError, "[gpt] the LM head needs targets: pass them in the Batch");
+      const kernels::LinearShape s{N, C, config_.padded_vocab};
+      {
+        ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
+        kernels::linear_forward(ws.probs(), ws.lnf(), params.subspan(0, wte_size), {}, s);
+      }
+      ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
+      ws.set_loss(kernels::softmax_xent_forward(ws.probs(), ws.losses(), ws.targets(),
+                                                {N, config_.vocab, config_.padded_vocab}));
+      ws.set_head_forward_done(true);
+      break;
+    }
+    case OpKind::kDense:
+      ZDP_THROW(Error, "[gpt] op {} has an MLP kind", op_index);
+  }
+}
+
+void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads,
+                   Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})",
+            op_index, ops_.size());
+  const Op& op = ops_[op_index];
+  ZDP_CHECK_EQ(params.size(), units_[op.unit].count, ShapeError, "[gpt] backward: parameter span size");
+  ZDP_CHECK_EQ(grads.size(), units_[op.unit].count, ShapeError, "[gpt] backward: gradient span size");
+  GptWorkspace& ws = as_gpt(base);
+  const int N = ws.rows();
+  const int C = config_.channels;
+  const size_t wte_size = size_t(config_.padded_vocab) * C;
+  kernels::Profile* prof = ws.profile();
+  switch (op.kind) {
+    case OpKind::kLmHead: {
+      ZDP_CHECK(ws.head_forward_done(), ConfigError,
+                "[gpt] LM head backward without its forward: run forward on this micro-batch first");
+      ws.set_head_forward_done(false);  // probs become d(logits) below
+      const kernels::XentShape xs{N, config_.vocab, config_.padded_vocab};
+      {
+        ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
+        kernels::softmax_xent_backward(ws.probs(), ws.targets(), ws.loss_grad_scale() / N, xs);
+      }
+      const kernels::LinearShape s{N, C, config_.padded_vocab};
+      ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+      kernels::linear_backward(ws.dln(), grads.subspan(0, wte_size), {}, ws.probs(), ws.lnf(),
+                               params.subspan(0, wte_size), s, false);
+      break;
+    }
+    case OpKind::kFinalNorm: {
+      ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+      std::fill(ws.dresid().begin(), ws.dresid().end(), 0.0f);
+      kernels::layernorm_backward(ws.dresid(), grads.subspan(0, C), grads.subspan(C, C), ws.dln(),
+                                  ws.resid(config_.layers), params.subspan(0, C), ws.lnf_mean(), ws.lnf_rstd(), N,
+                                  C);
+      break;
+    }
+    case OpKind::kBlock: {
+      const int l = op.layer;
+      LayerActs& acts = ws.layer(l);
+      if (ws.checkpointing()) {
+        // Recompute this block's activations from its stored input. The output
+        // lands in resid(l+1) again with the same bits; nothing reads it now.
+        detail::block_forward(config_, layout_, params, ws.resid(l), acts, ws.resid(l + 1), ws);
+      }
+      detail::block_backward(config_, layout_, params, grads, ws.resid(l), acts, ws);
+      break;
+    }
+    case OpKind::kEmbedding: {
+      ScopedKernelTimer t(prof, KernelKind::kEmbedding);
+      kernels::embedding_backward(grads.subspan(0, wte_size), grads.subspan(wte_size), ws.dresid(), ws.tokens(),
+                                  {ws.micro_batch(), ws.seq_len(), C, config_.vocab});
+      break;
+    }
+    case OpKind::kDense:
+      ZDP_THROW(Error, "[gpt] op {} has an MLP kind", op_index);
+  }
+}
+
+double Gpt::train_flops_per_position(int seq_len) const {
+  const double C = config_.channels;
+  const double L = config_.layers;
+  const double matmul_params = L * 12.0 * C * C + double(config_.padded_vocab) * C;
+  return 6.0 * matmul_params + 12.0 * L * seq_len * C;
+}
+
+}  // namespace zerodp::model

@@ -1,0 +1,58 @@
+// Gpt: a GPT-2-family transformer (pre-LN, GELU-tanh MLP, causal attention,
+// tied token embedding / LM head) behind the Model interface.
+//
+// Units (flat order, see gpt_config.h): 0 embedding, 1..L blocks, L+1 ln_f.
+// Ops (forward order), L+3 of them:
+//   0        kEmbedding  unit 0     resid(0) = wte[tokens] + wpe
+//   1+l      kBlock      unit 1+l   resid(l+1) = block_l(resid(l))
+//   L+1      kFinalNorm  unit L+1   lnf = layernorm(resid(L))
+//   L+2      kLmHead     unit 0     logits = lnf @ wte^T; loss = mean xent
+// The tied head is its own op on unit 0, so unit 0 appears twice: the engine
+// acquires it twice and its gradient accumulates over ops L+2 and 0 (in that
+// backward order) before it is complete (Model::last_backward_op()).
+// Every forward must be followed by at most one backward (the head's backward
+// turns the stored probabilities into logit gradients in place).
+// Thread-safety: immutable after construction; const methods are thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/gpt_config.h"
+#include "model/model.h"
+
+namespace zerodp::model {
+
+class Gpt final : public Model {
+ public:
+  explicit Gpt(const GptConfig& config);
+
+  std::string kind() const override { return "gpt"; }
+  std::string describe() const override;
+  size_t num_params() const override { return num_params_; }
+  const std::vector<UnitInfo>& units() const override { return units_; }
+  const std::vector<Op>& ops() const override { return ops_; }
+  // GPT-2 init: all weights N(0, 0.02), residual projections (attprojw,
+  // fcprojw) N(0, 0.02 / sqrt(2L)), biases 0, layernorm weights 1; the padded
+  // rows of wte (ids >= V) are 0. One random stream per tensor.
+  void init_params(std::span<float> all_params, uint64_t seed) const override;
+  std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len,
+                                            bool checkpointing) const override;
+  void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
+  void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
+                Workspace& ws) const override;
+  // 6 (L 12 C^2 + Vp C) + 12 L T C  (matmul weights; attention as executed)
+  double train_flops_per_position(int seq_len) const override;
+
+  const GptConfig& config() const { return config_; }
+  const BlockLayout& layout() const { return layout_; }
+
+ private:
+  GptConfig config_;
+  BlockLayout layout_;
+  size_t num_params_;
+  std::vector<UnitInfo> units_;
+  std::vector<Op> ops_;
+};
+
+}  // namespace zerodp::model

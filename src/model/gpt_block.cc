@@ -1,0 +1,135 @@
+#include "model/gpt_block.h"
+
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/linear.h"
+#include "kernels/profile.h"
+
+namespace zerodp::model::detail {
+
+using kernels::KernelKind;
+using kernels::LinearShape;
+using kernels::ScopedKernelTimer;
+
+namespace {
+
+std::span<const float> slice(std::span<const float> p, size_t offset, size_t count) {
+  return p.subspan(offset, count);
+}
+std::span<float> slice(std::span<float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
+
+}  // namespace
+
+void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params,
+                   std::span<const float> x, LayerActs& a, std::span<float> out, GptWorkspace& ws) {
+  const int N = ws.rows();
+  const int C = cfg.channels;
+  const size_t c = C;
+  kernels::Profile* prof = ws.profile();
+  const kernels::AttentionShape att_shape{ws.micro_batch(), ws.seq_len(), C, cfg.heads};
+  {
+    ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, slice(params, lay.ln1w, c),
+                               slice(params, lay.ln1b, c), N, C);
+  }
+  {
+    const LinearShape s{N, C, 3 * C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
+    kernels::linear_forward(a.qkv, a.ln1, slice(params, lay.qkvw, 3 * c * c), slice(params, lay.qkvb, 3 * c), s);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kAttention, kernels::attention_flops(att_shape));
+    kernels::attention_forward(a.atty, a.att, a.qkv, att_shape);
+  }
+  {
+    const LinearShape s{N, C, C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
+    kernels::linear_forward(a.res2, a.atty, slice(params, lay.attprojw, c * c), slice(params, lay.attprojb, c), s);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kResidual);
+    kernels::accumulate(a.res2, x);  // res2 = x + attproj(...)
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+    kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, slice(params, lay.ln2w, c),
+                               slice(params, lay.ln2b, c), N, C);
+  }
+  {
+    const LinearShape s{N, C, 4 * C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
+    kernels::linear_forward(a.fch, a.ln2, slice(params, lay.fcw, 4 * c * c), slice(params, lay.fcb, 4 * c), s);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kGelu);
+    kernels::gelu_forward(a.fch_gelu, a.fch);
+  }
+  {
+    const LinearShape s{N, 4 * C, C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
+    kernels::linear_forward(out, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c),
+                            slice(params, lay.fcprojb, c), s);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kResidual);
+    kernels::accumulate(out, a.res2);  // out = res2 + fcproj(...)
+  }
+}
+
+void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params,
+                    std::span<float> grads, std::span<const float> x, LayerActs& a, GptWorkspace& ws) {
+  const int N = ws.rows();
+  const int C = cfg.channels;
+  const size_t c = C;
+  kernels::Profile* prof = ws.profile();
+  const kernels::AttentionShape att_shape{ws.micro_batch(), ws.seq_len(), C, cfg.heads};
+  std::span<float> dres = ws.dresid();  // [N, C]: d(out) in, d(x) out
+  {
+    // out = res2 + fcproj(fch_gelu): d(fch_gelu) = d(out) @ Wfcproj
+    const LinearShape s{N, 4 * C, C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+    kernels::linear_backward(ws.dfch_gelu(), slice(grads, lay.fcprojw, 4 * c * c), slice(grads, lay.fcprojb, c),
+                             dres, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), s, false);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kGelu);
+    kernels::gelu_backward(ws.dfch(), a.fch, ws.dfch_gelu());
+  }
+  {
+    const LinearShape s{N, C, 4 * C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+    kernels::linear_backward(ws.dln(), slice(grads, lay.fcw, 4 * c * c), slice(grads, lay.fcb, 4 * c), ws.dfch(),
+                             a.ln2, slice(params, lay.fcw, 4 * c * c), s, false);
+  }
+  {
+    // d(res2) = d(out) (residual) + ln2 backward: accumulate in place.
+    ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+    kernels::layernorm_backward(dres, slice(grads, lay.ln2w, c), slice(grads, lay.ln2b, c), ws.dln(), a.res2,
+                                slice(params, lay.ln2w, c), a.ln2_mean, a.ln2_rstd, N, C);
+  }
+  {
+    const LinearShape s{N, C, C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+    kernels::linear_backward(ws.datty(), slice(grads, lay.attprojw, c * c), slice(grads, lay.attprojb, c), dres,
+                             a.atty, slice(params, lay.attprojw, c * c), s, false);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kAttention, 2 * kernels::attention_flops(att_shape));
+    kernels::attention_backward(ws.dqkv(), ws.datt(), ws.datty(), a.qkv, a.att, att_shape);
+  }
+  {
+    const LinearShape s{N, C, 3 * C};
+    ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+    kernels::linear_backward(ws.dln(), slice(grads, lay.qkvw, 3 * c * c), slice(grads, lay.qkvb, 3 * c), ws.dqkv(),
+                             a.ln1, slice(params, lay.qkvw, 3 * c * c), s, false);
+  }
+  {
+    ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+    kernels::layernorm_backward(dres, slice(grads, lay.ln1w, c), slice(grads, lay.ln1b, c), ws.dln(), x,
+                                slice(params, lay.ln1w, c), a.ln1_mean, a.ln1_rstd, N, C);
+  }
+}
+
+}  // namespace zerodp::model::detail

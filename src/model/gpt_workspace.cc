@@ -1,0 +1,117 @@
+#include "model/gpt_workspace.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace zerodp::model {
+namespace {
+
+constexpr size_t kAlignFloats = 16;  // 64 bytes
+
+// Collects (slice, size) requests, then carves them from one arena.
+class Carver {
+ public:
+  void add(std::span<float>& slot, size_t count, bool is_activation) {
+    reqs_.push_back({&slot, count});
+    const size_t padded = (count + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+    (is_activation ? activation_floats_ : scratch_floats_) += padded;
+    total_ += padded;
+  }
+  AlignedBuffer<float> carve() {
+    AlignedBuffer<float> arena(total_);
+    size_t o = 0;
+    for (auto& r : reqs_) {
+      *r.slot = std::span<float>(arena.data() + o, r.count);
+      o += (r.count + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+    }
+    return arena;
+  }
+  size_t activation_bytes() const { return activation_floats_ * sizeof(float); }
+  size_t scratch_bytes() const { return scratch_floats_ * sizeof(float); }
+
+ private:
+  struct Req {
+    std::span<float>* slot;
+    size_t count;
+  };
+  std::vector<Req> reqs_;
+  size_t activation_floats_ = 0, scratch_floats_ = 0, total_ = 0;
+};
+
+}  // namespace
+
+GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing)
+    : batch_(micro_batch), seq_(seq_len), checkpointing_(checkpointing), config_(config) {
+  config.validate();
+  ZDP_CHECK(micro_batch >= 1, ConfigError, "[gpt] micro batch is {}, must be at least 1", micro_batch);
+  ZDP_CHECK(seq_len >= 1 && seq_len <= config.max_seq_len, ConfigError,
+            "[gpt] sequence length {} must be in [1, {}] (the model's max_seq_len)", seq_len,
+            config.max_seq_len);
+  const size_t N = size_t(micro_batch) * seq_len;
+  const size_t C = config.channels;
+  const size_t T = seq_len;
+  const int L = config.layers;
+
+  Carver carver;
+  resid_.resize(L + 1);
+  for (auto& r : resid_) carver.add(r, N * C, true);
+  // With checkpointing the one LayerActs set is recompute scratch, not kept.
+  layers_.resize(checkpointing ? 1 : L);
+  for (auto& a : layers_) {
+    const bool keep = !checkpointing;
+    carver.add(a.ln1, N * C, keep);
+    carver.add(a.ln1_mean, N, keep);
+    carver.add(a.ln1_rstd, N, keep);
+    carver.add(a.qkv, N * 3 * C, keep);
+    carver.add(a.att, size_t(micro_batch) * config.heads * T * T, keep);
+    carver.add(a.atty, N * C, keep);
+    carver.add(a.res2, N * C, keep);
+    carver.add(a.ln2, N * C, keep);
+    carver.add(a.ln2_mean, N, keep);
+    carver.add(a.ln2_rstd, N, keep);
+    carver.add(a.fch, N * 4 * C, keep);
+    carver.add(a.fch_gelu, N * 4 * C, keep);
+  }
+  carver.add(lnf_, N * C, true);
+  carver.add(lnf_mean_, N, true);
+  carver.add(lnf_rstd_, N, true);
+  carver.add(probs_, N * config.padded_vocab, true);
+  carver.add(losses_, N, true);
+  carver.add(dresid_, N * C, false);
+  carver.add(dln_, N * C, false);
+  carver.add(datty_, N * C, false);
+  carver.add(dqkv_, N * 3 * C, false);
+  carver.add(dfch_gelu_, N * 4 * C, false);
+  carver.add(dfch_, N * 4 * C, false);
+  carver.add(datt_, T * T, false);
+  arena_ = carver.carve();
+  activation_bytes_ = carver.activation_bytes();
+  scratch_bytes_ = carver.scratch_bytes();
+  tokens_.assign(N, 0);
+  targets_.assign(N, 0);
+}
+
+void GptWorkspace::set_batch(const Batch& batch) {
+  const size_t N = size_t(batch_) * seq_;
+  ZDP_CHECK(batch.tokens.size() == N, ShapeError,
+            "[gpt] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}",
+            batch.tokens.size(), batch_, seq_, N);
+  ZDP_CHECK(batch.targets.empty() || batch.targets.size() == N, ShapeError,
+            "[gpt] batch has {} targets, expected {} (one per token) or none", batch.targets.size(), N);
+  for (int32_t t : batch.tokens) {
+    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] token id {} outside the vocabulary [0, {})",
+              t, config_.vocab);
+  }
+  for (int32_t t : batch.targets) {
+    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] target id {} outside the vocabulary [0, {})",
+              t, config_.vocab);
+  }
+  std::copy(batch.tokens.begin(), batch.tokens.end(), tokens_.begin());
+  has_targets_ = !batch.targets.empty();
+  if (has_targets_) std::copy(batch.targets.begin(), batch.targets.end(), targets_.begin());
+  loss_ = 0.0f;
+  head_forward_done_ = false;
+}
+
+}  // namespace zerodp::model

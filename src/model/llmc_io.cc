@@ -1,0 +1,221 @@
+#include "model/llmc_io.h"
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace zerodp::model {
+namespace {
+
+constexpr size_t kHeaderInts = 256;
+constexpr size_t kHeaderBytes = kHeaderInts * sizeof(int32_t);
+using Header = std::array<int32_t, kHeaderInts>;
+
+// Opens path, checks its size is at least a header, and reads the header.
+std::ifstream open_with_header(const std::string& path, Header& h, uintmax_t& file_size) {
+  std::error_code ec;
+  file_size = std::filesystem::file_size(path, ec);
+  ZDP_CHECK(!ec, IoError, "[load] cannot read {}: {}", path, ec.message());
+  ZDP_CHECK(file_size >= kHeaderBytes, IoError, "[load] {} is {} bytes, shorter than the {}-byte header", path,
+            file_size, kHeaderBytes);
+  std::ifstream in(path, std::ios::binary);
+  ZDP_CHECK(in.good(), IoError, "[load] cannot open {}", path);
+  in.read(reinterpret_cast<char*>(h.data()), kHeaderBytes);
+  ZDP_CHECK(in.good(), IoError, "[load] {}: reading the header failed", path);
+  return in;
+}
+
+void read_exact(std::ifstream& in, void* dst, size_t bytes, const std::string& path, const char* what) {
+  in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
+  ZDP_CHECK(in.good() && size_t(in.gcount()) == bytes, IoError, "[load] {}: truncated while reading {}", path,
+            what);
+}
+
+void write_all(std::ofstream& out, const void* src, size_t bytes, const std::string& path) {
+  out.write(static_cast<const char*>(src), static_cast<std::streamsize>(bytes));
+  ZDP_CHECK(out.good(), IoError, "[save] writing {} failed", path);
+}
+
+// GptConfig from header[2..7], checked before any size is computed from it.
+GptConfig config_from_header(const Header& h, const std::string& path) {
+  GptConfig c{h[2], h[3], h[7], h[4], h[5], h[6]};
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    ZDP_THROW(IoError, "[load] {}: header describes an invalid model: {}", path, e.message());
+  }
+  return c;
+}
+
+// For each llm.c tensor in file order: its size per layer and where it sits
+// inside a block unit; the embedding and ln_f tensors are handled apart.
+struct Stacked {
+  size_t per_layer;
+  size_t block_offset;
+};
+std::array<Stacked, 12> stacked_tensors(const GptConfig& c) {
+  const size_t C = c.channels;
+  const BlockLayout b = block_layout(c.channels);
+  return {{{C, b.ln1w},
+           {C, b.ln1b},
+           {3 * C * C, b.qkvw},
+           {3 * C, b.qkvb},
+           {C * C, b.attprojw},
+           {C, b.attprojb},
+           {C, b.ln2w},
+           {C, b.ln2b},
+           {4 * C * C, b.fcw},
+           {4 * C, b.fcb},
+           {4 * C * C, b.fcprojw},
+           {C, b.fcprojb}}};
+}
+
+template <bool kToFlat>
+void permute(const GptConfig& c, std::span<const float> src, std::span<float> dst) {
+  const size_t n = gpt_num_params(c);
+  ZDP_CHECK(src.size() == n && dst.size() == n, ShapeError, "[llmc] parameter buffers have {} and {} elements, expected {}",
+            src.size(), dst.size(), n);
+  const size_t emb = embedding_unit_params(c);
+  const size_t block = block_layout(c.channels).count;
+  const size_t L = c.layers;
+  // wte, wpe: same place in both orders; so is ln_f at the very end.
+  std::copy(src.begin(), src.begin() + emb, dst.begin());
+  std::copy(src.end() - 2 * c.channels, src.end(), dst.end() - 2 * c.channels);
+  size_t llmc_offset = emb;
+  for (const Stacked& t : stacked_tensors(c)) {
+    for (size_t l = 0; l < L; ++l) {
+      const size_t flat_offset = emb + l * block + t.block_offset;
+      const size_t file_offset = llmc_offset + l * t.per_layer;
+      const size_t from = kToFlat ? file_offset : flat_offset;
+      const size_t to = kToFlat ? flat_offset : file_offset;
+      std::copy(src.begin() + from, src.begin() + from + t.per_layer, dst.begin() + to);
+    }
+    llmc_offset += L * t.per_layer;
+  }
+}
+
+}  // namespace
+
+void llmc_to_flat(const GptConfig& c, std::span<const float> llmc, std::span<float> flat) {
+  permute<true>(c, llmc, flat);
+}
+void flat_to_llmc(const GptConfig& c, std::span<const float> flat, std::span<float> llmc) {
+  permute<false>(c, flat, llmc);
+}
+
+LlmcModel load_llmc_model(const std::string& path) {
+  Header h{};
+  uintmax_t size = 0;
+  std::ifstream in = open_with_header(path, h, size);
+  ZDP_CHECK(h[0] == kLlmcModelMagic, IoError, "[load] {}: bad magic {} (an llm.c model file starts with {})", path,
+            h[0], kLlmcModelMagic);
+  ZDP_CHECK(h[1] == kLlmcModelVersionFp32, IoError,
+            "[load] {}: version {} is not supported; zerodp reads fp32 model files (version {})", path, h[1],
+            kLlmcModelVersionFp32);
+  LlmcModel m;
+  m.config = config_from_header(h, path);
+  const size_t n = gpt_num_params(m.config);
+  const uintmax_t want = kHeaderBytes + uintmax_t(n) * sizeof(float);
+  ZDP_CHECK(size == want, IoError, "[load] {}: file is {} bytes but its header ({}) needs {} ({} parameters)", path,
+            size, m.config.describe(), want, n);
+  std::vector<float> llmc(n);
+  read_exact(in, llmc.data(), n * sizeof(float), path, "parameters");
+  m.params.resize(n);
+  llmc_to_flat(m.config, llmc, m.params);
+  return m;
+}
+
+void save_llmc_model(const std::string& path, const GptConfig& c, std::span<const float> params) {
+  c.validate();
+  const size_t n = gpt_num_params(c);
+  ZDP_CHECK_EQ(params.size(), n, ShapeError, "[save] parameter count");
+  Header h{};
+  h[0] = kLlmcModelMagic;
+  h[1] = kLlmcModelVersionFp32;
+  h[2] = c.max_seq_len;
+  h[3] = c.vocab;
+  h[4] = c.layers;
+  h[5] = c.heads;
+  h[6] = c.channels;
+  h[7] = c.padded_vocab;
+  std::vector<float> llmc(n);
+  flat_to_llmc(c, params, llmc);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  ZDP_CHECK(out.good(), IoError, "[save] cannot create {}", path);
+  write_all(out, h.data(), kHeaderBytes, path);
+  write_all(out, llmc.data(), n * sizeof(float), path);
+  out.close();
+  ZDP_CHECK(!out.fail(), IoError, "[save] closing {} failed", path);
+}
+
+std::vector<uint16_t> read_token_shard(const std::string& path) {
+  Header h{};
+  uintmax_t size = 0;
+  std::ifstream in = open_with_header(path, h, size);
+  ZDP_CHECK(h[0] == kLlmcShardMagic, IoError, "[load] {}: bad magic {} (an llm.c token shard starts with {})", path,
+            h[0], kLlmcShardMagic);
+  ZDP_CHECK(h[1] == kLlmcShardVersion, IoError, "[load] {}: token shard version {} is not supported (expected {})",
+            path, h[1], kLlmcShardVersion);
+  ZDP_CHECK(h[2] >= 0, IoError, "[load] {}: negative token count {}", path, h[2]);
+  const uintmax_t want = kHeaderBytes + uintmax_t(h[2]) * sizeof(uint16_t);
+  ZDP_CHECK(size == want, IoError, "[load] {}: file is {} bytes but its header says {} tokens ({} bytes)", path, size,
+            h[2], want);
+  std::vector<uint16_t> tokens(static_cast<size_t>(h[2]));
+  read_exact(in, tokens.data(), tokens.size() * sizeof(uint16_t), path, "tokens");
+  return tokens;
+}
+
+void write_token_shard(const std::string& path, std::span<const uint16_t> tokens) {
+  ZDP_CHECK(tokens.size() <= size_t(INT32_MAX), ShapeError, "[save] {} tokens do not fit one shard", tokens.size());
+  Header h{};
+  h[0] = kLlmcShardMagic;
+  h[1] = kLlmcShardVersion;
+  h[2] = static_cast<int32_t>(tokens.size());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  ZDP_CHECK(out.good(), IoError, "[save] cannot create {}", path);
+  write_all(out, h.data(), kHeaderBytes, path);
+  write_all(out, tokens.data(), tokens.size() * sizeof(uint16_t), path);
+  out.close();
+  ZDP_CHECK(!out.fail(), IoError, "[save] closing {} failed", path);
+}
+
+DebugState read_debug_state(const std::string& path, const GptConfig& c) {
+  Header h{};
+  uintmax_t size = 0;
+  std::ifstream in = open_with_header(path, h, size);
+  ZDP_CHECK(h[0] == kDebugStateMagic, IoError, "[load] {}: bad magic {} (a debug state starts with {})", path, h[0],
+            kDebugStateMagic);
+  ZDP_CHECK(h[1] == kDebugStateVersion, IoError, "[load] {}: debug state version {} (expected {})", path, h[1],
+            kDebugStateVersion);
+  DebugState s;
+  s.batch = h[2];
+  s.seq = h[3];
+  s.vocab = h[4];
+  s.padded_vocab = h[5];
+  ZDP_CHECK(s.batch >= 1 && s.seq >= 1 && s.batch <= 65536 && s.seq <= 65536, IoError,
+            "[load] {}: bad batch shape {} x {}", path, s.batch, s.seq);
+  ZDP_CHECK(s.vocab == c.vocab && s.padded_vocab == c.padded_vocab, IoError,
+            "[load] {}: vocab {} / {} does not match the model's {} / {}", path, s.vocab, s.padded_vocab, c.vocab,
+            c.padded_vocab);
+  const size_t bt = size_t(s.batch) * s.seq;
+  const size_t n = gpt_num_params(c);
+  const uintmax_t want = kHeaderBytes + bt * 8 + bt * size_t(s.padded_vocab) * 4 + 4 + n * 4;
+  ZDP_CHECK(size == want, IoError, "[load] {}: file is {} bytes, expected {} for this model and batch", path, size,
+            want);
+  s.tokens.resize(bt);
+  s.targets.resize(bt);
+  s.logits.resize(bt * s.padded_vocab);
+  read_exact(in, s.tokens.data(), bt * 4, path, "tokens");
+  read_exact(in, s.targets.data(), bt * 4, path, "targets");
+  read_exact(in, s.logits.data(), s.logits.size() * 4, path, "logits");
+  read_exact(in, &s.loss, 4, path, "loss");
+  std::vector<float> llmc(n);
+  read_exact(in, llmc.data(), n * 4, path, "gradients");
+  s.grads.resize(n);
+  llmc_to_flat(c, llmc, s.grads);
+  return s;
+}
+
+}  // namespace zerodp::model

@@ -1,0 +1,61 @@
+// llm.c interoperability: GPT-2 model files, token shards, and the debug
+// state file the torch reference fixture uses.
+//
+// Model file (llm.c, fp32): int32 header[256] = {20240326, 3, maxT, V, L, NH,
+// C, Vp, 0...}, then fp32 tensors in llm.c's order, each stacked over layers:
+// wte, wpe, ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb,
+// fcprojw, fcprojb, lnfw, lnfb. zerodp's flat order groups by unit instead
+// (gpt_config.h); load and save permute between the two.
+// Token shard (llm.c): int32 header[256] = {20240520, 1, count, 0...}, then
+// count uint16 tokens.
+// Debug state (zerodp's fixture format, after llm.c's): int32 header[256] =
+// {20240327, 2, B, T, V, Vp, 0...}, then int32 tokens[B*T], int32
+// targets[B*T], fp32 logits[B*T*Vp], fp32 loss, fp32 grads[Φ] in llm.c's
+// file order.
+// Every reader checks magic, version, header values and the exact file size
+// before reading, and throws IoError naming the file and the problem; a
+// malformed file never crashes or over-reads.
+// Thread-safety: functions on distinct files are independent.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/gpt_config.h"
+
+namespace zerodp::model {
+
+inline constexpr int32_t kLlmcModelMagic = 20240326;
+inline constexpr int32_t kLlmcModelVersionFp32 = 3;
+inline constexpr int32_t kLlmcShardMagic = 20240520;
+inline constexpr int32_t kLlmcShardVersion = 1;
+inline constexpr int32_t kDebugStateMagic = 20240327;
+inline constexpr int32_t kDebugStateVersion = 2;
+
+struct LlmcModel {
+  GptConfig config;
+  std::vector<float> params;  // zerodp flat order, gpt_num_params(config) elements
+};
+
+LlmcModel load_llmc_model(const std::string& path);
+void save_llmc_model(const std::string& path, const GptConfig& config, std::span<const float> params);
+
+std::vector<uint16_t> read_token_shard(const std::string& path);
+void write_token_shard(const std::string& path, std::span<const uint16_t> tokens);
+
+struct DebugState {
+  int batch = 0, seq = 0, vocab = 0, padded_vocab = 0;
+  std::vector<int32_t> tokens, targets;  // [B*T]
+  std::vector<float> logits;             // [B*T*Vp]
+  float loss = 0;
+  std::vector<float> grads;  // zerodp flat order (converted on load)
+};
+DebugState read_debug_state(const std::string& path, const GptConfig& config);
+
+// Permutations between llm.c's file order and zerodp's flat order.
+void llmc_to_flat(const GptConfig& config, std::span<const float> llmc, std::span<float> flat);
+void flat_to_llmc(const GptConfig& config, std::span<const float> flat, std::span<float> llmc);
+
+}  // namespace zerodp::model

@@ -1,0 +1,147 @@
+// The model interface the ZeRO engine trains: parameters as units, a forward
+// schedule of ops, and per-rank workspaces.
+//
+// Parameters live in one flat fp32 buffer of num_params() elements, grouped
+// into units; each unit owns one contiguous range [offset, offset + count),
+// and units() lists them in flat order. ops() is the forward schedule; each op
+// reads exactly one unit's parameters (op.unit) and backward runs the ops in
+// reverse. A unit may appear in more than one op (GPT's tied embedding / LM
+// head): its gradient then accumulates over all of its backward ops, and the
+// engine must reduce it only after the last one (last_backward_op()).
+//
+// Contract of one training micro-batch on one rank:
+//   ws.set_batch(batch);
+//   for i in 0..ops().size():            forward(i, params of ops()[i].unit, ws)
+//   ws.loss()                            mean loss of this micro-batch
+//   ws.set_loss_grad_scale(s);           d(objective)/d(loss), e.g. loss_scale / (micro_batches * ranks)
+//   for i in ops().size()-1 .. 0:        backward(i, params, grads of ops()[i].unit, ws)
+// backward ACCUMULATES (+=) into the gradient span, so micro-batches and the
+// tied weights add up; the caller zeroes gradients when it wants fresh ones.
+//
+// Thread-safety: a Model is immutable after construction; every const method
+// may be called from many rank threads at once. A Workspace holds one rank's
+// mutable state (inputs, activations, scratch) and is used by one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/profile.h"
+
+namespace zerodp::model {
+
+struct UnitInfo {
+  std::string name;  // "embedding", "block3", "ln_f", "fc0", ...
+  size_t offset = 0;  // first element in the flat parameter buffer
+  size_t count = 0;   // number of parameters
+};
+
+enum class OpKind {
+  kEmbedding,  // GPT: token + position embedding (unit 0)
+  kBlock,      // GPT: one transformer block
+  kFinalNorm,  // GPT: final layernorm
+  kLmHead,     // GPT: tied LM head + softmax cross-entropy (unit 0 again)
+  kDense,      // MLP: one linear layer (+ GELU, or + loss for the last)
+};
+
+struct Op {
+  int unit = 0;      // index into units(); the op's params/grads are this unit's range
+  OpKind kind = OpKind::kDense;
+  int layer = 0;     // block index (kBlock) or layer index (kDense), else 0
+  std::string name;  // for logs and profiles
+};
+
+// One micro-batch of inputs. GPT reads tokens and targets ([B,T] each, int32,
+// targets are the next tokens). The MLP reads features [B, in] and either
+// values [B, out] (regression) or labels [B] (classification, int32 in
+// [0, out)). Spans are copied into the workspace by set_batch.
+struct Batch {
+  std::span<const int32_t> tokens;
+  std::span<const int32_t> targets;
+  std::span<const float> features;
+  std::span<const float> values;
+  std::span<const int32_t> labels;
+};
+
+class Workspace {
+ public:
+  virtual ~Workspace() = default;
+
+  // Copies this micro-batch's inputs in (ShapeError / ConfigError on sizes or
+  // ids that do not fit the model and the workspace's batch shape).
+  virtual void set_batch(const Batch& batch) = 0;
+  // Mean loss of the current micro-batch; valid after the last forward op.
+  virtual float loss() const = 0;
+  // d(objective)/d(loss) used to start backward (default 1).
+  void set_loss_grad_scale(float scale) { loss_grad_scale_ = scale; }
+  float loss_grad_scale() const { return loss_grad_scale_; }
+
+  // Bytes this workspace holds for activations (kept for backward) and
+  // scratch (recomputation, activation gradients). All of it is allocated
+  // when the workspace is made, so current == peak; they are reported apart
+  // so that the engine's ledger can account for them.
+  virtual size_t activation_bytes() const = 0;
+  virtual size_t scratch_bytes() const = 0;
+  size_t total_bytes() const { return activation_bytes() + scratch_bytes(); }
+  size_t peak_activation_bytes() const { return total_bytes(); }
+
+  virtual int micro_batch() const = 0;
+  virtual int seq_len() const = 0;  // 1 for the MLP
+  virtual bool checkpointing() const = 0;
+
+  // Per-kernel timing (for `zerodp bench model`); null disables it.
+  void set_profile(kernels::Profile* profile) { profile_ = profile; }
+  kernels::Profile* profile() const { return profile_; }
+
+ private:
+  float loss_grad_scale_ = 1.0f;
+  kernels::Profile* profile_ = nullptr;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual std::string kind() const = 0;      // "gpt" or "mlp"
+  virtual std::string describe() const = 0;  // one line: shape and parameter count
+  virtual size_t num_params() const = 0;     // Φ
+  virtual const std::vector<UnitInfo>& units() const = 0;
+  virtual const std::vector<Op>& ops() const = 0;
+
+  // Deterministic initialisation of all parameters from a seed.
+  virtual void init_params(std::span<float> all_params, uint64_t seed) const = 0;
+
+  // A workspace for micro-batches of `micro_batch` samples of `seq_len`
+  // tokens (ignored by the MLP); checkpointing recomputes each block in
+  // backward instead of keeping its activations (GPT only; ConfigError for
+  // the MLP).
+  virtual std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len,
+                                                    bool checkpointing) const = 0;
+
+  virtual void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const = 0;
+  virtual void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
+                        Workspace& ws) const = 0;
+
+  // Model FLOPs of forward + backward per sample position (per token for the
+  // GPT, per sample for the MLP): 6 x (matmul parameters) + attention.
+  virtual double train_flops_per_position(int seq_len) const = 0;
+
+  // Helpers derived from units() / ops().
+  std::span<const float> unit_span(std::span<const float> all, int unit) const;
+  std::span<float> unit_span(std::span<float> all, int unit) const;
+  // For each unit, the index of the op whose backward touches it last (the
+  // lowest op index using it): the point where its gradient is complete.
+  std::vector<int> last_backward_op() const;
+};
+
+// Runs every forward op over a full flat parameter buffer; returns ws.loss().
+float forward_all(const Model& model, std::span<const float> params, Workspace& ws);
+// Runs every backward op in reverse, accumulating into the full flat grads.
+void backward_all(const Model& model, std::span<const float> params, std::span<float> grads,
+                  Workspace& ws);
+
+}  // namespace zerodp::model

@@ -1,0 +1,64 @@
+// Generation: greedy is deterministic and equals top-k 1; sampling honours
+// top-k; a model trained on a repeating pattern continues it.
+#include "model/generate.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "model_test_util.h"
+
+namespace zerodp::model {
+namespace {
+
+TEST(Generate, SampleTokenHonoursTopKAndTemperature) {
+  std::vector<float> logits{0.0f, 3.0f, 1.0f, 2.5f, -1.0f};
+  EXPECT_EQ(sample_token(logits, 0.0f, 0, 0.7), 1);  // greedy
+  for (double u = 0.0; u < 1.0; u += 0.01) {
+    const int t = sample_token(logits, 1.0f, 2, u);
+    EXPECT_TRUE(t == 1 || t == 3) << t;
+  }
+  EXPECT_EQ(sample_token(logits, 1.0f, 1, 0.99), 1);
+  // Very low temperature: the argmax almost surely.
+  EXPECT_EQ(sample_token(logits, 1e-3f, 0, 0.999), 1);
+}
+
+TEST(Generate, LearnsToContinueAPattern) {
+  const GptConfig c{16, 8, 8, 1, 2, 16};
+  Gpt m(c);
+  std::vector<float> params(m.num_params()), grads(m.num_params());
+  m.init_params(params, 4);
+  // Sequence 0 1 2 3 4 5 6 7 0 1 ...: the next token is (t + 1) % 8.
+  // Eight rows, each starting at a different token, so position does not
+  // predict the token.
+  std::vector<int32_t> tokens(8 * 16), targets(8 * 16);
+  for (int i = 0; i < 8 * 16; ++i) {
+    tokens[i] = (i % 16 + i / 16) % 8;
+    targets[i] = (tokens[i] + 1) % 8;
+  }
+  auto ws = m.make_workspace(8, 16, false);
+  Batch b;
+  b.tokens = tokens;
+  b.targets = targets;
+  float loss = 0;
+  for (int step = 0; step < 200; ++step) {
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    loss = testing::train_pass(m, params, grads, *ws, b);
+    for (size_t i = 0; i < params.size(); ++i) params[i] -= 0.3f * grads[i];
+  }
+  ASSERT_LT(loss, 0.1f);
+  std::vector<int32_t> prompt{5, 6};
+  GenerateConfig g;
+  g.max_new_tokens = 20;  // runs past maxT: the window slides
+  g.temperature = 0.0f;
+  auto out = generate(m, params, prompt, g);
+  ASSERT_EQ(out.size(), 22u);
+  for (size_t i = 1; i < out.size(); ++i) EXPECT_EQ(out[i], (out[i - 1] + 1) % 8) << i;
+  g.temperature = 1.0f;
+  g.top_k = 1;
+  EXPECT_EQ(generate(m, params, prompt, g), out);
+  EXPECT_THROW(generate(m, params, std::vector<int32_t>{}, g), ConfigError);
+  EXPECT_THROW(generate(m, params, std::vector<int32_t>{9}, g), ConfigError);
+}
+
+}  // namespace
+}  // namespace zerodp::model

@@ -1,0 +1,53 @@
+// Presets (Φ of each, gpt2-124m exactly 124,475,904) and JSON configs.
+#include "model/presets.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace zerodp::model {
+namespace {
+
+TEST(Presets, ParameterCounts) {
+  EXPECT_EQ(num_params(model_preset("gpt2-124m")), 124'475'904u);
+  EXPECT_EQ(model_preset("gpt2-124m").gpt.padded_vocab, 50304);
+  EXPECT_EQ(num_params(model_preset("gpt-bench")), 29'988'864u);  // PyTorch's 29,970,816 + 47 padded rows x 384
+  EXPECT_EQ(num_params(model_preset("gpt-tiny")), 842'496u);
+  EXPECT_EQ(num_params(model_preset("gpt-10m")), 10'101'760u);
+  EXPECT_EQ(num_params(model_preset("mlp-small")), 85'002u);
+  EXPECT_EQ(num_params(model_preset("mlp-10m")), 10'230'784u);
+  for (const auto& name : model_preset_names()) {
+    auto m = make_model(model_preset(name));
+    EXPECT_EQ(m->num_params(), num_params(model_preset(name))) << name;
+  }
+  EXPECT_EQ(model_preset(kDefaultModel).name, "gpt-tiny");
+}
+
+TEST(Presets, UnknownNameListsTheChoices) {
+  try {
+    model_preset("gpt5");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("gpt2-124m"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Presets, JsonConfigs) {
+  auto g = resolve_model_config(R"({"kind":"gpt","layers":2,"heads":2,"channels":16,"vocab":50,"max_seq_len":8})");
+  EXPECT_EQ(g.kind, ModelKind::kGpt);
+  EXPECT_EQ(g.gpt.padded_vocab, 128);
+  auto m = resolve_model_config(R"({"kind":"mlp","widths":[4,8,3],"head":"classification"})");
+  EXPECT_EQ(m.kind, ModelKind::kMlp);
+  EXPECT_EQ(m.mlp.head, MlpHead::kClassification);
+  EXPECT_EQ(num_params(m), size_t(5 * 8 + 9 * 3));
+  EXPECT_THROW(resolve_model_config("{not json"), ConfigError);
+  EXPECT_THROW(resolve_model_config(R"({"kind":"gpt","layers":2})"), ConfigError);  // missing keys
+  EXPECT_THROW(resolve_model_config(R"({"kind":"gpt","layers":2,"heads":3,"channels":16,"vocab":5,"max_seq_len":8})"),
+               ConfigError);  // 16 % 3
+  EXPECT_THROW(resolve_model_config(R"({"kind":"mlp","widths":[4],"typo":1})"), ConfigError);
+  EXPECT_THROW(resolve_model_config(R"({"kind":"rnn"})"), ConfigError);
+  EXPECT_THROW(resolve_model_config("/nonexistent/model.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace zerodp::model
