@@ -1,0 +1,173 @@
+#include "comm/communicator.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "comm/shard.h"
+
+namespace zerodp::comm {
+namespace {
+
+// True when the byte ranges overlap without being the same range: the only
+// aliasing the collectives accept is "exactly the same elements".
+bool partially_overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto* pa = static_cast<const std::byte*>(a);
+  const auto* pb = static_cast<const std::byte*>(b);
+  const bool overlap = pa < pb + b_bytes && pb < pa + a_bytes;
+  return overlap && !(pa == pb && a_bytes == b_bytes);
+}
+
+}  // namespace
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kMax: return "max";
+  }
+  return "?";
+}
+
+std::string_view collective_name(Collective kind) {
+  switch (kind) {
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllGather: return "all_gather";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kBarrier: return "barrier";
+    case Collective::kScalarAllReduce: return "all_reduce_scalar";
+  }
+  return "?";
+}
+
+Communicator::Communicator(int rank, int size, const CommOptions& options)
+    : rank_(rank), size_(size), options_(options) {
+  ZDP_CHECK(size >= 1 && rank >= 0 && rank < size, ConfigError,
+            "[communicator] rank {} is out of range for {} ranks", rank, size);
+  ZDP_CHECK(options.timeout.count() > 0, ConfigError,
+            "[communicator] timeout must be positive, got {} ms", options.timeout.count());
+}
+
+Communicator::~Communicator() = default;
+
+std::string Communicator::message_prefix(Collective kind) const {
+  return fmt::format("[{}] rank {}", collective_name(kind), rank_);
+}
+
+void Communicator::mark_broken(const std::string& reason) {
+  if (!broken_reason_.empty()) return;
+  broken_reason_ = reason.empty() ? std::string("unknown failure") : reason;
+  on_broken(broken_reason_);
+}
+
+void Communicator::abort(std::string_view reason) { mark_broken(std::string(reason)); }
+
+template <typename Fn>
+void Communicator::run(Collective kind, uint64_t sent, uint64_t received, Fn&& fn) {
+  if (!broken_reason_.empty()) {
+    ZDP_THROW(CommError, "{}: the communicator is broken by an earlier failure ({})", message_prefix(kind),
+              broken_reason_);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    fn();
+  } catch (const Error& e) {
+    mark_broken(e.message());
+    throw;
+  } catch (const std::exception& e) {
+    mark_broken(fmt::format("{}: {}", message_prefix(kind), e.what()));
+    throw;
+  }
+  auto& s = stats_[kind];
+  s.calls += 1;
+  s.bytes_sent += sent;
+  s.bytes_received += received;
+  s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Communicator::all_reduce(ConstBuffer in, Buffer out, ReduceOp op) {
+  const Collective kind = Collective::kAllReduce;
+  const ShardRange own = shard_range(out.count, size_, rank_);
+  const uint64_t full = out.bytes();
+  const uint64_t shard = own.count * out.dtype.size();
+  const uint64_t n = static_cast<uint64_t>(size_);
+  // Reduce-scatter, then all-gather: see stats.h.
+  run(kind, (full - shard) + (n - 1) * shard, (n - 1) * shard + (full - shard), [&] {
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}",
+              message_prefix(kind), in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(in.count == out.count, CommError, "{}: input has {} elements but output has {}",
+              message_prefix(kind), in.count, out.count);
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()), CommError,
+              "{}: input and output overlap partially (only in == out is allowed)", message_prefix(kind));
+    ZDP_CHECK(out.count == 0 || (in.data != nullptr && out.data != nullptr), CommError,
+              "{}: null buffer with {} elements", message_prefix(kind), out.count);
+    do_all_reduce(in, out, op);
+  });
+}
+
+void Communicator::reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
+  const Collective kind = Collective::kReduceScatter;
+  const ShardRange own = shard_range(in.count, size_, rank_);
+  const uint64_t shard = own.count * in.dtype.size();
+  run(kind, in.bytes() - shard, static_cast<uint64_t>(size_ - 1) * shard, [&] {
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}",
+              message_prefix(kind), in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(out.count == own.count, CommError,
+              "{}: output has {} elements but this rank's shard of {} elements over {} ranks has {}",
+              message_prefix(kind), out.count, in.count, size_, own.count);
+    const ConstBuffer own_in = in.slice(own.offset, own.count);
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_in.data == out.data,
+              CommError, "{}: output overlaps the input other than as this rank's own shard",
+              message_prefix(kind));
+    ZDP_CHECK(in.count == 0 || (in.data != nullptr && (own.count == 0 || out.data != nullptr)), CommError,
+              "{}: null buffer with {} elements", message_prefix(kind), in.count);
+    do_reduce_scatter(in, out, op);
+  });
+}
+
+void Communicator::all_gather(ConstBuffer in, Buffer out) {
+  const Collective kind = Collective::kAllGather;
+  const ShardRange own = shard_range(out.count, size_, rank_);
+  const uint64_t shard = own.count * out.dtype.size();
+  run(kind, static_cast<uint64_t>(size_ - 1) * shard, out.bytes() - shard, [&] {
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}",
+              message_prefix(kind), in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(in.count == own.count, CommError,
+              "{}: input has {} elements but this rank's shard of {} elements over {} ranks has {}",
+              message_prefix(kind), in.count, out.count, size_, own.count);
+    const Buffer own_out = out.slice(own.offset, own.count);
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_out.data == in.data,
+              CommError, "{}: input overlaps the output other than as this rank's own shard",
+              message_prefix(kind));
+    ZDP_CHECK(out.count == 0 || (out.data != nullptr && (own.count == 0 || in.data != nullptr)), CommError,
+              "{}: null buffer with {} elements", message_prefix(kind), out.count);
+    do_all_gather(in, out);
+  });
+}
+
+void Communicator::broadcast(Buffer buf, int root) {
+  const Collective kind = Collective::kBroadcast;
+  const bool is_root = root == rank_;
+  run(kind, is_root ? static_cast<uint64_t>(size_ - 1) * buf.bytes() : 0, is_root ? 0 : buf.bytes(), [&] {
+    ZDP_CHECK(root >= 0 && root < size_, CommError, "{}: root {} is out of range for {} ranks",
+              message_prefix(kind), root, size_);
+    ZDP_CHECK(buf.count == 0 || buf.data != nullptr, CommError, "{}: null buffer with {} elements",
+              message_prefix(kind), buf.count);
+    do_broadcast(buf, root);
+  });
+}
+
+void Communicator::barrier() {
+  run(Collective::kBarrier, 0, 0, [&] { do_barrier(); });
+}
+
+double Communicator::all_reduce_scalar(double value, ReduceOp op) {
+  double result = 0;
+  const uint64_t bytes = static_cast<uint64_t>(size_ - 1) * sizeof(double);
+  run(Collective::kScalarAllReduce, bytes, bytes, [&] { result = do_all_reduce_scalar(value, op); });
+  return result;
+}
+
+}  // namespace zerodp::comm

@@ -1,0 +1,125 @@
+// Communicator: the collectives one rank of a group calls (all-reduce,
+// reduce-scatter, all-gather, broadcast, barrier, scalar all-reduce), with the
+// same semantics on every backend (threads in one process, MPI processes).
+//
+// Contract (all backends):
+// - A Communicator belongs to one rank. Its methods are called by one thread
+//   at a time (the rank's main thread or a helper "comm thread" of that rank;
+//   the caller orders the hand-over), and every rank calls the same
+//   collectives in the same order with matching counts, dtypes, ops and root.
+// - Results are deterministic: contributions are combined in rank order
+//   0..N-1 in fp32 and rounded once (see types.h), so they are bitwise equal
+//   on every backend, for every N, in every run.
+// - Buffers are split with shard_range (shard.h): reduce_scatter's output
+//   and all_gather's input are this rank's shard of the full count.
+// - Every blocking call gives up after options().timeout and throws
+//   CommTimeoutError naming the collective, this rank and the peer it waited
+//   for. Any failure (timeout, mismatch, bad arguments, abort()) breaks the
+//   communicator: later calls throw at once. In the thread backend it also
+//   poisons the group, so peers throw PeerFailedError promptly.
+// - Mismatched calls are detected where cheap (thread backend: always;
+//   MPI: kind, dtype, op and count are carried in the message tag) and throw
+//   CommError; arguments that do not fit (sizes, dtypes, root) are checked
+//   locally before any communication.
+// - stats() counts calls, the algorithm's bytes sent/received and seconds per
+//   collective (see stats.h).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "comm/stats.h"
+#include "comm/types.h"
+#include "core/error.h"
+
+namespace zerodp::comm {
+
+struct CommOptions {
+  // How long one collective may wait for its peers before it throws.
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+// A collective waited longer than CommOptions::timeout for a peer.
+class CommTimeoutError : public CommError {
+ public:
+  using CommError::CommError;
+};
+
+// A peer failed (or left the group) first; this rank's error is a
+// consequence. run_thread_ranks reports the peer's root cause instead.
+class PeerFailedError : public CommError {
+ public:
+  using CommError::CommError;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const CommOptions& options() const { return options_; }
+  // "thread" or "mpi".
+  virtual std::string_view backend_name() const = 0;
+
+  // out = reduce(in over ranks). in and out have the same count and dtype;
+  // in == out (in place) is allowed, other overlaps are not.
+  void all_reduce(ConstBuffer in, Buffer out, ReduceOp op);
+  // in: the full count C on every rank; out: this rank's shard,
+  // shard_range(C, size(), rank()).count elements. out may be exactly the
+  // own shard of in (in place).
+  void reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op);
+  // in: this rank's shard of out (shard_range(out.count, size(), rank()));
+  // out: the full count on every rank. in may be exactly out's own shard.
+  void all_gather(ConstBuffer in, Buffer out);
+  // buf on root is copied into buf on every rank; 0 <= root < size().
+  void broadcast(Buffer buf, int root);
+  void barrier();
+  // Sum (in rank order, in fp64), average or max of one value per rank, for
+  // norms and overflow flags. kMax propagates NaN.
+  double all_reduce_scalar(double value, ReduceOp op);
+
+  const CommStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = CommStats{}; }
+
+  // Marks this rank failed with `reason` (e.g. its body threw): later calls
+  // throw, and in the thread backend peers blocked in (or entering) a
+  // collective throw PeerFailedError promptly. Idempotent.
+  void abort(std::string_view reason);
+  bool broken() const { return !broken_reason_.empty(); }
+
+ protected:
+  Communicator(int rank, int size, const CommOptions& options);
+
+  // Backends implement these. Arguments are already validated locally
+  // (sizes, dtypes, aliasing, root); the backend checks cross-rank
+  // agreement. Errors are thrown as CommError with the "[collective] rank r:"
+  // prefix (see message_prefix).
+  virtual void do_all_reduce(ConstBuffer in, Buffer out, ReduceOp op) = 0;
+  virtual void do_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) = 0;
+  virtual void do_all_gather(ConstBuffer in, Buffer out) = 0;
+  virtual void do_broadcast(Buffer buf, int root) = 0;
+  virtual void do_barrier() = 0;
+  virtual double do_all_reduce_scalar(double value, ReduceOp op) = 0;
+  // Called once when this communicator breaks (before the error propagates).
+  virtual void on_broken(const std::string& reason) = 0;
+
+  // "[all_reduce] rank 3" for messages.
+  std::string message_prefix(Collective kind) const;
+
+ private:
+  template <typename Fn>
+  void run(Collective kind, uint64_t sent, uint64_t received, Fn&& fn);
+  void mark_broken(const std::string& reason);
+
+  int rank_;
+  int size_;
+  CommOptions options_;
+  CommStats stats_;
+  std::string broken_reason_;
+};
+
+}  // namespace zerodp::comm

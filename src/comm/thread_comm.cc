@@ -1,0 +1,157 @@
+#include "comm/thread_comm.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "comm/reduce.h"
+#include "comm/shard.h"
+
+namespace zerodp::comm {
+namespace {
+
+std::string describe(const CallInfo& c) {
+  switch (c.kind) {
+    case Collective::kAllReduce:
+    case Collective::kReduceScatter:
+      return fmt::format("{} of {} {} elements (op {})", collective_name(c.kind), c.count, c.dtype.name(),
+                         reduce_op_name(c.op));
+    case Collective::kAllGather:
+      return fmt::format("{} of {} {} elements", collective_name(c.kind), c.count, c.dtype.name());
+    case Collective::kBroadcast:
+      return fmt::format("{} of {} {} elements from root {}", collective_name(c.kind), c.count, c.dtype.name(),
+                         c.root);
+    case Collective::kBarrier: return "barrier";
+    case Collective::kScalarAllReduce:
+      return fmt::format("{} (op {})", collective_name(c.kind), reduce_op_name(c.op));
+  }
+  return "?";
+}
+
+bool same_call(const CallInfo& a, const CallInfo& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Collective::kAllReduce:
+    case Collective::kReduceScatter: return a.count == b.count && a.dtype == b.dtype && a.op == b.op;
+    case Collective::kAllGather: return a.count == b.count && a.dtype == b.dtype;
+    case Collective::kBroadcast: return a.count == b.count && a.dtype == b.dtype && a.root == b.root;
+    case Collective::kBarrier: return true;
+    case Collective::kScalarAllReduce: return a.op == b.op;
+  }
+  return false;
+}
+
+}  // namespace
+
+ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank, const CommOptions& options)
+    : Communicator(rank, group->size(), options), group_(std::move(group)), inputs_(group_->size()) {}
+
+ThreadCommunicator::~ThreadCommunicator() { depart(); }
+
+void ThreadCommunicator::depart() {
+  if (departed_) return;
+  departed_ = true;
+  group_->depart(rank());
+}
+
+void ThreadCommunicator::on_broken(const std::string& reason) { group_->poison(rank(), reason); }
+
+void ThreadCommunicator::sync(Collective kind) { group_->sync(rank(), kind, deadline_, options().timeout); }
+
+const CallInfo& ThreadCommunicator::begin(const CallInfo& call) {
+  deadline_ = ThreadGroup::Clock::now() + options().timeout;
+  const uint64_t id = ++calls_;
+  group_->info(rank(), id) = call;
+  sync(call.kind);
+  for (int k = 0; k < size(); ++k) {
+    const CallInfo& peer = group_->peer_info(k, id);
+    if (!same_call(peer, call)) {
+      ZDP_THROW(CommError, "{}: mismatched collective calls: rank {} called {} while this rank called {}",
+                message_prefix(call.kind), k, describe(peer), describe(call));
+    }
+  }
+  return group_->peer_info(rank(), id);
+}
+
+void ThreadCommunicator::do_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
+  const Collective kind = Collective::kReduceScatter;
+  CallInfo call{.kind = kind, .dtype = in.dtype, .op = op, .count = in.count, .in = in.data, .out = out.data};
+  begin(call);
+  const uint64_t id = calls_;
+  const ShardRange own = shard_range(in.count, size(), rank());
+  const size_t esize = in.dtype.size();
+  for (int k = 0; k < size(); ++k) {
+    inputs_[k] = static_cast<const std::byte*>(group_->peer_info(k, id).in) + own.offset * esize;
+  }
+  if (own.count > 0) reduce_ordered(inputs_, out.data, own.count, in.dtype, op);
+  sync(kind);  // peers are done reading our input
+}
+
+void ThreadCommunicator::do_all_gather(ConstBuffer in, Buffer out) {
+  const Collective kind = Collective::kAllGather;
+  CallInfo call{.kind = kind, .dtype = out.dtype, .count = out.count, .in = in.data, .out = out.data};
+  begin(call);
+  const uint64_t id = calls_;
+  const size_t esize = out.dtype.size();
+  // Start with the next rank so ranks do not all read the same peer at once.
+  for (int i = 0; i < size(); ++i) {
+    const int k = (rank() + i) % size();
+    const ShardRange shard = shard_range(out.count, size(), k);
+    const void* src = group_->peer_info(k, id).in;
+    std::byte* dst = out.byte_data() + shard.offset * esize;
+    if (shard.count > 0 && src != dst) std::memcpy(dst, src, shard.count * esize);
+  }
+  sync(kind);
+}
+
+void ThreadCommunicator::do_all_reduce(ConstBuffer in, Buffer out, ReduceOp op) {
+  const Collective kind = Collective::kAllReduce;
+  CallInfo call{.kind = kind, .dtype = in.dtype, .op = op, .count = in.count, .in = in.data, .out = out.data};
+  begin(call);
+  const uint64_t id = calls_;
+  const size_t esize = in.dtype.size();
+  // Phase 1: the own shard of every input, summed in rank order, into the own
+  // shard of the output. In place is safe: only this rank reads its own
+  // input's shard.
+  const ShardRange own = shard_range(in.count, size(), rank());
+  for (int k = 0; k < size(); ++k) {
+    inputs_[k] = static_cast<const std::byte*>(group_->peer_info(k, id).in) + own.offset * esize;
+  }
+  if (own.count > 0) reduce_ordered(inputs_, out.byte_data() + own.offset * esize, own.count, in.dtype, op);
+  if (size() == 1) return;
+  sync(kind);
+  // Phase 2: copy the peers' reduced shards out of their outputs.
+  for (int i = 1; i < size(); ++i) {
+    const int k = (rank() + i) % size();
+    const ShardRange shard = shard_range(in.count, size(), k);
+    const size_t offset = shard.offset * esize;
+    if (shard.count > 0) {
+      std::memcpy(out.byte_data() + offset, static_cast<const std::byte*>(group_->peer_info(k, id).out) + offset,
+                  shard.count * esize);
+    }
+  }
+  sync(kind);
+}
+
+void ThreadCommunicator::do_broadcast(Buffer buf, int root) {
+  const Collective kind = Collective::kBroadcast;
+  CallInfo call{.kind = kind, .dtype = buf.dtype, .count = buf.count, .root = root, .in = buf.data};
+  begin(call);
+  if (rank() != root && buf.count > 0) {
+    std::memcpy(buf.data, group_->peer_info(root, calls_).in, buf.bytes());
+  }
+  sync(kind);
+}
+
+void ThreadCommunicator::do_barrier() { begin(CallInfo{.kind = Collective::kBarrier}); }
+
+double ThreadCommunicator::do_all_reduce_scalar(double value, ReduceOp op) {
+  begin(CallInfo{.kind = Collective::kScalarAllReduce, .op = op, .scalar = value});
+  // No closing phase: the value lives in the double-buffered CallInfo, which
+  // a peer overwrites only after everyone has passed our next call's start.
+  std::vector<double> values(static_cast<size_t>(size()));
+  for (int k = 0; k < size(); ++k) values[k] = group_->peer_info(k, calls_).scalar;
+  return reduce_scalars(values, op);
+}
+
+}  // namespace zerodp::comm

@@ -1,0 +1,90 @@
+// ThreadGroup: the shared state of N thread ranks in one process (internal to
+// the thread backend). Each rank owns one cache-line-aligned slot holding its
+// phase counter and the description of its current call (pointers, count,
+// dtype, ...); a collective is a few phases, and a rank passes a phase when
+// every peer's counter has reached it.
+//
+// Waiting spins briefly, then yields, then sleeps on a condition variable, so
+// oversubscribed groups (more ranks than cores) still make progress. Every
+// wait checks, in order: the peers' counters, the poison flag (a rank failed;
+// throws PeerFailedError), peers that left the group (CommError), and the
+// deadline (CommTimeoutError naming the peer waited for).
+// Thread-safety: slot r is written only by rank r's calling thread; the rest
+// is atomics or guarded by the group mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "comm/types.h"
+
+namespace zerodp::comm {
+
+// What one rank's current call looks like, published before its first phase.
+struct CallInfo {
+  Collective kind = Collective::kBarrier;
+  Dtype dtype = Dtype::fp32();
+  ReduceOp op = ReduceOp::kSum;
+  size_t count = 0;  // the full count (reduce_scatter: input; all_gather: output)
+  int root = -1;
+  const void* in = nullptr;
+  void* out = nullptr;
+  double scalar = 0.0;
+};
+
+class ThreadGroup {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit ThreadGroup(int size);
+  ThreadGroup(const ThreadGroup&) = delete;
+  ThreadGroup& operator=(const ThreadGroup&) = delete;
+
+  int size() const { return size_; }
+
+  // The call description rank `rank` publishes for its call number `call`
+  // (double-buffered by parity: a peer cannot be two calls ahead, so the
+  // other parity is still being read at most).
+  CallInfo& info(int rank, uint64_t call) { return slots_[rank].info[call & 1]; }
+  const CallInfo& peer_info(int rank, uint64_t call) const { return slots_[rank].info[call & 1]; }
+
+  // Rank `rank` arrives at its next phase and waits until every peer has too.
+  // Errors start "[kind] rank r:"; `timeout` is what the deadline was
+  // computed from, for the message.
+  void sync(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout);
+
+  // Marks the group failed by `rank` (first caller wins) and wakes everyone.
+  void poison(int rank, const std::string& reason);
+  bool poisoned() const { return poisoned_.load(std::memory_order_acquire); }
+  // The rank whose failure poisoned the group first, or -1.
+  int first_failed_rank() const;
+
+  // Rank `rank` will make no more calls; peers waiting for it throw.
+  void depart(int rank);
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> phase{0};
+    std::atomic<bool> departed{false};
+    CallInfo info[2];
+  };
+
+  void wake_sleepers();
+  [[noreturn]] void throw_poisoned(const std::string& what) const;
+
+  int size_;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<bool> poisoned_{false};
+  std::atomic<int> sleepers_{0};
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  int failed_rank_ = -1;        // guarded by mutex_
+  std::string failed_reason_;   // guarded by mutex_
+};
+
+}  // namespace zerodp::comm
