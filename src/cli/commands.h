@@ -8,5 +8,6 @@
 
 namespace zerodp::cli {
 
+void add_plan_command(CLI::App& app);  // zerodp plan (plan_command.cc)
 
 }  // namespace zerodp::cli

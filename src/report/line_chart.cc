@@ -1,0 +1,100 @@
+#include "report/line_chart.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace zerodp::report {
+
+void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
+  double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
+  double y_lo = x_lo, y_hi = -x_lo;
+  for (const LineSeries& s : chart.series) {
+    for (const Point& p : s.points) {
+      ZDP_CHECK(std::isfinite(p.x) && std::isfinite(p.y), ShapeError,
+                "[line_chart] series '{}' has a non-finite point ({}, {})", s.name, p.x, p.y);
+      x_lo = std::min(x_lo, p.x);
+      x_hi = std::max(x_hi, p.x);
+      y_lo = std::min(y_lo, p.y);
+      y_hi = std::max(y_hi, p.y);
+    }
+  }
+  for (const ReferenceLine& r : chart.reference_lines) {
+    y_lo = std::min(y_lo, r.value);
+    y_hi = std::max(y_hi, r.value);
+  }
+  if (!std::isfinite(x_lo)) x_lo = 0, x_hi = 1;
+  if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
+  if (chart.y_from_zero && y_lo >= 0) y_lo = 0;
+  x_lo = chart.x_min.value_or(x_lo);
+  x_hi = chart.x_max.value_or(x_hi);
+  y_lo = chart.y_min.value_or(y_lo);
+  y_hi = chart.y_max.value_or(y_hi);
+
+  std::vector<LegendEntry> legend;
+  auto color = [&](size_t i) {
+    return chart.series[i].color.empty() ? palette_color(i) : chart.series[i].color;
+  };
+  if (chart.show_legend) {
+    for (size_t i = 0; i < chart.series.size(); ++i) {
+      legend.push_back({chart.series[i].name, color(i), true, chart.series[i].dash});
+    }
+  }
+
+  doc.begin_group("line-chart");
+  const Rect plot = plot_area(area, chart.labels, legend_width(legend));
+  const Ticks yt = nice_ticks(y_lo, y_hi, 5);
+  const Ticks xt = nice_ticks(x_lo, x_hi, 6);
+  const LinearScale y{yt.lo, yt.hi, plot.bottom(), plot.y};
+  const LinearScale x{xt.lo, xt.hi, plot.x, plot.right()};
+  draw_y_axis(doc, plot, yt, y);
+
+  doc.begin_group("x-axis");
+  Paint tick;
+  tick.stroke = "#444";
+  TextStyle ts;
+  ts.size = 11;
+  ts.anchor = "middle";
+  ts.fill = "#444";
+  for (double v : xt.values) {
+    const double px = x(v);
+    doc.line({px, plot.bottom()}, {px, plot.bottom() + 4}, tick);
+    doc.text({px, plot.bottom() + 16}, format_tick(v, xt.step), ts, "tick-label");
+  }
+  doc.end_group();
+
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    const LineSeries& s = chart.series[i];
+    std::vector<Point> mapped;
+    mapped.reserve(s.points.size());
+    for (const Point& p : s.points) mapped.push_back({x(p.x), y(p.y)});
+    Paint p;
+    p.stroke = color(i);
+    p.stroke_width = 2;
+    p.dash = s.dash;
+    const std::string data = SvgDocument::attr("data-series", s.name) +
+                             SvgDocument::attr("data-points", fmt::format("{}", s.points.size()));
+    doc.polyline(mapped, p, "series", data);
+    if (s.markers) {
+      Paint m;
+      m.fill = color(i);
+      for (const Point& q : mapped) doc.circle(q, 2.5, m, "marker");
+    }
+  }
+  for (const ReferenceLine& r : chart.reference_lines) draw_reference_line(doc, plot, y, r);
+  if (!legend.empty()) draw_legend(doc, {plot.right() + 14, plot.y + 4}, legend);
+  draw_labels(doc, area, plot, chart.labels);
+  doc.end_group();
+}
+
+std::string render_line_chart(const LineChart& chart, double width, double height) {
+  SvgDocument doc(width, height);
+  draw_line_chart(doc, chart, {0, 0, width, height});
+  return doc.str();
+}
+
+}  // namespace zerodp::report

@@ -1,0 +1,40 @@
+// Line charts: several series of (x, y) points on shared linear axes, for
+// loss and validation-loss curves, tokens/s, loss scale and memory over time.
+// Each series is a <polyline class="series"> with data-series and
+// data-points attributes; points may be marked with circles.
+// Thread-safety: pure, drawing into a caller-owned document.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/chart.h"
+#include "report/svg.h"
+
+namespace zerodp::report {
+
+struct LineSeries {
+  std::string name;
+  std::string color;  // empty: palette_color(index)
+  std::vector<Point> points;  // data coordinates, drawn in the given order
+  std::string dash;           // e.g. "6 4" for a dashed series
+  bool markers = false;
+};
+
+struct LineChart {
+  AxesLabels labels;
+  std::vector<LineSeries> series;
+  std::vector<ReferenceLine> reference_lines;
+  // Axis ranges; unset ends follow the data (y starts at 0 when all y >= 0
+  // and `y_from_zero`).
+  std::optional<double> x_min, x_max, y_min, y_max;
+  bool y_from_zero = false;
+  bool show_legend = true;
+};
+
+// ShapeError on non-finite points.
+void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area);
+std::string render_line_chart(const LineChart& chart, double width, double height);
+
+}  // namespace zerodp::report
