@@ -1,0 +1,54 @@
+// CommWorker: one background thread per rank that runs that rank's
+// collectives in submission order, so communication overlaps computation
+// (stage 0's bucketed all-reduce during backward, stage 3's prefetch of the
+// next unit's parameters).
+//
+// Every rank submits the same collectives in the same order, so the
+// Communicator still sees one caller at a time, in the same order everywhere.
+// A task that throws fails its ticket and every later one: the exception is
+// rethrown to whoever waits (the rank's compute thread), never swallowed.
+// Thread-safety: submit/wait/drain are called from the owning rank's compute
+// thread; tasks run on the worker thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace zerodp::zero {
+
+class CommWorker {
+ public:
+  using Ticket = uint64_t;
+
+  CommWorker();
+  ~CommWorker();  // finishes queued tasks, then joins
+  CommWorker(const CommWorker&) = delete;
+  CommWorker& operator=(const CommWorker&) = delete;
+
+  // Queues a task; returns its ticket (1, 2, 3, ... in submission order).
+  Ticket submit(std::function<void()> task);
+  // Blocks until the task with this ticket has run; rethrows the first
+  // failure of any task up to and including it.
+  void wait(Ticket ticket);
+  // Blocks until every submitted task has run; rethrows the first failure.
+  void drain();
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  Ticket submitted_ = 0;
+  Ticket completed_ = 0;
+  std::exception_ptr failure_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started after the state above exists
+};
+
+}  // namespace zerodp::zero

@@ -1,0 +1,385 @@
+#include "zero/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "optim/grad_utils.h"
+#include "zero/grad_accumulate.h"
+
+namespace zerodp::zero {
+namespace {
+
+// Sum of squares and the non-finite flag of a typed gradient slice.
+double sum_of_squares(comm::ConstBuffer g) {
+  switch (g.dtype.kind()) {
+    case Dtype::Kind::kFp32: return optim::sum_of_squares({static_cast<const float*>(g.data), g.count});
+    case Dtype::Kind::kFp16: return optim::sum_of_squares({static_cast<const Half*>(g.data), g.count});
+    case Dtype::Kind::kBf16: return optim::sum_of_squares({static_cast<const BFloat16*>(g.data), g.count});
+  }
+  return 0.0;
+}
+
+bool has_nonfinite(comm::ConstBuffer g) {
+  switch (g.dtype.kind()) {
+    case Dtype::Kind::kFp32: return optim::has_nonfinite({static_cast<const float*>(g.data), g.count});
+    case Dtype::Kind::kFp16: return optim::has_nonfinite({static_cast<const Half*>(g.data), g.count});
+    case Dtype::Kind::kBf16: return optim::has_nonfinite({static_cast<const BFloat16*>(g.data), g.count});
+  }
+  return false;
+}
+
+void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstBuffer g, double lr, float coef) {
+  switch (g.dtype.kind()) {
+    case Dtype::Kind::kFp32: return opt.step(master, {static_cast<const float*>(g.data), g.count}, lr, coef);
+    case Dtype::Kind::kFp16: return opt.step(master, {static_cast<const Half*>(g.data), g.count}, lr, coef);
+    case Dtype::Kind::kBf16: return opt.step(master, {static_cast<const BFloat16*>(g.data), g.count}, lr, coef);
+  }
+}
+
+std::span<float> as_floats(comm::Buffer b) { return {static_cast<float*>(b.data), b.count}; }
+
+}  // namespace
+
+void validate(const EngineConfig& config) {
+  ZDP_CHECK(config.stage >= 0 && config.stage <= 3, ConfigError,
+            "[engine] ZeRO stage {} does not exist: use 0, 1, 2 or 3", config.stage);
+  ZDP_CHECK(config.grad_accum >= 1, ConfigError, "[engine] gradient accumulation {} must be at least 1",
+            config.grad_accum);
+  ZDP_CHECK(config.clip_norm >= 0.0 && std::isfinite(config.clip_norm), ConfigError,
+            "[engine] gradient clipping {} must be >= 0 (0 turns it off)", config.clip_norm);
+  optim::validate(config.optimizer);
+  if (config.dtype == Dtype::fp16()) optim::validate(config.loss_scaler);
+}
+
+// Stage 3: one unit's parameters, all-gathered (on the comm thread) into a
+// pooled buffer of the largest unit's size.
+struct Engine::Gathered {
+  LedgerBuffer<std::byte> data;
+  size_t unit = 0;
+  CommWorker::Ticket ticket = 0;
+};
+
+Engine::Engine(const model::Model& model, comm::Communicator& comm, const EngineConfig& config, uint64_t seed,
+               int micro_batch, int seq_len, bool checkpointing)
+    : model_(model),
+      comm_(comm),
+      config_(config),
+      plan_([&] {
+        std::vector<size_t> counts;
+        for (const auto& u : model.units()) counts.push_back(u.count);
+        return PartitionPlan(counts, comm.size());
+      }()),
+      rank_(comm.rank()),
+      scaler_(config.dtype == Dtype::fp16() ? config.loss_scaler
+                                            : optim::LossScalerConfig{.mode = optim::LossScaleMode::kStatic,
+                                                                      .initial_scale = 1.0}),
+      lr_schedule_(config.lr_schedule) {
+  validate(config_);
+  const int stage = config_.stage;
+  const Dtype dt = config_.dtype;
+  const bool mixed = dt.is_low_precision();
+
+  params_ = StateBuffer(plan_, rank_, stage == 3 ? Layout::kOwned : Layout::kFlat, dt, ledger_,
+                        MemoryCategory::kParams);
+  const bool separate_staging = stage == 1 && config_.grad_accum > 1;
+  grads_ = StateBuffer(plan_, rank_, stage >= 2 || separate_staging ? Layout::kOwned : Layout::kFlat, dt, ledger_,
+                       MemoryCategory::kGrads);
+  if (separate_staging) grad_staging_ = StateBuffer(plan_, rank_, Layout::kFlat, dt, ledger_, MemoryCategory::kGrads);
+  if (mixed) {
+    master_ = StateBuffer(plan_, rank_, stage == 0 ? Layout::kFlat : Layout::kOwned, Dtype::fp32(), ledger_,
+                          MemoryCategory::kMaster);
+    compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
+  }
+
+  // Initialise identically everywhere, keep what this stage holds.
+  {
+    std::vector<float> full(plan_.num_params());
+    model_.init_params(full, seed);
+    for (size_t u = 0; u < plan_.num_units(); ++u) {
+      const comm::ShardRange held = stage == 3 ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
+      const comm::ConstBuffer src(full.data() + plan_.unit_offset(u) + held.offset, held.count, Dtype::fp32());
+      convert_into(params_.slice(u, held), src);
+      if (mixed) {
+        const comm::ShardRange upd = update_range(u);
+        convert_into(master_.slice(u, upd),
+                     comm::ConstBuffer(full.data() + plan_.unit_offset(u) + upd.offset, upd.count, Dtype::fp32()));
+      }
+    }
+  }
+
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    optim::ShardOptions options;
+    options.accountant = optimizer_state_accountant(ledger_);
+    optimizers_.push_back(optim::make_optimizer(config_.optimizer, update_range(u).count, std::move(options)));
+  }
+
+  workspace_ = model_.make_workspace(micro_batch, seq_len, checkpointing);
+  ledger_.allocate(MemoryCategory::kActivations, workspace_->total_bytes());
+  last_backward_op_ = model_.last_backward_op();
+  grad_scratch_.resize(plan_.num_units());
+  staging_tickets_.assign(plan_.num_units(), 0);
+  gathered_.resize(model_.ops().size());
+  if (config_.overlap) worker_ = std::make_unique<CommWorker>();
+}
+
+Engine::~Engine() {
+  if (worker_) {
+    try {
+      worker_->drain();
+    } catch (...) {  // already reported by whoever waited
+    }
+  }
+  worker_.reset();
+  gathered_.clear();
+  gather_pool_.clear();
+  grad_scratch_.clear();
+  if (workspace_) ledger_.release(MemoryCategory::kActivations, workspace_->total_bytes());
+}
+
+comm::ShardRange Engine::update_range(size_t unit) const {
+  return config_.stage == 0 ? comm::ShardRange{0, plan_.unit_count(unit)} : plan_.shard(unit, rank_);
+}
+
+CommWorker::Ticket Engine::submit(std::function<void()> task) {
+  if (worker_) return worker_->submit(std::move(task));
+  task();
+  return 0;
+}
+
+void Engine::wait(CommWorker::Ticket ticket) {
+  if (worker_ && ticket != 0) worker_->wait(ticket);
+}
+
+void Engine::drain() {
+  if (worker_) worker_->drain();
+}
+
+// ---- the unit schedule ----
+
+std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
+  auto g = std::make_shared<Gathered>();
+  g->unit = static_cast<size_t>(model_.ops()[op_index].unit);
+  if (!gather_pool_.empty()) {
+    g->data = std::move(gather_pool_.back());
+    gather_pool_.pop_back();
+  } else {
+    g->data = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kGathered, plan_.largest_unit() * config_.dtype.size());
+  }
+  const comm::Buffer out(g->data.data(), plan_.unit_count(g->unit), config_.dtype);
+  const comm::ConstBuffer in = params_.own_shard(g->unit);
+  g->ticket = submit([this, in, out] { comm_.all_gather(in, out); });
+  return g;
+}
+
+std::span<const float> Engine::acquire(int op_index, int direction) {
+  const size_t unit = static_cast<size_t>(model_.ops()[op_index].unit);
+  const size_t count = plan_.unit_count(unit);
+  comm::ConstBuffer source;
+  if (config_.stage == 3) {
+    auto& g = gathered_[op_index];
+    if (!g) g = start_gather(op_index);
+    const int next = op_index + direction;
+    if (config_.prefetch && next >= 0 && next < static_cast<int>(gathered_.size()) && !gathered_[next]) {
+      gathered_[next] = start_gather(next);
+    }
+    wait(g->ticket);
+    source = comm::ConstBuffer(g->data.data(), count, config_.dtype);
+  } else {
+    source = params_.unit(unit);
+  }
+  if (!config_.dtype.is_low_precision()) return {static_cast<const float*>(source.data), count};
+  convert(source.data, source.dtype, compute_params_.data(), Dtype::fp32(), count);
+  return {compute_params_.data(), count};
+}
+
+void Engine::release(int op_index) {
+  auto& g = gathered_[op_index];
+  if (!g) return;
+  gather_pool_.push_back(std::move(g->data));
+  g.reset();
+}
+
+void Engine::forward_pass() {
+  const auto& ops = model_.ops();
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const auto params = acquire(i, +1);
+    model_.forward(i, params, *workspace_);
+    release(i);
+  }
+}
+
+void Engine::backward_pass(bool first_micro) {
+  const auto& ops = model_.ops();
+  for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
+    const size_t unit = static_cast<size_t>(ops[i].unit);
+    auto& scratch = grad_scratch_[unit];
+    if (!scratch) {
+      scratch = std::make_shared<LedgerBuffer<float>>(ledger_, MemoryCategory::kBuckets, plan_.unit_count(unit));
+    }
+    const auto params = acquire(i, -1);
+    model_.backward(i, params, {scratch->data(), scratch->size()}, *workspace_);
+    release(i);
+    if (last_backward_op_[unit] == i) reduce_unit(unit, first_micro);
+  }
+}
+
+// The unit's fp32 gradient is complete: reduce it across ranks (on the comm
+// thread) and add it into the accumulator.
+void Engine::reduce_unit(size_t unit, bool first_micro) {
+  std::shared_ptr<LedgerBuffer<float>> scratch = std::move(grad_scratch_[unit]);
+  const comm::ConstBuffer local(scratch->data(), scratch->size(), Dtype::fp32());
+  std::shared_ptr<LedgerBuffer<std::byte>> bucket;
+  comm::Buffer staging;
+  if (config_.stage == 1) {
+    // Stage 1 keeps the full local gradient (the paper's 2Φ): reduce-scatter
+    // from it, once the previous micro-batch's reduction of it has run.
+    wait(staging_tickets_[unit]);
+    staging = (grad_staging_.allocated() ? grad_staging_ : grads_).unit(unit);
+    convert_into(staging, local);
+    scratch.reset();
+  } else if (config_.dtype.is_low_precision()) {
+    bucket = std::make_shared<LedgerBuffer<std::byte>>(ledger_, MemoryCategory::kBuckets,
+                                                       local.count * config_.dtype.size());
+    staging = comm::Buffer(bucket->data(), local.count, config_.dtype);
+    convert_into(staging, local);
+    scratch.reset();
+  } else {
+    staging = comm::Buffer(scratch->data(), scratch->size(), Dtype::fp32());
+  }
+
+  // Stage 1 without accumulation reduce-scatters in place: its accumulator
+  // is the own shard of the very buffer it stages in.
+  const bool all_reduce = config_.stage == 0;
+  const comm::Buffer acc = all_reduce ? grads_.unit(unit) : grads_.own_shard(unit);
+  const comm::ShardRange own = plan_.shard(unit, rank_);
+  staging_tickets_[unit] = submit([this, staging, acc, own, first_micro, all_reduce, bucket, scratch] {
+    if (all_reduce) {
+      if (first_micro) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
+      comm_.all_reduce(staging, staging, comm::ReduceOp::kSum);
+      return accumulate_into(acc, staging);
+    }
+    if (first_micro) return comm_.reduce_scatter(staging, acc, comm::ReduceOp::kSum);
+    const comm::Buffer own_part = staging.slice(own.offset, own.count);
+    comm_.reduce_scatter(staging, own_part, comm::ReduceOp::kSum);
+    accumulate_into(acc, own_part);
+  });
+}
+
+// ---- the step ----
+
+StepResult Engine::train_step(const BatchFeeder& feed) {
+  double loss_sum = 0.0;
+  const float grad_scale =
+      static_cast<float>(scaler_.scale() / (static_cast<double>(comm_.size()) * config_.grad_accum));
+  for (int micro = 0; micro < config_.grad_accum; ++micro) {
+    feed(*workspace_, micro);
+    forward_pass();
+    loss_sum += workspace_->loss();
+    workspace_->set_loss_grad_scale(grad_scale);
+    backward_pass(micro == 0);
+  }
+  return apply_step(loss_sum / config_.grad_accum);
+}
+
+double Engine::eval_loss(const BatchFeeder& feed) {
+  feed(*workspace_, 0);
+  forward_pass();
+  return comm_.all_reduce_scalar(workspace_->loss(), comm::ReduceOp::kAvg);
+}
+
+StepResult Engine::apply_step(double local_loss) {
+  drain();
+  // Overflow and norm over this rank's shards of the reduced gradient: the
+  // same elements at every stage, summed in rank order.
+  double local_sumsq = 0.0;
+  bool local_nonfinite = false;
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::ConstBuffer g = grads_.own_shard(u);
+    local_nonfinite = local_nonfinite || has_nonfinite(g);
+    local_sumsq += sum_of_squares(g);
+  }
+  StepResult result;
+  result.loss = comm_.all_reduce_scalar(local_loss, comm::ReduceOp::kAvg);
+  result.loss_scale = scaler_.scale();
+  result.lr = lr_schedule_.lr_at(steps_);
+  const bool overflow = comm_.all_reduce_scalar(local_nonfinite ? 1.0 : 0.0, comm::ReduceOp::kMax) > 0.0;
+  if (config_.dtype == Dtype::fp16()) {
+    if (scaler_.update(overflow)) {
+      result.skipped = true;
+      result.step = steps_;
+      result.grad_norm = std::nan("");
+      return result;
+    }
+  } else {
+    ZDP_CHECK(!overflow, Error,
+              "[train_step] non-finite gradient at step {} ({}): lower the learning rate or enable clipping",
+              steps_ + 1, config_.dtype.name());
+  }
+  const double sumsq = comm_.all_reduce_scalar(local_sumsq, comm::ReduceOp::kSum);
+  const optim::ClipResult clip = optim::unscale_and_clip(sumsq, result.loss_scale, config_.clip_norm);
+  result.grad_norm = clip.grad_norm;
+  result.clipped = clip.clipped;
+
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::ShardRange upd = update_range(u);
+    const comm::Buffer master = master_.allocated() ? master_.slice(u, upd) : params_.slice(u, upd);
+    optimizer_step(*optimizers_[u], as_floats(master), grads_.slice(u, upd), result.lr, clip.coefficient);
+  }
+  refresh_params();
+  ++steps_;
+  result.step = steps_;
+  return result;
+}
+
+// The low-precision parameters follow the updated master weights.
+void Engine::refresh_params() {
+  if (master_.allocated()) {
+    for (size_t u = 0; u < plan_.num_units(); ++u) {
+      const comm::ShardRange upd = update_range(u);
+      convert_into(params_.slice(u, upd), master_.slice(u, upd));
+    }
+  }
+  if (config_.stage == 1 || config_.stage == 2) {
+    for (size_t u = 0; u < plan_.num_units(); ++u) {
+      const comm::Buffer full = params_.unit(u);
+      const comm::Buffer own = params_.own_shard(u);
+      submit([this, own, full] { comm_.all_gather(own, full); });
+    }
+  }
+  drain();
+}
+
+// ---- consolidated views (collective) ----
+
+std::vector<float> Engine::gather_master_params() {
+  std::vector<float> full(plan_.num_params());
+  const StateBuffer& master = master_.allocated() ? master_ : params_;
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::Buffer out(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32());
+    if (config_.stage == 0) {
+      convert_into(out, master.unit(u));
+    } else {
+      comm_.all_gather(master.own_shard(u), out);
+    }
+  }
+  return full;
+}
+
+std::vector<float> Engine::gather_params() {
+  std::vector<float> full(plan_.num_params());
+  std::vector<std::byte> unit_buffer(plan_.largest_unit() * config_.dtype.size());
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::Buffer out(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32());
+    if (config_.stage == 3) {
+      const comm::Buffer gathered(unit_buffer.data(), plan_.unit_count(u), config_.dtype);
+      comm_.all_gather(params_.own_shard(u), gathered);
+      convert_into(out, gathered);
+    } else {
+      convert_into(out, params_.unit(u));
+    }
+  }
+  return full;
+}
+
+}  // namespace zerodp::zero

@@ -1,0 +1,141 @@
+// Engine: trains one model with ZeRO on one rank of a communicator.
+//
+// It composes a PartitionPlan (who owns what), the model states of the
+// chosen stage (StateBuffers for parameters, gradients and fp32 master
+// weights), one optimizer per unit shard, a loss scaler (fp16), a comm thread
+// (CommWorker) that runs this rank's collectives so they overlap compute, and
+// drives the model's op schedule:
+//
+//   forward:  for op:            acquire(unit) -> model.forward  -> release
+//   backward: for op reversed:   acquire(unit) -> model.backward -> release,
+//                                then reduce the unit's gradient after its last op
+//   step:     overflow check, global norm, clip+unscale, optimizer on the
+//             owned shards, refresh the low-precision parameters
+//
+// | stage | params held | grads held | optimizer | reduce           | refresh       |
+// |   0   | all         | all        | all       | all-reduce       | convert       |
+// |   1   | all         | all        | own shard | reduce-scatter   | all-gather    |
+// |   2   | all         | own shard  | own shard | reduce-scatter   | all-gather    |
+// |   3   | own shard   | own shard  | own shard | reduce-scatter   | (none)        |
+// Stage 3 all-gathers a unit's parameters before each op that uses it (the
+// next op's unit is prefetched on the comm thread) and drops them after.
+//
+// Determinism: every micro-batch's gradients are reduced (rank-order fp32
+// sum, rounded once) and added to the gradient accumulator; norms and
+// overflow flags are summed over the partition plan's shards in rank order;
+// the optimizer is element-wise. So the same config gives the same bits at
+// every stage and on every backend.
+// Thread-safety: one Engine per rank, driven by that rank's thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/model.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+#include "zero/comm_worker.h"
+#include "zero/engine_config.h"
+#include "zero/memory_ledger.h"
+#include "zero/partition_plan.h"
+#include "zero/state_buffer.h"
+
+namespace zerodp::zero {
+
+struct StepResult {
+  int64_t step = 0;          // optimizer steps taken so far (after this one)
+  double loss = 0.0;         // mean over micro-batches and ranks
+  double grad_norm = 0.0;    // global L2 norm of the unscaled gradient, before clipping
+  double lr = 0.0;
+  double loss_scale = 1.0;
+  bool skipped = false;      // fp16 overflow: no update this step
+  bool clipped = false;
+};
+
+// Loads micro-batch `micro` (0..grad_accum-1) of this rank into the workspace.
+using BatchFeeder = std::function<void(model::Workspace& ws, int micro)>;
+
+class Engine {
+ public:
+  // Initialises the parameters from `seed` (identically on every rank, then
+  // each rank keeps what its stage holds).
+  Engine(const model::Model& model, comm::Communicator& comm, const EngineConfig& config, uint64_t seed,
+         int micro_batch, int seq_len, bool checkpointing = false);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // One optimizer step over grad_accum micro-batches.
+  StepResult train_step(const BatchFeeder& feed);
+  // Forward only on one micro-batch; returns the loss averaged over ranks.
+  double eval_loss(const BatchFeeder& feed);
+
+  // Every parameter as fp32 master values (the fp32 parameters at fp32), in
+  // flat order, on every rank. Collective: all ranks must call it.
+  std::vector<float> gather_master_params();
+  // The low-precision parameters the model computes with, widened to fp32.
+  // Collective.
+  std::vector<float> gather_params();
+
+  const PartitionPlan& plan() const { return plan_; }
+  const EngineConfig& config() const { return config_; }
+  const MemoryLedger& ledger() const { return ledger_; }
+  const model::Model& model() const { return model_; }
+  model::Workspace& workspace() { return *workspace_; }
+  comm::Communicator& communicator() { return comm_; }
+  int64_t steps_taken() const { return steps_; }
+  double loss_scale() const { return scaler_.scale(); }
+
+ private:
+  struct Gathered;  // stage 3: a unit's parameters gathered on the comm thread
+
+  void forward_pass();
+  void backward_pass(bool first_micro);
+  // The fp32 parameters of op_index's unit, ready for compute; stage 3
+  // gathers them (and prefetches the next op in `direction`).
+  std::span<const float> acquire(int op_index, int direction);
+  void release(int op_index);
+  std::shared_ptr<Gathered> start_gather(int op_index);
+  void reduce_unit(size_t unit, bool first_micro);
+  StepResult apply_step(double local_loss);
+  void refresh_params();
+  // The elements of a unit this rank's optimizer updates: all of it at
+  // stage 0, its own shard otherwise.
+  comm::ShardRange update_range(size_t unit) const;
+  // Collectives run on the comm thread when overlap is on, inline otherwise.
+  CommWorker::Ticket submit(std::function<void()> task);
+  void wait(CommWorker::Ticket ticket);
+  void drain();
+
+  const model::Model& model_;
+  comm::Communicator& comm_;
+  EngineConfig config_;
+  PartitionPlan plan_;
+  int rank_;
+  MemoryLedger ledger_;
+
+  StateBuffer params_;       // storage dtype; flat (stages 0-2) or owned (3)
+  StateBuffer grads_;        // the accumulator: flat (0-1) or owned (2-3)
+  StateBuffer grad_staging_; // stage 1 with accumulation: flat local grads before reduce-scatter
+  StateBuffer master_;       // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
+  std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
+  optim::LossScaler scaler_;
+  optim::LrSchedule lr_schedule_;
+  std::unique_ptr<model::Workspace> workspace_;
+  std::vector<int> last_backward_op_;
+
+  LedgerBuffer<float> compute_params_;  // fp32 copy of the current unit (low precision)
+  std::vector<std::shared_ptr<LedgerBuffer<float>>> grad_scratch_;  // per unit, while its backward is open
+  std::vector<std::shared_ptr<Gathered>> gathered_;                 // per op, stage 3
+  std::vector<LedgerBuffer<std::byte>> gather_pool_;                // stage 3: reused gather buffers
+  std::vector<CommWorker::Ticket> staging_tickets_;                 // per unit: its last reduction
+  std::unique_ptr<CommWorker> worker_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace zerodp::zero

@@ -1,0 +1,34 @@
+#include "zero/comm_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace zerodp::zero {
+namespace {
+
+TEST(CommWorker, RunsTasksInOrderAndWaitsForTickets) {
+  CommWorker worker;
+  std::vector<int> order;
+  CommWorker::Ticket last = 0;
+  for (int i = 0; i < 100; ++i) last = worker.submit([&order, i] { order.push_back(i); });
+  worker.wait(last);
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(CommWorker, AFailureIsRethrownAndLaterTasksAreSkipped) {
+  CommWorker worker;
+  bool later_ran = false;
+  const auto ok = worker.submit([] {});
+  worker.submit([] { throw std::runtime_error("collective failed"); });
+  const auto after = worker.submit([&] { later_ran = true; });
+  EXPECT_NO_THROW(worker.wait(ok));
+  EXPECT_THROW(worker.wait(after), std::runtime_error);
+  EXPECT_THROW(worker.drain(), std::runtime_error);
+  EXPECT_FALSE(later_ran);
+}
+
+}  // namespace
+}  // namespace zerodp::zero

@@ -1,0 +1,175 @@
+// The ZeRO engine's promises, measured on the small MLP with thread ranks:
+// identical bits at every stage, the paper's model-state bytes and
+// communication volume, learning, and agreement with a single rank.
+#include "zero/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "engine_test_util.h"
+
+namespace zerodp::zero {
+namespace {
+
+using testing::RunResult;
+using testing::train_mlp;
+
+EngineConfig config_for(int stage, Dtype dtype) {
+  EngineConfig c;
+  c.stage = stage;
+  c.dtype = dtype;
+  c.optimizer.kind = optim::OptimizerKind::kAdamW;
+  c.optimizer.adam.lr = 3e-3;
+  c.optimizer.adam.weight_decay = 0.01;
+  c.lr_schedule.max_lr = 3e-3;
+  c.loss_scaler.initial_scale = 1024.0;  // fp16: few early overflow skips
+  return c;
+}
+
+void expect_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+  for (size_t i = 0; i < a.losses.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
+        << what << ": loss of step " << i << " " << a.losses[i] << " vs " << b.losses[i];
+  }
+  ASSERT_EQ(a.master.size(), b.master.size()) << what;
+  ASSERT_EQ(std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)), 0)
+      << what << ": master weights differ";
+  ASSERT_EQ(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)), 0)
+      << what << ": parameters differ";
+}
+
+class StageEquivalence : public ::testing::TestWithParam<std::tuple<Dtype::Kind, int>> {};
+
+TEST_P(StageEquivalence, EveryStageGivesTheSameBits) {
+  const Dtype dtype(std::get<0>(GetParam()));
+  const int n = std::get<1>(GetParam());
+  const RunResult reference = train_mlp(n, config_for(0, dtype), 20);
+  for (int stage = 1; stage <= 3; ++stage) {
+    const RunResult run = train_mlp(n, config_for(stage, dtype), 20);
+    expect_same_bits(reference, run, fmt::format("stage {} vs 0, {} ranks, {}", stage, n, dtype.name()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DtypesAndRanks, StageEquivalence,
+                         ::testing::Combine(::testing::Values(Dtype::Kind::kFp32, Dtype::Kind::kBf16,
+                                                              Dtype::Kind::kFp16),
+                                            ::testing::Values(1, 2, 3, 4)),
+                         [](const auto& info) {
+                           return fmt::format("{}_N{}", Dtype(std::get<0>(info.param)).name(),
+                                              std::get<1>(info.param));
+                         });
+
+TEST(Engine, AccumulationClippingAndNoOverlapKeepStagesEqual) {
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    EngineConfig base = config_for(0, dtype);
+    base.grad_accum = 3;
+    base.clip_norm = 0.5;
+    const RunResult reference = train_mlp(3, base, 8);
+    for (int stage = 1; stage <= 3; ++stage) {
+      for (bool overlap : {true, false}) {
+        EngineConfig c = base;
+        c.stage = stage;
+        c.overlap = overlap;
+        c.prefetch = overlap;
+        expect_same_bits(reference, train_mlp(3, c, 8),
+                         fmt::format("accum 3 + clip, stage {}, overlap {}, {}", stage, overlap, dtype.name()));
+      }
+    }
+  }
+}
+
+// Model-state bytes per rank: the ZeRO paper's formulas with Φ/N replaced by
+// the exact owned count (no padding): 16-bit AdamW has K = 12.
+TEST(Engine, ModelStateBytesMatchThePaper) {
+  for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
+    for (int n : {1, 2, 3, 4}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        const RunResult run = train_mlp(n, config_for(stage, dtype), 1);
+        const uint64_t phi = run.num_params;
+        for (int r = 0; r < n; ++r) {
+          const uint64_t own = run.owned[r];
+          const auto& ledger = run.ledgers[r];
+          const uint64_t p = dtype.size();  // bytes of a parameter / gradient
+          uint64_t params = stage == 3 ? p * own : p * phi;
+          uint64_t grads = stage >= 2 ? p * own : p * phi;
+          uint64_t master = dtype.is_low_precision() ? 4 * (stage == 0 ? phi : own) : 0;
+          uint64_t moments = 8 * (stage == 0 ? phi : own);
+          const std::string what = fmt::format("{} N={} stage {} rank {}", dtype.name(), n, stage, r);
+          EXPECT_EQ(ledger[MemoryCategory::kParams].current, params) << what;
+          EXPECT_EQ(ledger[MemoryCategory::kGrads].current, grads) << what;
+          EXPECT_EQ(ledger[MemoryCategory::kMaster].current, master) << what;
+          EXPECT_EQ(ledger[MemoryCategory::kAdamM].current + ledger[MemoryCategory::kAdamV].current, moments)
+              << what;
+          if (dtype.is_low_precision()) {
+            const uint64_t expected_total = stage == 0   ? 16 * phi
+                                            : stage == 1 ? 4 * phi + 12 * own
+                                            : stage == 2 ? 2 * phi + 14 * own
+                                                         : 16 * own;
+            EXPECT_EQ(ledger.model_states.current, expected_total) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Bytes each rank sends per step: 2Φ elements at stages 0-2 and 3Φ at stage
+// 3 (paper §7), times (N-1)/N as every ring or all-to-all algorithm moves;
+// exact here because every unit divides by N.
+TEST(Engine, CommunicationVolumeMatchesThePaper) {
+  const model::MlpConfig even{{testing::kInputs, 32, 8}, model::MlpHead::kClassification};  // units 416, 264
+  for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
+    for (int n : {2, 4}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        const RunResult run = train_mlp(n, config_for(stage, dtype), 2, 4, even);
+        const double phi = static_cast<double>(run.num_params);
+        const double elements = stage == 3 ? 3 * phi : 2 * phi;
+        const double expected = elements * (n - 1) / n * dtype.size();
+        for (int r = 0; r < n; ++r) {
+          const auto& s = run.step_comm[r];
+          const uint64_t sent = s[comm::Collective::kAllReduce].bytes_sent +
+                                s[comm::Collective::kReduceScatter].bytes_sent +
+                                s[comm::Collective::kAllGather].bytes_sent;
+          EXPECT_EQ(static_cast<double>(sent), expected)
+              << dtype.name() << " N=" << n << " stage " << stage << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Engine, LossFallsAtEveryStage) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    EngineConfig c = config_for(stage, Dtype::bf16());
+    c.optimizer.adam.lr = 2e-2;
+    c.lr_schedule.max_lr = 2e-2;
+    const RunResult run = train_mlp(2, c, 60, 8);
+    double first = 0, last = 0;
+    for (int i = 0; i < 10; ++i) first += run.losses[i], last += run.losses[run.losses.size() - 1 - i];
+    EXPECT_LT(last, 0.6 * first) << "stage " << stage << ": mean loss of the first 10 steps " << first / 10
+                                 << ", of the last 10 " << last / 10;
+  }
+}
+
+// N ranks with micro-batch b see the same global batch as one rank with
+// micro-batch N*b; only the order of the sums differs, so the results agree
+// to rounding (fp32).
+TEST(Engine, RanksAgreeWithOneRankOverTheSameGlobalBatch) {
+  const EngineConfig c = config_for(2, Dtype::fp32());
+  const RunResult one = train_mlp(1, c, 10, 12);
+  for (int n : {2, 3, 4}) {
+    const RunResult many = train_mlp(n, c, 10, 12 / n);
+    double worst = 0;
+    for (size_t i = 0; i < one.master.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(one.master[i]) - many.master[i]));
+    }
+    EXPECT_LT(worst, 2e-5) << n << " ranks";
+    for (size_t s = 0; s < one.losses.size(); ++s) EXPECT_NEAR(one.losses[s], many.losses[s], 1e-5) << s;
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::zero

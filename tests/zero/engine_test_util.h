@@ -1,0 +1,110 @@
+// Shared pieces of the engine tests: a learnable synthetic classification
+// task for the MLP whose global batch depends only on (seed, step, micro),
+// and a driver that trains on N thread ranks and returns what rank 0 saw.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "comm/world.h"
+#include "model/mlp.h"
+#include "zero/engine.h"
+
+namespace zerodp::zero::testing {
+
+inline constexpr int kInputs = 12;
+inline constexpr int kClasses = 5;
+
+inline model::MlpConfig small_mlp() {
+  // Odd widths: Φ = 12*17+17 + 17*9+9 + 9*5+5 = 433, prime-ish and not
+  // divisible by 2, 3 or 4.
+  return model::MlpConfig{{kInputs, 17, 9, kClasses}, model::MlpHead::kClassification};
+}
+
+// Sample i of the global batch of (step, micro): features in [-1, 1), the
+// label is the argmax of a fixed linear map, so the task is learnable.
+struct Sample {
+  std::vector<float> x;
+  int32_t label;
+};
+inline Sample make_sample(uint64_t step, int micro, int index) {
+  std::mt19937_64 rng((step * 131 + micro) * 1000003 + index);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Sample s{std::vector<float>(kInputs), 0};
+  float best = -1e30f;
+  for (int c = 0; c < kClasses; ++c) {
+    float score = 0;
+    for (int i = 0; i < kInputs; ++i) {
+      if (c == 0) s.x[i] = u(rng);
+      score += s.x[i] * static_cast<float>(((c * 7 + i * 3) % 5) - 2);
+    }
+    if (score > best) best = score, s.label = c;
+  }
+  return s;
+}
+
+// The feeder for rank `rank` of `ranks`, micro-batch size b: rank r takes
+// samples [r*b, (r+1)*b) of the global batch of b*ranks samples.
+inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b) {
+  return [&step, rank, b](model::Workspace& ws, int micro) {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    for (int i = 0; i < b; ++i) {
+      Sample s = make_sample(static_cast<uint64_t>(step), micro, rank * b + i);
+      x.insert(x.end(), s.x.begin(), s.x.end());
+      y.push_back(s.label);
+    }
+    model::Batch batch;
+    batch.features = x;
+    batch.labels = y;
+    ws.set_batch(batch);
+  };
+}
+
+struct RunResult {
+  std::vector<double> losses;        // per step, as rank 0 saw them
+  std::vector<float> master;         // final fp32 master params (rank 0)
+  std::vector<float> params;         // final compute params widened (rank 0)
+  std::vector<LedgerSnapshot> ledgers;   // per rank, after the run
+  std::vector<comm::CommStats> step_comm;  // per rank, bytes of the last step
+  std::vector<size_t> owned;             // per rank, owned element count
+  size_t num_params = 0;
+};
+
+// Trains `steps` steps of the small MLP on n thread ranks.
+inline RunResult train_mlp(int n, const EngineConfig& config, int steps, int micro_batch = 4,
+                           const model::MlpConfig& mlp_config = small_mlp(),
+                           const std::function<void(Engine&, int64_t)>& before_step = {}) {
+  model::Mlp mlp(mlp_config);
+  RunResult result;
+  result.ledgers.resize(n);
+  result.step_comm.resize(n);
+  result.owned.resize(n);
+  comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+    Engine engine(mlp, comm, config, /*seed=*/42, micro_batch, 1);
+    int64_t step = 0;
+    const BatchFeeder feed = mlp_feeder(step, comm.rank(), micro_batch);
+    std::vector<double> losses;
+    for (step = 0; step < steps; ++step) {
+      if (before_step) before_step(engine, step);
+      const comm::CommStats before = comm.stats();
+      losses.push_back(engine.train_step(feed).loss);
+      result.step_comm[comm.rank()] = comm.stats() - before;
+    }
+    result.ledgers[comm.rank()] = engine.ledger().snapshot();
+    result.owned[comm.rank()] = engine.plan().owned_count(comm.rank());
+    auto master = engine.gather_master_params();
+    auto params = engine.gather_params();
+    if (comm.rank() == 0) {
+      result.losses = losses;
+      result.master = std::move(master);
+      result.params = std::move(params);
+      result.num_params = mlp.num_params();
+    }
+  });
+  return result;
+}
+
+}  // namespace zerodp::zero::testing
