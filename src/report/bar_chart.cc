@@ -75,6 +75,7 @@ void draw_bar_chart(SvgDocument& doc, const BarChart& chart, Rect area) {
   TextStyle total_style = label_style;
   total_style.size = 10.5;
   total_style.fill = "#333";
+  total_style.halo = true;
 
   for (size_t gi = 0; gi < chart.groups.size(); ++gi) {
     const BarGroup& g = chart.groups[gi];

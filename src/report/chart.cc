@@ -162,6 +162,7 @@ void draw_reference_line(SvgDocument& doc, Rect plot, const LinearScale& y, cons
   ts.size = 11;
   ts.anchor = "end";
   ts.fill = line.color;
+  ts.halo = true;
   doc.text({plot.right() - 4, py - 5}, line.label, ts, "reference-label");
 }
 

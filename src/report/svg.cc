@@ -115,6 +115,10 @@ void SvgDocument::text(Point at, std::string_view content, const TextStyle& styl
                       attr("font-size", num(style.size)) + attr("text-anchor", style.anchor) +
                       attr("fill", style.fill);
   if (!style.weight.empty()) attrs += attr("font-weight", style.weight);
+  if (style.halo) {
+    attrs += attr("stroke", "white") + attr("stroke-width", "3") + attr("stroke-linejoin", "round") +
+             attr("paint-order", "stroke");
+  }
   if (style.rotate != 0) {
     attrs += attr("transform", fmt::format("rotate({} {} {})", num(style.rotate), num(at.x), num(at.y)));
   }

@@ -36,6 +36,7 @@ struct TextStyle {
   std::string weight;            // "bold" or empty
   std::string fill = "#222";
   double rotate = 0;             // degrees about the anchor point
+  bool halo = false;             // a white outline so labels stay legible over bars and lines
 };
 
 // &, <, >, " and ' as entities.

@@ -1,0 +1,42 @@
+// plan's closed-form Φ and unit sizes against src/model, which lays out the
+// real flat buffer: for every GPT preset `zerodp train` takes, the two must
+// agree exactly, or plan would predict bytes the engine never allocates.
+#include <gtest/gtest.h>
+
+#include "model/gpt_config.h"
+#include "model/presets.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+namespace {
+
+GptShape from_model(const model::GptConfig& g) {
+  return GptShape{g.layers, g.heads, g.channels, g.padded_vocab, g.max_seq_len};
+}
+
+TEST(ModelAgreement, EveryModelGptPresetHasThePlannedParameterCount) {
+  int gpts = 0;
+  for (const std::string& name : model::model_preset_names()) {
+    const model::ModelConfig m = model::model_preset(name);
+    if (m.kind != model::ModelKind::kGpt) continue;
+    ++gpts;
+    const GptShape s = from_model(m.gpt);
+    EXPECT_EQ(s.num_params(), model::num_params(m)) << name;
+    EXPECT_EQ(s.embedding_params(), model::embedding_unit_params(m.gpt)) << name;
+    EXPECT_EQ(s.block_params(), model::block_layout(m.gpt.channels).count) << name;
+  }
+  EXPECT_GT(gpts, 0);
+}
+
+TEST(ModelAgreement, SharedPresetNamesDescribeTheSameModel) {
+  for (const ModelPreset& p : model_presets()) {
+    for (const std::string& name : model::model_preset_names()) {
+      if (name != p.name) continue;
+      const model::ModelConfig m = model::model_preset(name);
+      EXPECT_EQ(p.shape.num_params(), model::num_params(m)) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::plan
