@@ -66,9 +66,20 @@ std::string_view stage_paper_name(int stage) {
   }
 }
 
+uint64_t unit_shard_elements(std::span<const uint64_t> unit_counts, int ranks) {
+  uint64_t total = 0;
+  for (uint64_t c : unit_counts) total += shard_elements(c, ranks);
+  return total;
+}
+
 ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, const BytesPerParam& bpp) {
   check_stage_and_ranks(stage, ranks);
-  const uint64_t shard = shard_elements(num_params, ranks);
+  return model_state_bytes_with_shard(num_params, shard_elements(num_params, ranks), stage, bpp);
+}
+
+ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage,
+                                             const BytesPerParam& bpp) {
+  check_stage_and_ranks(stage, 1);
   const uint64_t opt_elems = partitions_optimizer(stage) ? shard : num_params;
   const uint64_t grad_elems = partitions_grads(stage) ? shard : num_params;
   const uint64_t param_elems = partitions_params(stage) ? shard : num_params;

@@ -21,10 +21,10 @@
 // Per rank at N ranks (stage s partitions the first s of optimizer, grads,
 // params):  stage 0  (p + g + K)Φ      stage 1  (p + g)Φ + KΦ/N
 //           stage 2  pΦ + (g + K)Φ/N   stage 3  (p + g + K)Φ/N
-// A partitioned category holds ceil(Φ/N) elements on every rank: the flat
-// buffer is padded to a multiple of N so the shards are equal (the engine's
-// finer padding rules, if any, are its to document; the difference from the
-// paper's Φ/N is below N elements per category).
+// A partitioned category holds ceil(Φ/N) elements when only Φ is known; with
+// the model's units it holds what the engine's busiest rank owns, sum over
+// units of ceil(c_u/N) (unit_shard_elements). Either differs from the
+// paper's Φ/N by less than N (resp. N per unit) elements per category.
 //
 // Communication per rank per step (paper section 7), in elements: stages 0-2
 // move 2Φ (reduce-scatter Φ + all-gather Φ, an all-reduce being the two), stage
@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "core/dtype.h"
@@ -80,6 +81,11 @@ struct ModelStateBytes {
 // Elements of a Φ-element flat buffer each of `ranks` ranks holds: ceil(Φ/N).
 uint64_t shard_elements(uint64_t num_params, int ranks);
 
+// Elements the busiest rank owns when each unit is split on its own over N
+// ranks with no padding (the first c % N ranks of a c-element unit hold one
+// more), as the engine's PartitionPlan does: sum over units of ceil(c/N).
+uint64_t unit_shard_elements(std::span<const uint64_t> unit_counts, int ranks);
+
 // Which categories stage `stage` partitions (stage 1: optimizer; 2: + grads;
 // 3: + params).
 bool partitions_optimizer(int stage);
@@ -92,6 +98,11 @@ std::string_view stage_paper_name(int stage);
 // Exact per-rank bytes at `stage` with N = `ranks` (partitioned categories
 // hold shard_elements()). REQUIRES 0 <= stage <= 3, ranks >= 1 (ConfigError).
 ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, const BytesPerParam& bpp);
+
+// The same with the partitioned categories holding `shard` elements (e.g.
+// unit_shard_elements()).
+ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage,
+                                             const BytesPerParam& bpp);
 
 // The paper's formula with Φ/N unrounded, for comparing with its tables.
 double paper_model_state_bytes(double num_params, int stage, int ranks, const BytesPerParam& bpp);

@@ -92,8 +92,10 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
                        gib(static_cast<double>(*c.device_memory)));
   }
   if (r.largest_unit_params) {
-    out += fmt::format("Largest unit: {} parameters (stage 3 keeps two gathered: current + prefetched)\n",
-                       format_thousands(*r.largest_unit_params));
+    out += fmt::format(
+        "Largest unit: {} parameters. Unit buffers: {}stage 3 adds two gathered units (current + prefetched)\n",
+        format_thousands(*r.largest_unit_params),
+        c.precision.is_low_precision() ? "an fp32 compute copy of it at every stage; " : "");
   }
   out += "Units: GB = 1e9 bytes (the ZeRO paper's unit), GiB = 2^30 bytes. Communication is per rank per step.\n";
 
@@ -104,7 +106,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   for (const RankPlan& rp : r.per_ranks) {
     out += fmt::format("\nN = {} rank{}: per-rank bytes\n", rp.ranks, rp.ranks == 1 ? "" : "s");
     Row header = {"stage", "partitions", "params GB", "grads GB", "optimizer GB", "states GB", "states GiB"};
-    if (has_gathered) header.push_back("gathered GB");
+    if (has_gathered) header.push_back("unit buffers GB");
     if (has_act) header.push_back("activations GB");
     if (has_gathered || has_act) {
       header.push_back("peak GB");
@@ -123,7 +125,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
                  gb(static_cast<double>(s.states.optimizer())),
                  gb(static_cast<double>(s.states.total())),
                  gib(static_cast<double>(s.states.total()))};
-      if (has_gathered) row.push_back(gb(static_cast<double>(s.gathered)));
+      if (has_gathered) row.push_back(gb(static_cast<double>(s.gathered + s.compute_copy)));
       if (has_act) row.push_back(gb(static_cast<double>(s.activations)));
       if (has_gathered || has_act) {
         row.push_back(gb(static_cast<double>(s.peak)));
@@ -159,11 +161,11 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
       const auto& s3 = rp.stages[3];
       if (rp.deepspeed.zero3_bytes) {
         out += fmt::format("    estimate_zero3 (no offload) 4 x largest layer ({}) + int(18Φ/N) = {} GiB ({} GB);  "
-                           "zerodp stage 3 states + gathered = {} GiB\n",
+                           "zerodp stage 3 states + unit buffers = {} GiB\n",
                            format_thousands(r.largest_module_params.value_or(0)),
                            gib(static_cast<double>(*rp.deepspeed.zero3_bytes)),
                            gb(static_cast<double>(*rp.deepspeed.zero3_bytes)),
-                           gib(static_cast<double>(s3.states.total() + s3.gathered)));
+                           gib(static_cast<double>(s3.states.total() + s3.gathered + s3.compute_copy)));
       } else {
         out += "    estimate_zero3 needs the largest layer: give --model\n";
       }
@@ -255,6 +257,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"model_states_bytes", s.states.total()},
                  {"paper_model_states_bytes", s.paper_bytes},
                  {"gathered_bytes", s.gathered},
+                 {"compute_copy_bytes", s.compute_copy},
                  {"activation_bytes", s.activations},
                  {"peak_bytes", s.peak},
                  {"comm", {{"collectives", s.comm.collectives},

@@ -78,20 +78,28 @@ PlanResult make_plan(const PlanConfig& config) {
   const BytesPerParam& bpp = result.bytes_per_param;
   const uint64_t activation_bytes = result.activations ? result.activations->total_bytes : 0;
 
+  std::vector<uint64_t> unit_counts;
+  if (c.shape) {
+    for (const GptShape::Unit& u : c.shape->units()) unit_counts.push_back(u.owned_params);
+  }
   for (int n : c.ranks) {
     check_stage_and_ranks(0, n);
+    const uint64_t shard = unit_counts.empty() ? shard_elements(c.num_params, n) : unit_shard_elements(unit_counts, n);
     RankPlan rp;
     rp.ranks = n;
     for (int s = 0; s < kNumStages; ++s) {
       StagePlan& sp = rp.stages[static_cast<size_t>(s)];
       sp.stage = s;
-      sp.states = model_state_bytes(c.num_params, s, n, bpp);
+      sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
       if (partitions_params(s) && result.largest_unit_params) {
         sp.gathered = 2 * *result.largest_unit_params * c.precision.size();
       }
+      if (result.largest_unit_params && c.precision.is_low_precision()) {
+        sp.compute_copy = *result.largest_unit_params * 4;
+      }
       sp.activations = activation_bytes;
-      sp.peak = sp.states.total() + sp.gathered + sp.activations;
+      sp.peak = sp.states.total() + sp.gathered + sp.compute_copy + sp.activations;
       sp.comm = comm_volume(c.num_params, s, n, c.precision);
       if (c.device_memory) {
         sp.fits = sp.peak <= *c.device_memory;

@@ -4,11 +4,14 @@
 // communication per step, whether it fits, the recommended stage, the
 // largest model that fits, and DeepSpeed's estimates beside ours.
 //
-// Per-rank peak at a stage = model states (memory_model.h) + stage 3's
-// gathered buffers (two units resident, the current and the prefetched one,
-// each buffer sized for the largest unit, in the training dtype) +
-// activations (activations.h). Buffers of stages 0-2 (gradient buckets) are
-// not modelled yet.
+// Per-rank peak at a stage = model states (memory_model.h) + unit buffers +
+// activations (activations.h). With the model's shape, partitioned states
+// are what the engine's busiest rank owns (per-unit shards), and the unit
+// buffers are the ledger's "gathered" category: an fp32 compute copy of the
+// largest unit in mixed precision (every stage), plus at stage 3 two gather
+// buffers (current + prefetched unit) of the largest unit in the training
+// dtype. Gradient buckets and stage 1's accumulation staging (grad_accum > 1
+// keeps a full gradient copy) are not modelled yet.
 //
 // Recommended stage: among the stages that fit, the least communication; of
 // those equal in communication (stages 0, 1 and 2 all move 2Φ) the one with
@@ -46,9 +49,10 @@ struct StagePlan {
   int stage = 0;
   ModelStateBytes states;           // exact per-rank bytes
   double paper_bytes = 0;           // the paper's formula, Φ/N unrounded
-  uint64_t gathered = 0;            // stage 3 only, when the shape is known
+  uint64_t gathered = 0;            // stage 3's two gather buffers, when the shape is known
+  uint64_t compute_copy = 0;        // fp32 copy of the largest unit (mixed precision, shape known)
   uint64_t activations = 0;         // when estimated
-  uint64_t peak = 0;                // states + gathered + activations
+  uint64_t peak = 0;                // states + gathered + compute_copy + activations
   CommVolume comm;
   std::optional<bool> fits;         // when device memory is given
   std::optional<uint64_t> max_params;  // largest Φ whose model states fit

@@ -2,7 +2,8 @@
 // Figure 1: on the left one replica's model states by category (2Φ params,
 // 2Φ grads, KΦ optimizer for mixed-precision Adam), on the right the bytes
 // each rank holds at stages 0-3 for every N planned, stacked by category
-// (plus stage 3's gathered buffers and the activations when known), with the
+// (plus the unit buffers, stage 3's gathered units among them, and the
+// activations when known), with the
 // device memory as a dashed line. Both panels share one GB (1e9 bytes) scale
 // so the optimizer block is seen to dominate and then shrink by N.
 // Thread-safety: pure functions.

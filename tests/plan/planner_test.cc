@@ -65,11 +65,31 @@ TEST(Planner, ActivationsAndGatheredBuffersJoinThePeak) {
   for (const RankPlan& p : r.per_ranks) {
     for (const StagePlan& s : p.stages) {
       EXPECT_EQ(s.activations, r.activations->total_bytes);
-      EXPECT_EQ(s.peak, s.states.total() + s.gathered + s.activations);
+      EXPECT_EQ(s.peak, s.states.total() + s.gathered + s.compute_copy + s.activations);
       EXPECT_EQ(s.gathered, s.stage == 3 ? 2 * r.largest_unit_params.value() * 2 : 0u);
+      EXPECT_EQ(s.compute_copy, r.largest_unit_params.value() * 4);
     }
   }
   EXPECT_EQ(r.per_ranks[0].recommended, 0);
+}
+
+TEST(Planner, WithAShapePartitionsPerUnitLikeTheEngine) {
+  // Units of 3 + 2 x 5 + 2 elements over N = 4: the busiest rank holds
+  // ceil(3/4) + 2 ceil(5/4) + ceil(2/4) = 1 + 4 + 1 = 6, not ceil(15/4) = 4.
+  const GptShape s{1, 1, 1, 1, 1};  // V=1, T=1, C=1: embedding 2, block 25, final 2
+  PlanConfig c;
+  c.shape = s;
+  c.ranks = {4};
+  c.precision = Dtype::fp32();
+  const PlanResult r = make_plan(c);
+  const uint64_t shard = 1 + 7 + 1;  // ceil(2/4) + ceil(25/4) + ceil(2/4)
+  EXPECT_EQ(r.config.num_params, 29u);
+  EXPECT_EQ(r.per_ranks[0].stages[3].states.total(), 16 * shard);
+  EXPECT_EQ(r.per_ranks[0].stages[1].states.master, 0u);  // fp32: no master copy
+  EXPECT_EQ(r.per_ranks[0].stages[1].states.moment1, 4 * shard);
+  EXPECT_EQ(r.per_ranks[0].stages[0].compute_copy, 0u);    // fp32 computes in place
+  const uint64_t units[] = {3, 5, 5, 2};
+  EXPECT_EQ(unit_shard_elements(units, 4), 6u);
 }
 
 TEST(Planner, ActivationsWithoutShapeIsConfigError) {
