@@ -350,6 +350,36 @@ void Engine::refresh_params() {
   drain();
 }
 
+// ---- checkpoint access ----
+
+std::vector<Engine::StateView> Engine::state_views() {
+  std::vector<StateView> views;
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::ShardRange upd = update_range(u);
+    const comm::Buffer master = master_.allocated() ? master_.slice(u, upd) : params_.slice(u, upd);
+    views.push_back({"master", u, upd, as_floats(master)});
+    for (const optim::StateTensor& t : optimizers_[u]->state()) {
+      views.push_back({std::string(optim::state_kind_name(t.kind)), u, upd, t.data});
+    }
+  }
+  return views;
+}
+
+Engine::Counters Engine::counters() const {
+  Counters c;
+  c.steps = steps_;
+  c.optimizer_steps = optimizers_.empty() ? 0 : optimizers_.front()->step_count();
+  c.scaler = scaler_.state();
+  return c;
+}
+
+void Engine::state_loaded(const Counters& counters) {
+  steps_ = counters.steps;
+  for (auto& opt : optimizers_) opt->set_step_count(counters.optimizer_steps);
+  if (config_.dtype == Dtype::fp16()) scaler_.load_state(counters.scaler);
+  refresh_params();
+}
+
 // ---- consolidated views (collective) ----
 
 std::vector<float> Engine::gather_master_params() {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -82,6 +83,32 @@ class Engine {
   // Collective.
   std::vector<float> gather_params();
 
+  // ---- checkpoint access ----
+  // One fp32 tensor of training state for one unit, over the elements this
+  // rank's optimizer updates (update_range: the whole unit at stage 0, the
+  // rank's own shard otherwise). name: "master" (the fp32 master weights, or
+  // the fp32 parameters themselves at fp32), then the optimizer's state
+  // names ("exp_avg", "exp_avg_sq" or "momentum_buffer").
+  struct StateView {
+    std::string name;
+    size_t unit = 0;
+    comm::ShardRange range;   // unit-relative elements held in `data`
+    std::span<float> data;
+  };
+  // Writable views; a loader fills them, then calls state_loaded().
+  std::vector<StateView> state_views();
+  // Everything else a resume needs (scalars, identical on every rank).
+  struct Counters {
+    int64_t steps = 0;             // optimizer steps taken (the data position too)
+    int64_t optimizer_steps = 0;   // Optimizer::step_count (steps minus fp16 skips)
+    optim::LossScalerState scaler;
+  };
+  Counters counters() const;
+  // After the views were overwritten: sets the counters and refreshes the
+  // low-precision parameters from the master weights. Collective.
+  void state_loaded(const Counters& counters);
+  comm::ShardRange update_range(size_t unit) const;
+
   const PartitionPlan& plan() const { return plan_; }
   const EngineConfig& config() const { return config_; }
   const MemoryLedger& ledger() const { return ledger_; }
@@ -104,9 +131,6 @@ class Engine {
   void reduce_unit(size_t unit, bool first_micro);
   StepResult apply_step(double local_loss);
   void refresh_params();
-  // The elements of a unit this rank's optimizer updates: all of it at
-  // stage 0, its own shard otherwise.
-  comm::ShardRange update_range(size_t unit) const;
   // Collectives run on the comm thread when overlap is on, inline otherwise.
   CommWorker::Ticket submit(std::function<void()> task);
   void wait(CommWorker::Ticket ticket);

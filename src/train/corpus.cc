@@ -1,0 +1,134 @@
+#include "train/corpus.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "model/llmc_io.h"
+
+namespace zerodp::train {
+namespace {
+
+// Held out when a hash of the pair says so: about 1 in 10, fixed forever.
+bool is_held_out(int a, int b) {
+  uint32_t h = static_cast<uint32_t>(a) * 2654435761u ^ static_cast<uint32_t>(b) * 2246822519u;
+  h ^= h >> 15;
+  h *= 2654435761u;
+  h ^= h >> 13;
+  return h % 10 == 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    ZDP_THROW(ConfigError, "[data] '{}' does not exist: give --data an existing text file or llm.c .bin shard",
+              path);
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    ZDP_THROW(ConfigError, "[data] '{}' is a directory: give --data a file", path);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ZDP_THROW(ConfigError, "[data] cannot open '{}': check its permissions", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<int32_t> shard_tokens(const std::string& path) {
+  const auto raw = model::read_token_shard(path);
+  ZDP_CHECK(!raw.empty(), ConfigError, "[data] token shard '{}' holds no tokens", path);
+  return {raw.begin(), raw.end()};
+}
+
+int vocab_of(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  int32_t top = 0;
+  for (int32_t t : a) top = std::max(top, t);
+  for (int32_t t : b) top = std::max(top, t);
+  return static_cast<int>(top) + 1;
+}
+
+}  // namespace
+
+std::string ArithmeticProblem::prompt() const { return std::to_string(a) + "+" + std::to_string(b) + "="; }
+std::string ArithmeticProblem::answer() const { return std::to_string(a + b) + "\n"; }
+
+Corpus arithmetic_corpus() {
+  Corpus corpus;
+  std::vector<ArithmeticProblem> train_problems;
+  for (int a = 0; a < 1000; ++a) {
+    for (int b = 0; b < 1000; ++b) {
+      (is_held_out(a, b) ? corpus.held_out : train_problems).push_back({a, b});
+    }
+  }
+  // A fixed shuffle, so a window of text mixes many problems.
+  std::mt19937_64 rng(20240520);
+  std::shuffle(train_problems.begin(), train_problems.end(), rng);
+  std::shuffle(corpus.held_out.begin(), corpus.held_out.end(), rng);
+  std::string train_text, val_text;
+  for (const auto& p : train_problems) train_text += p.prompt() + p.answer();
+  for (const auto& p : corpus.held_out) val_text += p.prompt() + p.answer();
+  corpus.train = text_to_tokens(train_text);
+  corpus.val = text_to_tokens(val_text);
+  corpus.vocab = 256;
+  corpus.description = fmt::format("embedded arithmetic: {} training problems ({} tokens), {} held out",
+                                   train_problems.size(), corpus.train.size(), corpus.held_out.size());
+  return corpus;
+}
+
+Corpus load_corpus(const std::string& path, const std::string& val_path) {
+  Corpus corpus;
+  if (ends_with(path, ".bin")) {
+    corpus.train = shard_tokens(path);
+    std::string val = val_path;
+    if (val.empty()) {
+      const auto pos = path.rfind("train");
+      if (pos != std::string::npos) {
+        std::string candidate = path;
+        candidate.replace(pos, 5, "val");
+        if (std::filesystem::exists(candidate)) val = candidate;
+      }
+    }
+    if (!val.empty()) {
+      corpus.val = shard_tokens(val);
+    } else {
+      const size_t cut = corpus.train.size() - corpus.train.size() / 10;
+      corpus.val.assign(corpus.train.begin() + static_cast<std::ptrdiff_t>(cut), corpus.train.end());
+      corpus.train.resize(cut);
+    }
+    corpus.byte_level = false;
+    corpus.vocab = vocab_of(corpus.train, corpus.val);
+    corpus.description = fmt::format("llm.c shard {}: {} training tokens, {} validation tokens{}", path,
+                                     corpus.train.size(), corpus.val.size(), val.empty() ? " (last 10%)" : "");
+    return corpus;
+  }
+  const std::string text = read_file(path);
+  ZDP_CHECK(!text.empty(), ConfigError, "[data] '{}' is empty: give --data a file with text in it", path);
+  const size_t cut = text.size() - text.size() / 10;
+  corpus.train = text_to_tokens(text.substr(0, cut));
+  corpus.val = text_to_tokens(text.substr(cut));
+  corpus.vocab = 256;
+  corpus.description = fmt::format("text file {} as bytes: {} training tokens, {} validation tokens (last 10%)",
+                                   path, corpus.train.size(), corpus.val.size());
+  return corpus;
+}
+
+std::vector<int32_t> text_to_tokens(const std::string& text) {
+  std::vector<int32_t> tokens(text.size());
+  for (size_t i = 0; i < text.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i]);
+  return tokens;
+}
+
+std::string tokens_to_text(const std::vector<int32_t>& tokens) {
+  std::string text;
+  for (int32_t t : tokens) text += (t >= 0 && t < 256) ? static_cast<char>(t) : '?';
+  return text;
+}
+
+}  // namespace zerodp::train

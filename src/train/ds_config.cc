@@ -1,0 +1,253 @@
+#include "train/ds_config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace zerodp::train {
+namespace {
+
+using nlohmann::json;
+
+// Reads one section's keys, refusing unknown ones and warning about
+// DeepSpeed keys that have no effect here.
+class Section {
+ public:
+  Section(const json& j, std::string path, std::string_view source, const WarningSink& warn)
+      : j_(j), path_(std::move(path)), source_(source), warn_(warn) {
+    ZDP_CHECK(j.is_object(), ConfigError, "[config] {}: '{}' must be an object", source_, display());
+  }
+
+  bool has(const std::string& key) {
+    seen_.insert(key);
+    return j_.contains(key) && !j_.at(key).is_null();
+  }
+  const json& at(const std::string& key) const { return j_.at(key); }
+  std::string name(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  double number(const std::string& key) {
+    const json& v = at(key);
+    ZDP_CHECK(v.is_number(), ConfigError, "[config] {}: '{}' must be a number, got {}", source_, name(key), v.dump());
+    return v.get<double>();
+  }
+  int integer(const std::string& key) {
+    const double v = number(key);
+    ZDP_CHECK(v == std::floor(v) && std::abs(v) < 2e9, ConfigError, "[config] {}: '{}' must be an integer, got {}",
+              source_, name(key), at(key).dump());
+    return static_cast<int>(v);
+  }
+  bool boolean(const std::string& key) {
+    const json& v = at(key);
+    ZDP_CHECK(v.is_boolean(), ConfigError, "[config] {}: '{}' must be true or false, got {}", source_, name(key),
+              v.dump());
+    return v.get<bool>();
+  }
+  std::string string(const std::string& key) {
+    const json& v = at(key);
+    ZDP_CHECK(v.is_string(), ConfigError, "[config] {}: '{}' must be a string, got {}", source_, name(key), v.dump());
+    return v.get<std::string>();
+  }
+  Section section(const std::string& key) { return Section(at(key), name(key), source_, warn_); }
+
+  // Keys DeepSpeed knows that zerodp ignores: a warning each, when present.
+  void ignore(std::initializer_list<const char*> keys, const char* why) {
+    for (const char* k : keys) {
+      if (has(k)) warn_(fmt::format("{}: DeepSpeed key '{}' has no effect here ({})", source_, name(k), why));
+    }
+  }
+  // Every key not read or ignored is an error.
+  void finish() const {
+    for (const auto& [key, value] : j_.items()) {
+      ZDP_CHECK(seen_.count(key) > 0, ConfigError,
+                "[config] {}: unknown key '{}': remove it (accepted keys are listed in docs/train.md)", source_,
+                name(key));
+    }
+  }
+
+ private:
+  std::string display() const { return path_.empty() ? "(top level)" : path_; }
+
+  const json& j_;
+  std::string path_;
+  std::string_view source_;
+  const WarningSink& warn_;
+  std::set<std::string> seen_;
+};
+
+void apply_zero(Section z, TrainConfig& c) {
+  if (z.has("stage")) c.engine.stage = z.integer("stage");
+  if (z.has("reduce_bucket_size")) {
+    const double v = z.number("reduce_bucket_size");
+    ZDP_CHECK(v >= 1, ConfigError, "[config] zero_optimization.reduce_bucket_size {} must be >= 1", v);
+    c.engine.bucket_elements = static_cast<size_t>(v);
+  }
+  if (z.has("overlap_comm")) c.engine.overlap = z.boolean("overlap_comm");
+  if (z.has("stage3_prefetch_bucket_size")) c.engine.prefetch = z.number("stage3_prefetch_bucket_size") > 0;
+  z.ignore({"offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory"},
+           "zerodp keeps every state in host memory already; there is no offload");
+  z.ignore({"allgather_partitions", "allgather_bucket_size", "reduce_scatter", "contiguous_gradients",
+            "round_robin_gradients", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+            "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
+            "stage3_gather_fp16_weights_on_model_save", "sub_group_size", "elastic_checkpoint",
+            "load_from_fp32_weights", "ignore_unused_parameters", "legacy_stage1", "memory_efficient_linear",
+            "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
+            "use_multi_rank_bucket_allreduce"},
+           "zerodp's per-unit schedule decides this");
+  z.finish();
+}
+
+void apply_fp16(Section f, TrainConfig& c, bool& fp16) {
+  fp16 = f.has("enabled") && f.boolean("enabled");
+  auto& s = c.engine.loss_scaler;
+  if (f.has("loss_scale")) {
+    const double v = f.number("loss_scale");
+    ZDP_CHECK(v >= 0, ConfigError, "[config] fp16.loss_scale {} must be >= 0 (0 = dynamic)", v);
+    if (v > 0) {
+      s.mode = optim::LossScaleMode::kStatic;
+      s.initial_scale = v;
+    }
+  }
+  if (f.has("initial_scale_power")) s.initial_scale = std::ldexp(1.0, f.integer("initial_scale_power"));
+  if (f.has("loss_scale_window")) s.window = f.integer("loss_scale_window");
+  if (f.has("hysteresis")) s.hysteresis = f.integer("hysteresis");
+  if (f.has("min_loss_scale")) s.min_scale = f.number("min_loss_scale");
+  if (f.has("consecutive_hysteresis")) s.consecutive_hysteresis = f.boolean("consecutive_hysteresis");
+  f.ignore({"auto_cast", "fp16_master_weights_and_grads"}, "zerodp always keeps fp32 master weights");
+  f.finish();
+}
+
+void apply_optimizer(Section o, TrainConfig& c) {
+  std::string type = o.has("type") ? o.string("type") : "AdamW";
+  std::string lower;
+  for (char ch : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  auto& opt = c.engine.optimizer;
+  bool adam_w_mode = true;  // DeepSpeed's "Adam" is AdamW unless adam_w_mode is false
+  if (o.has("params")) {
+    Section p = o.section("params");
+    if (p.has("adam_w_mode")) adam_w_mode = p.boolean("adam_w_mode");
+    if (p.has("lr")) {
+      opt.adam.lr = opt.sgd.lr = p.number("lr");
+      c.engine.lr_schedule.max_lr = opt.adam.lr;
+    }
+    if (p.has("betas")) {
+      const json& b = p.at("betas");
+      ZDP_CHECK(b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number(), ConfigError,
+                "[config] optimizer.params.betas must be two numbers, got {}", b.dump());
+      opt.adam.beta1 = b[0].get<double>();
+      opt.adam.beta2 = b[1].get<double>();
+    }
+    if (p.has("eps")) opt.adam.eps = p.number("eps");
+    if (p.has("weight_decay")) opt.adam.weight_decay = opt.sgd.weight_decay = p.number("weight_decay");
+    if (p.has("momentum")) opt.sgd.momentum = p.number("momentum");
+    if (p.has("nesterov")) opt.sgd.nesterov = p.boolean("nesterov");
+    p.ignore({"torch_adam", "amsgrad", "bias_correction", "fused", "dampening"}, "not supported; the default is used");
+    p.finish();
+  }
+  if (lower == "adam") {
+    opt.kind = adam_w_mode ? optim::OptimizerKind::kAdamW : optim::OptimizerKind::kAdam;
+  } else if (lower == "adamw") {
+    opt.kind = optim::OptimizerKind::kAdamW;
+  } else if (lower == "sgd") {
+    opt.kind = optim::OptimizerKind::kSgd;
+  } else {
+    ZDP_THROW(ConfigError, "[config] optimizer.type '{}' is not supported: use Adam, AdamW or SGD", type);
+  }
+  o.finish();
+}
+
+void apply_scheduler(Section s, TrainConfig& c) {
+  ZDP_CHECK(s.has("type"), ConfigError, "[config] scheduler needs a 'type': WarmupLR, WarmupDecayLR or WarmupCosineLR");
+  const std::string type = s.string("type");
+  auto& lr = c.engine.lr_schedule;
+  if (type == "WarmupLR") {
+    lr.kind = optim::LrScheduleKind::kWarmup;
+  } else if (type == "WarmupDecayLR") {
+    lr.kind = optim::LrScheduleKind::kWarmupLinearDecay;
+  } else if (type == "WarmupCosineLR") {
+    lr.kind = optim::LrScheduleKind::kWarmupCosine;
+  } else {
+    ZDP_THROW(ConfigError, "[config] scheduler.type '{}' is not supported: use WarmupLR, WarmupDecayLR or WarmupCosineLR",
+              type);
+  }
+  if (s.has("params")) {
+    Section p = s.section("params");
+    if (p.has("warmup_min_lr")) lr.min_lr = p.number("warmup_min_lr");
+    if (p.has("warmup_max_lr")) lr.max_lr = p.number("warmup_max_lr");
+    if (p.has("warmup_num_steps")) lr.warmup_steps = p.integer("warmup_num_steps");
+    if (p.has("total_num_steps")) lr.total_steps = p.integer("total_num_steps");
+    if (p.has("warmup_type")) lr.warmup_type = optim::parse_warmup_type(p.string("warmup_type"));
+    if (p.has("warmup_min_ratio")) lr.warmup_min_ratio = p.number("warmup_min_ratio");
+    if (p.has("cos_min_ratio")) lr.cos_min_ratio = p.number("cos_min_ratio");
+    p.ignore({"last_batch_iteration"}, "schedules start at step 0");
+    p.finish();
+  }
+  s.finish();
+}
+
+}  // namespace
+
+void apply_deepspeed_config(std::string_view json_text, std::string_view source, TrainConfig& c,
+                            const WarningSink& warn) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    ZDP_THROW(ConfigError, "[config] {} is not valid JSON (byte {}): fix the syntax", source, e.byte);
+  }
+  Section top(root, "", source, warn);
+  const bool has_tbs = top.has("train_batch_size");
+  const bool has_micro = top.has("train_micro_batch_size_per_gpu");
+  const bool has_accum = top.has("gradient_accumulation_steps");
+  if (has_tbs) c.train_batch_size = top.integer("train_batch_size");
+  if (has_micro) c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
+  if (has_accum) c.engine.grad_accum = top.integer("gradient_accumulation_steps");
+  ZDP_CHECK(!has_tbs || c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
+  if (has_tbs && !has_accum) {
+    c.derive_grad_accum = true;
+  }
+  if (top.has("steps_per_print")) c.log_every = top.integer("steps_per_print");
+  if (top.has("gradient_clipping")) c.engine.clip_norm = top.number("gradient_clipping");
+  if (top.has("zero_optimization")) apply_zero(top.section("zero_optimization"), c);
+  bool fp16 = false, bf16 = false;
+  if (top.has("fp16")) apply_fp16(top.section("fp16"), c, fp16);
+  for (const char* key : {"bf16", "bfloat16"}) {
+    if (top.has(key)) {
+      Section b = top.section(key);
+      bf16 = bf16 || (b.has("enabled") && b.boolean("enabled"));
+      b.ignore({"immediate_grad_update", "check_grad_overflow"}, "not needed here");
+      b.finish();
+    }
+  }
+  ZDP_CHECK(!(fp16 && bf16), ConfigError, "[config] {}: fp16 and bf16 are both enabled: enable one of them", source);
+  if (fp16) c.engine.dtype = Dtype::fp16();
+  if (bf16) c.engine.dtype = Dtype::bf16();
+  if ((top.has("fp16") || top.has("bf16") || top.has("bfloat16")) && !fp16 && !bf16) c.engine.dtype = Dtype::fp32();
+  if (top.has("optimizer")) apply_optimizer(top.section("optimizer"), c);
+  if (top.has("scheduler")) apply_scheduler(top.section("scheduler"), c);
+  top.ignore({"wall_clock_breakdown", "memory_breakdown", "dump_state", "flops_profiler", "tensorboard", "wandb",
+              "csv_monitor", "comet", "comms_logger", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
+              "prescale_gradients", "gradient_predivide_factor", "communication_data_type", "sparse_gradients",
+              "amp", "aio", "activation_checkpointing", "data_efficiency", "curriculum_learning", "elasticity",
+              "sparse_attention", "checkpoint", "data_types", "autotuning", "compression_training",
+              "pipeline", "seq_parallel_communication_data_type", "disable_allgather"},
+             "not implemented by zerodp");
+  top.finish();
+}
+
+void apply_deepspeed_config_file(const std::string& path, TrainConfig& c) {
+  std::ifstream in(path, std::ios::binary);
+  ZDP_CHECK(in.good(), ConfigError, "[config] cannot read '{}': check the path", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  apply_deepspeed_config(ss.str(), path, c,
+                         [](const std::string& w) { std::fprintf(stderr, "zerodp: warning: %s\n", w.c_str()); });
+}
+
+}  // namespace zerodp::train

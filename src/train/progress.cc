@@ -1,0 +1,55 @@
+#include "train/progress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace zerodp::train {
+
+Progress::Progress(int64_t total_steps, int log_every)
+    : total_(total_steps), log_every_(log_every), live_(isatty(fileno(stdout)) != 0),
+      start_(std::chrono::steady_clock::now()) {}
+
+std::string Progress::format(const ProgressEntry& e) const {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double eta = e.step > 0 ? elapsed / static_cast<double>(e.step) * static_cast<double>(total_ - e.step) : 0;
+  std::string line = fmt::format("step {:>{}}/{} | loss {:.4f}", e.step, fmt::formatted_size("{}", total_), total_,
+                                 e.loss);
+  if (last_val_ >= 0) line += fmt::format(" | val {:.4f}", last_val_);
+  line += fmt::format(" | {:.0f} tok/s | ETA {}:{:02d}", e.tokens_per_second, static_cast<int>(eta) / 60,
+                      static_cast<int>(eta) % 60);
+  if (e.loss_scale > 0) line += fmt::format(" | scale {:g}", e.loss_scale);
+  if (e.skipped) line += " | skipped (overflow)";
+  return line;
+}
+
+void Progress::update(const ProgressEntry& entry) {
+  if (entry.val_loss >= 0) last_val_ = entry.val_loss;
+  if (live_) {
+    fmt::print("\r\033[K{}", format(entry));
+    std::fflush(stdout);
+    line_open_ = true;
+    return;
+  }
+  if (entry.step == 1 || entry.step == total_ || (log_every_ > 0 && entry.step % log_every_ == 0) ||
+      entry.val_loss >= 0) {
+    fmt::print("{}\n", format(entry));
+    std::fflush(stdout);
+  }
+}
+
+void Progress::note(const std::string& line) {
+  if (line_open_) fmt::print("\n");
+  line_open_ = false;
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+void Progress::finish() {
+  if (line_open_) fmt::print("\n");
+  line_open_ = false;
+  std::fflush(stdout);
+}
+
+}  // namespace zerodp::train

@@ -1,0 +1,79 @@
+#include "train/summary.h"
+
+#include <fmt/format.h>
+
+namespace zerodp::train {
+namespace {
+
+std::string mb(uint64_t bytes) { return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6); }
+
+uint64_t sent_by(const comm::CommStats& s, comm::Collective kind) { return s[kind].bytes_sent; }
+
+}  // namespace
+
+uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
+  const uint64_t phi = s.num_params;
+  const uint64_t own = s.memory[rank].owned;
+  const uint64_t p = s.dtype.size();
+  const uint64_t k = static_cast<uint64_t>(s.optimizer_k);
+  const uint64_t params = s.stage == 3 ? p * own : p * phi;
+  const uint64_t grads = s.stage >= 2 ? p * own : p * phi;
+  const uint64_t optimizer = s.stage >= 1 ? k * own : k * phi;
+  return params + grads + optimizer;
+}
+
+std::string format_summary(const RunStats& s) {
+  using zero::MemoryCategory;
+  const uint64_t phi = s.num_params;
+  const int p = static_cast<int>(s.dtype.size());
+  const int replica = 2 * p + s.optimizer_k;
+  std::string out;
+  out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.stage, s.ranks,
+                     s.backend, s.dtype.name());
+  out += fmt::format("model: {}\n", s.model_description);
+  out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n",
+                     phi, p, p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
+  const char* formula = s.stage == 0   ? "(2p+K)Φ"
+                        : s.stage == 1 ? "2pΦ + KΦ/N"
+                        : s.stage == 2 ? "pΦ + (p+K)Φ/N"
+                                       : "(2p+K)Φ/N";
+  out += fmt::format("Model states per rank (measured by the ledger; formula {} with p = {}, K = {}):\n", formula, p,
+                     s.optimizer_k);
+  out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", "rank", "params", "grads",
+                     "master", "moments", "total", "formula", "");
+  for (int r = 0; r < s.ranks; ++r) {
+    const RankMemory& m = s.memory[r];
+    const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
+    const uint64_t expected = formula_model_state_bytes(s, r);
+    out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
+                       mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
+                       mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected),
+                       m.model_states == expected ? "= formula" : "DIFFERS");
+  }
+  out += fmt::format("  replica / rank 0 = {:.2f}x less memory for model states\n",
+                     static_cast<double>(replica) * phi / static_cast<double>(std::max<uint64_t>(1, s.memory[0].model_states)));
+
+  const comm::CommStats& c = s.step_comm[0];
+  const uint64_t ar = sent_by(c, comm::Collective::kAllReduce);
+  const uint64_t rs = sent_by(c, comm::Collective::kReduceScatter);
+  const uint64_t ag = sent_by(c, comm::Collective::kAllGather);
+  const uint64_t total = ar + rs + ag;
+  const double n = s.ranks;
+  const double per_phi = s.ranks > 1 ? static_cast<double>(total) / (static_cast<double>(phi) * p * (n - 1) / n) : 0;
+  out += fmt::format("Sent per step by rank 0 (measured): all-reduce {} + reduce-scatter {} + all-gather {} = {}\n",
+                     mb(ar), mb(rs), mb(ag), mb(total));
+  if (s.ranks > 1) {
+    out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, s.stage == 3 ? 3 : 2,
+                       s.stage == 3 ? " (tied weights are gathered once per use)" : "");
+  } else {
+    out += "  (one rank: nothing to send)\n";
+  }
+  const RankMemory& m0 = s.memory[0];
+  out += fmt::format("Peaks on rank 0: activations {}, gathered params {}, gradient buckets {}\n",
+                     mb(m0.peak_of(MemoryCategory::kActivations)), mb(m0.peak_of(MemoryCategory::kGathered)),
+                     mb(m0.peak_of(MemoryCategory::kBuckets)));
+  out += fmt::format("Throughput: {:.0f} tokens/s over {:.1f} s\n", s.tokens_per_second, s.seconds);
+  return out;
+}
+
+}  // namespace zerodp::train

@@ -1,0 +1,50 @@
+// The end-of-run summary: the ZeRO story told with this run's own numbers.
+// Φ and one full replica's 2Φ + 2Φ + KΦ = 16Φ bytes; what each rank actually
+// held (measured by its memory ledger) next to the paper's formula for this
+// stage and N; the bytes each rank sent per step (measured by its
+// communicator) next to 2Φ / 3Φ; peak activations and throughput.
+// Thread-safety: pure formatting.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/stats.h"
+#include "core/dtype.h"
+#include "zero/memory_ledger.h"
+
+namespace zerodp::train {
+
+struct RankMemory {
+  std::array<uint64_t, zero::kNumMemoryCategories> current{};
+  std::array<uint64_t, zero::kNumMemoryCategories> peak{};
+  uint64_t model_states = 0;  // params + grads + master + moments, current
+  uint64_t owned = 0;         // elements this rank owns in the partition plan
+  uint64_t get(zero::MemoryCategory c) const { return current[static_cast<size_t>(c)]; }
+  uint64_t peak_of(zero::MemoryCategory c) const { return peak[static_cast<size_t>(c)]; }
+};
+
+struct RunStats {
+  std::string model_description;
+  uint64_t num_params = 0;
+  uint64_t largest_unit = 0;
+  int stage = 0;
+  int ranks = 1;
+  std::string backend;
+  Dtype dtype = Dtype::fp32();
+  int optimizer_k = 12;  // bytes of optimizer state per parameter (incl. fp32 master when mixed)
+  std::vector<RankMemory> memory;   // per rank
+  std::vector<comm::CommStats> step_comm;  // per rank, one (the last) step
+  double tokens_per_second = 0.0;
+  double seconds = 0.0;
+};
+
+// The per-rank model-state bytes the paper's formula gives at this stage,
+// with Φ/N replaced by the rank's exact owned count.
+uint64_t formula_model_state_bytes(const RunStats& stats, int rank);
+
+std::string format_summary(const RunStats& stats);
+
+}  // namespace zerodp::train

@@ -1,0 +1,68 @@
+// TrainConfig: one training run, as typed values. Filled once at the edge
+// (the CLI's flags, a DeepSpeed-style JSON config, or both: flags override
+// the file), then validated as a whole before anything is allocated.
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/world.h"
+#include "zero/engine_config.h"
+
+namespace zerodp::train {
+
+struct TrainConfig {
+  // What to train on.
+  std::string model = "gpt-tiny";  // preset name, .json path or inline JSON
+  std::string data;                // "" = the embedded arithmetic corpus; else a text file or llm.c .bin shard
+  std::string val_data;            // llm.c: the validation shard (default: *_val_* beside a *_train_* path)
+
+  // Ranks.
+  comm::Backend backend = comm::Backend::kThread;
+  int ranks = 0;  // 0 = number of CPU cores (thread), or what mpirun started (mpi)
+  double comm_timeout_s = 120.0;
+
+  // Batch: train_batch_size = micro_batch * grad_accum * ranks.
+  // DeepSpeed's train_batch_size when a config file gives it (0 = not
+  // given): checked against micro_batch * grad_accum * ranks once the ranks
+  // are known; with derive_grad_accum the accumulation is derived from it.
+  int train_batch_size = 0;
+  bool derive_grad_accum = false;
+  int micro_batch = 8;
+  int seq_len = 64;
+  int steps = 400;
+  uint64_t seed = 1234;
+  bool activation_checkpointing = false;
+
+  // The engine: stage, precision, optimizer, schedule, scaler, clipping.
+  zero::EngineConfig engine = default_engine();
+
+  // Evaluation and output.
+  int eval_every = 50;   // validation loss every K steps; 0 = only at the end
+  int eval_batches = 4;  // micro-batches per rank in one validation pass
+  int log_every = 10;    // a log line every K steps when not on a terminal
+  std::string metrics_path;  // JSON Lines, one record per step
+  int sample_tokens = 48;    // generated after training (GPT); 0 = none
+  double max_memory_bytes = 0;  // refuse before allocating when the plan exceeds it; 0 = no limit
+
+  // Checkpoints.
+  std::string save_dir;
+  std::string resume_dir;
+  int save_every = 0;
+  int keep_last = 0;
+
+  static zero::EngineConfig default_engine();
+};
+
+// Throws ConfigError (one line: the problem and the fix) for values that do
+// not fit together. REQUIRES ranks resolved (>= 1) for the batch-size rule.
+void validate(const TrainConfig& config);
+
+// Applies train_batch_size (derives grad_accum, or checks DeepSpeed's rule
+// train_batch_size = micro_batch * grad_accum * ranks) for `ranks` ranks.
+void resolve_batch(TrainConfig& config, int ranks);
+
+}  // namespace zerodp::train

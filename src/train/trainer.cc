@@ -1,0 +1,251 @@
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "core/error.h"
+#include "model/generate.h"
+#include "model/gpt.h"
+#include "model/presets.h"
+#include "train/corpus.h"
+#include "train/metrics.h"
+#include "train/progress.h"
+#include "train/sampler.h"
+#include "train/summary.h"
+#include "zero/engine.h"
+
+namespace zerodp::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Every rank's value of x, on every rank: one scalar all-reduce per rank,
+// exact because all terms but one are zero.
+std::vector<double> all_values(comm::Communicator& comm, double x) {
+  std::vector<double> out(comm.size());
+  for (int r = 0; r < comm.size(); ++r) out[r] = comm.all_reduce_scalar(comm.rank() == r ? x : 0.0, comm::ReduceOp::kSum);
+  return out;
+}
+
+// Every rank's ledger, on every rank (collective).
+std::vector<RankMemory> collect_memory(comm::Communicator& comm, const zero::Engine& engine) {
+  const zero::LedgerSnapshot mine = engine.ledger().snapshot();
+  std::vector<RankMemory> all(comm.size());
+  for (size_t c = 0; c < zero::kNumMemoryCategories; ++c) {
+    const auto cur = all_values(comm, static_cast<double>(mine.categories[c].current));
+    const auto peak = all_values(comm, static_cast<double>(mine.categories[c].peak));
+    for (int r = 0; r < comm.size(); ++r) {
+      all[r].current[c] = static_cast<uint64_t>(cur[r]);
+      all[r].peak[c] = static_cast<uint64_t>(peak[r]);
+    }
+  }
+  const auto states = all_values(comm, static_cast<double>(mine.model_states.current));
+  const auto owned = all_values(comm, static_cast<double>(engine.plan().owned_count(comm.rank())));
+  for (int r = 0; r < comm.size(); ++r) {
+    all[r].model_states = static_cast<uint64_t>(states[r]);
+    all[r].owned = static_cast<uint64_t>(owned[r]);
+  }
+  return all;
+}
+
+// Every rank's communication counters of one step, on every rank (collective).
+std::vector<comm::CommStats> collect_comm(comm::Communicator& comm, const comm::CommStats& mine) {
+  std::vector<comm::CommStats> all(comm.size());
+  for (int k = 0; k < comm::kNumCollectives; ++k) {
+    const auto kind = static_cast<comm::Collective>(k);
+    const auto calls = all_values(comm, static_cast<double>(mine[kind].calls));
+    const auto sent = all_values(comm, static_cast<double>(mine[kind].bytes_sent));
+    const auto received = all_values(comm, static_cast<double>(mine[kind].bytes_received));
+    for (int r = 0; r < comm.size(); ++r) {
+      all[r][kind].calls = static_cast<uint64_t>(calls[r]);
+      all[r][kind].bytes_sent = static_cast<uint64_t>(sent[r]);
+      all[r][kind].bytes_received = static_cast<uint64_t>(received[r]);
+    }
+  }
+  return all;
+}
+
+// Exact-match accuracy of greedy answers to held-out problems (rank 0).
+double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus, int count) {
+  int correct = 0;
+  const int n = std::min<int>(count, static_cast<int>(corpus.held_out.size()));
+  for (int i = 0; i < n; ++i) {
+    const ArithmeticProblem& p = corpus.held_out[i];
+    const auto prompt = text_to_tokens(p.prompt());
+    model::GenerateConfig g;
+    g.max_new_tokens = static_cast<int>(p.answer().size());
+    g.temperature = 0.0f;
+    const auto out = model::generate(gpt, params, prompt, g);
+    const std::string answer = tokens_to_text({out.begin() + static_cast<std::ptrdiff_t>(prompt.size()), out.end()});
+    if (answer == p.answer()) ++correct;
+  }
+  return n > 0 ? static_cast<double>(correct) / n : 0.0;
+}
+
+std::string sample_text(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus,
+                        const TrainConfig& config) {
+  const std::string prompt_text = corpus.held_out.empty() ? std::string("\n") : corpus.held_out[0].prompt();
+  model::GenerateConfig g;
+  g.max_new_tokens = config.sample_tokens;
+  g.temperature = 0.8f;
+  g.top_k = 40;
+  g.seed = config.seed;
+  std::vector<int32_t> prompt = corpus.byte_level ? text_to_tokens(prompt_text) : std::vector<int32_t>{0};
+  const auto out = model::generate(gpt, params, prompt, g);
+  if (!corpus.byte_level) {
+    return fmt::format("{}", fmt::join(out, " "));
+  }
+  return tokens_to_text(out);
+}
+
+}  // namespace
+
+TrainOutcome run_training(const TrainConfig& input) {
+  TrainConfig config = input;
+  if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
+    config.ranks = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (config.ranks >= 1) resolve_batch(config, config.ranks);
+  validate(config);
+  const Corpus corpus = config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data);
+  const model::ModelConfig model_config = model::resolve_model_config(config.model);
+  ZDP_CHECK(model_config.kind == model::ModelKind::kGpt, ConfigError,
+            "[train] model '{}' is an MLP: zerodp train trains GPT models on token data; pick a gpt preset "
+            "(zerodp model list)",
+            config.model);
+  const model::GptConfig& gc = model_config.gpt;
+  ZDP_CHECK(corpus.vocab <= gc.vocab, ConfigError,
+            "[train] the data has token ids up to {} but the model's vocabulary is {}: use a model with vocab >= {}",
+            corpus.vocab - 1, gc.vocab, corpus.vocab);
+  ZDP_CHECK(config.seq_len <= gc.max_seq_len, ConfigError,
+            "[train] --seq-len {} is longer than the model's context {}: use --seq-len {} or less", config.seq_len,
+            gc.max_seq_len, gc.max_seq_len);
+  const auto model_ptr = model::make_model(model_config);
+  const auto& gpt = dynamic_cast<const model::Gpt&>(*model_ptr);
+
+  TrainOutcome outcome;
+  comm::CommOptions comm_options;
+  comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.comm_timeout_s * 1000));
+
+  comm::run_ranks(config.backend, config.ranks, comm_options, [&, input_config = config](comm::Communicator& comm) {
+    const bool lead = comm.rank() == 0;
+    const int n = comm.size();
+    TrainConfig config = input_config;  // mpi: the batch rule needs the number of processes
+    resolve_batch(config, n);
+    zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
+                        config.activation_checkpointing);
+    const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed);
+    const DistributedSampler val_sampler(corpus.val, config.seq_len, config.micro_batch, n, config.seed + 1);
+    std::optional<MetricsWriter> metrics;
+    std::optional<Progress> progress;
+    if (lead) {
+      if (!config.metrics_path.empty()) metrics.emplace(config.metrics_path);
+      fmt::print("zerodp train: {}\n", gpt.describe());
+      fmt::print("data: {}\n", corpus.description);
+      fmt::print("ranks: {} ({}), ZeRO stage {}, {}, micro-batch {} x seq {} x accum {} -> {} tokens/step\n", n,
+                 comm.backend_name(), config.engine.stage, config.engine.dtype.name(), config.micro_batch,
+                 config.seq_len, config.engine.grad_accum,
+                 static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
+      progress.emplace(config.steps, config.log_every);
+    }
+
+    int64_t step = 0;
+    auto feed_from = [&](const DistributedSampler& sampler, const int64_t& at) {
+      return [&sampler, &at, &comm](model::Workspace& ws, int micro) {
+        const TokenBatch b = sampler.batch(at, micro, comm.rank());
+        model::Batch batch;
+        batch.tokens = b.tokens;
+        batch.targets = b.targets;
+        ws.set_batch(batch);
+      };
+    };
+    const zero::BatchFeeder train_feed = feed_from(train_sampler, step);
+    int64_t val_index = 0;
+    const zero::BatchFeeder val_feed = feed_from(val_sampler, val_index);
+    auto validate_now = [&] {
+      double sum = 0;
+      for (val_index = 0; val_index < config.eval_batches; ++val_index) sum += engine.eval_loss(val_feed);
+      return sum / config.eval_batches;
+    };
+
+    const double tokens_per_step =
+        static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
+    comm::CommStats last_step_comm;
+    double train_seconds = 0;
+    std::vector<double> losses;
+    for (step = 0; step < config.steps; ++step) {
+      const comm::CommStats before = comm.stats();
+      const auto t0 = Clock::now();
+      const zero::StepResult r = engine.train_step(train_feed);
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      train_seconds += dt;
+      last_step_comm = comm.stats() - before;
+      losses.push_back(r.loss);
+      const bool eval = config.eval_every > 0 && (step + 1) % config.eval_every == 0 && step + 1 < config.steps;
+      const double val = eval ? validate_now() : -1.0;
+      std::vector<RankMemory> memory;
+      std::vector<comm::CommStats> step_comm;
+      if (!config.metrics_path.empty()) {
+        memory = collect_memory(comm, engine);
+        step_comm = collect_comm(comm, last_step_comm);
+      }
+      if (!lead) continue;
+      ProgressEntry e{r.step, config.steps, r.loss, val, tokens_per_step / dt,
+                      config.engine.dtype == Dtype::fp16() ? r.loss_scale : 0.0, r.skipped};
+      progress->update(e);
+      if (metrics) {
+        nlohmann::json rec = {{"step", step + 1}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
+                              {"skipped", r.skipped}, {"clipped", r.clipped}, {"tokens_per_s", tokens_per_step / dt},
+                              {"step_seconds", dt}};
+        rec["grad_norm"] = r.skipped ? nlohmann::json(nullptr) : nlohmann::json(r.grad_norm);
+        if (val >= 0) rec["val_loss"] = val;
+        rec["memory"] = memory_json(memory);
+        rec["comm"] = comm_json(step_comm);
+        metrics->write(rec);
+      }
+    }
+    const double final_val = validate_now();
+    const std::vector<RankMemory> memory = collect_memory(comm, engine);
+    const std::vector<comm::CommStats> step_comm = collect_comm(comm, last_step_comm);
+    const std::vector<float> params = engine.gather_params();
+    if (!lead) return;
+    progress->finish();
+    fmt::print("validation loss {:.4f} (first step's training loss {:.4f})\n", final_val,
+               losses.empty() ? 0.0 : losses.front());
+    if (!corpus.held_out.empty()) {
+      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, 100);
+      fmt::print("held-out arithmetic: {:.0f}% of 100 unseen sums answered exactly\n",
+                 100.0 * outcome.held_out_accuracy);
+    }
+    RunStats stats;
+    stats.model_description = gpt.describe();
+    stats.num_params = gpt.num_params();
+    stats.largest_unit = engine.plan().largest_unit();
+    stats.stage = config.engine.stage;
+    stats.ranks = n;
+    stats.backend = std::string(comm.backend_name());
+    stats.dtype = config.engine.dtype;
+    stats.optimizer_k =
+        static_cast<int>(optim::bytes_per_param_k(config.engine.optimizer, config.engine.dtype.is_low_precision()));
+    stats.memory = memory;
+    stats.step_comm = step_comm;
+    stats.seconds = train_seconds;
+    stats.tokens_per_second = train_seconds > 0 ? tokens_per_step * config.steps / train_seconds : 0;
+    fmt::print("{}", format_summary(stats));
+    if (config.sample_tokens > 0) {
+      fmt::print("\nSample ({} tokens, temperature 0.8, top-k 40):\n{}\n", config.sample_tokens,
+                 sample_text(gpt, params, corpus, config));
+    }
+    outcome.losses = losses;
+    outcome.final_val_loss = final_val;
+    outcome.tokens_per_second = stats.tokens_per_second;
+    outcome.ranks = n;
+  });
+  return outcome;
+}
+
+}  // namespace zerodp::train
