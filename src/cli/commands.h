@@ -9,5 +9,6 @@
 namespace zerodp::cli {
 
 void add_plan_command(CLI::App& app);  // zerodp plan (plan_command.cc)
+void add_bench_comm_command(CLI::App& bench);  // zerodp bench comm (bench_comm_command.cc)
 
 }  // namespace zerodp::cli

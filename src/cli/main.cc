@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "Measure performance against baselines run in the same process");
   bench->require_subcommand(1);
   // Subcommands register here, one line each.
+  zerodp::cli::add_bench_comm_command(*bench);
   zerodp::cli::add_plan_command(app);
 
   try {
