@@ -21,7 +21,10 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   // Subcommands register here, one line each.
   zerodp::cli::add_bench_comm_command(*bench);
+  zerodp::cli::add_bench_model_command(*bench);
+  zerodp::cli::add_model_command(app);
   zerodp::cli::add_plan_command(app);
+  zerodp::cli::add_train_command(app);
 
   try {
     app.parse(argc, argv);
