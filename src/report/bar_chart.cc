@@ -52,6 +52,7 @@ void draw_bar_chart(SvgDocument& doc, const BarChart& chart, Rect area) {
   if (chart.show_legend) {
     for (size_t i = 0; i < chart.series.size(); ++i) legend.push_back({chart.series[i].name, series_color(chart, i), false, ""});
   }
+  for (const ReferenceLine& r : chart.reference_lines) legend.push_back(legend_entry(r));
   bool any_bar_label = false;
   for (const BarGroup& g : chart.groups)
     for (const Bar& b : g.bars) any_bar_label = any_bar_label || !b.label.empty();
@@ -63,6 +64,8 @@ void draw_bar_chart(SvgDocument& doc, const BarChart& chart, Rect area) {
   const Ticks ticks = nice_ticks(0, max_total > 0 ? max_total * (chart.show_totals ? 1.08 : 1.0) : 1, 5);
   const LinearScale y{ticks.lo, ticks.hi, plot.bottom(), plot.y};
   draw_y_axis(doc, plot, ticks, y);
+  // Under the bars, so the haloed totals stay legible where they meet it.
+  for (const ReferenceLine& r : chart.reference_lines) draw_reference_line(doc, plot, y, r);
 
   const size_t groups = std::max<size_t>(chart.groups.size(), 1);
   const double group_w = plot.w / static_cast<double>(groups);
@@ -115,7 +118,6 @@ void draw_bar_chart(SvgDocument& doc, const BarChart& chart, Rect area) {
     doc.text({gx + group_w / 2, plot.bottom() + 14 + bottom_extra + 2}, g.label, group_style, "group-label");
     doc.end_group();
   }
-  for (const ReferenceLine& r : chart.reference_lines) draw_reference_line(doc, plot, y, r);
   if (!legend.empty()) draw_legend(doc, {plot.right() + 14, plot.y + 4}, legend);
   draw_labels(doc, area, plot, chart.labels, bottom_extra);
   doc.end_group();

@@ -150,7 +150,10 @@ void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearSc
   doc.end_group();
 }
 
-void draw_reference_line(SvgDocument& doc, Rect plot, const LinearScale& y, const ReferenceLine& line) {
+LegendEntry legend_entry(const ReferenceLine& line) { return {line.label, line.color, true, "6 4"}; }
+
+void draw_reference_line(SvgDocument& doc, Rect plot, const LinearScale& y, const ReferenceLine& line,
+                         bool inline_label) {
   const double py = y(line.value);
   if (py < plot.y - 0.5 || py > plot.bottom() + 0.5) return;
   Paint p;
@@ -158,6 +161,7 @@ void draw_reference_line(SvgDocument& doc, Rect plot, const LinearScale& y, cons
   p.stroke_width = 1.5;
   p.dash = "6 4";
   doc.line({plot.x, py}, {plot.right(), py}, p, "reference-line");
+  if (!inline_label) return;
   TextStyle ts;
   ts.size = 11;
   ts.anchor = "end";

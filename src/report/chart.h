@@ -74,12 +74,16 @@ void draw_labels(SvgDocument& doc, Rect area, Rect plot, const AxesLabels& label
 // Horizontal grid lines and y tick labels at `ticks`, and the plot's frame axes.
 void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearScale& y);
 
-// A horizontal dashed reference line across the plot with a label above its right end.
+// A horizontal dashed reference line across the plot. Its label goes into the
+// legend (legend_entry) so it never sits on top of bars or curves; with
+// `inline_label` it is also written above the line's right end.
 struct ReferenceLine {
   double value = 0;
   std::string label;
   std::string color = "#c0392b";
 };
-void draw_reference_line(SvgDocument& doc, Rect plot, const LinearScale& y, const ReferenceLine& line);
+void draw_reference_line(SvgDocument& doc, Rect plot, const LinearScale& y, const ReferenceLine& line,
+                         bool inline_label = false);
+LegendEntry legend_entry(const ReferenceLine& line);
 
 }  // namespace zerodp::report

@@ -44,6 +44,7 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
       legend.push_back({chart.series[i].name, color(i), true, chart.series[i].dash});
     }
   }
+  for (const ReferenceLine& r : chart.reference_lines) legend.push_back(legend_entry(r));
 
   doc.begin_group("line-chart");
   const Rect plot = plot_area(area, chart.labels, legend_width(legend));

@@ -38,7 +38,9 @@ TEST(BarChart, StackedGroupsBecomeOneRectPerSegment) {
               std::stod(bars[0].attrs.at("y")), 0.02);
   EXPECT_EQ(find_elements(r, "text", "title")[0].text, "Title & more");
   EXPECT_EQ(find_elements(r, "text", "y-label")[0].text, "y (GB)");
-  EXPECT_EQ(find_elements(r, "text", "legend-label").size(), 2u);
+  const auto legend = find_elements(r, "text", "legend-label");
+  ASSERT_EQ(legend.size(), 3u);  // two series and the reference line
+  EXPECT_EQ(legend[2].text, "limit");
   EXPECT_EQ(find_elements(r, "line", "reference-line").size(), 1u);
   EXPECT_EQ(find_elements(r, "text", "bar-total").size(), 3u);
 }
@@ -117,7 +119,9 @@ TEST(PlanChart, ReplicaBarsAndStackedStagesAtN) {
   EXPECT_EQ(titles[0].text, "One replica: 16Φ = 120 GB");
   EXPECT_EQ(titles[1].text, "Per rank at N = 64, by ZeRO stage");
   for (const auto& t : find_elements(r, "text", "y-label")) EXPECT_NE(t.text.find("GB = 1e9 bytes"), std::string::npos);
-  EXPECT_EQ(find_elements(r, "text", "legend-label").size(), 3u);
+  const auto legend = find_elements(r, "text", "legend-label");
+  ASSERT_EQ(legend.size(), 4u);
+  EXPECT_EQ(legend[3].text, "device memory 32 GB");
   EXPECT_EQ(find_elements(r, "line", "reference-line").size(), 1u);
 }
 
