@@ -97,7 +97,10 @@ class MpiCommunicator final : public Communicator {
   ~MpiCommunicator() override {
     // A communicator with requests left over from a failure is not freed:
     // MPI_Comm_free would wait for them.
-    if (!broken()) MPI_Comm_free(&comm_);
+    // After MPI_Finalize (a communicator outliving main) there is nothing to free.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!broken() && !finalized) MPI_Comm_free(&comm_);
   }
 
   std::string_view backend_name() const override { return "mpi"; }
@@ -365,6 +368,9 @@ std::string mpiexec_path() {
 
 std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) {
   detail::ensure_mpi();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  ZDP_CHECK(!finalized, CommError, "[mpi] MPI is already finalized (communicators must be made before exit)");
   MPI_Comm comm = MPI_COMM_NULL;
   ZDP_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm) == MPI_SUCCESS, CommError, "[mpi] MPI_Comm_dup failed");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
