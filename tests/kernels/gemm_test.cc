@@ -55,22 +55,32 @@ TEST(Gemm, OpenBlasRunsSingleThreaded) {
   EXPECT_FALSE(info.config.empty());
 }
 
-// Four threads, each with its own matrices of odd sizes, calling gemm() many
-// times at once; every result must equal the serial result bit for bit.
+// Six threads, each with its own matrices (small ones that may take
+// OpenBLAS's small-matrix path and large ones that take the packed path with
+// its shared buffer pool), all four transpose cases, calling gemm() many times
+// at once; every result must equal the serial result bit for bit.
 TEST(Gemm, ConcurrentCallsGiveSerialBits) {
-  constexpr int kThreads = 4;
-  constexpr int kCalls = 12;
+  constexpr int kThreads = 6;
+  constexpr int kCalls = 8;
   struct Job {
+    Trans ta, tb;
     int m, n, k;
     std::vector<float> a, b, serial, concurrent;
+    void run(std::vector<float>& c) const {
+      gemm(ta, tb, m, n, k, 1.0f, a.data(), ta == Trans::kNo ? k : m, b.data(), tb == Trans::kNo ? n : k, 0.0f,
+           c.data(), n);
+    }
   };
   std::vector<Job> jobs;
+  const int sizes[kThreads][3] = {{17, 9, 33}, {65, 97, 129}, {300, 200, 500}, {256, 1152, 384}, {511, 3, 700},
+                                  {128, 640, 257}};
   for (int t = 0; t < kThreads; ++t) {
-    Job j{65 + 16 * t, 97 + 8 * t, 129 + 4 * t, {}, {}, {}, {}};
+    Job j{t % 2 ? Trans::kYes : Trans::kNo, t / 2 % 2 ? Trans::kYes : Trans::kNo, sizes[t][0], sizes[t][1],
+          sizes[t][2], {}, {}, {}, {}};
     j.a = random_vector(size_t(j.m) * j.k, 10 + t);
     j.b = random_vector(size_t(j.k) * j.n, 20 + t);
     j.serial.assign(size_t(j.m) * j.n, 0.0f);
-    gemm(Trans::kNo, Trans::kYes, j.m, j.n, j.k, 1.0f, j.a.data(), j.k, j.b.data(), j.k, 0.0f, j.serial.data(), j.n);
+    j.run(j.serial);
     jobs.push_back(std::move(j));
   }
   std::vector<int> mismatches(kThreads, 0);
@@ -80,8 +90,7 @@ TEST(Gemm, ConcurrentCallsGiveSerialBits) {
       Job& j = jobs[t];
       for (int call = 0; call < kCalls; ++call) {
         j.concurrent.assign(j.serial.size(), -1.0f);
-        gemm(Trans::kNo, Trans::kYes, j.m, j.n, j.k, 1.0f, j.a.data(), j.k, j.b.data(), j.k, 0.0f,
-             j.concurrent.data(), j.n);
+        j.run(j.concurrent);
         if (std::memcmp(j.concurrent.data(), j.serial.data(), j.serial.size() * sizeof(float)) != 0) {
           ++mismatches[t];
         }
