@@ -79,6 +79,50 @@ void sum_fp32(std::span<const void* const> ins, float* out, size_t count, bool a
   }
 }
 
+// bf16 <-> fp32 on 16 lanes, the same bits as dtype.h's scalar functions:
+// widening is a shift (NaNs made quiet), narrowing rounds to nearest even
+// (NaNs stay NaN, made quiet). Fused into the sum so bf16 inputs are read
+// once and never staged.
+using U16x16 = uint16_t __attribute__((vector_size(32)));
+using U32x16 = uint32_t __attribute__((vector_size(64)));
+
+inline Vec16 load_bf16x16(const BFloat16* p) {
+  U16x16 h;
+  std::memcpy(&h, p, sizeof h);
+  U32x16 w = __builtin_convertvector(h, U32x16) << 16;
+  const U32x16 nan = reinterpret_cast<U32x16>((w & 0x7FFFFFFFu) > 0x7F800000u);
+  w |= nan & 0x00400000u;
+  return reinterpret_cast<Vec16>(w);
+}
+
+inline void store_bf16x16(BFloat16* p, Vec16 f) {
+  const U32x16 x = reinterpret_cast<U32x16>(f);
+  const U32x16 nan = reinterpret_cast<U32x16>((x & 0x7FFFFFFFu) > 0x7F800000u);
+  const U32x16 rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+  const U32x16 quiet = (x >> 16) | 0x0040u;
+  const U16x16 h = __builtin_convertvector((nan & quiet) | (~nan & rounded), U16x16);
+  std::memcpy(static_cast<void*>(p), &h, sizeof h);
+}
+
+void sum_bf16(std::span<const void* const> ins, BFloat16* out, size_t count, bool average) {
+  const size_t n = ins.size();
+  const float divisor = static_cast<float>(n);
+  const Vec16 vdivisor = Vec16{} + divisor;
+  const auto* const* in = reinterpret_cast<const BFloat16* const*>(ins.data());
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    Vec16 acc = load_bf16x16(in[0] + i);
+    for (size_t k = 1; k < n; ++k) acc += load_bf16x16(in[k] + i);
+    if (average) acc = acc / vdivisor;
+    store_bf16x16(out + i, acc);
+  }
+  for (; i < count; ++i) {
+    float acc = bfloat16_to_float(in[0][i]);
+    for (size_t k = 1; k < n; ++k) acc += bfloat16_to_float(in[k][i]);
+    out[i] = float_to_bfloat16(average ? acc / divisor : acc);
+  }
+}
+
 void reduce_fp32(std::span<const void* const> ins, float* out, size_t count, ReduceOp op) {
   if (op != ReduceOp::kMax) return sum_fp32(ins, out, count, op == ReduceOp::kAvg);
   alignas(64) float acc[kBlock];
@@ -113,7 +157,9 @@ void reduce_ordered(std::span<const void* const> ins, void* out, size_t count, D
   switch (dtype.kind()) {
     case Dtype::Kind::kFp32: return reduce_fp32(ins, static_cast<float*>(out), count, op);
     case Dtype::Kind::kFp16: return reduce_low(ins, static_cast<Half*>(out), count, op);
-    case Dtype::Kind::kBf16: return reduce_low(ins, static_cast<BFloat16*>(out), count, op);
+    case Dtype::Kind::kBf16:
+      if (op != ReduceOp::kMax) return sum_bf16(ins, static_cast<BFloat16*>(out), count, op == ReduceOp::kAvg);
+      return reduce_low(ins, static_cast<BFloat16*>(out), count, op);
   }
 }
 
