@@ -17,6 +17,17 @@ namespace zerodp::kernels::detail {
 
 inline constexpr int kLanes = 16;
 
+// a * b + c, fused where the target has FMA (one rounding; explicit, since
+// the build forbids implicit contraction), else two roundings. Either way the
+// result is a fixed function of the inputs for a given build.
+inline float mul_add(float a, float b, float c) {
+#ifdef __FMA__
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // e^x. Range reduction x = n ln2 + r, e^r by its Taylor polynomial (Horner),
 // 2^n built in the exponent bits. The rounding to n uses the 1.5*2^23 trick
 // so that it is plain float arithmetic.
@@ -25,14 +36,14 @@ inline float fast_exp(float x) {
   x = x > 88.0f ? 88.0f : x;
   const float kRound = 12582912.0f;  // 1.5 * 2^23
   const float n = (x * 1.44269504088896341f + kRound) - kRound;
-  const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
+  const float r = mul_add(-n, 1.42860682030941723212e-6f, mul_add(-n, 0.693145751953125f, x));
   float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  p = mul_add(p, r, 1.0f / 120.0f);
+  p = mul_add(p, r, 1.0f / 24.0f);
+  p = mul_add(p, r, 1.0f / 6.0f);
+  p = mul_add(p, r, 0.5f);
+  p = mul_add(p, r, 1.0f);
+  p = mul_add(p, r, 1.0f);
   const int32_t e = static_cast<int32_t>(n) + 127;
   return p * std::bit_cast<float>(static_cast<uint32_t>(e) << 23);
 }
