@@ -16,13 +16,19 @@ namespace zerodp::comm {
 namespace {
 
 // Spin, then yield, then sleep: spinning wins when every rank has a core;
-// yielding and sleeping keep an oversubscribed group (N > cores) moving.
+// yielding and sleeping keep an oversubscribed group (N > cores) moving, so
+// such a group barely spins at all.
 constexpr int kSpinIterations = 2000;
+constexpr int kOversubscribedSpinIterations = 20;
 constexpr int kYieldIterations = 200;
 
 }  // namespace
 
-ThreadGroup::ThreadGroup(int size) : size_(size), slots_(std::make_unique<Slot[]>(static_cast<size_t>(size))) {
+ThreadGroup::ThreadGroup(int size)
+    : size_(size),
+      slots_(std::make_unique<Slot[]>(static_cast<size_t>(size))),
+      spin_iterations_(size <= static_cast<int>(std::thread::hardware_concurrency()) ? kSpinIterations
+                                                                                      : kOversubscribedSpinIterations) {
   ZDP_CHECK(size >= 1, ConfigError, "[thread_group] needs at least 1 rank, got {}", size);
 }
 
@@ -74,10 +80,10 @@ void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, st
   for (int i = 0;; ++i) {
     if (all_arrived()) break;
     check_failures();
-    if (i < kSpinIterations) {
+    if (i < spin_iterations_) {
       ZDP_CPU_RELAX();
       if ((i & 63) == 63 && Clock::now() >= deadline) throw_timeout();
-    } else if (i < kSpinIterations + kYieldIterations) {
+    } else if (i < spin_iterations_ + kYieldIterations) {
       std::this_thread::yield();
       if (Clock::now() >= deadline) throw_timeout();
     } else {
