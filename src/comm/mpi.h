@@ -54,11 +54,12 @@ void mpi_abort_at_exit();
 // (MPI_Bcast from rank 0). fp16/bf16 sums use a user-defined MPI_Op that adds
 // in fp32 and rounds at every step. `count` is the full buffer; for the
 // block collectives it is rounded down to a multiple of the ranks
-// (NativeTiming::count says what ran). seconds: per call, the slowest rank.
+// (NativeTiming::count says what ran). seconds: per call, the slowest rank's
+// mean over `iterations` calls, the best of `batches` such batches.
 struct NativeTiming {
   double seconds = 0;
   size_t count = 0;
 };
-NativeTiming mpi_native_time(Collective kind, Dtype dtype, size_t count, int iterations);
+NativeTiming mpi_native_time(Collective kind, Dtype dtype, size_t count, int iterations, int batches = 1);
 
 }  // namespace zerodp::comm

@@ -32,6 +32,6 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions&) { no_mpi
 int mpi_world_size() { no_mpi("mpi"); }
 int mpi_world_rank() { no_mpi("mpi"); }
 void mpi_abort_at_exit() {}
-NativeTiming mpi_native_time(Collective, Dtype, size_t, int) { no_mpi("mpi_native"); }
+NativeTiming mpi_native_time(Collective, Dtype, size_t, int, int) { no_mpi("mpi_native"); }
 
 }  // namespace zerodp::comm
