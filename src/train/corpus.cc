@@ -12,6 +12,10 @@
 namespace zerodp::train {
 namespace {
 
+// Operands are below this: two-digit sums are what a tiny GPT learns in a
+// minute on two cores, so the held-out accuracy visibly climbs.
+constexpr int kOperandLimit = 100;
+
 // Held out when a hash of the pair says so: about 1 in 10, fixed forever.
 bool is_held_out(int a, int b) {
   uint32_t h = static_cast<uint32_t>(a) * 2654435761u ^ static_cast<uint32_t>(b) * 2246822519u;
@@ -56,14 +60,17 @@ int vocab_of(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
 
 }  // namespace
 
-std::string ArithmeticProblem::prompt() const { return std::to_string(a) + "+" + std::to_string(b) + "="; }
-std::string ArithmeticProblem::answer() const { return std::to_string(a + b) + "\n"; }
+// Fixed width (two-digit operands, three-digit sums, zero-padded): every
+// digit has the same position in every line, which is what lets a tiny GPT
+// learn the carries in a minute.
+std::string ArithmeticProblem::prompt() const { return fmt::format("{:02d}+{:02d}=", a, b); }
+std::string ArithmeticProblem::answer() const { return fmt::format("{:03d}\n", a + b); }
 
 Corpus arithmetic_corpus() {
   Corpus corpus;
   std::vector<ArithmeticProblem> train_problems;
-  for (int a = 0; a < 1000; ++a) {
-    for (int b = 0; b < 1000; ++b) {
+  for (int a = 0; a < kOperandLimit; ++a) {
+    for (int b = 0; b < kOperandLimit; ++b) {
       (is_held_out(a, b) ? corpus.held_out : train_problems).push_back({a, b});
     }
   }

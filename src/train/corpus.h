@@ -2,7 +2,7 @@
 // sources:
 //   - the embedded arithmetic corpus (no file needed): lines "347+85=432\n"
 //     as bytes, with held-out problems (never in training) for validation
-//     and an exact-match accuracy test of the answers;
+//     and an exact-match accuracy test of the answers (operands below 100);
 //   - any UTF-8 text file, tokenised as bytes (vocab 256), the last 10% held
 //     out;
 //   - llm.c token shards (.bin: 256 int32 header, magic 20240520, uint16

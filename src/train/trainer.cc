@@ -23,6 +23,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Held-out problems answered (greedily) at each evaluation.
+constexpr int kAccuracyProblems = 100;
+
 // Every rank's value of x, on every rank: one scalar all-reduce per rank,
 // exact because all terms but one are zero.
 std::vector<double> all_values(comm::Communicator& comm, double x) {
@@ -187,6 +190,13 @@ TrainOutcome run_training(const TrainConfig& input) {
       losses.push_back(r.loss);
       const bool eval = config.eval_every > 0 && (step + 1) % config.eval_every == 0 && step + 1 < config.steps;
       const double val = eval ? validate_now() : -1.0;
+      if (eval && !corpus.held_out.empty()) {
+        const std::vector<float> now = engine.gather_params();  // collective
+        if (lead) {
+          progress->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", step + 1,
+                                     val, 100.0 * held_out_accuracy(gpt, now, corpus, kAccuracyProblems)));
+        }
+      }
       std::vector<RankMemory> memory;
       std::vector<comm::CommStats> step_comm;
       if (!config.metrics_path.empty()) {
@@ -217,9 +227,9 @@ TrainOutcome run_training(const TrainConfig& input) {
     fmt::print("validation loss {:.4f} (first step's training loss {:.4f})\n", final_val,
                losses.empty() ? 0.0 : losses.front());
     if (!corpus.held_out.empty()) {
-      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, 100);
-      fmt::print("held-out arithmetic: {:.0f}% of 100 unseen sums answered exactly\n",
-                 100.0 * outcome.held_out_accuracy);
+      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, kAccuracyProblems);
+      fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n",
+                 100.0 * outcome.held_out_accuracy, kAccuracyProblems);
     }
     RunStats stats;
     stats.model_description = gpt.describe();
