@@ -34,6 +34,7 @@ struct PlanOptions {
   std::optional<int> micro_batch;
   std::optional<int> seq_len;
   bool checkpointing = false;
+  int grad_accum = 1;
   std::string compare;
   bool json = false;
   std::string chart;
@@ -119,6 +120,9 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   c.ranks = plan::parse_rank_list(o.ranks);
   c.precision = Dtype::parse(o.precision);
   c.optimizer = plan::parse_optimizer(o.optimizer);
+  ZDP_CHECK(o.grad_accum >= 1, ConfigError, "[plan] --grad-accum {} must be at least 1 (1 = no accumulation)",
+            o.grad_accum);
+  c.grad_accum = o.grad_accum;
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
   if (wants_activations) {
@@ -185,6 +189,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--device-memory", opts->device_memory,
                   "Memory per rank, e.g. 32GB (1e9 bytes) or 80GiB (2^30 bytes): enables fits, the recommendation and "
                   "the largest model per stage");
+  cmd->add_option("--grad-accum", opts->grad_accum,
+                  "Micro-batches per step (stage 1 then keeps a flat gradient staging buffer)");
   cmd->add_option("--micro-batch", opts->micro_batch, "Micro-batch size B per rank for the activation estimate (needs --model)");
   cmd->add_option("--seq-len", opts->seq_len, "Sequence length T for the activation estimate (default: the model's context)");
   cmd->add_flag("--activation-checkpointing", opts->checkpointing,

@@ -1,16 +1,42 @@
 #include "plan/activations.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace zerodp::plan {
 namespace {
 
-// One tensor of the list in activations.h, its element count per micro-batch.
+// One tensor of the lists in activations.h, its element count per micro-batch.
 struct Rule {
-  const char* name;
-  const char* shape;
+  std::string name;
+  std::string shape;
   uint64_t elements;
 };
+
+// Appends terms and keeps the running total; every tensor is padded to the
+// alignment on its own, as the workspaces carve them.
+class TermList {
+ public:
+  explicit TermList(ActivationEstimate& est) : est_(est) {}
+  void add(const Rule& r, const char* role, uint64_t count, const std::string& prefix = "") {
+    const uint64_t align = static_cast<uint64_t>(est_.config.align_elements);
+    const uint64_t padded = (r.elements + align - 1) / align * align;
+    ActivationTerm term{prefix + r.name, r.shape, role, r.elements, count,
+                        padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
+    est_.total_bytes += term.bytes;
+    est_.terms.push_back(std::move(term));
+  }
+
+ private:
+  ActivationEstimate& est_;
+};
+
+void check_common(const ActivationConfig& c) {
+  ZDP_CHECK(c.micro_batch >= 1, ConfigError, "[plan] --micro-batch must be at least 1, got {}", c.micro_batch);
+  ZDP_CHECK(c.element_bytes >= 1, ConfigError, "[plan] activation element size must be positive");
+  ZDP_CHECK(c.align_elements >= 1, ConfigError, "[plan] activation alignment must be at least 1 element");
+}
 
 }  // namespace
 
@@ -19,11 +45,9 @@ ActivationEstimate estimate_activations(const GptShape& shape, const ActivationC
   ActivationEstimate est;
   est.config = config;
   if (est.config.seq_len == 0) est.config.seq_len = shape.context;
-  ZDP_CHECK(est.config.micro_batch >= 1, ConfigError, "[plan] --micro-batch must be at least 1, got {}",
-            est.config.micro_batch);
+  check_common(est.config);
   ZDP_CHECK(est.config.seq_len >= 1 && est.config.seq_len <= shape.context, ConfigError,
             "[plan] --seq-len {} must be between 1 and the model's context {}", est.config.seq_len, shape.context);
-  ZDP_CHECK(est.config.element_bytes >= 1, ConfigError, "[plan] activation element size must be positive");
 
   const uint64_t b = static_cast<uint64_t>(est.config.micro_batch);
   const uint64_t t = static_cast<uint64_t>(est.config.seq_len);
@@ -31,50 +55,88 @@ ActivationEstimate estimate_activations(const GptShape& shape, const ActivationC
   const uint64_t h = static_cast<uint64_t>(shape.heads);
   const uint64_t v = static_cast<uint64_t>(shape.vocab);
   const uint64_t l = static_cast<uint64_t>(shape.layers);
-  const uint64_t btc = b * t * c;
+  const uint64_t n = b * t;
+  const uint64_t btc = n * c;
 
-  const Rule head_rules[] = {{"embedding output", "B*T*C", btc}};
-  const Rule block_internals[] = {
+  const std::vector<Rule> block_internals = {
       {"ln1 output", "B*T*C", btc},
-      {"ln1 mean and rstd", "2*B*T", 2 * b * t},
+      {"ln1 mean", "B*T", n},
+      {"ln1 rstd", "B*T", n},
       {"qkv", "B*T*3C", 3 * btc},
       {"attention probabilities", "B*H*T*T", b * h * t * t},
       {"attention output", "B*T*C", btc},
       {"residual after attention", "B*T*C", btc},
       {"ln2 output", "B*T*C", btc},
-      {"ln2 mean and rstd", "2*B*T", 2 * b * t},
+      {"ln2 mean", "B*T", n},
+      {"ln2 rstd", "B*T", n},
       {"fc output", "B*T*4C", 4 * btc},
       {"GELU output", "B*T*4C", 4 * btc},
   };
   const Rule block_output = {"block output", "B*T*C", btc};
-  const Rule tail_rules[] = {
+  const std::vector<Rule> tail_rules = {
       {"final layernorm output", "B*T*C", btc},
-      {"final layernorm mean and rstd", "2*B*T", 2 * b * t},
-      {"logits", "B*T*V", b * t * v},
-      {"losses", "B*T", b * t},
+      {"final layernorm mean", "B*T", n},
+      {"final layernorm rstd", "B*T", n},
+      {"logits", "B*T*V", n * v},
+      {"losses", "B*T", n},
+  };
+  // What backward writes besides the kept tensors (GptWorkspace's d* slices).
+  const std::vector<Rule> scratch_rules = {
+      {"residual gradient", "B*T*C", btc},
+      {"layernorm input gradient", "B*T*C", btc},
+      {"attention output gradient", "B*T*C", btc},
+      {"qkv gradient", "B*T*3C", 3 * btc},
+      {"GELU output gradient", "B*T*4C", 4 * btc},
+      {"fc output gradient", "B*T*4C", 4 * btc},
+      {"attention probabilities gradient (one head)", "T*T", t * t},
   };
 
-  const uint64_t bytes = static_cast<uint64_t>(est.config.element_bytes);
-  auto add = [&](const Rule& r, const char* role, uint64_t count, const char* prefix = "") {
-    ActivationTerm term{std::string(prefix) + r.name, r.shape, role, r.elements, count,
-                        r.elements * count * bytes};
-    est.total_bytes += term.bytes;
-    est.terms.push_back(std::move(term));
-  };
-
-  for (const Rule& r : head_rules) add(r, "kept", 1);
+  TermList terms(est);
+  terms.add({"embedding output", "B*T*C", btc}, "kept", 1);
   if (est.config.checkpointing) {
-    add(block_output, "checkpoint", l);
-    for (const Rule& r : block_internals) add(r, "recompute", 1);
+    terms.add(block_output, "checkpoint", l);
+    for (const Rule& r : block_internals) terms.add(r, "recompute", 1);
   } else {
-    for (const Rule& r : block_internals) add(r, "kept", l);
-    add(block_output, "kept", l);
+    for (const Rule& r : block_internals) terms.add(r, "kept", l);
+    terms.add(block_output, "kept", l);
   }
-  for (const Rule& r : tail_rules) add(r, "kept", 1);
+  for (const Rule& r : tail_rules) terms.add(r, "kept", 1);
   if (est.config.include_backward_scratch) {
-    add({"residual gradient", "B*T*C", btc}, "backward scratch", 1);
-    for (const Rule& r : block_internals) {
-      add(r, "backward scratch", 1, "gradient of ");
+    for (const Rule& r : scratch_rules) terms.add(r, "backward scratch", 1);
+  }
+  return est;
+}
+
+ActivationEstimate estimate_mlp_activations(std::span<const int> widths, const ActivationConfig& config) {
+  ZDP_CHECK(widths.size() >= 2, ConfigError, "[plan] an MLP needs at least [in, out] widths, got {}",
+            widths.size());
+  ActivationEstimate est;
+  est.config = config;
+  est.config.seq_len = 1;
+  est.config.checkpointing = false;
+  est.config.align_elements = 1;
+  check_common(est.config);
+  for (int w : widths) ZDP_CHECK(w >= 1, ConfigError, "[plan] MLP width {} must be at least 1", w);
+  const uint64_t b = static_cast<uint64_t>(est.config.micro_batch);
+  const size_t layers = widths.size() - 1;
+
+  TermList terms(est);
+  terms.add({"input features", "B*w0", b * static_cast<uint64_t>(widths[0])}, "kept", 1);
+  for (size_t i = 0; i < layers; ++i) {
+    const uint64_t out = b * static_cast<uint64_t>(widths[i + 1]);
+    const std::string w = fmt::format("B*w{}", i + 1);
+    terms.add({fmt::format("fc{} output", i), w, out}, "kept", 1);
+    if (i + 1 < layers) terms.add({fmt::format("fc{} GELU output", i), w, out}, "kept", 1);
+  }
+  terms.add({"target values", fmt::format("B*w{}", layers), b * static_cast<uint64_t>(widths.back())}, "kept", 1);
+  terms.add({"losses", "B", b}, "kept", 1);
+  terms.add({"labels (int32)", "B", b}, "kept", 1);
+  if (est.config.include_backward_scratch) {
+    for (size_t i = 0; i < layers; ++i) {
+      const uint64_t out = b * static_cast<uint64_t>(widths[i + 1]);
+      const std::string w = fmt::format("B*w{}", i + 1);
+      terms.add({fmt::format("fc{} output gradient", i), w, out}, "backward scratch", 1);
+      if (i + 1 < layers) terms.add({fmt::format("fc{} GELU output gradient", i), w, out}, "backward scratch", 1);
     }
   }
   return est;

@@ -47,14 +47,12 @@ std::vector<GptShape::Unit> GptShape::units() const {
   out.reserve(static_cast<size_t>(layers) + 2);
   out.push_back({"embedding", embedding_params(), embedding_params()});
   for (int l = 0; l < layers; ++l) out.push_back({fmt::format("block {}", l), block_params(), block_params()});
-  const uint64_t wte = static_cast<uint64_t>(vocab) * static_cast<uint64_t>(channels);
-  out.push_back({"final", final_params(), final_params() + wte});
+  out.push_back({"final", final_params(), final_params()});
   return out;
 }
 
 uint64_t GptShape::largest_unit_params() const {
-  const uint64_t wte = static_cast<uint64_t>(vocab) * static_cast<uint64_t>(channels);
-  return std::max({embedding_params(), block_params(), final_params() + wte});
+  return std::max({embedding_params(), block_params(), final_params()});
 }
 
 uint64_t GptShape::largest_module_params() const {

@@ -41,7 +41,8 @@ struct GptShape {
   uint64_t final_params() const;      // final layernorm: 2C (the head is tied to wte)
 
   // A unit of the engine's schedule and the elements stage 3 must gather to
-  // run it: the final unit gathers its layernorm and the tied wte again.
+  // run it (the unit itself: the tied LM head is a second op on the
+  // embedding unit, which the engine gathers again, whole).
   struct Unit {
     std::string name;
     uint64_t owned_params = 0;     // parameters this unit owns in the flat buffer
@@ -49,7 +50,8 @@ struct GptShape {
   };
   std::vector<Unit> units() const;
 
-  // max over units of gathered_params.
+  // max over units of gathered_params: the size of each of stage 3's gather
+  // buffers and of the fp32 compute copy.
   uint64_t largest_unit_params() const;
 
   // The largest single module's parameters (weight + bias), as DeepSpeed's

@@ -93,7 +93,8 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   }
   if (r.largest_unit_params) {
     out += fmt::format(
-        "Largest unit: {} parameters. Unit buffers: {}stage 3 adds two gathered units (current + prefetched)\n",
+        "Largest unit: {} parameters. Unit buffers: {}stage 3 adds two gathered units (current + prefetched); "
+        "backward adds the gradients of the units in flight\n",
         format_thousands(*r.largest_unit_params),
         c.precision.is_low_precision() ? "an fp32 compute copy of it at every stage; " : "");
   }
@@ -106,7 +107,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   for (const RankPlan& rp : r.per_ranks) {
     out += fmt::format("\nN = {} rank{}: per-rank bytes\n", rp.ranks, rp.ranks == 1 ? "" : "s");
     Row header = {"stage", "partitions", "params GB", "grads GB", "optimizer GB", "states GB", "states GiB"};
-    if (has_gathered) header.push_back("unit buffers GB");
+    if (has_gathered) header.push_back("buffers GB");
     if (has_act) header.push_back("activations GB");
     if (has_gathered || has_act) {
       header.push_back("peak GB");
@@ -125,7 +126,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
                  gb(static_cast<double>(s.states.optimizer())),
                  gb(static_cast<double>(s.states.total())),
                  gib(static_cast<double>(s.states.total()))};
-      if (has_gathered) row.push_back(gb(static_cast<double>(s.gathered + s.compute_copy)));
+      if (has_gathered) row.push_back(gb(static_cast<double>(s.buffers())));
       if (has_act) row.push_back(gb(static_cast<double>(s.activations)));
       if (has_gathered || has_act) {
         row.push_back(gb(static_cast<double>(s.peak)));
@@ -165,7 +166,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
                            format_thousands(r.largest_module_params.value_or(0)),
                            gib(static_cast<double>(*rp.deepspeed.zero3_bytes)),
                            gb(static_cast<double>(*rp.deepspeed.zero3_bytes)),
-                           gib(static_cast<double>(s3.states.total() + s3.gathered + s3.compute_copy)));
+                           gib(static_cast<double>(s3.states.total() + s3.buffers())));
       } else {
         out += "    estimate_zero3 needs the largest layer: give --model\n";
       }
@@ -258,6 +259,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"paper_model_states_bytes", s.paper_bytes},
                  {"gathered_bytes", s.gathered},
                  {"compute_copy_bytes", s.compute_copy},
+                 {"buckets_bytes", s.buckets},
                  {"activation_bytes", s.activations},
                  {"peak_bytes", s.peak},
                  {"comm", {{"collectives", s.comm.collectives},

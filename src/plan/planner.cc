@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "plan/deepspeed_estimate.h"
+#include "plan/engine_memory.h"
 
 namespace zerodp::plan {
 namespace {
@@ -78,28 +79,32 @@ PlanResult make_plan(const PlanConfig& config) {
   const BytesPerParam& bpp = result.bytes_per_param;
   const uint64_t activation_bytes = result.activations ? result.activations->total_bytes : 0;
 
-  std::vector<uint64_t> unit_counts;
-  if (c.shape) {
-    for (const GptShape::Unit& u : c.shape->units()) unit_counts.push_back(u.owned_params);
-  }
+  ZDP_CHECK(c.grad_accum >= 1, ConfigError, "[plan] --grad-accum must be at least 1, got {}", c.grad_accum);
+  std::optional<UnitSchedule> schedule;
+  if (c.shape) schedule = gpt_unit_schedule(*c.shape);
   for (int n : c.ranks) {
     check_stage_and_ranks(0, n);
-    const uint64_t shard = unit_counts.empty() ? shard_elements(c.num_params, n) : unit_shard_elements(unit_counts, n);
+    const uint64_t shard = schedule ? owned_elements(schedule->unit_counts, n, 0) : shard_elements(c.num_params, n);
     RankPlan rp;
     rp.ranks = n;
     for (int s = 0; s < kNumStages; ++s) {
       StagePlan& sp = rp.stages[static_cast<size_t>(s)];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
+      // Stage 1 accumulating: the flat local gradients it reduce-scatters from.
+      if (s == 1 && c.grad_accum > 1) sp.states.grads += c.num_params * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
-      if (partitions_params(s) && result.largest_unit_params) {
-        sp.gathered = 2 * *result.largest_unit_params * c.precision.size();
-      }
-      if (result.largest_unit_params && c.precision.is_low_precision()) {
-        sp.compute_copy = *result.largest_unit_params * 4;
+      if (schedule) {
+        // The engine's own buffers, as its busiest rank (0) books them.
+        const EngineRun run{s, n, c.precision, c.optimizer, c.grad_accum, true};
+        const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
+        ZDP_CHECK_EQ(p.model_states(), sp.states.total(), Error, "[plan] engine model and paper model disagree");
+        sp.compute_copy = c.precision.is_low_precision() ? schedule->largest_unit() * 4 : 0;
+        sp.gathered = p.gathered - sp.compute_copy;
+        sp.buckets = p.buckets;
       }
       sp.activations = activation_bytes;
-      sp.peak = sp.states.total() + sp.gathered + sp.compute_copy + sp.activations;
+      sp.peak = sp.states.total() + sp.buffers() + sp.activations;
       sp.comm = comm_volume(c.num_params, s, n, c.precision);
       if (c.device_memory) {
         sp.fits = sp.peak <= *c.device_memory;

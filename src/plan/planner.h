@@ -10,8 +10,10 @@
 // buffers are the ledger's "gathered" category: an fp32 compute copy of the
 // largest unit in mixed precision (every stage), plus at stage 3 two gather
 // buffers (current + prefetched unit) of the largest unit in the training
-// dtype. Gradient buckets and stage 1's accumulation staging (grad_accum > 1
-// keeps a full gradient copy) are not modelled yet.
+// dtype; and its "buckets": the transient gradients of the units whose
+// backward is running (engine_memory.h, with the comm thread keeping pace).
+// Stage 1 with grad_accum > 1 keeps a flat gradient staging buffer beside its
+// owned accumulator (counted in grads, with or without the shape).
 //
 // Recommended stage: among the stages that fit, the least communication; of
 // those equal in communication (stages 0, 1 and 2 all move 2Φ) the one with
@@ -41,6 +43,7 @@ struct PlanConfig {
   std::vector<int> ranks = {1};         // the N values to plan for
   Dtype precision = Dtype::bf16();
   Optimizer optimizer = Optimizer::kAdamW;
+  int grad_accum = 1;                   // micro-batches per step (stage 1's staging)
   std::optional<uint64_t> device_memory;      // bytes per rank
   std::optional<ActivationConfig> activations;  // needs `shape`
 };
@@ -51,8 +54,11 @@ struct StagePlan {
   double paper_bytes = 0;           // the paper's formula, Φ/N unrounded
   uint64_t gathered = 0;            // stage 3's two gather buffers, when the shape is known
   uint64_t compute_copy = 0;        // fp32 copy of the largest unit (mixed precision, shape known)
+  uint64_t buckets = 0;             // transient unit gradients in backward (shape known)
   uint64_t activations = 0;         // when estimated
-  uint64_t peak = 0;                // states + gathered + compute_copy + activations
+  uint64_t peak = 0;                // states + gathered + compute_copy + buckets + activations
+
+  uint64_t buffers() const { return gathered + compute_copy + buckets; }
   CommVolume comm;
   std::optional<bool> fits;         // when device memory is given
   std::optional<uint64_t> max_params;  // largest Φ whose model states fit

@@ -16,7 +16,7 @@ constexpr size_t kParams = 0, kGrads = 1, kOptimizer = 2, kGathered = 3, kActiva
 
 std::vector<BarSeries> plan_series(const plan::PlanResult& r) {
   std::vector<BarSeries> s = {{"params", "#0072B2"}, {"grads", "#E69F00"}, {"optimizer states", "#009E73"}};
-  s.push_back({"unit buffers (gathered)", "#CC79A7"});
+  s.push_back({"unit buffers (gathered, buckets)", "#CC79A7"});
   s.push_back({"activations", "#56B4E9"});
   (void)r;
   return s;
@@ -80,8 +80,8 @@ BarChart plan_per_rank_chart(const plan::PlanResult& r) {
       bar.segments = {{kParams, static_cast<double>(s.states.params) / kGB},
                       {kGrads, static_cast<double>(s.states.grads) / kGB},
                       {kOptimizer, static_cast<double>(s.states.optimizer()) / kGB}};
-      if (s.gathered + s.compute_copy > 0) {
-        bar.segments.push_back({kGathered, static_cast<double>(s.gathered + s.compute_copy) / kGB});
+      if (s.buffers() > 0) {
+        bar.segments.push_back({kGathered, static_cast<double>(s.buffers()) / kGB});
         any_gathered = true;
       }
       if (any_act) bar.segments.push_back({kActivations, static_cast<double>(s.activations) / kGB});

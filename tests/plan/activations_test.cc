@@ -18,6 +18,7 @@ TEST(Activations, HandCountedSmallGpt) {
   ActivationConfig cfg;
   cfg.micro_batch = 3;
   cfg.include_backward_scratch = false;
+  cfg.align_elements = 1;
   const ActivationEstimate e = estimate_activations(s, cfg);
   EXPECT_EQ(e.config.seq_len, 4);  // defaults to the context
   const uint64_t b = 3, t = 4, c = 8, h = 2, v = 16, l = 2;
@@ -65,6 +66,45 @@ TEST(Activations, AttentionProbabilitiesScaleWithTSquared) {
     return uint64_t{0};
   };
   EXPECT_EQ(probs(estimate_activations(s, c2)), 4 * probs(estimate_activations(s, c1)));
+}
+
+TEST(Activations, EveryTensorIsPaddedToSixtyFourBytes) {
+  // B*T = 3 rows: each mean/rstd tensor of 3 floats takes 16 floats.
+  const GptShape s{1, 1, 16, 16, 3};
+  ActivationConfig packed;
+  packed.align_elements = 1;
+  ActivationConfig padded;  // default: 16 floats, as GptWorkspace carves
+  const ActivationEstimate a = estimate_activations(s, packed);
+  const ActivationEstimate b = estimate_activations(s, padded);
+  ASSERT_EQ(a.terms.size(), b.terms.size());
+  uint64_t expected = 0;
+  for (const ActivationTerm& t : a.terms) expected += (t.elements + 15) / 16 * 16 * t.count * 4;
+  EXPECT_EQ(b.total_bytes, expected);
+  EXPECT_GT(b.total_bytes, a.total_bytes);
+}
+
+TEST(Activations, BackwardScratchIsOneBlocksGradients) {
+  // B=2, T=4, C=8: residual, layernorm and attention-output gradients N*C,
+  // qkv N*3C, GELU and fc N*4C each, one head's T*T.
+  const GptShape s{3, 2, 8, 16, 4};
+  ActivationConfig cfg;
+  cfg.micro_batch = 2;
+  cfg.align_elements = 1;
+  const uint64_t n = 8, c = 8, t = 4;
+  EXPECT_EQ(sum_role(estimate_activations(s, cfg), "backward scratch"), 4 * (n * c * (1 + 1 + 1 + 3 + 4 + 4) + t * t));
+}
+
+TEST(Activations, MlpWorkspaceByHand) {
+  // widths 3 -> 5 -> 2, B = 4: input 12, fc0 out 20, GELU 20, fc1 out 8,
+  // targets 8, losses 4, labels 4; scratch fc0 20 + GELU 20 + fc1 8.
+  const int widths[] = {3, 5, 2};
+  ActivationConfig cfg;
+  cfg.micro_batch = 4;
+  const ActivationEstimate e = estimate_mlp_activations(widths, cfg);
+  EXPECT_EQ(sum_role(e, "kept"), 4u * (12 + 20 + 20 + 8 + 8 + 4 + 4));
+  EXPECT_EQ(sum_role(e, "backward scratch"), 4u * (20 + 20 + 8));
+  const int one[] = {3};
+  EXPECT_THROW(estimate_mlp_activations(one, cfg), ConfigError);
 }
 
 TEST(Activations, BadConfigIsConfigError) {

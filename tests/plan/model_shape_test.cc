@@ -26,14 +26,15 @@ TEST(ModelShape, MatchesPyTorchCountForTheReferenceGpt) {
   EXPECT_EQ(find_preset("gpt-30m")->num_params(), 29'970'816u);
 }
 
-TEST(ModelShape, UnitsSumToPhiAndFinalUnitGathersTheTiedEmbedding) {
+TEST(ModelShape, UnitsSumToPhiAndEachUnitGathersItself) {
   const GptShape s{3, 2, 8, 11, 5};
   const auto units = s.units();
   ASSERT_EQ(units.size(), 5u);
   uint64_t owned = 0;
   for (const auto& u : units) owned += u.owned_params;
   EXPECT_EQ(owned, s.num_params());
-  EXPECT_EQ(units.back().gathered_params, 2u * 8 + 11u * 8);
+  EXPECT_EQ(units.back().gathered_params, 2u * 8);
+  EXPECT_EQ(s.largest_unit_params(), s.block_params());  // 872 > embedding 128: the block
   EXPECT_EQ(s.num_params(), 11u * 8 + 5u * 8 + 3u * (12 * 64 + 13 * 8) + 16);
 }
 

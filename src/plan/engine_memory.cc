@@ -1,0 +1,140 @@
+#include "plan/engine_memory.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace zerodp::plan {
+namespace {
+
+// Peak bytes of the "buckets" category over one step's backward passes.
+// `lagging`: releases that the engine leaves to the comm thread (the
+// reduction's input buffer) are deferred until the comm thread must have
+// caught up; otherwise they happen at once.
+uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagging) {
+  const size_t num_units = s.unit_counts.size();
+  const int num_ops = static_cast<int>(s.op_units.size());
+  // The op whose backward runs last for each unit (the lowest index using it).
+  std::vector<int> last_op(num_units, num_ops);
+  for (int i = 0; i < num_ops; ++i) {
+    const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
+    last_op[u] = std::min(last_op[u], i);
+  }
+  const uint64_t dsize = run.dtype.size();
+  const bool low = run.dtype.is_low_precision();
+  uint64_t live = 0;     // fp32 unit gradients the compute thread holds
+  uint64_t pending = 0;  // buffers queued with their reduction
+  uint64_t peak = 0;
+  for (int micro = 0; micro < run.grad_accum; ++micro) {
+    // Stage 3's first gather of the next forward waits behind every queued
+    // reduction; stages 0-2 never wait before the step's drain.
+    if (run.stage == 3) pending = 0;
+    std::vector<bool> open(num_units, false);
+    for (int i = num_ops - 1; i >= 0; --i) {
+      const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
+      const uint64_t c = s.unit_counts[u];
+      if (!open[u]) {
+        open[u] = true;
+        live += 4 * c;
+        peak = std::max(peak, live + pending);
+      }
+      if (last_op[u] != i) continue;
+      open[u] = false;
+      uint64_t queued = 0;
+      if (run.stage == 1) {
+        live -= 4 * c;  // converted into the grads buffer, freed at once
+      } else if (low) {
+        queued = dsize * c;  // the low-precision copy, allocated while the fp32 one lives
+        peak = std::max(peak, live + pending + queued);
+        live -= 4 * c;
+      } else {
+        queued = 4 * c;  // the fp32 gradient itself is the reduction's input
+        live -= 4 * c;
+      }
+      if (lagging) pending += queued;
+    }
+  }
+  return peak;
+}
+
+}  // namespace
+
+uint64_t UnitSchedule::num_params() const {
+  uint64_t n = 0;
+  for (uint64_t c : unit_counts) n += c;
+  return n;
+}
+
+uint64_t UnitSchedule::largest_unit() const {
+  uint64_t m = 0;
+  for (uint64_t c : unit_counts) m = std::max(m, c);
+  return m;
+}
+
+void UnitSchedule::validate() const {
+  ZDP_CHECK(!unit_counts.empty() && !op_units.empty(), ConfigError,
+            "[plan] a unit schedule needs at least one unit and one op");
+  for (int u : op_units) {
+    ZDP_CHECK(u >= 0 && static_cast<size_t>(u) < unit_counts.size(), ConfigError,
+              "[plan] an op reads unit {}, but the schedule has {} units", u, unit_counts.size());
+  }
+}
+
+UnitSchedule gpt_unit_schedule(const GptShape& shape) {
+  shape.validate();
+  UnitSchedule s;
+  s.unit_counts.push_back(shape.embedding_params());
+  s.op_units.push_back(0);
+  for (int l = 0; l < shape.layers; ++l) {
+    s.unit_counts.push_back(shape.block_params());
+    s.op_units.push_back(1 + l);
+  }
+  s.unit_counts.push_back(shape.final_params());
+  s.op_units.push_back(shape.layers + 1);
+  s.op_units.push_back(0);  // the LM head, tied to the token embedding
+  return s;
+}
+
+uint64_t owned_elements(std::span<const uint64_t> unit_counts, int ranks, int rank) {
+  ZDP_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, ConfigError, "[plan] rank {} is not in [0, {})", rank, ranks);
+  const auto n = static_cast<uint64_t>(ranks);
+  const auto r = static_cast<uint64_t>(rank);
+  uint64_t owned = 0;
+  for (uint64_t c : unit_counts) owned += c / n + (r < c % n ? 1 : 0);
+  return owned;
+}
+
+RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun& run, int rank,
+                                   uint64_t activation_bytes) {
+  schedule.validate();
+  check_stage_and_ranks(run.stage, run.ranks);
+  ZDP_CHECK(run.grad_accum >= 1, ConfigError, "[plan] gradient accumulation {} must be at least 1", run.grad_accum);
+  const BytesPerParam bpp = bytes_per_param(run.dtype, run.optimizer);
+  const uint64_t phi = schedule.num_params();
+  RankPrediction p;
+  p.rank = rank;
+  p.owned_elements = owned_elements(schedule.unit_counts, run.ranks, rank);
+  const uint64_t owned = p.owned_elements;
+  const uint64_t dsize = run.dtype.size();
+
+  p.params = (partitions_params(run.stage) ? owned : phi) * dsize;
+  p.grads = (partitions_grads(run.stage) ? owned : phi) * dsize;
+  if (run.stage == 1 && run.grad_accum > 1) p.grads = owned * dsize + phi * dsize;
+  const uint64_t updated = partitions_optimizer(run.stage) ? owned : phi;
+  p.master = updated * static_cast<uint64_t>(bpp.master);
+  p.adam_m = updated * static_cast<uint64_t>(bpp.moment1);
+  p.adam_v = updated * static_cast<uint64_t>(bpp.moment2);
+
+  const uint64_t largest = schedule.largest_unit();
+  if (run.dtype.is_low_precision()) p.gathered += 4 * largest;
+  if (run.stage == 3) {
+    const uint64_t pool = run.prefetch && schedule.op_units.size() > 1 ? 2 : 1;
+    p.gathered += pool * largest * dsize;
+  }
+  p.buckets = simulate_buckets(schedule, run, /*lagging=*/false);
+  p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
+  p.activations = activation_bytes;
+  return p;
+}
+
+}  // namespace zerodp::plan

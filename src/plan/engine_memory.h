@@ -1,0 +1,102 @@
+// What zero::Engine books in one rank's memory ledger, predicted from the
+// model's unit schedule alone, category by category (the ledger's names):
+//
+//   params    stage 0-2: Φ x p            stage 3: owned(r) x p
+//   grads     stage 0-1: Φ x g            stage 2-3: owned(r) x g
+//             stage 1 with grad_accum > 1: owned(r) x g (the accumulator)
+//                                          + Φ x g (the flat local-gradient
+//                                          staging it reduce-scatters from)
+//   master    fp16/bf16 only: stage 0 Φ x 4, stages 1-3 owned(r) x 4
+//   adam_m    Adam m or SGD's momentum: (stage 0 ? Φ : owned(r)) x 4
+//   adam_v    Adam v: the same
+//   gathered  fp16/bf16: an fp32 compute copy of the largest unit; stage 3
+//             adds its pool of gather buffers in the training dtype, each the
+//             largest unit's size: 2 with prefetch (the current unit and the
+//             next), 1 without (or when the schedule has one op)
+//   buckets   the transient fp32 gradient of each unit while its backward ops
+//             run, plus (fp16/bf16 at stages 0, 2, 3) the low-precision copy
+//             it is reduced from; simulated op by op over the backward pass
+//   activations  the workspace's bytes (activations.h)
+//
+// owned(r) = sum over units of the rank's shard, c/N plus one on the first
+// c mod N ranks (comm::shard_range), so rank 0 is always the busiest.
+//
+// Buckets: `buckets` is the peak when every reduction finishes before the
+// next backward op allocates (exact with EngineConfig::overlap off, and a
+// lower bound with it on); `buckets_bound` is the worst case with the comm
+// thread lagging: every reduced unit's buffer still queued until the step's
+// drain (stages 0 and 2 do not wait between micro-batches; stage 3 does, at
+// its first gather). The ledger's measured peak lies between the two.
+// Every other category is allocated once by the constructor (or, for stage
+// 3's gather pool, by the first forward) and stays, so after one step the
+// ledger's total peak is the sum of the category peaks above.
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/dtype.h"
+#include "plan/memory_model.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+
+// The model as the engine schedules it: the units' element counts in flat
+// order, and for each op of the forward schedule the unit it reads.
+struct UnitSchedule {
+  std::vector<uint64_t> unit_counts;
+  std::vector<int> op_units;
+
+  uint64_t num_params() const;
+  uint64_t largest_unit() const;
+  // Throws ConfigError when a list is empty or an op names a missing unit.
+  void validate() const;
+};
+
+// A GPT's schedule: units embedding, blocks, final layernorm; ops the same,
+// then the tied LM head reading the embedding unit again.
+UnitSchedule gpt_unit_schedule(const GptShape& shape);
+
+// How the engine runs (zero::EngineConfig's fields that change memory).
+struct EngineRun {
+  int stage = 0;
+  int ranks = 1;
+  Dtype dtype = Dtype::fp32();
+  Optimizer optimizer = Optimizer::kAdamW;
+  int grad_accum = 1;
+  bool prefetch = true;  // stage 3
+};
+
+// One rank's ledger, by category, in bytes (peaks; for everything but
+// gathered/buckets also the current value after a step).
+struct RankPrediction {
+  int rank = 0;
+  uint64_t owned_elements = 0;  // this rank's elements in the partition plan
+  uint64_t params = 0;
+  uint64_t grads = 0;
+  uint64_t master = 0;
+  uint64_t adam_m = 0;
+  uint64_t adam_v = 0;
+  uint64_t gathered = 0;
+  uint64_t buckets = 0;        // overlap off: exact; on: a lower bound
+  uint64_t buckets_bound = 0;  // the worst case with overlap on
+  uint64_t activations = 0;
+
+  uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
+  // The ledger's total peak with the comm thread keeping pace.
+  uint64_t total() const { return model_states() + gathered + buckets + activations; }
+  // The worst case with the comm thread lagging.
+  uint64_t total_bound() const { return model_states() + gathered + buckets_bound + activations; }
+};
+
+// Elements rank `rank` owns: sum over units of its comm::shard_range count.
+uint64_t owned_elements(std::span<const uint64_t> unit_counts, int ranks, int rank);
+
+// The prediction for one rank (0 <= rank < run.ranks; ConfigError otherwise,
+// and for a stage outside 0..3, ranks < 1 or grad_accum < 1).
+RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun& run, int rank,
+                                   uint64_t activation_bytes);
+
+}  // namespace zerodp::plan

@@ -1,0 +1,116 @@
+#include "plan/predict.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "plan/activations.h"
+
+namespace zerodp::plan {
+namespace {
+
+// 1.52 GiB, 340.0 MiB, 12.5 KiB, 900 B: binary units, as a memory limit is read.
+std::string human_bytes(uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+Optimizer plan_optimizer(const optim::OptimizerConfig& config) {
+  switch (config.kind) {
+    case optim::OptimizerKind::kAdamW: return Optimizer::kAdamW;
+    case optim::OptimizerKind::kAdam: return Optimizer::kAdam;
+    case optim::OptimizerKind::kSgd: return config.sgd.momentum > 0.0 ? Optimizer::kSgdMomentum : Optimizer::kSgd;
+  }
+  return Optimizer::kAdamW;
+}
+
+GptShape gpt_shape(const model::GptConfig& g) {
+  return GptShape{g.layers, g.heads, g.channels, g.padded_vocab, g.max_seq_len};
+}
+
+UnitSchedule unit_schedule(const model::ModelConfig& config) {
+  if (config.kind == model::ModelKind::kGpt) return gpt_unit_schedule(gpt_shape(config.gpt));
+  UnitSchedule s;
+  const std::vector<int>& w = config.mlp.widths;
+  ZDP_CHECK(w.size() >= 2, ConfigError, "[plan] an MLP needs at least [in, out] widths, got {}", w.size());
+  for (size_t l = 0; l + 1 < w.size(); ++l) {
+    s.unit_counts.push_back((static_cast<uint64_t>(w[l]) + 1) * static_cast<uint64_t>(w[l + 1]));
+    s.op_units.push_back(static_cast<int>(l));
+  }
+  return s;
+}
+
+uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunShape& run) {
+  ActivationConfig a;
+  a.micro_batch = run.micro_batch;
+  a.seq_len = run.seq_len;
+  a.checkpointing = run.checkpointing;
+  if (config.kind == model::ModelKind::kGpt) {
+    ZDP_CHECK(run.seq_len >= 1, ConfigError, "[plan] sequence length {} must be at least 1", run.seq_len);
+    return estimate_activations(gpt_shape(config.gpt), a).total_bytes;
+  }
+  ZDP_CHECK(!run.checkpointing, ConfigError,
+            "[plan] activation checkpointing applies to GPT models only: turn it off for an MLP");
+  return estimate_mlp_activations(config.mlp.widths, a).total_bytes;
+}
+
+RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {
+  const EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch};
+  return predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
+}
+
+RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run) {
+  return predict_rank(config, run, 0);
+}
+
+std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& config, const RunShape& run) {
+  const UnitSchedule schedule = unit_schedule(config);
+  const uint64_t act = predict_activation_bytes(config, run);
+  std::array<RankPrediction, kNumStages> out;
+  for (int s = 0; s < kNumStages; ++s) {
+    const EngineRun engine{s, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch};
+    out[static_cast<size_t>(s)] = predict_engine_rank(schedule, engine, 0, act);
+  }
+  return out;
+}
+
+std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run,
+                                          uint64_t max_bytes) {
+  const auto stages = predict_stages(config, run);
+  for (int s = 0; s < kNumStages; ++s) {
+    if (stages[static_cast<size_t>(s)].total() <= max_bytes) return s;
+  }
+  return std::nullopt;
+}
+
+void check_memory_fits(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes) {
+  check_stage_and_ranks(run.stage, run.ranks);
+  const auto stages = predict_stages(config, run);
+  const RankPrediction& p = stages[static_cast<size_t>(run.stage)];
+  if (p.total() <= max_bytes) return;
+  std::string fix;
+  for (int s = 0; s < kNumStages; ++s) {
+    const RankPrediction& q = stages[static_cast<size_t>(s)];
+    if (q.total() <= max_bytes) {
+      fix = fmt::format("stage {} would fit ({})", s, human_bytes(q.total()));
+      break;
+    }
+  }
+  if (fix.empty()) {
+    fix = fmt::format("no stage fits at {} ranks (stage 3 needs {}): add ranks, lower --micro-batch, or use "
+                      "activation checkpointing",
+                      run.ranks, human_bytes(stages[3].total()));
+  }
+  ZDP_THROW(ConfigError,
+            "[train] ZeRO stage {} needs {} per rank (params {}, grads {}, optimizer {}, buffers {}, activations "
+            "{}), over --max-memory {}: {}",
+            run.stage, human_bytes(p.total()), human_bytes(p.params), human_bytes(p.grads),
+            human_bytes(p.master + p.adam_m + p.adam_v), human_bytes(p.gathered + p.buckets),
+            human_bytes(p.activations), human_bytes(max_bytes), fix);
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,79 @@
+// Per-rank memory of a `zerodp train` run, predicted before anything is
+// allocated: src/model's ModelConfig (a GPT or an MLP) and the run's shape
+// in, the engine's ledger categories out (engine_memory.h), with the
+// activations from the tuned per-tensor list (activations.h). This is what
+// `zerodp train --max-memory BYTES` checks, and what
+// tests/plan/plan_vs_ledger_test.cc holds equal to zero::Engine's ledger.
+//
+//   plan::RunShape run{.stage = 1, .ranks = 4, .dtype = Dtype::bf16(),
+//                      .optimizer = plan::plan_optimizer(engine_config.optimizer),
+//                      .micro_batch = 8, .seq_len = 128, .grad_accum = 2};
+//   plan::check_memory_fits(model_config, run, max_bytes);  // ConfigError naming a stage that fits
+//
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "core/dtype.h"
+#include "model/presets.h"
+#include "optim/optimizer.h"
+#include "plan/engine_memory.h"
+#include "plan/memory_model.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+
+// Everything about a run that changes per-rank memory.
+struct RunShape {
+  int stage = 0;
+  int ranks = 1;
+  Dtype dtype = Dtype::fp32();            // params, grads and communication
+  Optimizer optimizer = Optimizer::kAdamW;
+  int micro_batch = 1;
+  int seq_len = 1;                        // tokens per sample (ignored by the MLP)
+  bool checkpointing = false;             // activation checkpointing (GPT)
+  int grad_accum = 1;
+  bool prefetch = true;                   // zero::EngineConfig::prefetch
+};
+
+// optim's config as plan's optimizer kind (SGD with momentum > 0 keeps a
+// momentum buffer, plain SGD none).
+Optimizer plan_optimizer(const optim::OptimizerConfig& config);
+
+// src/model's GPT config as plan's shape (wte has the padded vocab's rows).
+GptShape gpt_shape(const model::GptConfig& config);
+
+// The units and ops of the model, in the engine's order: GPT embedding,
+// blocks, final layernorm, then the tied LM head reading the embedding
+// unit again; MLP one unit and op per layer.
+UnitSchedule unit_schedule(const model::ModelConfig& config);
+
+// Bytes of the model's workspace (Workspace::total_bytes()) for this run.
+// ConfigError on a bad micro-batch or sequence length.
+uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunShape& run);
+
+// The busiest rank (rank 0: it holds the larger shard of every unit).
+RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run);
+// Rank `rank` (0 <= rank < run.ranks).
+RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank);
+
+// The busiest rank at each stage 0-3 (run.stage ignored).
+std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& config, const RunShape& run);
+
+// The lowest stage whose busiest rank's total() fits in `max_bytes`
+// (run.stage ignored), or none.
+std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run,
+                                          uint64_t max_bytes);
+
+// Throws ConfigError when the busiest rank's total() at run.stage exceeds
+// `max_bytes`, one line: the prediction by category, and which stage would
+// fit (or what else to change), e.g.
+//   [train] ZeRO stage 0 needs 1.52 GiB per rank (params 0.25, grads 0.25,
+//   optimizer 0.75, buffers 0.02, activations 0.25 GiB), over --max-memory
+//   1.00 GiB: stage 2 would fit (0.91 GiB)
+void check_memory_fits(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes);
+
+}  // namespace zerodp::plan

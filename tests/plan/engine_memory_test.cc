@@ -1,0 +1,99 @@
+// The engine memory model by hand, on schedules small enough to count.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "plan/engine_memory.h"
+
+namespace zerodp::plan {
+namespace {
+
+// Units of 10, 7 and 4 elements; ops 0, 1, 2, then unit 0 again (tied, as
+// the GPT's LM head).
+UnitSchedule tied() { return UnitSchedule{{10, 7, 4}, {0, 1, 2, 0}}; }
+
+TEST(EngineMemory, OwnedElementsFollowTheUnevenShardRule) {
+  const std::vector<uint64_t> counts = {10, 7, 4};
+  EXPECT_EQ(owned_elements(counts, 1, 0), 21u);
+  // N = 3: 10 -> 4,3,3; 7 -> 3,2,2; 4 -> 2,1,1.
+  EXPECT_EQ(owned_elements(counts, 3, 0), 9u);
+  EXPECT_EQ(owned_elements(counts, 3, 1), 6u);
+  EXPECT_EQ(owned_elements(counts, 3, 2), 6u);
+  EXPECT_THROW(owned_elements(counts, 3, 3), ConfigError);
+}
+
+TEST(EngineMemory, ModelStatesPerStage) {
+  EngineRun run{.stage = 0, .ranks = 3, .dtype = Dtype::bf16(), .optimizer = Optimizer::kAdamW};
+  RankPrediction p = predict_engine_rank(tied(), run, 1, 0);
+  EXPECT_EQ(p.params, 21u * 2);
+  EXPECT_EQ(p.grads, 21u * 2);
+  EXPECT_EQ(p.master + p.adam_m + p.adam_v, 21u * 12);
+  run.stage = 1;
+  p = predict_engine_rank(tied(), run, 1, 0);
+  EXPECT_EQ(p.grads, 21u * 2);
+  EXPECT_EQ(p.master, 6u * 4);
+  run.grad_accum = 2;  // owned accumulator + flat staging
+  p = predict_engine_rank(tied(), run, 1, 0);
+  EXPECT_EQ(p.grads, 6u * 2 + 21u * 2);
+  run.stage = 2;
+  p = predict_engine_rank(tied(), run, 1, 0);
+  EXPECT_EQ(p.params, 21u * 2);
+  EXPECT_EQ(p.grads, 6u * 2);
+  run.stage = 3;
+  run.dtype = Dtype::fp32();
+  run.optimizer = Optimizer::kSgd;
+  p = predict_engine_rank(tied(), run, 0, 0);
+  EXPECT_EQ(p.params, 9u * 4);
+  EXPECT_EQ(p.master + p.adam_m + p.adam_v, 0u);
+}
+
+TEST(EngineMemory, UnitBuffers) {
+  EngineRun run{.stage = 2, .ranks = 2, .dtype = Dtype::bf16()};
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4);  // fp32 compute copy
+  run.stage = 3;
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4 + 2 * 10u * 2);
+  run.prefetch = false;
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4 + 10u * 2);
+  run.dtype = Dtype::fp32();
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4);
+}
+
+TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
+  // Backward: op 3 opens unit 0 (40 B fp32), op 2 unit 2 (16 B), op 1 unit 1
+  // (28 B), op 0 closes unit 0. fp32 stage 2: the peak is units 0 and 1 open.
+  EngineRun run{.stage = 2, .ranks = 2, .dtype = Dtype::fp32()};
+  RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
+  EXPECT_EQ(p.buckets, 40u + 28u);
+  // Lagging comm thread: unit 2 (16) and unit 1 (28) still queued when
+  // unit 0 is open (40), then unit 0's own buffer joins the queue.
+  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u);
+  // bf16: the reduction's 2-byte copy lives beside the fp32 gradient.
+  run.dtype = Dtype::bf16();
+  p = predict_engine_rank(tied(), run, 0, 0);
+  EXPECT_EQ(p.buckets, 40u + 28u + 14u);
+  // Stage 1 converts into its grads buffer: no copy.
+  run.stage = 1;
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u);
+  // Stage 0 accumulating 2 micro-batches, lagging: the first backward's
+  // queued copies are still there in the second.
+  run.stage = 0;
+  run.grad_accum = 2;
+  p = predict_engine_rank(tied(), run, 0, 0);
+  EXPECT_EQ(p.buckets, 40u + 28u + 14u);
+  EXPECT_EQ(p.buckets_bound, (8u + 14u + 20u) + 40u + 28u + 8u + 14u);
+}
+
+TEST(EngineMemory, TotalsAndBadInput) {
+  EngineRun run{.stage = 3, .ranks = 4, .dtype = Dtype::bf16()};
+  const RankPrediction p = predict_engine_rank(tied(), run, 0, 1000);
+  EXPECT_EQ(p.total(), p.model_states() + p.gathered + p.buckets + 1000);
+  EXPECT_GE(p.total_bound(), p.total());
+  run.stage = 4;
+  EXPECT_THROW(predict_engine_rank(tied(), run, 0, 0), ConfigError);
+  run.stage = 0;
+  run.grad_accum = 0;
+  EXPECT_THROW(predict_engine_rank(tied(), run, 0, 0), ConfigError);
+  EXPECT_THROW(predict_engine_rank(UnitSchedule{{3}, {1}}, EngineRun{}, 0, 0), ConfigError);
+}
+
+}  // namespace
+}  // namespace zerodp::plan

@@ -1,0 +1,225 @@
+// plan held against the engine: for GPT and MLP models, stages 0-3, N = 1..4
+// thread ranks, fp32 and bf16, one zero::Engine train_step per rank, and
+// every rank's ledger compared with plan's prediction for that rank:
+// model states (params, grads, master, adam_m, adam_v) exactly, the
+// activations exactly (the tuned per-tensor list), the unit buffers
+// (gathered) exactly, the transient gradient buffers (buckets) exactly with
+// the comm thread off and inside [prediction, bound] with it on.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "comm/world.h"
+#include "model/presets.h"
+#include "plan/predict.h"
+#include "zero/engine.h"
+
+namespace zerodp::plan {
+namespace {
+
+using zero::MemoryCategory;
+
+model::ModelConfig odd_gpt() {
+  // Odd sizes everywhere: 3 layers, 3 heads of 7 channels, vocab 37 padded
+  // to 41, context 13; no count divisible by 2, 3 or 4 in general.
+  model::ModelConfig m;
+  m.name = "odd-gpt";
+  m.kind = model::ModelKind::kGpt;
+  m.gpt = model::GptConfig{13, 37, 41, 3, 3, 21};
+  return m;
+}
+
+model::ModelConfig odd_mlp() {
+  model::ModelConfig m;
+  m.name = "odd-mlp";
+  m.kind = model::ModelKind::kMlp;
+  m.mlp = model::MlpConfig{{12, 17, 9, 5}, model::MlpHead::kClassification};
+  return m;
+}
+
+optim::OptimizerConfig optim_config(Optimizer o) {
+  optim::OptimizerConfig c;
+  switch (o) {
+    case Optimizer::kAdamW: c.kind = optim::OptimizerKind::kAdamW; break;
+    case Optimizer::kAdam: c.kind = optim::OptimizerKind::kAdam; break;
+    case Optimizer::kSgdMomentum:
+      c.kind = optim::OptimizerKind::kSgd;
+      c.sgd.momentum = 0.9;
+      break;
+    case Optimizer::kSgd: c.kind = optim::OptimizerKind::kSgd; break;
+  }
+  return c;
+}
+
+// A deterministic micro-batch for whichever model the workspace belongs to.
+zero::BatchFeeder feeder(const model::ModelConfig& mc, const RunShape& run, int rank) {
+  return [&mc, run, rank](model::Workspace& ws, int micro) {
+    model::Batch batch;
+    std::vector<int32_t> tokens, targets, labels;
+    std::vector<float> features, values;
+    if (mc.kind == model::ModelKind::kGpt) {
+      const int n = run.micro_batch * run.seq_len;
+      for (int i = 0; i < n; ++i) {
+        tokens.push_back((i * 7 + rank * 3 + micro) % mc.gpt.vocab);
+        targets.push_back((i * 5 + rank + 1) % mc.gpt.vocab);
+      }
+      batch.tokens = tokens;
+      batch.targets = targets;
+    } else {
+      const int in = mc.mlp.widths.front(), out = mc.mlp.widths.back();
+      for (int i = 0; i < run.micro_batch * in; ++i) features.push_back(static_cast<float>((i * 13 + rank) % 7) - 3.0f);
+      if (mc.mlp.head == model::MlpHead::kClassification) {
+        for (int i = 0; i < run.micro_batch; ++i) labels.push_back((i + rank + micro) % out);
+        batch.labels = labels;
+      } else {
+        for (int i = 0; i < run.micro_batch * out; ++i) values.push_back(0.25f * static_cast<float>(i % 5));
+        batch.values = values;
+      }
+      batch.features = features;
+    }
+    ws.set_batch(batch);
+  };
+}
+
+// One train_step on run.ranks thread ranks; every rank's ledger after it.
+std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const RunShape& run, bool overlap) {
+  const auto model = model::make_model(mc);
+  zero::EngineConfig ec;
+  ec.stage = run.stage;
+  ec.dtype = run.dtype;
+  ec.grad_accum = run.grad_accum;
+  ec.prefetch = run.prefetch;
+  ec.overlap = overlap;
+  ec.optimizer = optim_config(run.optimizer);
+  std::vector<zero::LedgerSnapshot> out(static_cast<size_t>(run.ranks));
+  comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
+    zero::Engine engine(*model, comm, ec, /*seed=*/7, run.micro_batch, run.seq_len, run.checkpointing);
+    engine.train_step(feeder(mc, run, comm.rank()));
+    out[static_cast<size_t>(comm.rank())] = engine.ledger().snapshot();
+  });
+  return out;
+}
+
+std::string describe(const model::ModelConfig& mc, const RunShape& r, bool overlap) {
+  return fmt::format("{} stage {} N={} {} {} B={} T={} ckpt={} accum={} prefetch={} overlap={}", mc.name, r.stage,
+                     r.ranks, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
+                     r.checkpointing, r.grad_accum, r.prefetch, overlap);
+}
+
+// Holds every rank's ledger against plan's prediction for that rank.
+void expect_ledger_matches(const model::ModelConfig& mc, const RunShape& run, bool overlap) {
+  const auto measured = measure(mc, run, overlap);
+  for (int r = 0; r < run.ranks; ++r) {
+    SCOPED_TRACE(describe(mc, run, overlap) + fmt::format(" rank {}", r));
+    const zero::LedgerSnapshot& s = measured[static_cast<size_t>(r)];
+    const RankPrediction p = predict_rank(mc, run, r);
+    auto both = [&](MemoryCategory c, uint64_t expected) {
+      EXPECT_EQ(s[c].current, expected) << zero::memory_category_name(c) << " current";
+      EXPECT_EQ(s[c].peak, expected) << zero::memory_category_name(c) << " peak";
+    };
+    both(MemoryCategory::kParams, p.params);
+    both(MemoryCategory::kGrads, p.grads);
+    both(MemoryCategory::kMaster, p.master);
+    both(MemoryCategory::kAdamM, p.adam_m);
+    both(MemoryCategory::kAdamV, p.adam_v);
+    both(MemoryCategory::kActivations, p.activations);
+    EXPECT_EQ(s.model_states.peak, p.model_states());
+    EXPECT_EQ(s[MemoryCategory::kGathered].peak, p.gathered) << "gathered peak";
+    EXPECT_EQ(s[MemoryCategory::kComm].peak, 0u);
+    EXPECT_EQ(s[MemoryCategory::kBuckets].current, 0u) << "buckets are released by the end of the step";
+    if (overlap) {
+      EXPECT_GE(s[MemoryCategory::kBuckets].peak, p.buckets) << "buckets peak";
+      EXPECT_LE(s[MemoryCategory::kBuckets].peak, p.buckets_bound) << "buckets peak";
+      EXPECT_GE(s.total.peak, p.total());
+      EXPECT_LE(s.total.peak, p.total_bound());
+    } else {
+      EXPECT_EQ(s[MemoryCategory::kBuckets].peak, p.buckets) << "buckets peak";
+      EXPECT_EQ(s.total.peak, p.total()) << "total peak";
+    }
+  }
+  // The busiest rank is rank 0.
+  const RankPrediction busiest = predict_rank(mc, run);
+  for (int r = 0; r < run.ranks; ++r) EXPECT_GE(busiest.total(), predict_rank(mc, run, r).total());
+}
+
+struct Case {
+  model::ModelConfig model;
+  int micro_batch;
+  int seq_len;
+};
+
+std::vector<Case> cases() {
+  return {{model::model_preset("gpt-tiny"), 2, 16}, {odd_gpt(), 3, 11}, {odd_mlp(), 5, 1},
+          {model::model_preset("mlp-small"), 4, 1}};
+}
+
+TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
+  for (const Case& c : cases()) {
+    for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
+      for (int stage = 0; stage < kNumStages; ++stage) {
+        for (int n = 1; n <= 4; ++n) {
+          RunShape run;
+          run.stage = stage;
+          run.ranks = n;
+          run.dtype = dt;
+          run.micro_batch = c.micro_batch;
+          run.seq_len = c.seq_len;
+          expect_ledger_matches(c.model, run, /*overlap=*/false);
+        }
+      }
+    }
+  }
+}
+
+TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
+  for (const Case& c : {cases()[1], cases()[2]}) {
+    for (int stage = 0; stage < kNumStages; ++stage) {
+      RunShape run;
+      run.stage = stage;
+      run.ranks = 3;
+      run.dtype = Dtype::bf16();
+      run.micro_batch = c.micro_batch;
+      run.seq_len = c.seq_len;
+      run.grad_accum = 3;  // stage 1 keeps a flat staging buffer beside its owned accumulator
+      expect_ledger_matches(c.model, run, false);
+      run.grad_accum = 1;
+      run.optimizer = Optimizer::kSgdMomentum;
+      expect_ledger_matches(c.model, run, false);
+      run.optimizer = Optimizer::kSgd;
+      run.dtype = Dtype::fp16();
+      expect_ledger_matches(c.model, run, false);
+      run.prefetch = false;
+      expect_ledger_matches(c.model, run, false);
+    }
+  }
+  RunShape ckpt;
+  ckpt.ranks = 2;
+  ckpt.stage = 2;
+  ckpt.micro_batch = 2;
+  ckpt.seq_len = 9;
+  ckpt.checkpointing = true;
+  expect_ledger_matches(odd_gpt(), ckpt, false);
+  expect_ledger_matches(model::model_preset("gpt-tiny"), ckpt, false);
+}
+
+TEST(PlanVsLedger, WithTheCommThreadBucketsLieBetweenPredictionAndBound) {
+  for (const Case& c : {cases()[0], cases()[2]}) {
+    for (int stage = 0; stage < kNumStages; ++stage) {
+      for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
+        RunShape run;
+        run.stage = stage;
+        run.ranks = 3;
+        run.dtype = dt;
+        run.micro_batch = c.micro_batch;
+        run.seq_len = c.seq_len;
+        run.grad_accum = 2;
+        expect_ledger_matches(c.model, run, /*overlap=*/true);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::plan

@@ -1,0 +1,81 @@
+// The predictor `zerodp train --max-memory` calls: src/model's configs in,
+// the busiest rank's ledger out, and the smallest stage that fits.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "model/presets.h"
+#include "plan/predict.h"
+
+namespace zerodp::plan {
+namespace {
+
+RunShape four_ranks(int stage) {
+  RunShape run;
+  run.stage = stage;
+  run.ranks = 4;
+  run.dtype = Dtype::bf16();
+  run.micro_batch = 2;
+  run.seq_len = 64;
+  return run;
+}
+
+TEST(Predict, ScheduleOfAGptAndAnMlp) {
+  const model::ModelConfig gpt = model::model_preset("gpt-tiny");
+  const UnitSchedule g = unit_schedule(gpt);
+  EXPECT_EQ(g.num_params(), model::num_params(gpt));
+  EXPECT_EQ(g.op_units.front(), 0);
+  EXPECT_EQ(g.op_units.back(), 0);  // the tied LM head
+  EXPECT_EQ(g.op_units.size(), g.unit_counts.size() + 1);
+  const model::ModelConfig mlp = model::model_preset("mlp-small");
+  EXPECT_EQ(unit_schedule(mlp).num_params(), model::num_params(mlp));
+}
+
+TEST(Predict, MemoryShrinksWithTheStageAndTheSmallestFittingStageIsFound) {
+  const model::ModelConfig gpt = model::model_preset("gpt-10m");
+  const auto stages = predict_stages(gpt, four_ranks(0));
+  EXPECT_GT(stages[0].model_states(), stages[1].model_states());
+  EXPECT_GT(stages[1].model_states(), stages[2].model_states());
+  EXPECT_GT(stages[2].model_states(), stages[3].model_states());
+  // Just enough for stage 2: stages 0 and 1 do not fit, 2 does.
+  const uint64_t limit = stages[2].total();
+  ASSERT_LT(limit, stages[1].total());
+  EXPECT_EQ(smallest_fitting_stage(gpt, four_ranks(0), limit), 2);
+  EXPECT_EQ(smallest_fitting_stage(gpt, four_ranks(0), limit - 1), 3);
+  EXPECT_EQ(smallest_fitting_stage(gpt, four_ranks(0), 1000), std::nullopt);
+  EXPECT_NO_THROW(check_memory_fits(gpt, four_ranks(2), limit));
+  try {
+    check_memory_fits(gpt, four_ranks(0), limit);
+    FAIL() << "stage 0 should not fit";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ZeRO stage 0 needs"), std::string::npos) << what;
+    EXPECT_NE(what.find("stage 2 would fit"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  try {
+    check_memory_fits(gpt, four_ranks(0), 1000);
+    FAIL() << "nothing fits 1000 bytes";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no stage fits"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Predict, OptimizerKindsAndBadInput) {
+  optim::OptimizerConfig o;
+  EXPECT_EQ(plan_optimizer(o), Optimizer::kAdamW);
+  o.kind = optim::OptimizerKind::kSgd;
+  EXPECT_EQ(plan_optimizer(o), Optimizer::kSgd);
+  o.sgd.momentum = 0.9;
+  EXPECT_EQ(plan_optimizer(o), Optimizer::kSgdMomentum);
+  RunShape run = four_ranks(0);
+  run.checkpointing = true;
+  EXPECT_THROW(predict_rank(model::model_preset("mlp-small"), run), ConfigError);
+  run = four_ranks(0);
+  run.seq_len = 100000;
+  EXPECT_THROW(predict_rank(model::model_preset("gpt-tiny"), run), ConfigError);
+}
+
+}  // namespace
+}  // namespace zerodp::plan
