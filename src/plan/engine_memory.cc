@@ -20,11 +20,22 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
     const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
     last_op[u] = std::min(last_op[u], i);
   }
+  std::vector<uint64_t> offsets(num_units, 0);
+  for (size_t u = 1; u < num_units; ++u) offsets[u] = offsets[u - 1] + s.unit_counts[u - 1];
   const uint64_t dsize = run.dtype.size();
   const bool low = run.dtype.is_low_precision();
   uint64_t live = 0;     // fp32 unit gradients the compute thread holds
   uint64_t pending = 0;  // buffers queued with their reduction
   uint64_t peak = 0;
+  // Stage 0's open bucket: capacity (elements; 0 = none), filled, lowest flat element.
+  uint64_t capacity = 0, filled = 0, lo = 0;
+  auto note = [&](uint64_t extra) { peak = std::max(peak, live + pending + capacity * dsize + extra); };
+  auto flush = [&] {
+    if (capacity == 0) return;
+    if (lagging) pending += capacity * dsize;
+    capacity = 0;
+    filled = 0;
+  };
   for (int micro = 0; micro < run.grad_accum; ++micro) {
     // Stage 3's first gather of the next forward waits behind every queued
     // reduction; stages 0-2 never wait before the step's drain.
@@ -36,16 +47,29 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
       if (!open[u]) {
         open[u] = true;
         live += 4 * c;
-        peak = std::max(peak, live + pending);
+        note(0);
       }
       if (last_op[u] != i) continue;
       open[u] = false;
+      if (run.stage == 0) {
+        // Packed into the open bucket while adjacent and while it has room;
+        // otherwise that bucket goes to its all-reduce and a new one opens.
+        if (capacity != 0 && (offsets[u] + c != lo || filled + c > capacity)) flush();
+        if (capacity == 0) {
+          capacity = std::max(run.bucket_elements, c);
+          note(0);
+        }
+        filled += c;
+        lo = offsets[u];
+        live -= 4 * c;
+        continue;
+      }
       uint64_t queued = 0;
       if (run.stage == 1) {
         live -= 4 * c;  // converted into the grads buffer, freed at once
       } else if (low) {
         queued = dsize * c;  // the low-precision copy, allocated while the fp32 one lives
-        peak = std::max(peak, live + pending + queued);
+        note(queued);
         live -= 4 * c;
       } else {
         queued = 4 * c;  // the fp32 gradient itself is the reduction's input
@@ -53,6 +77,7 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
       }
       if (lagging) pending += queued;
     }
+    flush();  // the end of each backward pass
   }
   return peak;
 }

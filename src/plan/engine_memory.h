@@ -14,8 +14,13 @@
 //             largest unit's size: 2 with prefetch (the current unit and the
 //             next), 1 without (or when the schedule has one op)
 //   buckets   the transient fp32 gradient of each unit while its backward ops
-//             run, plus (fp16/bf16 at stages 0, 2, 3) the low-precision copy
-//             it is reduced from; simulated op by op over the backward pass
+//             run, plus what it is reduced from: at stage 0 a bucket of
+//             max(bucket_elements, unit) elements in the training dtype that
+//             packs adjacent units until full (then all-reduced, and a new one
+//             opened); at stages 2-3 in fp16/bf16 a low-precision copy of the
+//             unit (fp32 reduces the gradient itself); stage 1 converts
+//             straight into its grads buffer. Simulated op by op over the
+//             backward pass.
 //   activations  the workspace's bytes (activations.h)
 //
 // owned(r) = sum over units of the rank's shard, c/N plus one on the first
@@ -67,6 +72,7 @@ struct EngineRun {
   Optimizer optimizer = Optimizer::kAdamW;
   int grad_accum = 1;
   bool prefetch = true;  // stage 3
+  uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)
 };
 
 // One rank's ledger, by category, in bytes (peaks; for everything but

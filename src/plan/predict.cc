@@ -59,7 +59,8 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
 }
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {
-  const EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch};
+  const EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch,
+                         run.bucket_elements};
   return predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
 }
 
@@ -72,7 +73,7 @@ std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& 
   const uint64_t act = predict_activation_bytes(config, run);
   std::array<RankPrediction, kNumStages> out;
   for (int s = 0; s < kNumStages; ++s) {
-    const EngineRun engine{s, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch};
+    const EngineRun engine{s, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch, run.bucket_elements};
     out[static_cast<size_t>(s)] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;

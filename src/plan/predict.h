@@ -37,6 +37,7 @@ struct RunShape {
   bool checkpointing = false;             // activation checkpointing (GPT)
   int grad_accum = 1;
   bool prefetch = true;                   // zero::EngineConfig::prefetch
+  uint64_t bucket_elements = 25 << 20;    // zero::EngineConfig::bucket_elements (stage 0)
 };
 
 // optim's config as plan's optimizer kind (SGD with momentum > 0 keeps a

@@ -73,13 +73,26 @@ TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
   // Stage 1 converts into its grads buffer: no copy.
   run.stage = 1;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u);
-  // Stage 0 accumulating 2 micro-batches, lagging: the first backward's
-  // queued copies are still there in the second.
-  run.stage = 0;
+}
+
+TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
+  // bf16, buckets of 12 elements (24 B). Backward reduces unit 2 (4 el.,
+  // flat 17..20): a bucket opens; unit 1 (7 el., flat 10..16) is adjacent and
+  // fits (11); unit 0 (10) does not: flush, open another. Peak: unit 0 and 1
+  // gradients open (40 + 28) with the first bucket (24).
+  EngineRun run{.stage = 0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
+  RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
+  EXPECT_EQ(p.buckets, 40u + 28u + 24u);
+  // Lagging over 2 micro-batches: the first pass's two buckets (48) still
+  // queued during the second.
   run.grad_accum = 2;
   p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 28u + 14u);
-  EXPECT_EQ(p.buckets_bound, (8u + 14u + 20u) + 40u + 28u + 8u + 14u);
+  EXPECT_EQ(p.buckets, 40u + 28u + 24u);
+  EXPECT_EQ(p.buckets_bound, 48u + 40u + 28u + 24u);
+  // A bucket is never smaller than the unit it must hold.
+  run.grad_accum = 1;
+  run.bucket_elements = 1;
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u + 14u);
 }
 
 TEST(EngineMemory, TotalsAndBadInput) {

@@ -91,6 +91,7 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   ec.dtype = run.dtype;
   ec.grad_accum = run.grad_accum;
   ec.prefetch = run.prefetch;
+  ec.bucket_elements = run.bucket_elements;
   ec.overlap = overlap;
   ec.optimizer = optim_config(run.optimizer);
   std::vector<zero::LedgerSnapshot> out(static_cast<size_t>(run.ranks));
@@ -103,9 +104,9 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
 }
 
 std::string describe(const model::ModelConfig& mc, const RunShape& r, bool overlap) {
-  return fmt::format("{} stage {} N={} {} {} B={} T={} ckpt={} accum={} prefetch={} overlap={}", mc.name, r.stage,
-                     r.ranks, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
-                     r.checkpointing, r.grad_accum, r.prefetch, overlap);
+  return fmt::format("{} stage {} N={} {} {} B={} T={} ckpt={} accum={} prefetch={} bucket={} overlap={}", mc.name,
+                     r.stage, r.ranks, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
+                     r.checkpointing, r.grad_accum, r.prefetch, r.bucket_elements, overlap);
 }
 
 // Holds every rank's ledger against plan's prediction for that rank.
@@ -148,11 +149,14 @@ struct Case {
   model::ModelConfig model;
   int micro_batch;
   int seq_len;
+  uint64_t bucket_elements;  // stage 0: small enough to pack several units and to flush
 };
 
 std::vector<Case> cases() {
-  return {{model::model_preset("gpt-tiny"), 2, 16}, {odd_gpt(), 3, 11}, {odd_mlp(), 5, 1},
-          {model::model_preset("mlp-small"), 4, 1}};
+  return {{model::model_preset("gpt-tiny"), 2, 16, 250'000},
+          {odd_gpt(), 3, 11, 3000},
+          {odd_mlp(), 5, 1, 300},
+          {model::model_preset("mlp-small"), 4, 1, 70'000}};
 }
 
 TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
@@ -166,6 +170,7 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
           run.dtype = dt;
           run.micro_batch = c.micro_batch;
           run.seq_len = c.seq_len;
+          run.bucket_elements = c.bucket_elements;
           expect_ledger_matches(c.model, run, /*overlap=*/false);
         }
       }
@@ -182,6 +187,7 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
       run.dtype = Dtype::bf16();
       run.micro_batch = c.micro_batch;
       run.seq_len = c.seq_len;
+      run.bucket_elements = c.bucket_elements;
       run.grad_accum = 3;  // stage 1 keeps a flat staging buffer beside its owned accumulator
       expect_ledger_matches(c.model, run, false);
       run.grad_accum = 1;
@@ -202,6 +208,11 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
   ckpt.checkpointing = true;
   expect_ledger_matches(odd_gpt(), ckpt, false);
   expect_ledger_matches(model::model_preset("gpt-tiny"), ckpt, false);
+  RunShape defaults;  // the engine's default bucket (25 Mi elements)
+  defaults.ranks = 2;
+  defaults.micro_batch = 2;
+  defaults.seq_len = 8;
+  expect_ledger_matches(model::model_preset("gpt-tiny"), defaults, false);
 }
 
 TEST(PlanVsLedger, WithTheCommThreadBucketsLieBetweenPredictionAndBound) {
@@ -214,6 +225,7 @@ TEST(PlanVsLedger, WithTheCommThreadBucketsLieBetweenPredictionAndBound) {
         run.dtype = dt;
         run.micro_batch = c.micro_batch;
         run.seq_len = c.seq_len;
+        run.bucket_elements = c.bucket_elements;
         run.grad_accum = 2;
         expect_ledger_matches(c.model, run, /*overlap=*/true);
       }
