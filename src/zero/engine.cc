@@ -222,6 +222,46 @@ void Engine::backward_pass(bool first_micro) {
     release(i);
     if (last_backward_op_[unit] == i) reduce_unit(unit, first_micro);
   }
+  flush_bucket(first_micro);
+}
+
+// Stage 0: gradients of adjacent units (backward completes them in falling
+// flat order) are packed into one bucket and all-reduced together once it
+// holds bucket_elements, like DDP's buckets. The sum is element-wise, so the
+// bucket size never changes the bits.
+void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro) {
+  const size_t count = local.count;
+  const size_t start = plan_.unit_offset(unit);
+  if (bucket_.data && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
+    flush_bucket(first_micro);
+  }
+  if (!bucket_.data) {
+    bucket_.capacity = std::max(config_.bucket_elements, count);
+    bucket_.data = std::make_shared<LedgerBuffer<std::byte>>(ledger_, MemoryCategory::kBuckets,
+                                                             bucket_.capacity * config_.dtype.size());
+    bucket_.filled = 0;
+    bucket_.hi = start + count;
+  }
+  // Filled from the end: the used part [capacity - filled, capacity) is the
+  // flat range [lo, hi).
+  bucket_.filled += count;
+  bucket_.lo = start;
+  const comm::Buffer all(bucket_.data->data(), bucket_.capacity, config_.dtype);
+  convert_into(all.slice(bucket_.capacity - bucket_.filled, count), local);
+}
+
+void Engine::flush_bucket(bool first_micro) {
+  if (!bucket_.data) return;
+  const comm::Buffer all(bucket_.data->data(), bucket_.capacity, config_.dtype);
+  const comm::Buffer staging = all.slice(bucket_.capacity - bucket_.filled, bucket_.filled);
+  const comm::Buffer acc = grads_.all().slice(bucket_.lo, bucket_.hi - bucket_.lo);
+  std::shared_ptr<LedgerBuffer<std::byte>> keep = std::move(bucket_.data);
+  bucket_ = Bucket{};
+  submit([this, staging, acc, first_micro, keep] {
+    if (first_micro) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
+    comm_.all_reduce(staging, staging, comm::ReduceOp::kSum);
+    accumulate_into(acc, staging);
+  });
 }
 
 // The unit's fp32 gradient is complete: reduce it across ranks (on the comm
@@ -229,6 +269,7 @@ void Engine::backward_pass(bool first_micro) {
 void Engine::reduce_unit(size_t unit, bool first_micro) {
   std::shared_ptr<LedgerBuffer<float>> scratch = std::move(grad_scratch_[unit]);
   const comm::ConstBuffer local(scratch->data(), scratch->size(), Dtype::fp32());
+  if (config_.stage == 0) return bucket_unit(unit, local, first_micro);
   std::shared_ptr<LedgerBuffer<std::byte>> bucket;
   comm::Buffer staging;
   if (config_.stage == 1) {
@@ -250,15 +291,9 @@ void Engine::reduce_unit(size_t unit, bool first_micro) {
 
   // Stage 1 without accumulation reduce-scatters in place: its accumulator
   // is the own shard of the very buffer it stages in.
-  const bool all_reduce = config_.stage == 0;
-  const comm::Buffer acc = all_reduce ? grads_.unit(unit) : grads_.own_shard(unit);
+  const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
-  staging_tickets_[unit] = submit([this, staging, acc, own, first_micro, all_reduce, bucket, scratch] {
-    if (all_reduce) {
-      if (first_micro) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
-      comm_.all_reduce(staging, staging, comm::ReduceOp::kSum);
-      return accumulate_into(acc, staging);
-    }
+  staging_tickets_[unit] = submit([this, staging, acc, own, first_micro, bucket, scratch] {
     if (first_micro) return comm_.reduce_scatter(staging, acc, comm::ReduceOp::kSum);
     const comm::Buffer own_part = staging.slice(own.offset, own.count);
     comm_.reduce_scatter(staging, own_part, comm::ReduceOp::kSum);

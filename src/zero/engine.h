@@ -129,6 +129,8 @@ class Engine {
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
   void reduce_unit(size_t unit, bool first_micro);
+  void bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro);
+  void flush_bucket(bool first_micro);
   StepResult apply_step(double local_loss);
   void refresh_params();
   // Collectives run on the comm thread when overlap is on, inline otherwise.
@@ -158,6 +160,11 @@ class Engine {
   std::vector<std::shared_ptr<Gathered>> gathered_;                 // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;                // stage 3: reused gather buffers
   std::vector<CommWorker::Ticket> staging_tickets_;                 // per unit: its last reduction
+  struct Bucket {                                                   // stage 0: gradients awaiting all-reduce
+    std::shared_ptr<LedgerBuffer<std::byte>> data;
+    size_t capacity = 0, filled = 0, lo = 0, hi = 0;                // holds flat elements [lo, hi)
+  };
+  Bucket bucket_;
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
 };

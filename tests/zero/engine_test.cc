@@ -72,6 +72,7 @@ TEST(Engine, AccumulationClippingAndNoOverlapKeepStagesEqual) {
       for (bool overlap : {true, false}) {
         EngineConfig c = base;
         c.stage = stage;
+        c.bucket_elements = overlap ? 100 : 1;  // stage 0: several units per bucket, or one each
         c.overlap = overlap;
         c.prefetch = overlap;
         expect_same_bits(reference, train_mlp(3, c, 8),

@@ -1,0 +1,115 @@
+#include "train/ds_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace zerodp::train {
+namespace {
+
+struct Applied {
+  TrainConfig config;
+  std::vector<std::string> warnings;
+};
+
+Applied apply(const std::string& json) {
+  Applied a;
+  apply_deepspeed_config(json, "test.json", a.config, [&](const std::string& w) { a.warnings.push_back(w); });
+  return a;
+}
+
+std::string error_of(const std::string& json) {
+  try {
+    apply(json);
+  } catch (const ConfigError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(DeepSpeedConfig, MapsTheKeysThatMeanSomethingHere) {
+  const Applied a = apply(R"({
+    "train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+    "steps_per_print": 7, "gradient_clipping": 0.5,
+    "zero_optimization": {"stage": 2, "reduce_bucket_size": 5e5, "overlap_comm": false},
+    "fp16": {"enabled": true, "initial_scale_power": 12, "loss_scale_window": 500, "hysteresis": 3,
+             "min_loss_scale": 2},
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.002, "betas": [0.8, 0.95], "eps": 1e-7,
+                                               "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 100, "warmup_num_steps": 10,
+                                                       "cos_min_ratio": 0.05}}
+  })");
+  const TrainConfig& c = a.config;
+  EXPECT_EQ(c.train_batch_size, 32);
+  EXPECT_EQ(c.micro_batch, 4);
+  EXPECT_EQ(c.engine.grad_accum, 2);
+  EXPECT_FALSE(c.derive_grad_accum);
+  EXPECT_EQ(c.log_every, 7);
+  EXPECT_EQ(c.engine.clip_norm, 0.5);
+  EXPECT_EQ(c.engine.stage, 2);
+  EXPECT_EQ(c.engine.bucket_elements, 500000u);
+  EXPECT_FALSE(c.engine.overlap);
+  EXPECT_EQ(c.engine.dtype, Dtype::fp16());
+  EXPECT_EQ(c.engine.loss_scaler.initial_scale, 4096.0);
+  EXPECT_EQ(c.engine.loss_scaler.window, 500);
+  EXPECT_EQ(c.engine.loss_scaler.hysteresis, 3);
+  EXPECT_EQ(c.engine.loss_scaler.min_scale, 2.0);
+  EXPECT_EQ(c.engine.optimizer.kind, optim::OptimizerKind::kAdamW);
+  EXPECT_EQ(c.engine.optimizer.adam.lr, 0.002);
+  EXPECT_EQ(c.engine.optimizer.adam.beta2, 0.95);
+  EXPECT_EQ(c.engine.optimizer.adam.weight_decay, 0.1);
+  EXPECT_EQ(c.engine.lr_schedule.kind, optim::LrScheduleKind::kWarmupCosine);
+  EXPECT_EQ(c.engine.lr_schedule.total_steps, 100);
+  EXPECT_EQ(c.engine.lr_schedule.warmup_steps, 10);
+  EXPECT_TRUE(a.warnings.empty());
+}
+
+TEST(DeepSpeedConfig, AdamIsAdamWUnlessAdamWModeIsOff) {
+  EXPECT_EQ(apply(R"({"optimizer": {"type": "Adam"}})").config.engine.optimizer.kind, optim::OptimizerKind::kAdamW);
+  EXPECT_EQ(apply(R"({"optimizer": {"type": "Adam", "params": {"adam_w_mode": false}}})").config.engine.optimizer.kind,
+            optim::OptimizerKind::kAdam);
+  EXPECT_EQ(apply(R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9}}})")
+                .config.engine.optimizer.sgd.momentum,
+            0.9);
+}
+
+TEST(DeepSpeedConfig, BatchRuleIsCheckedOrDerivedOnceRanksAreKnown) {
+  Applied derived = apply(R"({"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4})");
+  EXPECT_TRUE(derived.config.derive_grad_accum);
+  resolve_batch(derived.config, 3);
+  EXPECT_EQ(derived.config.engine.grad_accum, 4);  // 48 = 4 x 4 x 3
+
+  Applied wrong = apply(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4,
+                             "gradient_accumulation_steps": 2})");
+  EXPECT_THROW(resolve_batch(wrong.config, 2), ConfigError);
+  Applied indivisible = apply(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})");
+  EXPECT_THROW(resolve_batch(indivisible.config, 2), ConfigError);
+}
+
+TEST(DeepSpeedConfig, DeepSpeedKeysThatDoNothingHereAreWarnedAbout) {
+  const Applied a = apply(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
+                              "wall_clock_breakdown": false})");
+  ASSERT_EQ(a.warnings.size(), 2u);
+  EXPECT_NE(a.warnings[0].find("zero_optimization.offload_optimizer"), std::string::npos) << a.warnings[0];
+  EXPECT_NE(a.warnings[1].find("wall_clock_breakdown"), std::string::npos) << a.warnings[1];
+}
+
+TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
+  EXPECT_NE(error_of(R"({"train_batch_sise": 8})").find("unknown key 'train_batch_sise'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"zero_optimization": {"stagee": 1}})").find("'zero_optimization.stagee'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})").find("both enabled"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"fp16": {"enabled": "yes"}})").find("'fp16.enabled' must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"train_batch_size": 2.5})").find("must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Lamb"}})").find("'Lamb' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle"}})").find("'OneCycle' is not supported"), std::string::npos);
+  EXPECT_NE(error_of("{ not json").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("must be an object"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zerodp::train
