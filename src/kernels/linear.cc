@@ -38,24 +38,32 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
 
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
                      std::span<const float> dout, std::span<const float> inp,
-                     std::span<const float> weight, LinearShape s, bool accumulate_dinp) {
+                     std::span<const float> weight, LinearShape s, bool accumulate_dinp,
+                     float dout_scale) {
   check_shapes(inp, weight, dbias, s);
   ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
   ZDP_CHECK_EQ(dweight.size(), weight.size(), ShapeError, "[linear] weight gradient size");
   if (!dinp.empty()) {
     ZDP_CHECK_EQ(dinp.size(), inp.size(), ShapeError, "[linear] input gradient size");
     // dinp[N,C] = dout[N,OC] @ W[OC,C]
-    gemm(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, 1.0f, dout.data(), s.out, weight.data(), s.in,
+    gemm(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight.data(), s.in,
          accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
   }
   // dW[OC,C] += dout^T[OC,N] @ inp[N,C]
-  gemm(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 1.0f,
+  gemm(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, dout_scale, dout.data(), s.out, inp.data(), s.in, 1.0f,
        dweight.data(), s.in);
   if (!dbias.empty()) {
     float* db = dbias.data();
-    for (int i = 0; i < s.rows; ++i) {
-      const float* row = dout.data() + size_t(i) * s.out;
-      for (int j = 0; j < s.out; ++j) db[j] += row[j];
+    if (dout_scale == 1.0f) {
+      for (int i = 0; i < s.rows; ++i) {
+        const float* row = dout.data() + size_t(i) * s.out;
+        for (int j = 0; j < s.out; ++j) db[j] += row[j];
+      }
+    } else {
+      for (int i = 0; i < s.rows; ++i) {
+        const float* row = dout.data() + size_t(i) * s.out;
+        for (int j = 0; j < s.out; ++j) db[j] += dout_scale * row[j];
+      }
     }
   }
 }

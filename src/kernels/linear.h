@@ -21,12 +21,15 @@ struct LinearShape {
 void linear_forward(std::span<float> out, std::span<const float> inp, std::span<const float> weight,
                     std::span<const float> bias, LinearShape s);
 
-// dinp[N,C] (= or +=) dout[N,OC] @ weight[OC,C]; dweight[OC,C] += dout^T @ inp;
-// dbias[OC] += column sums of dout. dinp may be empty (not needed); dbias may
+// With g = dout_scale * dout[N,OC] (the scale rides on the GEMMs' alpha, so
+// no pass over dout is needed):
+// dinp[N,C] (= or +=) g @ weight[OC,C]; dweight[OC,C] += g^T @ inp;
+// dbias[OC] += column sums of g. dinp may be empty (not needed); dbias may
 // be empty (no bias).
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
                      std::span<const float> dout, std::span<const float> inp,
-                     std::span<const float> weight, LinearShape s, bool accumulate_dinp);
+                     std::span<const float> weight, LinearShape s, bool accumulate_dinp,
+                     float dout_scale = 1.0f);
 
 // 2 * N * C * OC: FLOPs of one forward GEMM (backward is twice that).
 double linear_flops(LinearShape s);

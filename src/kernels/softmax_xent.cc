@@ -22,27 +22,62 @@ void check(std::span<const float> buf, std::span<const int32_t> targets, XentSha
 
 }  // namespace
 
-float softmax_xent_forward(std::span<float> buf, std::span<float> losses,
-                           std::span<const int32_t> targets, XentShape s) {
+namespace {
+
+// One row: softmax over [0, V), zero the padding, then optionally turn the
+// probabilities into (p - onehot) * dloss; returns the row's loss. The row
+// stays in cache across the passes.
+template <bool kGrad>
+float xent_row(float* row, int32_t target, size_t V, size_t Vp, float dloss) {
+  const float m = detail::lane_max(row, V);
+  const float target_logit = row[target];
+  // exp in place and the sum in the same pass, with the fixed lane order
+  float acc[detail::kLanes] = {};
+  size_t j = 0;
+  for (; j + detail::kLanes <= V; j += detail::kLanes) {
+    for (int k = 0; k < detail::kLanes; ++k) {
+      const float e = detail::fast_exp(row[j + k] - m);
+      row[j + k] = e;
+      acc[k] += e;
+    }
+  }
+  for (size_t k = 0; j < V; ++j, ++k) {
+    const float e = detail::fast_exp(row[j] - m);
+    row[j] = e;
+    acc[k] += e;
+  }
+  const float sum = detail::lane_sum(acc, detail::kLanes);
+  const float scale = kGrad ? dloss / sum : 1.0f / sum;
+  for (size_t i = 0; i < V; ++i) row[i] *= scale;
+  for (size_t i = V; i < Vp; ++i) row[i] = 0.0f;
+  if (kGrad) row[target] -= dloss;
+  // -log softmax from the logits, not log(p): exact for tiny probabilities
+  return std::log(sum) - (target_logit - m);
+}
+
+template <bool kGrad>
+float xent_rows(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets, float dloss,
+                XentShape s) {
   check(buf, targets, s);
   ZDP_CHECK_EQ(losses.size(), size_t(s.rows), ShapeError, "[softmax_xent] losses size");
-  const size_t V = s.vocab;
   double total = 0.0;
   for (int i = 0; i < s.rows; ++i) {
-    float* row = buf.data() + size_t(i) * s.padded;  // [Vp]
-    const float m = detail::lane_max(row, V);
-    const float target_logit = row[targets[i]];
-    // exp in place, then the sum with fixed lane order
-    for (size_t j = 0; j < V; ++j) row[j] = detail::fast_exp(row[j] - m);
-    const float sum = detail::lane_sum(row, V);
-    const float inv = 1.0f / sum;
-    for (size_t j = 0; j < V; ++j) row[j] *= inv;
-    for (size_t j = V; j < size_t(s.padded); ++j) row[j] = 0.0f;
-    // -log softmax from the logits, not log(p): exact for tiny probabilities
-    losses[i] = std::log(sum) - (target_logit - m);
+    losses[i] = xent_row<kGrad>(buf.data() + size_t(i) * s.padded, targets[i], s.vocab, s.padded, dloss);
     total += losses[i];
   }
   return s.rows > 0 ? static_cast<float>(total / s.rows) : 0.0f;
+}
+
+}  // namespace
+
+float softmax_xent_forward(std::span<float> buf, std::span<float> losses,
+                           std::span<const int32_t> targets, XentShape s) {
+  return xent_rows<false>(buf, losses, targets, 0.0f, s);
+}
+
+float softmax_xent_fused(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
+                         float dloss, XentShape s) {
+  return xent_rows<true>(buf, losses, targets, dloss, s);
 }
 
 void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> targets, float dloss,

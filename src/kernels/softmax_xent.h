@@ -29,4 +29,14 @@ float softmax_xent_forward(std::span<float> buf, std::span<float> losses,
 void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> targets, float dloss,
                            XentShape s);
 
+// Forward and backward in one pass over each row, for a caller that will run
+// backward anyway (the GPT's LM head): buf[N,Vp] logits in, d(logits) out =
+// (p - onehot(target)) * dloss, where dloss is the gradient of the objective
+// per row's loss when the caller's later scale is 1 (1/N for a mean). The
+// caller applies its final scale as the alpha of the GEMMs that consume the
+// result, so no pass over the [N, Vp] buffer is left for backward. Returns
+// the mean loss, as softmax_xent_forward; the probabilities are not kept.
+float softmax_xent_fused(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
+                         float dloss, XentShape s);
+
 }  // namespace zerodp::kernels

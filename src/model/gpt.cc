@@ -125,9 +125,11 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
         ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
         kernels::linear_forward(ws.probs(), ws.lnf(), params.subspan(0, wte_size), {}, s);
       }
+      // Softmax, loss and d(mean loss)/d(logits) in one pass per row; the
+      // engine's loss-gradient scale is applied in backward as GEMM alpha.
       ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
-      ws.set_loss(kernels::softmax_xent_forward(ws.probs(), ws.losses(), ws.targets(),
-                                                {N, config_.vocab, config_.padded_vocab}));
+      ws.set_loss(kernels::softmax_xent_fused(ws.probs(), ws.losses(), ws.targets(), 1.0f / N,
+                                              {N, config_.vocab, config_.padded_vocab}));
       ws.set_head_forward_done(true);
       break;
     }
@@ -152,16 +154,11 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
     case OpKind::kLmHead: {
       ZDP_CHECK(ws.head_forward_done(), ConfigError,
                 "[gpt] LM head backward without its forward: run forward on this micro-batch first");
-      ws.set_head_forward_done(false);  // probs become d(logits) below
-      const kernels::XentShape xs{N, config_.vocab, config_.padded_vocab};
-      {
-        ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
-        kernels::softmax_xent_backward(ws.probs(), ws.targets(), ws.loss_grad_scale() / N, xs);
-      }
+      // probs() holds d(mean loss)/d(logits) from the fused forward.
       const kernels::LinearShape s{N, C, config_.padded_vocab};
       ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
       kernels::linear_backward(ws.dln(), grads.subspan(0, wte_size), {}, ws.probs(), ws.lnf(),
-                               params.subspan(0, wte_size), s, false);
+                               params.subspan(0, wte_size), s, false, ws.loss_grad_scale());
       break;
     }
     case OpKind::kFinalNorm: {

@@ -10,8 +10,9 @@
 // The tied head is its own op on unit 0, so unit 0 appears twice: the engine
 // acquires it twice and its gradient accumulates over ops L+2 and 0 (in that
 // backward order) before it is complete (Model::last_backward_op()).
-// Every forward must be followed by at most one backward (the head's backward
-// turns the stored probabilities into logit gradients in place).
+// The head's forward computes the loss and d(mean loss)/d(logits) in one pass
+// (the logits buffer is overwritten); its backward applies the workspace's
+// loss-gradient scale as the alpha of the two GEMMs.
 // Thread-safety: immutable after construction; const methods are thread-safe.
 #pragma once
 

@@ -60,7 +60,7 @@ class GptWorkspace final : public Workspace {
   std::span<float> lnf() { return lnf_; }            // [N, C]
   std::span<float> lnf_mean() { return lnf_mean_; }  // [N]
   std::span<float> lnf_rstd() { return lnf_rstd_; }  // [N]
-  std::span<float> probs() { return probs_; }        // [N, Vp] logits -> probs -> d(logits)
+  std::span<float> probs() { return probs_; }        // [N, Vp] logits, then d(mean loss)/d(logits)
   std::span<float> losses() { return losses_; }      // [N]
 
   // Activation-gradient scratch, one block's worth, reused across blocks.

@@ -59,12 +59,14 @@ struct Op {
 // targets are the next tokens). The MLP reads features [B, in] and either
 // values [B, out] (regression) or labels [B] (classification, int32 in
 // [0, out)). Spans are copied into the workspace by set_batch.
+// (Default member initialisers let callers write Batch{.tokens = t, .targets = y}
+// under -Wextra.)
 struct Batch {
-  std::span<const int32_t> tokens;
-  std::span<const int32_t> targets;
-  std::span<const float> features;
-  std::span<const float> values;
-  std::span<const int32_t> labels;
+  std::span<const int32_t> tokens = {};
+  std::span<const int32_t> targets = {};
+  std::span<const float> features = {};
+  std::span<const float> values = {};
+  std::span<const int32_t> labels = {};
 };
 
 class Workspace {
