@@ -41,8 +41,7 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
         float* row = a + size_t(t) * T;
         const int n = t + 1;  // causal: keys 0..t
         const float m = detail::lane_max(row, n);
-        for (int j = 0; j < n; ++j) row[j] = detail::fast_exp(row[j] - m);
-        const float inv = 1.0f / detail::lane_sum(row, n);
+        const float inv = 1.0f / detail::exp_sum_inplace(row, n, m);
         for (int j = 0; j < n; ++j) row[j] *= inv;
         for (int j = n; j < T; ++j) row[j] = 0.0f;
       }

@@ -32,21 +32,7 @@ float xent_row(float* row, int32_t target, size_t V, size_t Vp, float dloss) {
   const float m = detail::lane_max(row, V);
   const float target_logit = row[target];
   // exp in place and the sum in the same pass, with the fixed lane order
-  float acc[detail::kLanes] = {};
-  size_t j = 0;
-  for (; j + detail::kLanes <= V; j += detail::kLanes) {
-    for (int k = 0; k < detail::kLanes; ++k) {
-      const float e = detail::fast_exp(row[j + k] - m);
-      row[j + k] = e;
-      acc[k] += e;
-    }
-  }
-  for (size_t k = 0; j < V; ++j, ++k) {
-    const float e = detail::fast_exp(row[j] - m);
-    row[j] = e;
-    acc[k] += e;
-  }
-  const float sum = detail::lane_sum(acc, detail::kLanes);
+  const float sum = detail::exp_sum_inplace(row, V, m);
   const float scale = kGrad ? dloss / sum : 1.0f / sum;
   for (size_t i = 0; i < V; ++i) row[i] *= scale;
   for (size_t i = V; i < Vp; ++i) row[i] = 0.0f;
