@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   zerodp::cli::add_bench_model_command(*bench);
   zerodp::cli::add_model_command(app);
   zerodp::cli::add_plan_command(app);
+  zerodp::cli::add_report_command(app);
   zerodp::cli::add_train_command(app);
 
   try {

@@ -129,7 +129,31 @@ void draw_labels(SvgDocument& doc, Rect area, Rect plot, const AxesLabels& label
   }
 }
 
-void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearScale& y) {
+Ticks log_ticks(double lo, double hi, int target) {
+  ZDP_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo > 0 && hi > 0, ShapeError,
+            "[chart] a log axis needs positive finite values, got [{}, {}]", lo, hi);
+  if (lo > hi) std::swap(lo, hi);
+  double a = std::floor(std::log10(lo) + 1e-9);
+  double b = std::ceil(std::log10(hi) - 1e-9);
+  if (a == b) a -= 1, b += 1;
+  const double step = std::max(1.0, std::ceil((b - a) / std::max(target, 2)));
+  Ticks t;
+  t.step = step;
+  t.lo = std::floor(a / step) * step;
+  t.hi = std::ceil(b / step) * step;
+  for (double v = t.lo; v <= t.hi + step * 0.5; v += step) t.values.push_back(v);
+  return t;
+}
+
+std::string format_power_of_ten(double exponent) {
+  const int k = static_cast<int>(std::lround(exponent));
+  if (k >= 0 && k <= 6) return fmt::format("{:.0f}", std::pow(10.0, k));
+  if (k < 0 && k >= -3) return fmt::format("{:.{}f}", std::pow(10.0, k), -k);
+  return fmt::format("1e{:+03d}", k);
+}
+
+void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearScale& y,
+                 const std::function<std::string(double)>& label) {
   doc.begin_group("y-axis");
   Paint grid;
   grid.stroke = "#e3e3e3";
@@ -143,7 +167,7 @@ void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearSc
     const double py = y(v);
     doc.line({plot.x, py}, {plot.right(), py}, grid, "grid");
     doc.line({plot.x - 4, py}, {plot.x, py}, axis);
-    doc.text({plot.x - 7, py + 4}, format_tick(v, ticks.step), ts, "tick-label");
+    doc.text({plot.x - 7, py + 4}, label ? label(v) : format_tick(v, ticks.step), ts, "tick-label");
   }
   doc.line({plot.x, plot.y}, {plot.x, plot.bottom()}, axis, "axis");
   doc.line({plot.x, plot.bottom()}, {plot.right(), plot.bottom()}, axis, "axis");

@@ -7,6 +7,7 @@
 // Thread-safety: pure functions, plus drawing into a caller-owned document.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,8 +72,16 @@ Rect plot_area(Rect area, const AxesLabels& labels, double legend_w, double bott
 
 // Title above, the y label rotated on the left, the x label below.
 void draw_labels(SvgDocument& doc, Rect area, Rect plot, const AxesLabels& labels, double bottom_extra = 0);
-// Horizontal grid lines and y tick labels at `ticks`, and the plot's frame axes.
-void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearScale& y);
+// Horizontal grid lines and y tick labels at `ticks`, and the plot's frame
+// axes; `label` turns a tick value into its text (default: format_tick).
+void draw_y_axis(SvgDocument& doc, Rect plot, const Ticks& ticks, const LinearScale& y,
+                 const std::function<std::string(double)>& label = {});
+
+// Ticks for a log10 axis over [lo, hi] (both > 0), in log10 units: whole
+// powers of ten, every k-th one so that about `target` remain.
+Ticks log_ticks(double lo, double hi, int target = 5);
+// 10^exponent as a short label: 0.001, 1, 1000, 1e+06.
+std::string format_power_of_ten(double exponent);
 
 // A horizontal dashed reference line across the plot. Its label goes into the
 // legend (legend_entry) so it never sits on top of bars or curves; with

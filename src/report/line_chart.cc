@@ -10,7 +10,32 @@
 
 namespace zerodp::report {
 
-void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
+void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
+  // Stacking turns each series into its running sum over the series below.
+  LineChart stacked_copy;
+  if (chart_in.stacked) {
+    stacked_copy = chart_in;
+    for (size_t i = 1; i < stacked_copy.series.size(); ++i) {
+      auto& cur = stacked_copy.series[i].points;
+      const auto& below = stacked_copy.series[i - 1].points;
+      ZDP_CHECK(cur.size() == below.size(), ShapeError,
+                "[line_chart] stacked series '{}' has {} points, the one below {}", stacked_copy.series[i].name,
+                cur.size(), below.size());
+      for (size_t k = 0; k < cur.size(); ++k) {
+        ZDP_CHECK(cur[k].x == below[k].x, ShapeError, "[line_chart] stacked series '{}' point {} is at x = {}, "
+                  "the one below at {}", stacked_copy.series[i].name, k, cur[k].x, below[k].x);
+        cur[k].y += below[k].y;
+      }
+    }
+  }
+  const LineChart& chart = chart_in.stacked ? stacked_copy : chart_in;
+  // On a log axis every y is drawn as log10(y).
+  auto ty = [&](double v) {
+    if (!chart.y_log) return v;
+    ZDP_CHECK(v > 0, ShapeError, "[line_chart] '{}' has y = {} on a log axis: only positive values can be drawn",
+              chart.labels.title, v);
+    return std::log10(v);
+  };
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
   double y_lo = x_lo, y_hi = -x_lo;
   for (const LineSeries& s : chart.series) {
@@ -19,21 +44,21 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
                 "[line_chart] series '{}' has a non-finite point ({}, {})", s.name, p.x, p.y);
       x_lo = std::min(x_lo, p.x);
       x_hi = std::max(x_hi, p.x);
-      y_lo = std::min(y_lo, p.y);
-      y_hi = std::max(y_hi, p.y);
+      y_lo = std::min(y_lo, ty(p.y));
+      y_hi = std::max(y_hi, ty(p.y));
     }
   }
   for (const ReferenceLine& r : chart.reference_lines) {
-    y_lo = std::min(y_lo, r.value);
-    y_hi = std::max(y_hi, r.value);
+    y_lo = std::min(y_lo, ty(r.value));
+    y_hi = std::max(y_hi, ty(r.value));
   }
   if (!std::isfinite(x_lo)) x_lo = 0, x_hi = 1;
   if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
-  if (chart.y_from_zero && y_lo >= 0) y_lo = 0;
+  if (chart.y_from_zero && y_lo >= 0 && !chart.y_log) y_lo = 0;
   x_lo = chart.x_min.value_or(x_lo);
   x_hi = chart.x_max.value_or(x_hi);
-  y_lo = chart.y_min.value_or(y_lo);
-  y_hi = chart.y_max.value_or(y_hi);
+  if (chart.y_min) y_lo = ty(*chart.y_min);
+  if (chart.y_max) y_hi = ty(*chart.y_max);
 
   std::vector<LegendEntry> legend;
   auto color = [&](size_t i) {
@@ -48,11 +73,15 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
 
   doc.begin_group("line-chart");
   const Rect plot = plot_area(area, chart.labels, legend_width(legend));
-  const Ticks yt = nice_ticks(y_lo, y_hi, 5);
+  const Ticks yt = chart.y_log ? log_ticks(std::pow(10.0, y_lo), std::pow(10.0, y_hi), 5) : nice_ticks(y_lo, y_hi, 5);
   const Ticks xt = nice_ticks(x_lo, x_hi, 6);
   const LinearScale y{yt.lo, yt.hi, plot.bottom(), plot.y};
   const LinearScale x{xt.lo, xt.hi, plot.x, plot.right()};
-  draw_y_axis(doc, plot, yt, y);
+  if (chart.y_log) {
+    draw_y_axis(doc, plot, yt, y, format_power_of_ten);
+  } else {
+    draw_y_axis(doc, plot, yt, y);
+  }
 
   doc.begin_group("x-axis");
   Paint tick;
@@ -72,13 +101,29 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
     const LineSeries& s = chart.series[i];
     std::vector<Point> mapped;
     mapped.reserve(s.points.size());
-    for (const Point& p : s.points) mapped.push_back({x(p.x), y(p.y)});
+    for (const Point& p : s.points) mapped.push_back({x(p.x), y(ty(p.y))});
     Paint p;
     p.stroke = color(i);
     p.stroke_width = 2;
     p.dash = s.dash;
     const std::string data = SvgDocument::attr("data-series", s.name) +
                              SvgDocument::attr("data-points", fmt::format("{}", s.points.size()));
+    if (chart.stacked && !mapped.empty()) {
+      // The band between this series and the one below (or the axis).
+      std::vector<Point> band = mapped;
+      if (i == 0) {
+        band.push_back({mapped.back().x, y(yt.lo)});
+        band.push_back({mapped.front().x, y(yt.lo)});
+      } else {
+        const auto& below = chart.series[i - 1].points;
+        for (size_t k = below.size(); k-- > 0;) band.push_back({x(below[k].x), y(ty(below[k].y))});
+      }
+      band.push_back(band.front());
+      Paint fill;
+      fill.fill = color(i);
+      fill.opacity = 0.55;
+      doc.polyline(band, fill, "band");
+    }
     doc.polyline(mapped, p, "series", data);
     if (s.markers) {
       Paint m;
@@ -86,7 +131,10 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area) {
       for (const Point& q : mapped) doc.circle(q, 2.5, m, "marker");
     }
   }
-  for (const ReferenceLine& r : chart.reference_lines) draw_reference_line(doc, plot, y, r);
+  for (ReferenceLine r : chart.reference_lines) {
+    r.value = ty(r.value);
+    draw_reference_line(doc, plot, y, r);
+  }
   if (!legend.empty()) draw_legend(doc, {plot.right() + 14, plot.y + 4}, legend);
   draw_labels(doc, area, plot, chart.labels);
   doc.end_group();

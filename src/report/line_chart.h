@@ -30,10 +30,15 @@ struct LineChart {
   // and `y_from_zero`).
   std::optional<double> x_min, x_max, y_min, y_max;
   bool y_from_zero = false;
+  bool y_log = false;  // log10 y axis (powers of ten); every y must be > 0
+  // Stacked areas: series i is drawn on top of series 0..i-1 (REQUIRES every
+  // series to have the same x values in the same order, ShapeError
+  // otherwise), its band filled; for parts of a whole, like memory by category.
+  bool stacked = false;
   bool show_legend = true;
 };
 
-// ShapeError on non-finite points.
+// ShapeError on non-finite points (and y <= 0 on a log axis).
 void draw_line_chart(SvgDocument& doc, const LineChart& chart, Rect area);
 std::string render_line_chart(const LineChart& chart, double width, double height);
 

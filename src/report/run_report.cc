@@ -1,0 +1,300 @@
+#include "report/run_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/error.h"
+#include "report/bar_chart.h"
+#include "report/line_chart.h"
+#include "report/svg.h"
+
+namespace zerodp::report {
+namespace {
+
+constexpr double kWidth = 900;
+constexpr double kHeight = 340;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr size_t kMaxRankCharts = 8;
+
+// The ledger's categories in its own order; unknown names follow, sorted.
+const std::vector<std::string>& ledger_order() {
+  static const std::vector<std::string> kOrder = {"params", "grads",    "master",      "adam_m", "adam_v",
+                                                  "gathered", "buckets", "activations", "comm"};
+  return kOrder;
+}
+
+// One colour per ledger category, the same in every chart (Okabe-Ito; grey
+// for activations, which are often the largest band).
+std::string category_color(const std::string& name) {
+  static const std::vector<std::string> kColors = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
+                                                   "#D55E00", "#F0E442", "#999999", "#000000"};
+  const auto pos = static_cast<size_t>(std::find(ledger_order().begin(), ledger_order().end(), name) -
+                                       ledger_order().begin());
+  return pos < kColors.size() ? kColors[pos] : palette_color(pos);
+}
+
+std::vector<std::string> categories_in(const RunMetrics& m) {
+  std::set<std::string> seen;
+  for (const StepRecord& s : m.steps) {
+    for (const RankMemoryRecord& r : s.memory) {
+      for (const auto& [name, bytes] : r.categories) {
+        if (bytes.peak > 0 || bytes.current > 0) seen.insert(name);
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& c : ledger_order()) {
+    if (seen.erase(c) > 0) out.push_back(c);
+  }
+  out.insert(out.end(), seen.begin(), seen.end());
+  return out;
+}
+
+size_t rank_count(const RunMetrics& m) {
+  size_t n = 0;
+  for (const StepRecord& s : m.steps) n = std::max({n, s.memory.size(), s.comm.size()});
+  return n;
+}
+
+std::string finish(const LineChart& chart) { return render_line_chart(chart, kWidth, kHeight); }
+
+LineChart step_chart(const std::string& title, const std::string& y_label) {
+  LineChart c;
+  c.labels = {title, "optimizer step", y_label};
+  return c;
+}
+
+// One series from an optional field of every step.
+template <typename Get>
+LineSeries series_of(const RunMetrics& m, const std::string& name, Get get) {
+  LineSeries s;
+  s.name = name;
+  for (const StepRecord& r : m.steps) {
+    if (const std::optional<double> v = get(r)) s.points.push_back({static_cast<double>(r.step), *v});
+  }
+  return s;
+}
+
+std::optional<ReportChart> loss_chart(const RunMetrics& m) {
+  LineChart c = step_chart("Loss", "loss (cross-entropy, nats)");
+  LineSeries train = series_of(m, "training loss", [](const StepRecord& r) { return r.loss; });
+  LineSeries val = series_of(m, "validation loss", [](const StepRecord& r) { return r.val_loss; });
+  val.markers = true;
+  val.dash = "6 4";
+  if (train.points.empty() && val.points.empty()) return std::nullopt;
+  c.series.push_back(std::move(train));
+  if (!val.points.empty()) c.series.push_back(std::move(val));
+  return ReportChart{"loss", c.labels.title, finish(c)};
+}
+
+std::optional<ReportChart> simple_chart(const RunMetrics& m, const std::string& name, const std::string& title,
+                                        const std::string& y_label, const std::string& series_name,
+                                        std::optional<double> (*get)(const StepRecord&), bool log_y = false,
+                                        bool from_zero = false) {
+  LineChart c = step_chart(title, y_label);
+  LineSeries s = series_of(m, series_name, get);
+  if (log_y) std::erase_if(s.points, [](const Point& p) { return p.y <= 0; });
+  if (s.points.empty()) return std::nullopt;
+  c.series.push_back(std::move(s));
+  c.y_log = log_y;
+  c.y_from_zero = from_zero;
+  c.show_legend = true;
+  return ReportChart{name, title, finish(c)};
+}
+
+std::vector<ReportChart> memory_charts(const RunMetrics& m) {
+  std::vector<ReportChart> out;
+  const std::vector<std::string> cats = categories_in(m);
+  if (cats.empty()) return out;
+  const size_t ranks = rank_count(m);
+  for (size_t r = 0; r < std::min(ranks, kMaxRankCharts); ++r) {
+    LineChart c = step_chart(fmt::format("Memory of rank {} by ledger category (peaks, stacked)", r),
+                             "MiB (2^20 bytes), stacked");
+    c.y_from_zero = true;
+    c.stacked = true;
+    for (const std::string& cat : cats) {
+      LineSeries s;
+      s.name = cat;
+      s.color = category_color(cat);
+      for (const StepRecord& rec : m.steps) {
+        if (r >= rec.memory.size()) continue;  // same x for every category, as stacking needs
+        const auto it = rec.memory[r].categories.find(cat);
+        const double bytes = it == rec.memory[r].categories.end() ? 0.0 : static_cast<double>(it->second.peak);
+        s.points.push_back({static_cast<double>(rec.step), bytes / kMiB});
+      }
+      if (!s.points.empty()) c.series.push_back(std::move(s));
+    }
+    out.push_back({fmt::format("memory_rank{}", r), c.labels.title, finish(c)});
+  }
+  // Every rank at the last step that has memory, stacked by category.
+  const auto last = std::find_if(m.steps.rbegin(), m.steps.rend(), [](const StepRecord& s) { return !s.memory.empty(); });
+  BarChart b;
+  b.labels = {fmt::format("Memory per rank at step {} by category (peak)", last->step), "rank", "MiB (2^20 bytes)"};
+  for (const std::string& cat : cats) b.series.push_back({cat, category_color(cat)});
+  b.value_format = [](double v) { return fmt::format("{:.1f}", v); };
+  for (size_t r = 0; r < last->memory.size(); ++r) {
+    Bar bar;
+    for (size_t i = 0; i < cats.size(); ++i) {
+      const auto it = last->memory[r].categories.find(cats[i]);
+      if (it != last->memory[r].categories.end() && it->second.peak > 0) {
+        bar.segments.push_back({i, static_cast<double>(it->second.peak) / kMiB});
+      }
+    }
+    b.groups.push_back({fmt::format("rank {}", r), {bar}});
+  }
+  out.push_back({"memory_per_rank", b.labels.title, render_bar_chart(b, kWidth, kHeight)});
+  return out;
+}
+
+std::optional<ReportChart> comm_chart(const RunMetrics& m) {
+  std::set<std::string> names;
+  for (const StepRecord& s : m.steps) {
+    for (const auto& rank : s.comm) {
+      for (const auto& [name, bytes] : rank) names.insert(name);
+    }
+  }
+  if (names.empty()) return std::nullopt;
+  LineChart c = step_chart("Bytes sent per step by collective (mean over ranks)", "MiB sent per rank per step");
+  c.y_from_zero = true;
+  for (const std::string& name : names) {
+    LineSeries s;
+    s.name = name;
+    for (const StepRecord& rec : m.steps) {
+      if (rec.comm.empty()) continue;
+      double sum = 0;
+      for (const auto& rank : rec.comm) {
+        const auto it = rank.find(name);
+        if (it != rank.end()) sum += static_cast<double>(it->second.bytes_sent);
+      }
+      s.points.push_back({static_cast<double>(rec.step), sum / static_cast<double>(rec.comm.size()) / kMiB});
+    }
+    c.series.push_back(std::move(s));
+  }
+  return ReportChart{"comm", c.labels.title, finish(c)};
+}
+
+std::string html_escape(std::string_view s) { return xml_escape(s); }
+
+std::string summary_table(const RunMetrics& m) {
+  const StepRecord& first = m.steps.front();
+  const StepRecord& last = m.steps.back();
+  std::optional<double> best_val;
+  std::vector<double> tps;
+  int skipped = 0, clipped = 0;
+  for (const StepRecord& s : m.steps) {
+    if (s.val_loss) best_val = std::min(best_val.value_or(*s.val_loss), *s.val_loss);
+    if (s.tokens_per_s) tps.push_back(*s.tokens_per_s);
+    skipped += s.skipped ? 1 : 0;
+    clipped += s.clipped ? 1 : 0;
+  }
+  std::string median = "–";
+  if (!tps.empty()) {
+    std::nth_element(tps.begin(), tps.begin() + static_cast<std::ptrdiff_t>(tps.size() / 2), tps.end());
+    median = fmt::format("{:.0f}", tps[tps.size() / 2]);
+  }
+  auto opt = [](std::optional<double> v) { return v ? fmt::format("{:.4f}", *v) : std::string("–"); };
+  std::string rows;
+  auto row = [&](std::string_view k, const std::string& v) {
+    rows += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(k), html_escape(v));
+  };
+  row("steps", fmt::format("{} (step {} to {})", m.steps.size(), first.step, last.step));
+  row("training loss, first → last", fmt::format("{} → {}", opt(first.loss), opt(last.loss)));
+  row("best validation loss", opt(best_val));
+  row("median tokens/s", median);
+  row("skipped steps (fp16 overflow) / clipped steps", fmt::format("{} / {}", skipped, clipped));
+  const size_t ranks = rank_count(m);
+  if (ranks > 0) row("ranks", fmt::format("{}", ranks));
+  if (!last.memory.empty() && last.memory[0].model_states) {
+    row("model states of rank 0", fmt::format("{:.2f} MiB", static_cast<double>(*last.memory[0].model_states) / kMiB));
+  }
+  return "<table>\n" + rows + "</table>\n";
+}
+
+}  // namespace
+
+std::vector<ReportChart> report_charts(const RunMetrics& m) {
+  ZDP_CHECK(!m.steps.empty(), ConfigError, "[report] {} holds no steps to draw", m.source);
+  std::vector<ReportChart> out;
+  auto add = [&](std::optional<ReportChart> c) {
+    if (c) out.push_back(std::move(*c));
+  };
+  add(loss_chart(m));
+  add(simple_chart(m, "throughput", "Throughput", "tokens per second", "tokens/s",
+                   [](const StepRecord& r) { return r.tokens_per_s; }, false, true));
+  add(simple_chart(m, "loss_scale", "Loss scale (log axis)", "loss scale (log10 axis)", "loss scale",
+                   [](const StepRecord& r) { return r.loss_scale; }, true));
+  add(simple_chart(m, "lr", "Learning rate", "learning rate", "lr", [](const StepRecord& r) { return r.lr; },
+                   false, true));
+  add(simple_chart(m, "grad_norm", "Gradient norm (unscaled, before clipping)", "global L2 norm", "grad norm",
+                   [](const StepRecord& r) { return r.grad_norm; }, false, true));
+  for (ReportChart& c : memory_charts(m)) out.push_back(std::move(c));
+  add(comm_chart(m));
+  return out;
+}
+
+std::string render_report_html(const RunMetrics& m) {
+  const std::vector<ReportChart> charts = report_charts(m);
+  std::string body;
+  for (const ReportChart& c : charts) {
+    std::string svg = c.svg;
+    if (svg.rfind("<?xml", 0) == 0) svg = svg.substr(svg.find('\n') + 1);  // inline: no XML prolog
+    body += fmt::format("<figure id=\"{}\">\n{}</figure>\n", html_escape(c.name), svg);
+  }
+  return fmt::format(R"(<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>zerodp run report: {0}</title>
+<style>
+body {{ font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 24px; color: #222; background: #fff; }}
+h1 {{ font-size: 22px; }}
+table {{ border-collapse: collapse; margin-bottom: 16px; }}
+th, td {{ text-align: left; padding: 3px 12px 3px 0; border-bottom: 1px solid #ddd; font-size: 14px; }}
+figure {{ margin: 0 0 18px 0; }}
+svg {{ max-width: 100%; height: auto; }}
+</style>
+</head>
+<body>
+<h1>zerodp run report: {0}</h1>
+{1}{2}</body>
+</html>
+)",
+                     html_escape(m.source), summary_table(m), body);
+}
+
+void write_report_html(const RunMetrics& m, const std::string& path) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  ZDP_CHECK(dir.empty() || std::filesystem::is_directory(dir, ec), ConfigError,
+            "[report] --out '{}': the directory '{}' does not exist: create it or choose another path", path,
+            dir.string());
+  const std::string html = render_report_html(m);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  ZDP_CHECK(out.good(), IoError, "[report] cannot open '{}' for writing", path);
+  out << html;
+  out.flush();
+  ZDP_CHECK(out.good(), IoError, "[report] writing '{}' failed (disk full?)", path);
+}
+
+std::vector<std::string> write_report_svgs(const RunMetrics& m, const std::string& dir) {
+  std::error_code ec;
+  ZDP_CHECK(std::filesystem::is_directory(dir, ec), ConfigError,
+            "[report] --svg-dir '{}' is not a directory: create it first (mkdir -p {})", dir, dir);
+  std::vector<std::string> paths;
+  for (const ReportChart& c : report_charts(m)) {
+    const std::string path = (std::filesystem::path(dir) / (c.name + ".svg")).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    ZDP_CHECK(out.good(), IoError, "[report] cannot open '{}' for writing", path);
+    out << c.svg;
+    out.flush();
+    ZDP_CHECK(out.good(), IoError, "[report] writing '{}' failed (disk full?)", path);
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace zerodp::report

@@ -1,0 +1,151 @@
+// The metrics reader and the run report: what the trainer writes is read
+// back field by field, bad files are one-line ConfigErrors naming the line,
+// and the report's charts are well-formed SVG with the series they promise.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+#include "report/metrics_reader.h"
+#include "report/run_report.h"
+#include "xml_check.h"
+
+namespace zerodp::report {
+namespace {
+
+// Two ranks, the shape src/train/metrics.cc writes.
+std::string record(int step, double loss, const std::string& extra = "") {
+  std::ostringstream o;
+  o << R"({"step":)" << step << R"(,"loss":)" << loss
+    << R"(,"lr":0.001,"loss_scale":)" << (step < 3 ? 65536 : 32768) << R"(,"skipped":)" << (step == 3 ? "true" : "false")
+    << R"(,"clipped":false,"tokens_per_s":)" << 1000 + step * 10 << R"(,"step_seconds":0.5,"grad_norm":)"
+    << (step == 3 ? "null" : "1.5") << extra << R"(,"memory":[)";
+  for (int r = 0; r < 2; ++r) {
+    o << (r ? "," : "") << R"({"params":{"current":1048576,"peak":1048576},"grads":{"current":)" << 524288 * (r + 1)
+      << R"(,"peak":1048576},"buckets":{"current":0,"peak":2097152},"comm":{"current":0,"peak":0},"model_states":3145728})";
+  }
+  o << R"(],"comm":[{"all_reduce":{"calls":3,"bytes_sent":2097152,"bytes_received":2097152}},)"
+    << R"({"all_reduce":{"calls":3,"bytes_sent":2097152,"bytes_received":2097152},"all_gather":{"calls":1,"bytes_sent":1048576,"bytes_received":1048576}}]})";
+  return o.str();
+}
+
+std::string sample() {
+  return record(1, 5.5) + "\n" + record(2, 5.0, R"(,"val_loss":5.1)") + "\n\n" + record(3, 4.5) + "\n" +
+         record(4, 4.0, R"(,"val_loss":4.2,"future_key":[1,2])") + "\n";
+}
+
+RunMetrics parse(const std::string& text) {
+  std::istringstream in(text);
+  return parse_metrics(in, "m.jsonl");
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MetricsReader, ReadsEveryField) {
+  const RunMetrics m = parse(sample());
+  ASSERT_EQ(m.steps.size(), 4u);
+  const StepRecord& s = m.steps[1];
+  EXPECT_EQ(s.step, 2);
+  EXPECT_DOUBLE_EQ(*s.loss, 5.0);
+  EXPECT_DOUBLE_EQ(*s.val_loss, 5.1);
+  EXPECT_FALSE(m.steps[0].val_loss.has_value());
+  EXPECT_DOUBLE_EQ(*s.loss_scale, 65536);
+  EXPECT_TRUE(m.steps[2].skipped);
+  EXPECT_FALSE(m.steps[2].grad_norm.has_value());  // null when skipped
+  ASSERT_EQ(s.memory.size(), 2u);
+  EXPECT_EQ(s.memory[1].categories.at("grads").current, 1048576u);
+  EXPECT_EQ(s.memory[0].categories.at("buckets").peak, 2097152u);
+  EXPECT_EQ(*s.memory[0].model_states, 3145728u);
+  ASSERT_EQ(s.comm.size(), 2u);
+  EXPECT_EQ(s.comm[1].at("all_gather").bytes_sent, 1048576u);
+  EXPECT_EQ(s.comm[0].count("all_gather"), 0u);
+}
+
+TEST(MetricsReader, BadFilesAreOneLineErrorsNamingTheLine) {
+  const std::string bad_json = error_of(record(1, 5) + "\n{\"step\": 2, \"loss\": \n");
+  EXPECT_NE(bad_json.find("m.jsonl line 2"), std::string::npos) << bad_json;
+  EXPECT_NE(bad_json.find("not valid JSON"), std::string::npos) << bad_json;
+  EXPECT_NE(error_of(R"({"loss": 1.0})").find("line 1: missing \"step\""), std::string::npos);
+  EXPECT_NE(error_of(record(1, 5) + "\n" + R"({"step": 2})").find("line 2: missing \"loss\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"step": "one", "loss": 1})").find("\"step\" must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({"step": 1, "loss": "low"})").find("\"loss\" must be a number"), std::string::npos);
+  EXPECT_NE(error_of(R"([1, 2])").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(R"({"step": 1, "loss": 1, "memory": {"params": 1}})").find("\"memory\" must be an array"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"step": 1, "loss": 1, "memory": [{"params": {"current": -1, "peak": 0}}]})")
+                .find("memory[0].params.current must be a non-negative integer"),
+            std::string::npos);
+  const std::string empty = error_of("\n\n");
+  EXPECT_NE(empty.find("holds no records"), std::string::npos) << empty;
+  for (const std::string& e : {bad_json, empty}) EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_THROW(read_metrics("/nonexistent/metrics.jsonl"), ConfigError);
+}
+
+TEST(RunReport, DrawsEveryChartWellFormed) {
+  const RunMetrics m = parse(sample());
+  const std::vector<ReportChart> charts = report_charts(m);
+  std::vector<std::string> names;
+  for (const ReportChart& c : charts) {
+    names.push_back(c.name);
+    const auto xml = testing::parse_xml(c.svg);
+    EXPECT_TRUE(xml.error.empty()) << c.name << ": " << xml.error;
+    int titles = 0, series = 0;
+    for (const auto& e : xml.elements) {
+      const auto cls = e.attrs.find("class");
+      if (cls == e.attrs.end()) continue;
+      titles += cls->second == "title" ? 1 : 0;
+      series += cls->second == "series" || cls->second == "bar" ? 1 : 0;
+    }
+    EXPECT_EQ(titles, 1) << c.name;
+    EXPECT_GT(series, 0) << c.name;
+  }
+  const std::vector<std::string> expected = {"loss",         "throughput",   "loss_scale",      "lr",  "grad_norm",
+                                             "memory_rank0", "memory_rank1", "memory_per_rank", "comm"};
+  EXPECT_EQ(names, expected);
+  // The loss chart has both curves; the loss scale's axis is logarithmic.
+  EXPECT_NE(charts[0].svg.find("data-series=\"validation loss\""), std::string::npos);
+  EXPECT_NE(charts[2].svg.find(">10000<"), std::string::npos) << charts[2].svg;
+  // Memory shows only categories that hold bytes ("comm" is all zero).
+  EXPECT_EQ(charts[5].svg.find("data-series=\"comm\""), std::string::npos);
+  EXPECT_NE(charts[5].svg.find("data-series=\"buckets\""), std::string::npos);
+}
+
+TEST(RunReport, HtmlIsOneSelfContainedPage) {
+  const RunMetrics m = parse(sample());
+  const std::string html = render_report_html(m);
+  size_t svgs = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+  EXPECT_EQ(svgs, report_charts(m).size());
+  EXPECT_EQ(html.find("<?xml"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src=\""), std::string::npos);  // nothing loaded from elsewhere
+  EXPECT_NE(html.find("best validation loss"), std::string::npos);
+  const auto dir = std::filesystem::temp_directory_path() / "zerodp_report_test";
+  std::filesystem::create_directories(dir);
+  write_report_html(m, (dir / "r.html").string());
+  EXPECT_GT(std::filesystem::file_size(dir / "r.html"), 1000u);
+  EXPECT_EQ(write_report_svgs(m, dir.string()).size(), report_charts(m).size());
+  EXPECT_THROW(write_report_svgs(m, (dir / "missing").string()), ConfigError);
+  EXPECT_THROW(write_report_html(m, (dir / "missing" / "r.html").string()), ConfigError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RunReport, StepsWithoutMemoryOrCommStillDraw) {
+  const RunMetrics m = parse(R"({"step":1,"loss":2.0})" "\n" R"({"step":2,"loss":null})" "\n");
+  const std::vector<ReportChart> charts = report_charts(m);
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(charts[0].name, "loss");
+}
+
+}  // namespace
+}  // namespace zerodp::report
