@@ -14,5 +14,6 @@ void add_train_command(CLI::App& app);  // zerodp train (train_command.cc)
 void add_bench_model_command(CLI::App& bench);  // zerodp bench model (bench_model_command.cc)
 void add_model_command(CLI::App& app);  // zerodp model info|list (model_command.cc)
 void add_bench_comm_command(CLI::App& bench);  // zerodp bench comm (bench_comm_command.cc)
+void add_ckpt_command(CLI::App& app);  // zerodp ckpt inspect|consolidate|reshard (ckpt_command.cc)
 
 }  // namespace zerodp::cli

@@ -1,0 +1,290 @@
+#include "ckpt/checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/file_io.h"
+#include "ckpt/manifest.h"
+#include "ckpt/model_record.h"
+#include "ckpt/shard_reader.h"
+#include "ckpt/shard_writer.h"
+#include "core/error.h"
+
+namespace zerodp::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Runs fn on every rank and agrees on the outcome: when any rank failed,
+// that rank breaks the communicator with its error and rethrows it, and the
+// others throw the PeerFailedError that follows (so the thread backend
+// reports the real cause, and nothing after this point runs anywhere).
+template <typename Fn>
+void on_every_rank(comm::Communicator& comm, Fn&& fn) {
+  std::exception_ptr error;
+  std::string reason;
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    error = std::current_exception();
+    reason = e.what();
+  }
+  const double failed = comm.all_reduce_scalar(error ? 1.0 : 0.0, comm::ReduceOp::kMax);
+  if (error) {
+    comm.abort(reason);
+    std::rethrow_exception(error);
+  }
+  if (failed > 0.0) {
+    comm.barrier();  // throws PeerFailedError once the failing rank has aborted
+    ZDP_THROW(comm::PeerFailedError, "[ckpt] rank {}: another rank failed", comm.rank());
+  }
+}
+
+void reach(const SaveOptions& options, SavePoint point, int rank) {
+  if (options.on_point) options.on_point(point, rank);
+}
+
+std::string engine_json(const zero::EngineConfig& c) {
+  nlohmann::ordered_json j;
+  j["stage"] = c.stage;
+  j["grad_accum"] = c.grad_accum;
+  j["clip_norm"] = c.clip_norm;
+  const auto& s = c.lr_schedule;
+  j["lr_schedule"] = {{"kind", std::string(optim::lr_schedule_kind_name(s.kind))},
+                      {"max_lr", s.max_lr},
+                      {"min_lr", s.min_lr},
+                      {"warmup_steps", s.warmup_steps},
+                      {"total_steps", s.total_steps},
+                      {"warmup_type", s.warmup_type == optim::WarmupType::kLinear ? "linear" : "log"},
+                      {"warmup_min_ratio", s.warmup_min_ratio},
+                      {"cos_min_ratio", s.cos_min_ratio}};
+  const auto& l = c.loss_scaler;
+  j["loss_scaler"] = {{"mode", l.mode == optim::LossScaleMode::kDynamic ? "dynamic" : "static"},
+                      {"initial_scale", l.initial_scale},
+                      {"window", l.window},
+                      {"hysteresis", l.hysteresis},
+                      {"min_scale", l.min_scale},
+                      {"consecutive_hysteresis", l.consecutive_hysteresis},
+                      {"floor_patience", l.floor_patience}};
+  return j.dump();
+}
+
+// The tensor names of unit 0's views, checked to be the same for every unit.
+std::vector<std::string> tensor_names(const std::vector<zero::Engine::StateView>& views, size_t units) {
+  std::vector<std::string> names;
+  for (const auto& v : views) {
+    if (v.unit == 0) names.push_back(v.name);
+  }
+  ZDP_CHECK(views.size() == names.size() * units && !names.empty() && names[0] == "master", ShapeError,
+            "[ckpt save] the engine's state views are not {} tensors per unit starting with master", names.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    ZDP_CHECK(views[i].unit == i / names.size() && views[i].name == names[i % names.size()], ShapeError,
+              "[ckpt save] state view {} is ({}, unit {}), expected ({}, unit {})", i, views[i].name, views[i].unit,
+              names[i % names.size()], i / names.size());
+  }
+  return names;
+}
+
+Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string>& tensors,
+                       const SaveOptions& options, uint64_t save_id) {
+  const auto& model = engine.model();
+  const auto counters = engine.counters();
+  Manifest m;
+  m.save_id = save_id;
+  m.created_by = "zerodp 0.1.0";
+  m.model_kind = model.kind();
+  m.model_json = model_config_json(model_config_of(model));
+  m.model_description = model.describe();
+  m.num_params = model.num_params();
+  for (const auto& u : model.units()) m.units.push_back({u.name, u.count});
+  m.ranks = engine.plan().ranks();
+  m.stage = engine.config().stage;
+  m.dtype = std::string(engine.config().dtype.name());
+  m.tensors = tensors;
+  m.optimizer = engine.config().optimizer;
+  m.engine_json = engine_json(engine.config());
+  m.chunk_bytes = options.chunk_bytes;
+  m.steps = counters.steps;
+  m.optimizer_steps = counters.optimizer_steps;
+  m.scaler = counters.scaler;
+  m.seed = options.seed;
+  m.data_step = options.data_step >= 0 ? options.data_step : counters.steps;
+  m.metadata = options.metadata;
+  return m;
+}
+
+void remove_dir(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  ZDP_CHECK(!ec, IoError, "[ckpt save] cannot remove {} ({})", path, ec.message());
+}
+
+}  // namespace
+
+SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions& options) {
+  const auto start = Clock::now();
+  comm::Communicator& comm = engine.communicator();
+  const int rank = comm.rank();
+  const int ranks = comm.size();
+  const zero::PartitionPlan& plan = engine.plan();
+  const int64_t step = options.data_step >= 0 ? options.data_step : engine.counters().steps;
+  const std::string name = step_dir_name(step);
+  const std::string final_dir = join_path(root, name);
+  const std::string tmp_dir = final_dir + ".tmp";
+  ZDP_CHECK(valid_chunk_bytes(options.chunk_bytes), ConfigError,
+            "[ckpt save] chunk size {} must be a positive multiple of 4 up to {}", options.chunk_bytes,
+            kMaxChunkBytes);
+  reach(options, SavePoint::kBegin, rank);
+
+  on_every_rank(comm, [&] {
+    if (rank != 0) return;
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", root, ec.message());
+    remove_dir(tmp_dir);  // a leftover of an interrupted save of this step
+    fs::create_directory(tmp_dir, ec);
+    ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", tmp_dir, ec.message());
+    sync_directory(root);
+  });
+  // One id for all files of this save (48 random bits survive the fp64 max).
+  uint64_t my_id = 0;
+  if (rank == 0) my_id = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}() & 0xFFFFu) << 32);
+  const auto save_id = static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(my_id), comm::ReduceOp::kMax));
+
+  const std::vector<zero::Engine::StateView> views = engine.state_views();
+  const std::vector<std::string> tensors = tensor_names(views, plan.num_units());
+  std::vector<size_t> unit_counts;
+  for (size_t u = 0; u < plan.num_units(); ++u) unit_counts.push_back(plan.unit_count(u));
+
+  ShardFileInfo mine;
+  on_every_rank(comm, [&] {
+    const ShardLayout layout(unit_counts, ranks, rank, tensors.size(), options.chunk_bytes);
+    const FileHeader header{kFormatVersion,
+                            static_cast<uint32_t>(rank),
+                            static_cast<uint32_t>(ranks),
+                            static_cast<uint32_t>(unit_counts.size()),
+                            static_cast<uint32_t>(tensors.size()),
+                            options.chunk_bytes,
+                            save_id};
+    const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
+    ShardWriter writer(path + ".tmp", header, layout);
+    for (size_t i = 0; i < views.size(); ++i) {
+      const auto& v = views[i];
+      // The plan shard, also at stage 0 where the view is the whole unit.
+      const comm::ShardRange own = plan.shard(v.unit, rank);
+      ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count,
+                ShapeError, "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
+      writer.write_record(v.unit, i % tensors.size(), v.data.subspan(own.offset - v.range.offset, own.count));
+      if (i == 0) reach(options, SavePoint::kShardPartial, rank);
+    }
+    mine = writer.finish();
+    rename_path(path + ".tmp", path);
+    sync_directory(tmp_dir);
+    mine.file = shard_file_name(rank, ranks);
+    reach(options, SavePoint::kShardWritten, rank);
+  });
+
+  // Rank 0 needs every file's CRC for the manifest: 16-bit halves travel
+  // exactly as floats.
+  std::vector<float> crcs(2 * static_cast<size_t>(ranks));
+  const float halves[2] = {static_cast<float>(mine.crc32c >> 16), static_cast<float>(mine.crc32c & 0xFFFFu)};
+  comm.all_gather(comm::ConstBuffer(halves, 2, Dtype::fp32()),
+                  comm::Buffer(crcs.data(), crcs.size(), Dtype::fp32()));
+
+  uint64_t total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    total += ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size();
+  }
+  on_every_rank(comm, [&] {
+    if (rank != 0) return;
+    Manifest m = base_manifest(engine, tensors, options, save_id);
+    for (int r = 0; r < ranks; ++r) {
+      const auto hi = static_cast<uint32_t>(crcs[2 * r]);
+      const auto lo = static_cast<uint32_t>(crcs[2 * r + 1]);
+      m.shards.push_back({shard_file_name(r, ranks),
+                          ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
+                          (hi << 16) | lo});
+    }
+    write_manifest(tmp_dir, m);
+    reach(options, SavePoint::kManifestWritten, rank);
+    // Replacing a checkpoint of the same step: keep the old one reachable
+    // (as .prev, which resolve_checkpoint falls back to) until the new one is
+    // in place.
+    const std::string prev = final_dir + ".prev";
+    std::error_code ec;
+    if (fs::exists(final_dir, ec)) {
+      remove_dir(prev);
+      rename_path(final_dir, prev);
+    }
+    rename_path(tmp_dir, final_dir);
+    sync_directory(root);
+    reach(options, SavePoint::kDirRenamed, rank);
+    write_latest(root, name);
+    reach(options, SavePoint::kLatestWritten, rank);
+    remove_dir(prev);
+    rotate_checkpoints(root, options.keep_last);
+  });
+  reach(options, SavePoint::kDone, rank);
+
+  SaveResult result;
+  result.path = final_dir;
+  result.step = step;
+  result.bytes_this_rank = mine.bytes;
+  result.bytes_total = total;
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+LoadResult load(zero::Engine& engine, const std::string& path) {
+  const auto start = Clock::now();
+  comm::Communicator& comm = engine.communicator();
+  LoadResult result;
+  Manifest m;
+  on_every_rank(comm, [&] {
+    result.path = resolve_checkpoint(path);
+    m = read_manifest(result.path);
+    const std::string manifest_path = join_path(result.path, kManifestName);
+    check_same_model(m, engine.model(), manifest_path);
+    const auto& opt = engine.config().optimizer;
+    ZDP_CHECK(m.optimizer.kind == opt.kind, ConfigError,
+              "[ckpt load] {}: saved with optimizer {}, this run uses {}: use --optimizer {} to resume it",
+              manifest_path, optim::optimizer_kind_name(m.optimizer.kind), optim::optimizer_kind_name(opt.kind),
+              optim::optimizer_kind_name(m.optimizer.kind));
+    const std::vector<zero::Engine::StateView> views = engine.state_views();
+    const std::vector<std::string> tensors = tensor_names(views, engine.plan().num_units());
+    ZDP_CHECK(tensors == m.tensors, ConfigError,
+              "[ckpt load] {}: saved state tensors [{}], this run's optimizer keeps [{}] (e.g. SGD momentum on/off): "
+              "use the saved optimizer settings", manifest_path, fmt::join(m.tensors, ", "), fmt::join(tensors, ", "));
+    CheckpointReader reader(result.path, m);
+    for (size_t i = 0; i < views.size(); ++i) {
+      reader.read(views[i].unit, i % tensors.size(), views[i].range, views[i].data);
+    }
+  });
+  zero::Engine::Counters counters = engine.counters();
+  counters.steps = m.steps;
+  counters.optimizer_steps = m.optimizer_steps;
+  // The scaler resumes only between fp16 runs; otherwise this run's own
+  // initial scaler state stands.
+  if (m.dtype == "fp16" && engine.config().dtype == Dtype::fp16()) counters.scaler = m.scaler;
+  engine.state_loaded(counters);
+
+  result.step = m.data_step;
+  result.engine_steps = m.steps;
+  result.optimizer_steps = m.optimizer_steps;
+  result.seed = m.seed;
+  result.saved_ranks = m.ranks;
+  result.saved_stage = m.stage;
+  result.saved_dtype = m.dtype;
+  result.metadata = m.metadata;
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace zerodp::ckpt

@@ -1,0 +1,84 @@
+// Saving and loading a zero::Engine's training state: the calls the trainer
+// makes. Both are collective (every rank calls them, with the same
+// arguments) and work with any number of ranks on either backend.
+//
+// save(engine, root): every rank writes its plan shard of every state
+// tensor (fp32 master weights, optimizer moments) to its own file in
+// ROOT/step-<steps>.tmp/ (temporary name, fsync, rename); after a barrier
+// rank 0 writes the manifest last, renames the directory to
+// ROOT/step-<steps>/, fsyncs, updates ROOT/latest atomically and rotates
+// (keep_last). An interrupted save leaves every earlier checkpoint, and
+// `latest`, as they were.
+//
+// load(engine, path): path is a checkpoint directory or a root (its
+// `latest`). Each rank reads exactly the elements its engine holds — whole
+// units at stage 0, its own shard at stages 1-3 — from the shard files that
+// hold them, whatever N and stage saved them, verifying every chunk's CRC32C;
+// then Engine::state_loaded sets the step counters and loss-scaler state.
+// Errors: ConfigError for a different model, optimizer kind or state, a
+// future format version or a path without a checkpoint; IoError for missing,
+// truncated or corrupt files. Each names the file. On error every rank
+// throws (the failing rank its error, the others PeerFailedError after it),
+// and the engine's state is unspecified: discard it.
+// Thread-safety: one call per rank thread, on that rank's engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "ckpt/format.h"
+#include "zero/engine.h"
+
+namespace zerodp::ckpt {
+
+// Points of a save, in order, for tests that interrupt it.
+enum class SavePoint {
+  kBegin,            // nothing written yet
+  kShardPartial,     // this rank's temporary shard file has its first record
+  kShardWritten,     // this rank's shard file is complete and renamed
+  kManifestWritten,  // rank 0: manifest written inside the .tmp directory
+  kDirRenamed,       // rank 0: the checkpoint is visible as step-*
+  kLatestWritten,    // rank 0: `latest` names it
+  kDone,             // every rank, after rotation
+};
+
+struct SaveOptions {
+  uint64_t seed = 0;              // the run's seed, recorded with the data position
+  // The data position: the trainer's step counter, which counts skipped fp16
+  // overflow steps too. -1 = the engine's step counter. It names the
+  // directory (step-<data_step>).
+  int64_t data_step = -1;
+  int keep_last = 0;              // keep this many newest checkpoints; 0 keeps all
+  uint32_t chunk_bytes = kDefaultChunkBytes;  // CRC granularity of the records
+  std::map<std::string, std::string> metadata = {};  // recorded as-is (e.g. the data path)
+  std::function<void(SavePoint point, int rank)> on_point = {};  // testing hook; may throw or kill
+};
+
+struct SaveResult {
+  std::string path;          // ROOT/step-XXXXXXXX
+  int64_t step = 0;
+  uint64_t bytes_this_rank = 0;
+  uint64_t bytes_total = 0;  // all shard files
+  double seconds = 0.0;      // on this rank, save() start to end
+};
+
+SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions& options = {});
+
+struct LoadResult {
+  std::string path;          // the checkpoint directory actually loaded
+  int64_t step = 0;          // the data position (SaveOptions::data_step): continue with this step
+  int64_t engine_steps = 0;  // Engine::Counters::steps, as restored
+  int64_t optimizer_steps = 0;
+  uint64_t seed = 0;         // the seed it was saved with
+  int saved_ranks = 0;
+  int saved_stage = 0;
+  std::string saved_dtype;
+  std::map<std::string, std::string> metadata;
+  double seconds = 0.0;
+};
+
+LoadResult load(zero::Engine& engine, const std::string& path);
+
+}  // namespace zerodp::ckpt

@@ -1,0 +1,144 @@
+#include "ckpt/format.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "ckpt/crc32c.h"
+#include "core/error.h"
+
+namespace zerodp::ckpt {
+namespace {
+
+template <typename T>
+void put(std::byte* base, size_t& at, T value) {
+  std::memcpy(base + at, &value, sizeof(T));
+  at += sizeof(T);
+}
+
+template <typename T>
+T get(const std::byte* base, size_t& at) {
+  T value;
+  std::memcpy(&value, base + at, sizeof(T));
+  at += sizeof(T);
+  return value;
+}
+
+}  // namespace
+
+std::string shard_file_name(int rank, int ranks) { return fmt::format("shard-{:05d}-of-{:05d}.bin", rank, ranks); }
+
+std::array<std::byte, kFileHeaderBytes> encode(const FileHeader& h) {
+  std::array<std::byte, kFileHeaderBytes> b{};
+  std::memcpy(b.data(), kShardMagic.data(), kShardMagic.size());
+  size_t at = kShardMagic.size();
+  put(b.data(), at, h.version);
+  put(b.data(), at, h.rank);
+  put(b.data(), at, h.ranks);
+  put(b.data(), at, h.num_units);
+  put(b.data(), at, h.num_tensors);
+  put(b.data(), at, h.chunk_bytes);
+  put(b.data(), at, h.save_id);
+  put(b.data(), at, crc32c(b.data(), at));
+  return b;
+}
+
+std::array<std::byte, kRecordHeaderBytes> encode(const RecordHeader& h) {
+  std::array<std::byte, kRecordHeaderBytes> b{};
+  size_t at = 0;
+  put(b.data(), at, kRecordMagic);
+  put(b.data(), at, h.unit);
+  put(b.data(), at, h.tensor);
+  put(b.data(), at, h.num_chunks);
+  put(b.data(), at, h.offset);
+  put(b.data(), at, h.count);
+  put(b.data(), at, crc32c(b.data(), at));
+  return b;
+}
+
+bool decode(std::span<const std::byte, kFileHeaderBytes> bytes, FileHeader& out, std::string& problem) {
+  if (std::memcmp(bytes.data(), kShardMagic.data(), kShardMagic.size()) != 0) {
+    problem = "does not start with the shard magic \"ZDPSHARD\" (not a zerodp shard file)";
+    return false;
+  }
+  size_t at = kFileHeaderBytes - 4;
+  const uint32_t stored = get<uint32_t>(bytes.data(), at);
+  const uint32_t computed = crc32c(bytes.data(), kFileHeaderBytes - 4);
+  if (stored != computed) {
+    problem = fmt::format("file header fails its CRC32C (stored {:#010x}, computed {:#010x})", stored, computed);
+    return false;
+  }
+  at = kShardMagic.size();
+  out.version = get<uint32_t>(bytes.data(), at);
+  out.rank = get<uint32_t>(bytes.data(), at);
+  out.ranks = get<uint32_t>(bytes.data(), at);
+  out.num_units = get<uint32_t>(bytes.data(), at);
+  out.num_tensors = get<uint32_t>(bytes.data(), at);
+  out.chunk_bytes = get<uint32_t>(bytes.data(), at);
+  out.save_id = get<uint64_t>(bytes.data(), at);
+  return true;
+}
+
+bool decode(std::span<const std::byte, kRecordHeaderBytes> bytes, RecordHeader& out, std::string& problem) {
+  size_t at = 0;
+  if (get<uint32_t>(bytes.data(), at) != kRecordMagic) {
+    problem = "record header does not start with the record magic \"ZREC\"";
+    return false;
+  }
+  at = kRecordHeaderBytes - 4;
+  const uint32_t stored = get<uint32_t>(bytes.data(), at);
+  const uint32_t computed = crc32c(bytes.data(), kRecordHeaderBytes - 4);
+  if (stored != computed) {
+    problem = fmt::format("record header fails its CRC32C (stored {:#010x}, computed {:#010x})", stored, computed);
+    return false;
+  }
+  at = 4;
+  out.unit = get<uint32_t>(bytes.data(), at);
+  out.tensor = get<uint32_t>(bytes.data(), at);
+  out.num_chunks = get<uint32_t>(bytes.data(), at);
+  out.offset = get<uint64_t>(bytes.data(), at);
+  out.count = get<uint64_t>(bytes.data(), at);
+  return true;
+}
+
+bool valid_chunk_bytes(uint64_t chunk_bytes) {
+  return chunk_bytes >= 4 && chunk_bytes % 4 == 0 && chunk_bytes <= kMaxChunkBytes;
+}
+
+uint32_t num_chunks(uint64_t count, uint32_t chunk_bytes) {
+  return static_cast<uint32_t>((count * 4 + chunk_bytes - 1) / chunk_bytes);
+}
+
+uint64_t ShardLayout::Record::crc_position() const { return position + kRecordHeaderBytes; }
+uint64_t ShardLayout::Record::payload_position() const {
+  return crc_position() + 4ull * header.num_chunks;
+}
+
+ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank, size_t num_tensors,
+                         uint32_t chunk_bytes)
+    : num_tensors_(num_tensors), chunk_bytes_(chunk_bytes) {
+  ZDP_CHECK(valid_chunk_bytes(chunk_bytes), ConfigError,
+            "[ckpt] chunk size {} bytes must be a positive multiple of 4 up to {}", chunk_bytes, kMaxChunkBytes);
+  ZDP_CHECK(num_tensors >= 1, ConfigError, "[ckpt] a shard holds at least one tensor (master)");
+  records_.reserve(unit_counts.size() * num_tensors);
+  uint64_t at = kFileHeaderBytes;
+  for (size_t u = 0; u < unit_counts.size(); ++u) {
+    const comm::ShardRange r = comm::shard_range(unit_counts[u], ranks, rank);
+    for (size_t t = 0; t < num_tensors; ++t) {
+      Record rec;
+      rec.header = {static_cast<uint32_t>(u), static_cast<uint32_t>(t), num_chunks(r.count, chunk_bytes), r.offset,
+                    r.count};
+      rec.position = at;
+      at = rec.payload_position() + 4ull * r.count;
+      records_.push_back(rec);
+    }
+  }
+  file_size_ = at;
+}
+
+comm::ShardRange ShardLayout::range(size_t unit) const {
+  const RecordHeader& h = records_[unit * num_tensors_].header;
+  return {h.offset, h.count};
+}
+
+}  // namespace zerodp::ckpt

@@ -1,0 +1,316 @@
+#include "ckpt/manifest.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ckpt/crc32c.h"
+#include "ckpt/file_io.h"
+#include "core/error.h"
+
+namespace zerodp::ckpt {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kFormatName = "zerodp-checkpoint";
+constexpr const char* kCrcKey = "manifest_crc32c";
+constexpr size_t kMaxManifestBytes = 64u << 20;
+constexpr int kMaxRanks = 1 << 20;
+constexpr size_t kMaxUnits = 1 << 20;
+
+const std::set<std::string>& known_tensors() {
+  static const std::set<std::string> names = {"master", "exp_avg", "exp_avg_sq", "momentum_buffer"};
+  return names;
+}
+
+// Typed, range-checked access to one JSON object, with errors that name the
+// manifest file and the field.
+class Fields {
+ public:
+  Fields(const Json& j, const std::string& path, std::string prefix = "")
+      : j_(j), path_(path), prefix_(std::move(prefix)) {
+    ZDP_CHECK(j_.is_object(), IoError, "[ckpt] {}: \"{}\" must be a JSON object: the manifest is corrupt", path_,
+              prefix_.empty() ? "(top level)" : prefix_);
+  }
+
+  const Json& at(const char* key) const {
+    const auto it = j_.find(key);
+    ZDP_CHECK(it != j_.end(), IoError, "[ckpt] {}: field \"{}{}\" is missing: the manifest is corrupt", path_,
+              prefix_, key);
+    return *it;
+  }
+  bool has(const char* key) const { return j_.contains(key); }
+
+  int64_t integer(const char* key, int64_t lo, int64_t hi) const {
+    const Json& v = at(key);
+    ZDP_CHECK(v.is_number_integer(), IoError, "[ckpt] {}: field \"{}{}\" must be an integer, got {}", path_, prefix_,
+              key, v.dump());
+    int64_t x = 0;
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      ZDP_CHECK(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), IoError,
+                "[ckpt] {}: field \"{}{}\" = {} is out of range", path_, prefix_, key, u);
+      x = static_cast<int64_t>(u);
+    } else {
+      x = v.get<int64_t>();
+    }
+    ZDP_CHECK(x >= lo && x <= hi, IoError, "[ckpt] {}: field \"{}{}\" = {} is outside [{}, {}]", path_, prefix_, key,
+              x, lo, hi);
+    return x;
+  }
+  uint64_t unsigned_integer(const char* key) const {
+    const Json& v = at(key);
+    ZDP_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), IoError,
+              "[ckpt] {}: field \"{}{}\" must be a non-negative integer, got {}", path_, prefix_, key, v.dump());
+    return v.get<uint64_t>();
+  }
+  double number(const char* key) const {
+    const Json& v = at(key);
+    ZDP_CHECK(v.is_number(), IoError, "[ckpt] {}: field \"{}{}\" must be a number, got {}", path_, prefix_, key,
+              v.dump());
+    const double x = v.get<double>();
+    ZDP_CHECK(std::isfinite(x), IoError, "[ckpt] {}: field \"{}{}\" must be finite", path_, prefix_, key);
+    return x;
+  }
+  std::string string(const char* key) const {
+    const Json& v = at(key);
+    ZDP_CHECK(v.is_string(), IoError, "[ckpt] {}: field \"{}{}\" must be a string, got {}", path_, prefix_, key,
+              v.dump());
+    return v.get<std::string>();
+  }
+  bool boolean(const char* key) const {
+    const Json& v = at(key);
+    ZDP_CHECK(v.is_boolean(), IoError, "[ckpt] {}: field \"{}{}\" must be true or false, got {}", path_, prefix_, key,
+              v.dump());
+    return v.get<bool>();
+  }
+  const Json& array(const char* key, size_t max_size) const {
+    const Json& v = at(key);
+    ZDP_CHECK(v.is_array(), IoError, "[ckpt] {}: field \"{}{}\" must be an array", path_, prefix_, key);
+    ZDP_CHECK(v.size() <= max_size, IoError, "[ckpt] {}: field \"{}{}\" has {} entries, more than {}", path_, prefix_,
+              key, v.size(), max_size);
+    return v;
+  }
+  Fields object(const char* key) const { return Fields(at(key), path_, prefix_ + key + "."); }
+
+ private:
+  const Json& j_;
+  const std::string& path_;
+  std::string prefix_;
+};
+
+Json optimizer_json(const optim::OptimizerConfig& c) {
+  Json j;
+  j["kind"] = std::string(optim::optimizer_kind_name(c.kind));
+  if (c.kind == optim::OptimizerKind::kSgd) {
+    j["lr"] = c.sgd.lr;
+    j["momentum"] = c.sgd.momentum;
+    j["weight_decay"] = c.sgd.weight_decay;
+    j["nesterov"] = c.sgd.nesterov;
+  } else {
+    j["lr"] = c.adam.lr;
+    j["beta1"] = c.adam.beta1;
+    j["beta2"] = c.adam.beta2;
+    j["eps"] = c.adam.eps;
+    j["weight_decay"] = c.adam.weight_decay;
+  }
+  return j;
+}
+
+optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) {
+  optim::OptimizerConfig c;
+  const std::string kind = f.string("kind");
+  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd", IoError,
+            "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam or sgd", path, kind);
+  c.kind = optim::parse_optimizer_kind(kind);
+  if (c.kind == optim::OptimizerKind::kSgd) {
+    c.sgd = {f.number("lr"), f.number("momentum"), f.number("weight_decay"), f.boolean("nesterov")};
+  } else {
+    c.adam = {f.number("lr"), f.number("beta1"), f.number("beta2"), f.number("eps"), f.number("weight_decay")};
+  }
+  return c;
+}
+
+Json scaler_json(const optim::LossScalerState& s) {
+  Json j;
+  j["scale"] = s.scale;
+  j["iteration"] = s.iteration;
+  j["last_overflow_iteration"] = s.last_overflow_iteration;
+  j["hysteresis_left"] = s.hysteresis_left;
+  j["floor_overflows"] = s.floor_overflows;
+  j["total_overflows"] = s.total_overflows;
+  return j;
+}
+
+optim::LossScalerState scaler_from(const Fields& f) {
+  constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  optim::LossScalerState s;
+  s.scale = f.number("scale");
+  s.iteration = f.integer("iteration", 0, kBig);
+  s.last_overflow_iteration = f.integer("last_overflow_iteration", -1, kBig);
+  s.hysteresis_left = static_cast<int>(f.integer("hysteresis_left", 0, kIntMax));
+  s.floor_overflows = static_cast<int>(f.integer("floor_overflows", 0, kIntMax));
+  s.total_overflows = f.integer("total_overflows", 0, kBig);
+  return s;
+}
+
+uint32_t body_crc(const Json& j) {
+  const std::string body = j.dump();
+  return crc32c(body.data(), body.size());
+}
+
+}  // namespace
+
+std::vector<size_t> Manifest::unit_counts() const {
+  std::vector<size_t> counts;
+  counts.reserve(units.size());
+  for (const auto& u : units) counts.push_back(u.count);
+  return counts;
+}
+
+int Manifest::tensor_index(std::string_view name) const {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string manifest_to_json(const Manifest& m) {
+  Json j;
+  j["format"] = kFormatName;
+  j["format_version"] = m.format_version;
+  j["save_id"] = m.save_id;
+  j["created_by"] = m.created_by;
+  j["model"] = Json::parse(m.model_json);
+  j["model_kind"] = m.model_kind;
+  j["model_description"] = m.model_description;
+  j["num_params"] = m.num_params;
+  Json units = Json::array();
+  for (const auto& u : m.units) units.push_back(Json{{"name", u.name}, {"count", u.count}});
+  j["units"] = units;
+  j["ranks"] = m.ranks;
+  j["stage"] = m.stage;
+  j["dtype"] = m.dtype;
+  j["tensors"] = m.tensors;
+  j["optimizer"] = optimizer_json(m.optimizer);
+  j["engine"] = m.engine_json.empty() ? Json::object() : Json::parse(m.engine_json);
+  j["chunk_bytes"] = m.chunk_bytes;
+  j["steps"] = m.steps;
+  j["optimizer_steps"] = m.optimizer_steps;
+  j["loss_scaler"] = scaler_json(m.scaler);
+  j["seed"] = m.seed;
+  j["data_position"] = Json{{"step", m.data_step}, {"seed", m.seed}};
+  Json meta = Json::object();
+  for (const auto& [k, v] : m.metadata) meta[k] = v;
+  j["metadata"] = meta;
+  Json shards = Json::array();
+  for (const auto& s : m.shards) shards.push_back(Json{{"file", s.file}, {"bytes", s.bytes}, {"crc32c", s.crc32c}});
+  j["shards"] = shards;
+  j[kCrcKey] = body_crc(j);
+  return j.dump(2) + "\n";
+}
+
+Manifest manifest_from_json(std::string_view text, const std::string& path) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    ZDP_THROW(IoError, "[ckpt] {}: not valid JSON ({}): the manifest is corrupt", path, e.what());
+  }
+  const Fields f(j, path);
+  ZDP_CHECK(f.has("format") && f.string("format") == kFormatName, IoError,
+            "[ckpt] {}: not a zerodp checkpoint manifest (\"format\" is not \"{}\")", path, kFormatName);
+  const int64_t version = f.integer("format_version", 1, std::numeric_limits<uint32_t>::max());
+  ZDP_CHECK(version <= kFormatVersion, ConfigError,
+            "[ckpt] {}: checkpoint format version {} is newer than this zerodp reads (up to {}): load it with a newer "
+            "zerodp", path, version, kFormatVersion);
+  {
+    const uint32_t stored = static_cast<uint32_t>(f.integer(kCrcKey, 0, std::numeric_limits<uint32_t>::max()));
+    Json body = j;
+    body.erase(kCrcKey);
+    const uint32_t computed = body_crc(body);
+    ZDP_CHECK(stored == computed, IoError,
+              "[ckpt] {}: the manifest fails its CRC32C (stored {:#010x}, computed {:#010x}): it is corrupt", path,
+              stored, computed);
+  }
+
+  Manifest m;
+  m.format_version = static_cast<uint32_t>(version);
+  m.save_id = f.unsigned_integer("save_id");
+  m.created_by = f.string("created_by");
+  ZDP_CHECK(f.at("model").is_object(), IoError, "[ckpt] {}: field \"model\" must be an object", path);
+  m.model_json = f.at("model").dump();
+  m.model_kind = f.string("model_kind");
+  m.model_description = f.string("model_description");
+  m.num_params = f.unsigned_integer("num_params");
+  uint64_t total = 0;
+  for (const auto& u : f.array("units", kMaxUnits)) {
+    const Fields uf(u, path, "units[].");
+    UnitEntry e{uf.string("name"), static_cast<size_t>(uf.integer("count", 0, int64_t{1} << 48))};
+    total += e.count;
+    m.units.push_back(std::move(e));
+  }
+  ZDP_CHECK(!m.units.empty(), IoError, "[ckpt] {}: the manifest lists no units", path);
+  ZDP_CHECK(total == m.num_params, IoError, "[ckpt] {}: unit counts sum to {} but num_params is {}", path, total,
+            m.num_params);
+  m.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
+  m.stage = static_cast<int>(f.integer("stage", 0, 3));
+  m.dtype = f.string("dtype");
+  ZDP_CHECK(m.dtype == "fp32" || m.dtype == "fp16" || m.dtype == "bf16", IoError,
+            "[ckpt] {}: dtype \"{}\" is not fp32, fp16 or bf16", path, m.dtype);
+  for (const auto& t : f.array("tensors", 16)) {
+    ZDP_CHECK(t.is_string() && known_tensors().count(t.get<std::string>()) > 0, IoError,
+              "[ckpt] {}: tensor name {} is not one of master, exp_avg, exp_avg_sq, momentum_buffer", path, t.dump());
+    const std::string name = t.get<std::string>();
+    ZDP_CHECK(m.tensor_index(name) < 0, IoError, "[ckpt] {}: tensor \"{}\" is listed twice", path, name);
+    m.tensors.push_back(name);
+  }
+  ZDP_CHECK(!m.tensors.empty() && m.tensors[0] == "master", IoError,
+            "[ckpt] {}: the first tensor must be \"master\"", path);
+  m.optimizer = optimizer_from(f.object("optimizer"), path);
+  ZDP_CHECK(f.at("engine").is_object(), IoError, "[ckpt] {}: field \"engine\" must be an object", path);
+  m.engine_json = f.at("engine").dump();
+  const int64_t chunk = f.integer("chunk_bytes", 4, kMaxChunkBytes);
+  ZDP_CHECK(valid_chunk_bytes(static_cast<uint64_t>(chunk)), IoError,
+            "[ckpt] {}: chunk_bytes {} is not a multiple of 4", path, chunk);
+  m.chunk_bytes = static_cast<uint32_t>(chunk);
+  m.steps = f.integer("steps", 0, std::numeric_limits<int64_t>::max() / 2);
+  m.optimizer_steps = f.integer("optimizer_steps", 0, m.steps);
+  m.scaler = scaler_from(f.object("loss_scaler"));
+  m.seed = f.unsigned_integer("seed");
+  m.data_step = f.object("data_position").integer("step", 0, std::numeric_limits<int64_t>::max() / 2);
+  const Json& meta = f.at("metadata");
+  ZDP_CHECK(meta.is_object(), IoError, "[ckpt] {}: field \"metadata\" must be an object", path);
+  for (auto it = meta.begin(); it != meta.end(); ++it) {
+    ZDP_CHECK(it.value().is_string(), IoError, "[ckpt] {}: metadata \"{}\" must be a string", path, it.key());
+    m.metadata[it.key()] = it.value().get<std::string>();
+  }
+  const Json& shards = f.array("shards", kMaxRanks);
+  ZDP_CHECK(shards.size() == static_cast<size_t>(m.ranks), IoError,
+            "[ckpt] {}: {} shard files listed for {} ranks", path, shards.size(), m.ranks);
+  for (size_t r = 0; r < shards.size(); ++r) {
+    const Fields sf(shards[r], path, "shards[].");
+    ShardFileInfo s{sf.string("file"), sf.unsigned_integer("bytes"),
+                    static_cast<uint32_t>(sf.integer("crc32c", 0, std::numeric_limits<uint32_t>::max()))};
+    // Only the names zerodp writes: a manifest can never point outside its directory.
+    ZDP_CHECK(s.file == shard_file_name(static_cast<int>(r), m.ranks), IoError,
+              "[ckpt] {}: shard {} is named \"{}\", expected \"{}\"", path, r, s.file,
+              shard_file_name(static_cast<int>(r), m.ranks));
+    m.shards.push_back(std::move(s));
+  }
+  return m;
+}
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = join_path(dir, kManifestName);
+  return manifest_from_json(read_small_file(path, kMaxManifestBytes), path);
+}
+
+void write_manifest(const std::string& dir, const Manifest& manifest) {
+  write_file_atomically(join_path(dir, kManifestName), manifest_to_json(manifest));
+}
+
+}  // namespace zerodp::ckpt

@@ -1,0 +1,82 @@
+// The checkpoint manifest (manifest.json): what was saved, by whom, and the
+// size and CRC32C of every shard file. A checkpoint directory is complete
+// exactly when its manifest exists (it is written last, atomically).
+//
+// The manifest is JSON with a "manifest_crc32c" field: the CRC32C of the
+// compact dump of the object without that field (docs/checkpoint-format.md).
+// Parsing never trusts the input: every field is type- and range-checked, and
+// problems throw IoError naming the file (corrupt or malformed), or
+// ConfigError for a format version newer than this build reads.
+// Thread-safety: plain values and pure functions (file access aside).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/format.h"
+#include "optim/loss_scaler.h"
+#include "optim/optimizer.h"
+
+namespace zerodp::ckpt {
+
+struct ShardFileInfo {
+  std::string file;    // shard_file_name(rank, ranks), relative to the directory
+  uint64_t bytes = 0;  // exact file size
+  uint32_t crc32c = 0; // of the whole file
+};
+
+struct UnitEntry {
+  std::string name;
+  size_t count = 0;
+};
+
+struct Manifest {
+  uint32_t format_version = kFormatVersion;
+  uint64_t save_id = 0;            // also in every shard header: files of one save belong together
+  std::string created_by;          // "zerodp 0.1.0"
+
+  // The model: model_json is what model::model_config_from_json accepts.
+  std::string model_kind;          // "gpt" or "mlp"
+  std::string model_json;
+  std::string model_description;
+  uint64_t num_params = 0;         // Φ
+  std::vector<UnitEntry> units;    // flat order; counts sum to Φ
+
+  // How it was trained and sharded.
+  int ranks = 1;                   // N: shard files and plan shards
+  int stage = 0;                   // informational: any stage loads any checkpoint
+  std::string dtype = "fp32";      // parameter dtype of the run
+  std::vector<std::string> tensors;  // "master", then the optimizer's state names
+  optim::OptimizerConfig optimizer;
+  std::string engine_json;         // the rest of the engine config (informational)
+  uint32_t chunk_bytes = kDefaultChunkBytes;
+
+  // Where training stands.
+  int64_t steps = 0;               // Engine::Counters::steps
+  int64_t optimizer_steps = 0;     // Engine::Counters::optimizer_steps
+  int64_t data_step = 0;           // the trainer's step (skipped fp16 steps included): where the data resumes
+  optim::LossScalerState scaler;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> metadata;  // free-form, from the caller
+
+  std::vector<ShardFileInfo> shards;  // one per rank, in rank order
+
+  std::vector<size_t> unit_counts() const;
+  // Index of `name` in tensors, or -1.
+  int tensor_index(std::string_view name) const;
+};
+
+// The manifest as JSON text, with its CRC.
+std::string manifest_to_json(const Manifest& manifest);
+// Parses and validates; `path` is only used in messages.
+Manifest manifest_from_json(std::string_view text, const std::string& path);
+
+// dir/manifest.json
+Manifest read_manifest(const std::string& dir);
+// Writes dir/manifest.json atomically (temporary, fsync, rename, fsync dir).
+void write_manifest(const std::string& dir, const Manifest& manifest);
+
+}  // namespace zerodp::ckpt

@@ -1,0 +1,176 @@
+#include "ckpt/offline.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/export_format.h"
+#include "ckpt/file_io.h"
+#include "ckpt/model_record.h"
+#include "ckpt/shard_writer.h"
+#include "core/error.h"
+
+namespace zerodp::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A "Vm...:   1234 kB" line of /proc/self/status, in bytes.
+uint64_t proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(key) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size())) * 1024;
+  }
+  return 0;
+}
+
+void check_fresh_output(const std::string& out_dir, const char* what) {
+  std::error_code ec;
+  if (!fs::exists(out_dir, ec)) return;
+  ZDP_CHECK(fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec), ConfigError,
+            "[ckpt {}] {} already exists and is not an empty directory: choose a new output path", what, out_dir);
+}
+
+}  // namespace
+
+uint64_t peak_rss_bytes() { return proc_status_bytes("VmHWM"); }
+uint64_t current_rss_bytes() { return proc_status_bytes("VmRSS"); }
+
+bool InspectReport::ok() const {
+  for (const auto& f : files) {
+    if (!f.ok) return false;
+  }
+  return true;
+}
+
+InspectReport inspect_checkpoint(const std::string& path) {
+  InspectReport report;
+  report.path = resolve_checkpoint(path);
+  report.manifest = read_manifest(report.path);
+  manifest_model_config(report.manifest, join_path(report.path, kManifestName));
+  CheckpointReader reader(report.path, report.manifest);
+  for (int r = 0; r < report.manifest.ranks; ++r) report.files.push_back(reader.verify_file(r));
+  return report;
+}
+
+std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor) {
+  const Manifest& m = reader.manifest();
+  std::vector<float> full(m.num_params);
+  size_t at = 0;
+  for (size_t u = 0; u < m.units.size(); ++u) {
+    const size_t count = m.units[u].count;
+    reader.read(u, tensor, {0, count}, std::span<float>(full).subspan(at, count));
+    at += count;
+  }
+  return full;
+}
+
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& out_dir,
+                              const ConsolidateOptions& options) {
+  ConsolidateResult result;
+  result.rss_before_bytes = current_rss_bytes();
+  result.checkpoint = resolve_checkpoint(checkpoint);
+  const Manifest manifest = read_manifest(result.checkpoint);
+  const std::string manifest_path = join_path(result.checkpoint, kManifestName);
+  const model::ModelConfig config = manifest_model_config(manifest, manifest_path);
+  const std::vector<ExportTensor> tensors = export_tensors(config);
+  for (const auto& s : manifest.shards) result.largest_shard_bytes = std::max(result.largest_shard_bytes, s.bytes);
+  result.full_copy_bytes = 4ull * manifest.num_params;
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", out_dir, ec.message());
+  const std::map<std::string, std::string> metadata = {
+      {"format", "pt"},
+      {"source", "zerodp checkpoint"},
+      {"step", std::to_string(manifest.steps)},
+      {"model", manifest.model_json}};
+
+  CheckpointReader reader(result.checkpoint, manifest);
+  for (size_t t = 0; t < manifest.tensors.size(); ++t) {
+    if (t > 0 && !options.optimizer_states) break;
+    // One flat buffer at a time: the previous tensor's is freed first.
+    std::vector<float> flat = read_full_tensor(reader, t);
+    const std::string& name = manifest.tensors[t];
+    const std::string file = join_path(out_dir, t == 0 ? "model.safetensors" : name + ".safetensors");
+    write_safetensors(file, tensors, flat, metadata);
+    result.files.push_back(file);
+    if (t == 0 && options.llmc && config.kind == model::ModelKind::kGpt) {
+      const std::string bin = join_path(out_dir, "model.bin");
+      write_llmc_model(bin, config.gpt, tensors, flat);
+      result.files.push_back(bin);
+    }
+  }
+  result.peak_rss_bytes = peak_rss_bytes();
+  return result;
+}
+
+ReshardResult reshard(const std::string& checkpoint, const std::string& out_path, const ReshardOptions& options) {
+  std::string out_dir = out_path;
+  while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+  ZDP_CHECK(options.ranks >= 1 && options.ranks <= (1 << 20), ConfigError,
+            "[ckpt reshard] --ranks {} must be at least 1", options.ranks);
+  ZDP_CHECK(options.stage >= -1 && options.stage <= 3, ConfigError, "[ckpt reshard] --stage {} must be 0..3",
+            options.stage);
+  const std::string src = resolve_checkpoint(checkpoint);
+  check_fresh_output(out_dir, "reshard");
+  Manifest in = read_manifest(src);
+  manifest_model_config(in, join_path(src, kManifestName));
+  CheckpointReader reader(src, in);
+
+  Manifest out = in;
+  out.ranks = options.ranks;
+  if (options.stage >= 0) out.stage = options.stage;
+  if (options.chunk_bytes != 0) out.chunk_bytes = options.chunk_bytes;
+  ZDP_CHECK(valid_chunk_bytes(out.chunk_bytes), ConfigError,
+            "[ckpt reshard] chunk size {} must be a positive multiple of 4", out.chunk_bytes);
+  out.save_id = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}() & 0xFFFFu) << 32);
+  out.metadata["resharded_from"] = fmt::format("{} ({} ranks)", src, in.ranks);
+  out.shards.clear();
+
+  const std::string tmp = out_dir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  ZDP_CHECK(!ec, IoError, "[ckpt reshard] cannot create {} ({})", tmp, ec.message());
+
+  ReshardResult result;
+  const std::vector<size_t> counts = in.unit_counts();
+  std::vector<float> buffer;
+  for (int r = 0; r < out.ranks; ++r) {
+    const ShardLayout layout(counts, out.ranks, r, out.tensors.size(), out.chunk_bytes);
+    const FileHeader header{kFormatVersion, static_cast<uint32_t>(r), static_cast<uint32_t>(out.ranks),
+                            static_cast<uint32_t>(counts.size()), static_cast<uint32_t>(out.tensors.size()),
+                            out.chunk_bytes, out.save_id};
+    const std::string name = shard_file_name(r, out.ranks);
+    ShardWriter writer(join_path(tmp, name + ".tmp"), header, layout);
+    for (size_t u = 0; u < counts.size(); ++u) {
+      const comm::ShardRange range = layout.range(u);
+      buffer.resize(range.count);
+      result.largest_record_bytes = std::max<uint64_t>(result.largest_record_bytes, 4ull * range.count);
+      for (size_t t = 0; t < out.tensors.size(); ++t) {
+        reader.read(u, t, range, buffer);
+        writer.write_record(u, t, buffer);
+      }
+    }
+    ShardFileInfo info = writer.finish();
+    rename_path(join_path(tmp, name + ".tmp"), join_path(tmp, name));
+    info.file = name;
+    result.bytes_total += info.bytes;
+    out.shards.push_back(info);
+  }
+  sync_directory(tmp);
+  write_manifest(tmp, out);
+  if (fs::exists(out_dir, ec)) fs::remove(out_dir, ec);  // the empty directory checked above
+  rename_path(tmp, out_dir);
+  sync_directory(parent_path(fs::absolute(out_dir).string()));
+  result.path = out_dir;
+  return result;
+}
+
+}  // namespace zerodp::ckpt

@@ -1,0 +1,74 @@
+// The offline checkpoint tools behind `zerodp ckpt inspect|consolidate|
+// reshard`: they need no ranks and no engine, only the files.
+//
+// consolidate streams shard file by shard file into ONE flat fp32 buffer per
+// tensor (peak: one full fp32 copy plus one read batch of at most 4 MiB),
+// then writes it out as safetensors (and llm.c's model file for GPT).
+// reshard streams record by record (peak: the largest new record) into a new
+// checkpoint directory for M ranks, written to OUT.tmp and renamed when
+// complete; the result loads like a checkpoint saved at M ranks.
+// Thread-safety: independent calls on distinct outputs may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ckpt/manifest.h"
+#include "ckpt/shard_reader.h"
+
+namespace zerodp::ckpt {
+
+// ---- inspect ----
+struct InspectReport {
+  std::string path;             // the checkpoint directory
+  Manifest manifest;
+  std::vector<FileCheck> files;  // one per rank
+  bool ok() const;
+};
+// Resolves `path` (see resolve_checkpoint), parses the manifest (throws on a
+// bad manifest) and verifies every shard file completely (problems are
+// reported per file, not thrown).
+InspectReport inspect_checkpoint(const std::string& path);
+
+// ---- consolidate ----
+// The full tensor (Φ elements, flat order) from all shards. `tensor` indexes
+// manifest.tensors ("master" is 0).
+std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
+
+struct ConsolidateOptions {
+  bool llmc = true;              // also model.bin in llm.c's format (GPT only)
+  bool optimizer_states = false; // also <state>.safetensors for every optimizer tensor
+};
+struct ConsolidateResult {
+  std::string checkpoint;            // the directory read
+  std::vector<std::string> files;    // written
+  uint64_t full_copy_bytes = 0;      // 4Φ: the one flat buffer
+  uint64_t largest_shard_bytes = 0;  // the largest shard file
+  uint64_t rss_before_bytes = 0;     // resident set before reading (this process)
+  uint64_t peak_rss_bytes = 0;       // the process's high-water mark after
+};
+// Writes OUT/model.safetensors (and OUT/model.bin for GPT); OUT is created.
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& out_dir,
+                              const ConsolidateOptions& options = {});
+
+// ---- reshard ----
+struct ReshardOptions {
+  int ranks = 1;            // M
+  int stage = -1;           // recorded stage; -1 keeps the saved one
+  uint32_t chunk_bytes = 0; // 0 keeps the saved chunk size
+};
+struct ReshardResult {
+  std::string path;
+  uint64_t bytes_total = 0;
+  uint64_t largest_record_bytes = 0;  // the buffer it streamed through
+};
+// OUT must not exist (or be an empty directory): ConfigError otherwise.
+ReshardResult reshard(const std::string& checkpoint, const std::string& out_dir, const ReshardOptions& options);
+
+// Peak and current resident set of this process, in bytes (from /proc; 0 when
+// unavailable).
+uint64_t peak_rss_bytes();
+uint64_t current_rss_bytes();
+
+}  // namespace zerodp::ckpt

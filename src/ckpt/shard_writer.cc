@@ -1,0 +1,57 @@
+#include "ckpt/shard_writer.h"
+
+#include <filesystem>
+
+#include "ckpt/crc32c.h"
+#include "core/error.h"
+
+namespace zerodp::ckpt {
+
+ShardWriter::ShardWriter(const std::string& path, const FileHeader& header, const ShardLayout& layout)
+    : file_(path, File::Mode::kCreate), layout_(layout) {
+  ZDP_CHECK(header.chunk_bytes == layout.chunk_bytes() && header.num_tensors == layout.num_tensors() &&
+                header.num_units == layout.num_units(),
+            ShapeError, "[ckpt write] {}: the file header does not match the shard layout", path);
+  put(encode(header));
+}
+
+void ShardWriter::put(std::span<const std::byte> data) {
+  file_.append(data);
+  crc_ = crc32c_extend(crc_, data.data(), data.size());
+  bytes_ += data.size();
+}
+
+void ShardWriter::write_record(size_t unit, size_t tensor, std::span<const float> data) {
+  ZDP_CHECK(!done(), ShapeError, "[ckpt write] {}: all records are written already", file_.path());
+  const size_t want_unit = next_ / layout_.num_tensors();
+  const size_t want_tensor = next_ % layout_.num_tensors();
+  ZDP_CHECK(unit == want_unit && tensor == want_tensor, ShapeError,
+            "[ckpt write] {}: record (unit {}, tensor {}) written out of order; expected (unit {}, tensor {})",
+            file_.path(), unit, tensor, want_unit, want_tensor);
+  const ShardLayout::Record& rec = layout_.record(unit, tensor);
+  ZDP_CHECK_EQ(data.size(), rec.header.count, ShapeError, "[ckpt write] record element count");
+  ZDP_CHECK_EQ(bytes_, rec.position, ShapeError, "[ckpt write] record position");
+
+  const auto payload = std::as_bytes(data);
+  const uint32_t cb = layout_.chunk_bytes();
+  chunk_crcs_.resize(rec.header.num_chunks);
+  for (size_t c = 0; c < chunk_crcs_.size(); ++c) {
+    const size_t begin = c * cb;
+    chunk_crcs_[c] = crc32c(payload.data() + begin, std::min<size_t>(cb, payload.size() - begin));
+  }
+  put(encode(rec.header));
+  put(std::as_bytes(std::span<const uint32_t>(chunk_crcs_)));
+  put(payload);
+  ++next_;
+}
+
+ShardFileInfo ShardWriter::finish() {
+  ZDP_CHECK(done(), ShapeError, "[ckpt write] {}: finished after {} of {} records", file_.path(), next_,
+            layout_.num_units() * layout_.num_tensors());
+  ZDP_CHECK_EQ(bytes_, layout_.file_size(), ShapeError, "[ckpt write] file size");
+  file_.sync();
+  file_.close();
+  return {std::filesystem::path(file_.path()).filename().string(), bytes_, crc_};
+}
+
+}  // namespace zerodp::ckpt

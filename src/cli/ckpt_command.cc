@@ -1,0 +1,102 @@
+// `zerodp ckpt inspect|consolidate|reshard`: the offline checkpoint tools.
+// They read a checkpoint directory (or a training root with `latest`) and
+// need no ranks. Bad paths and options are ConfigErrors (exit 2); damaged
+// files make inspect print the problem and exit 1.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/offline.h"
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace zerodp::cli {
+namespace {
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+void run_inspect(const std::string& path) {
+  const ckpt::InspectReport r = ckpt::inspect_checkpoint(path);
+  const ckpt::Manifest& m = r.manifest;
+  fmt::print("checkpoint {}\n", r.path);
+  fmt::print("  format version {}, written by {}, save id {:#x}\n", m.format_version, m.created_by, m.save_id);
+  fmt::print("  model: {} ({} parameters in {} units)\n", m.model_description, m.num_params, m.units.size());
+  fmt::print("  saved at {} ranks, ZeRO stage {}, {} parameters, optimizer {}\n", m.ranks, m.stage, m.dtype,
+             optim::optimizer_kind_name(m.optimizer.kind));
+  fmt::print("  tensors per unit: {}\n", fmt::join(m.tensors, ", "));
+  fmt::print("  data step {} (engine steps {}, optimizer steps {}), seed {}\n", m.data_step, m.steps,
+             m.optimizer_steps, m.seed);
+  if (m.dtype == "fp16") {
+    fmt::print("  loss scale {} (iteration {}, {} overflows, hysteresis left {})\n", m.scaler.scale,
+               m.scaler.iteration, m.scaler.total_overflows, m.scaler.hysteresis_left);
+  }
+  for (const auto& [k, v] : m.metadata) fmt::print("  metadata {} = {}\n", k, v);
+  uint64_t total = 0;
+  for (size_t i = 0; i < r.files.size(); ++i) {
+    const auto& f = r.files[i];
+    total += m.shards[i].bytes;
+    fmt::print("  {}  {:>12} bytes  crc32c {:#010x}  {}\n", m.shards[i].file, m.shards[i].bytes, m.shards[i].crc32c,
+               f.ok ? "ok" : "BAD: " + f.problem);
+  }
+  fmt::print("  {} shard files, {} in all; {}\n", r.files.size(), mib(total),
+             r.ok() ? "every checksum verified" : "SOME FILES ARE DAMAGED");
+  ZDP_CHECK(r.ok(), IoError, "[ckpt inspect] {}: damaged shard files (see above)", r.path);
+}
+
+void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc) {
+  const ckpt::ConsolidateResult r = ckpt::consolidate(path, out, {.llmc = !no_llmc, .optimizer_states = states});
+  fmt::print("consolidated {}\n", r.checkpoint);
+  for (const auto& f : r.files) fmt::print("  wrote {}\n", f);
+  fmt::print("memory: one full fp32 copy {} + largest shard file {}; process resident before {}, peak {} "
+             "(peak - before = {})\n",
+             mib(r.full_copy_bytes), mib(r.largest_shard_bytes), mib(r.rss_before_bytes), mib(r.peak_rss_bytes),
+             mib(r.peak_rss_bytes - std::min(r.peak_rss_bytes, r.rss_before_bytes)));
+}
+
+void run_reshard(const std::string& path, const std::string& out, int ranks, int stage) {
+  const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = stage});
+  fmt::print("resharded {} to {} ranks: {} ({} in all; streamed through a {} buffer)\n",
+             ckpt::resolve_checkpoint(path), ranks, r.path, mib(r.bytes_total), mib(r.largest_record_bytes));
+  fmt::print("peak resident memory of this process: {}\n", mib(ckpt::peak_rss_bytes()));
+}
+
+}  // namespace
+
+void add_ckpt_command(CLI::App& app) {
+  auto* ckpt = app.add_subcommand("ckpt", "Inspect, consolidate and reshard checkpoints (offline; no ranks needed)");
+  ckpt->require_subcommand(1);
+
+  auto path = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto* inspect = ckpt->add_subcommand("inspect", "Print the manifest and verify every shard file's checksums");
+  inspect->add_option("DIR", *path, "A checkpoint directory, or a training --save directory (uses its latest)")
+      ->required();
+  inspect->callback([path] { run_inspect(*path); });
+
+  auto states = std::make_shared<bool>(false);
+  auto no_llmc = std::make_shared<bool>(false);
+  auto* consolidate = ckpt->add_subcommand(
+      "consolidate", "Write the full fp32 weights as OUT/model.safetensors (and OUT/model.bin, llm.c's format, "
+                     "for GPT), streaming shard by shard");
+  consolidate->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
+  consolidate->add_option("OUT", *out, "Output directory (created)")->required();
+  consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");
+  consolidate->add_flag("--no-llmc", *no_llmc, "Skip the llm.c model file for GPT models");
+  consolidate->callback([path, out, states, no_llmc] { run_consolidate(*path, *out, *states, *no_llmc); });
+
+  auto ranks = std::make_shared<int>(0);
+  auto stage = std::make_shared<int>(-1);
+  auto* reshard = ckpt->add_subcommand("reshard", "Write the checkpoint for M ranks into OUT (streaming)");
+  reshard->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
+  reshard->add_option("OUT", *out, "Output checkpoint directory (must not exist)")->required();
+  reshard->add_option("--ranks", *ranks, "M, the number of ranks to shard for")->required()->check(
+      CLI::Range(1, 1 << 20));
+  reshard->add_option("--stage", *stage, "ZeRO stage to record (default: the saved one; any stage loads any "
+                                         "checkpoint)")->check(CLI::Range(0, 3));
+  reshard->callback([path, out, ranks, stage] { run_reshard(*path, *out, *ranks, *stage); });
+}
+
+}  // namespace zerodp::cli

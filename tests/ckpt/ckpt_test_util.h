@@ -1,0 +1,159 @@
+// Shared pieces of the checkpoint tests: a temporary directory, the small
+// MLP engine driver of tests/zero, and helpers that gather a rank-sharded
+// training state into full tensors (and put one back) so runs can be
+// compared bitwise.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "support/rank_harness.h"
+#include "zero/engine.h"
+#include "zero/engine_test_util.h"
+
+namespace zerodp::ckpt::testing {
+
+namespace fs = std::filesystem;
+using zero::testing::mlp_feeder;
+using zero::testing::small_mlp;
+
+// A fresh directory under the system temp dir, removed with its contents.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "zerodp-ckpt-XXXXXX").string();
+    const char* made = ::mkdtemp(pattern.data());
+    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = made;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Full (Φ-element) tensors by state name, plus the counters.
+struct FullState {
+  std::map<std::string, std::vector<float>> tensors;
+  zero::Engine::Counters counters;
+};
+
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Every rank copies its plan shard of every state view into `out` (shared by
+// the rank threads; the shards are disjoint, so only allocation is locked).
+inline void collect_state(zero::Engine& engine, FullState& out, std::mutex& mu) {
+  const auto& plan = engine.plan();
+  const int rank = engine.communicator().rank();
+  const auto views = engine.state_views();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& v : views) out.tensors[v.name].resize(plan.num_params());
+    if (rank == 0) out.counters = engine.counters();
+  }
+  engine.communicator().barrier();
+  for (const auto& v : views) {
+    const comm::ShardRange own = plan.shard(v.unit, rank);
+    float* dst = out.tensors.at(v.name).data() + plan.unit_offset(v.unit) + own.offset;
+    std::memcpy(dst, v.data.data() + (own.offset - v.range.offset), own.count * sizeof(float));
+  }
+  engine.communicator().barrier();
+}
+
+// The reverse: fills the engine's views from full tensors (what a run that
+// "starts from this state" does without any checkpoint file).
+inline void fill_state(zero::Engine& engine, const FullState& state) {
+  const auto& plan = engine.plan();
+  for (const auto& v : engine.state_views()) {
+    const float* src = state.tensors.at(v.name).data() + plan.unit_offset(v.unit) + v.range.offset;
+    std::memcpy(v.data.data(), src, v.range.count * sizeof(float));
+  }
+  engine.state_loaded(state.counters);
+}
+
+inline bool same_state(const FullState& a, const FullState& b, std::string* why = nullptr) {
+  if (a.tensors.size() != b.tensors.size()) {
+    if (why) *why = "different tensor sets";
+    return false;
+  }
+  for (const auto& [name, t] : a.tensors) {
+    if (!b.tensors.count(name) || !bitwise_equal(t, b.tensors.at(name))) {
+      if (why) *why = "tensor " + name + " differs";
+      return false;
+    }
+  }
+  if (a.counters.steps != b.counters.steps || a.counters.optimizer_steps != b.counters.optimizer_steps ||
+      !(a.counters.scaler == b.counters.scaler)) {
+    if (why) *why = "counters differ";
+    return false;
+  }
+  return true;
+}
+
+// Trains `count` steps with the data of steps data_step, data_step + 1, ...
+// (the trainer's counter: skipped fp16 steps advance it too); appends losses.
+inline void train_steps(zero::Engine& engine, int micro_batch, int count, std::vector<double>& losses,
+                        int64_t& data_step) {
+  int64_t step = data_step;
+  const zero::BatchFeeder feed = mlp_feeder(step, engine.communicator().rank(), micro_batch);
+  for (int i = 0; i < count; ++i, ++step) losses.push_back(engine.train_step(feed).loss);
+  data_step = step;
+}
+inline void train_steps(zero::Engine& engine, int micro_batch, int count, std::vector<double>& losses) {
+  int64_t data_step = engine.steps_taken();
+  train_steps(engine, micro_batch, count, losses, data_step);
+}
+
+// An engine config that exercises the step counter (a warm-up schedule) and
+// the optimizer state.
+inline zero::EngineConfig test_config(int stage, Dtype dtype = Dtype::fp32()) {
+  zero::EngineConfig c;
+  c.stage = stage;
+  c.dtype = dtype;
+  c.optimizer.kind = optim::OptimizerKind::kAdamW;
+  c.optimizer.adam.weight_decay = 0.01;
+  c.lr_schedule.kind = optim::LrScheduleKind::kWarmupLinearDecay;
+  c.lr_schedule.max_lr = 1e-2;
+  c.lr_schedule.warmup_steps = 3;
+  c.lr_schedule.total_steps = 40;
+  return c;
+}
+
+inline constexpr int kMicro = 4;
+inline constexpr uint64_t kSeed = 42;
+
+// Reads a whole file.
+inline std::vector<char> read_bytes(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return {};
+  std::vector<char> out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + n);
+  std::fclose(f);
+  return out;
+}
+inline void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace zerodp::ckpt::testing

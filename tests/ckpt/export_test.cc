@@ -1,0 +1,128 @@
+// consolidate: safetensors and llm.c files written from a sharded checkpoint
+// hold exactly the master weights, under the documented names and shapes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/export_format.h"
+#include "ckpt/offline.h"
+#include "ckpt_test_util.h"
+#include "model/gpt.h"
+#include "model/llmc_io.h"
+
+namespace zerodp::ckpt::testing {
+namespace {
+
+struct Safetensors {
+  nlohmann::json header;
+  std::vector<char> data;
+};
+
+Safetensors parse_safetensors(const std::string& path) {
+  const auto bytes = read_bytes(path);
+  EXPECT_GE(bytes.size(), 8u);
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  Safetensors s;
+  s.header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n)));
+  s.data.assign(bytes.begin() + 8 + static_cast<long>(n), bytes.end());
+  return s;
+}
+
+std::vector<float> tensor(const Safetensors& s, const std::string& name) {
+  const auto& t = s.header.at(name);
+  EXPECT_EQ(t.at("dtype"), "F32");
+  const size_t b = t.at("data_offsets")[0], e = t.at("data_offsets")[1];
+  std::vector<float> out((e - b) / 4);
+  std::memcpy(out.data(), s.data.data() + b, e - b);
+  return out;
+}
+
+TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
+  TempDir dir;
+  const model::GptConfig g{.max_seq_len = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2, .channels = 8};
+  const model::Gpt gpt(g);
+  std::vector<float> master;
+  zerodp::testing::run_on_ranks(3, [&](comm::Communicator& comm) {
+    zero::EngineConfig c = test_config(3, Dtype::bf16());
+    zero::Engine engine(gpt, comm, c, kSeed, 2, 8);
+    std::vector<int32_t> tokens(16), targets(16);
+    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7 + comm.rank()) % 50, targets[i] = (i * 3 + 1) % 50;
+    const zero::BatchFeeder feed = [&](model::Workspace& ws, int) {
+      model::Batch b;
+      b.tokens = tokens;
+      b.targets = targets;
+      ws.set_batch(b);
+    };
+    engine.train_step(feed);
+    auto m = engine.gather_master_params();
+    if (comm.rank() == 0) master = m;
+    save(engine, dir / "ckpt");
+  });
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+  EXPECT_EQ(r.full_copy_bytes, 4 * gpt.num_params());
+  EXPECT_EQ(r.files.size(), 4u);  // model.safetensors, model.bin, exp_avg, exp_avg_sq
+
+  // llm.c: byte-identical to the model layer's own writer.
+  model::save_llmc_model(dir / "reference.bin", g, master);
+  EXPECT_EQ(read_bytes(dir / "out/model.bin"), read_bytes(dir / "reference.bin"));
+  const model::LlmcModel back = model::load_llmc_model(dir / "out/model.bin");
+  EXPECT_TRUE(bitwise_equal(back.params, master));
+
+  // safetensors: its data section is the llm.c payload, tensor by tensor.
+  const Safetensors s = parse_safetensors(dir / "out/model.safetensors");
+  const auto ref = read_bytes(dir / "reference.bin");
+  ASSERT_EQ(s.data.size() + 1024, ref.size());
+  EXPECT_EQ(0, std::memcmp(s.data.data(), ref.data() + 1024, s.data.size()));
+  EXPECT_EQ(s.header.at("qkvw").at("shape"), nlohmann::json({2, 24, 8}));
+  EXPECT_EQ(s.header.at("wte").at("shape"), nlohmann::json({64, 8}));
+  const auto wte = tensor(s, "wte");
+  EXPECT_EQ(0, std::memcmp(wte.data(), master.data(), wte.size() * 4));
+  EXPECT_EQ(s.header.at("__metadata__").at("format"), "pt");
+  EXPECT_EQ(s.header.size(), 17u);  // 16 tensors + metadata
+  EXPECT_TRUE(fs::exists(dir / "out/exp_avg_sq.safetensors"));
+}
+
+TEST(Consolidate, MlpTensorsByLayer) {
+  TempDir dir;
+  const model::Mlp mlp(small_mlp());
+  std::vector<float> master;
+  zerodp::testing::run_on_ranks(2, [&](comm::Communicator& comm) {
+    zero::Engine engine(mlp, comm, test_config(2), kSeed, kMicro, 1);
+    std::vector<double> losses;
+    train_steps(engine, kMicro, 2, losses);
+    auto m = engine.gather_master_params();
+    if (comm.rank() == 0) master = m;
+    save(engine, dir / "ckpt");
+  });
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out");
+  EXPECT_EQ(r.files.size(), 1u);
+  const Safetensors s = parse_safetensors(dir / "out/model.safetensors");
+  EXPECT_EQ(s.header.at("fc1.weight").at("shape"), nlohmann::json({9, 17}));
+  std::vector<float> all;
+  for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    const auto t = tensor(s, n);
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  EXPECT_TRUE(bitwise_equal(all, master));
+}
+
+TEST(Consolidate, ExportTensorsCoverTheFlatBufferOnce) {
+  const model::GptConfig g{.max_seq_len = 5, .vocab = 10, .padded_vocab = 12, .layers = 3, .heads = 1, .channels = 4};
+  model::ModelConfig c;
+  c.kind = model::ModelKind::kGpt;
+  c.gpt = g;
+  std::vector<int> hits(model::gpt_num_params(g));
+  for (const auto& t : export_tensors(c)) {
+    for (const auto& p : t.pieces) {
+      for (size_t i = 0; i < p.count; ++i) ++hits.at(p.offset + i);
+    }
+  }
+  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << i;
+}
+
+}  // namespace
+}  // namespace zerodp::ckpt::testing

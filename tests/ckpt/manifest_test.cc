@@ -1,0 +1,143 @@
+// The manifest: round trip, its own CRC, version and field checks, and the
+// shard layout arithmetic it implies.
+#include "ckpt/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include "ckpt/format.h"
+#include "core/error.h"
+
+namespace zerodp::ckpt {
+namespace {
+
+Manifest sample() {
+  Manifest m;
+  m.save_id = 0xABCDEF123456ull;
+  m.created_by = "zerodp test";
+  m.model_kind = "mlp";
+  m.model_json = R"({"kind":"mlp","widths":[3,4,2],"head":"regression"})";
+  m.model_description = "mlp [3, 4, 2]";
+  m.units = {{"fc0", 16}, {"fc1", 10}};
+  m.num_params = 26;
+  m.ranks = 3;
+  m.stage = 2;
+  m.dtype = "fp16";
+  m.tensors = {"master", "exp_avg", "exp_avg_sq"};
+  m.optimizer.kind = optim::OptimizerKind::kAdam;
+  m.optimizer.adam = {0.1, 0.8, 0.99, 1e-6, 0.3};
+  m.engine_json = R"({"stage":2})";
+  m.chunk_bytes = 64;
+  m.steps = 17;
+  m.optimizer_steps = 15;
+  m.data_step = 19;
+  m.scaler = {1024.0, 17, 12, 1, 0, 2};
+  m.seed = 0xFFFFFFFFFFFFFFFFull;
+  m.metadata = {{"data", "corpus.txt"}};
+  for (int r = 0; r < 3; ++r) m.shards.push_back({shard_file_name(r, 3), 1000u + r, 0xDEADBEEFu + r});
+  return m;
+}
+
+TEST(Manifest, RoundTrip) {
+  const Manifest m = sample();
+  const std::string text = manifest_to_json(m);
+  const Manifest back = manifest_from_json(text, "m.json");
+  EXPECT_EQ(manifest_to_json(back), text);
+  EXPECT_EQ(back.seed, m.seed);
+  EXPECT_EQ(back.scaler, m.scaler);
+  EXPECT_EQ(back.optimizer.adam.eps, 1e-6);
+  EXPECT_EQ(back.shards[2].crc32c, 0xDEADBEEFu + 2);
+  EXPECT_EQ(back.tensor_index("exp_avg_sq"), 2);
+  EXPECT_EQ(back.tensor_index("momentum_buffer"), -1);
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(Manifest, ChangedValueFailsItsCrc) {
+  const std::string text = manifest_to_json(sample());
+  try {
+    manifest_from_json(replace(text, "\"steps\": 17", "\"steps\": 18"), "dir/manifest.json");
+    FAIL() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.message().find("dir/manifest.json"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("CRC32C"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Manifest, FutureVersionIsAConfigError) {
+  const std::string text = manifest_to_json(sample());
+  try {
+    manifest_from_json(replace(text, "\"format_version\": 1", "\"format_version\": 7"), "m.json");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("version 7"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("newer"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Manifest, RejectsGarbageAndForeignJson) {
+  EXPECT_THROW(manifest_from_json("", "m"), IoError);
+  EXPECT_THROW(manifest_from_json("{", "m"), IoError);
+  EXPECT_THROW(manifest_from_json("[1,2]", "m"), IoError);
+  EXPECT_THROW(manifest_from_json(R"({"format":"other"})", "m"), IoError);
+  EXPECT_THROW(manifest_from_json(R"({"format":"zerodp-checkpoint","format_version":"1"})", "m"), IoError);
+}
+
+TEST(Manifest, EveryFlippedByteIsCaughtOrHarmless) {
+  // Whitespace may change without effect; anything else must be an error.
+  const std::string text = manifest_to_json(sample());
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string t = text;
+    t[i] = static_cast<char>(t[i] ^ 0x01);
+    try {
+      const Manifest back = manifest_from_json(t, "m");
+      EXPECT_EQ(manifest_to_json(back), text) << "byte " << i << " changed the manifest silently";
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST(ShardLayout, RecordsFollowTheUnevenShardRule) {
+  const std::vector<size_t> counts = {10, 3};
+  // 3 ranks: unit 0 -> 4, 3, 3; unit 1 -> 1, 1, 1. Two tensors, 8-byte chunks.
+  const ShardLayout l(counts, 3, 0, 2, 8);
+  EXPECT_EQ(l.range(0), (comm::ShardRange{0, 4}));
+  EXPECT_EQ(l.record(0, 1).header.count, 4u);
+  EXPECT_EQ(l.record(0, 1).header.num_chunks, 2u);
+  EXPECT_EQ(l.record(0, 0).position, kFileHeaderBytes);
+  EXPECT_EQ(l.record(0, 1).position, kFileHeaderBytes + kRecordHeaderBytes + 2 * 4 + 4 * 4);
+  const ShardLayout l2(counts, 3, 2, 2, 8);
+  EXPECT_EQ(l2.range(0), (comm::ShardRange{7, 3}));
+  EXPECT_EQ(l2.record(1, 0).header.offset, 2u);
+  uint64_t expect = kFileHeaderBytes;
+  for (const uint64_t n : {3, 3, 1, 1}) expect += kRecordHeaderBytes + 4 * ((4 * n + 7) / 8) + 4 * n;
+  EXPECT_EQ(l2.file_size(), expect);
+}
+
+TEST(ShardLayout, HeadersRoundTripAndCheckThemselves) {
+  const FileHeader h{1, 2, 3, 4, 5, 64, 0x1234};
+  auto bytes = encode(h);
+  FileHeader back;
+  std::string problem;
+  ASSERT_TRUE(decode(bytes, back, problem)) << problem;
+  EXPECT_EQ(back, h);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto b = bytes;
+    b[i] ^= std::byte{0x20};
+    EXPECT_FALSE(decode(b, back, problem)) << i;
+  }
+  const RecordHeader r{7, 1, 3, 100, 9};
+  auto rb = encode(r);
+  RecordHeader rback;
+  ASSERT_TRUE(decode(rb, rback, problem));
+  EXPECT_EQ(rback, r);
+  rb[20] ^= std::byte{1};
+  EXPECT_FALSE(decode(rb, rback, problem));
+  EXPECT_NE(problem.find("CRC32C"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zerodp::ckpt
