@@ -340,7 +340,7 @@ class MpiCommunicator final : public Communicator {
     for (int i = 1; i < size(); ++i) send((rank() + i) % size(), in.data, in.bytes(), tag, kind);
     const ShardRange own = shard_range(out.count, size(), rank());
     std::byte* own_out = out.byte_data() + own.offset * esize;
-    if (own.count > 0 && own_out != in.data) std::memcpy(own_out, in.data, in.bytes());
+    if (own.count > 0 && own_out != in.data) copy_bytes(own_out, in.data, in.bytes());
     wait_all(kind, tag);
   }
 

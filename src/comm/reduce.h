@@ -2,9 +2,11 @@
 // the same everywhere: out[i] = op(in_0[i], in_1[i], ..., in_{n-1}[i]) with the
 // contributions combined left to right in fp32 (fp16/bf16 widened exactly
 // first) and rounded once to the dtype; kAvg divides the fp32 sum by n
-// (a true division, not a multiply by 1/n) before rounding.
-// Thread-safety: pure functions over caller memory. out may be the same
-// elements as any input (in place); other overlaps are not allowed.
+// (a true division, not a multiply by 1/n) before rounding. A sum or average
+// that is NaN comes out as the canonical quiet NaN (fp32 0x7FC00000, which
+// rounds to bf16 0x7FC0 and fp16 0x7E00); kMax keeps the first NaN as is.
+// Thread-safety: pure functions over caller memory. An output may be the
+// same elements as any input (in place); other overlaps are not allowed.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,16 @@ namespace zerodp::comm {
 // ins[k] points at `count` elements of `dtype`: contribution of rank k.
 // REQUIRES ins.size() >= 1.
 void reduce_ordered(std::span<const void* const> ins, void* out, size_t count, Dtype dtype, ReduceOp op);
+// The same, with the result written to every outs[o] (the thread backend's
+// all-reduce writes each rank's output at once). Each output may be exactly
+// one of the inputs; outputs must not overlap each other.
+// (A distinct name: an array of outputs would silently convert to void*.)
+void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* const> outs, size_t count,
+                             Dtype dtype, ReduceOp op);
+
+// memcpy for the collectives' copies: large copies (4 MiB and more) use
+// streaming stores where the target has them. REQUIRES no overlap.
+void copy_bytes(void* dst, const void* src, size_t bytes);
 
 // The same rule for one double per rank, in fp64: sum in order, avg = sum / n,
 // max keeps the first NaN.

@@ -44,7 +44,10 @@ bool same_call(const CallInfo& a, const CallInfo& b) {
 }  // namespace
 
 ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank, const CommOptions& options)
-    : Communicator(rank, group->size(), options), group_(std::move(group)), inputs_(group_->size()) {}
+    : Communicator(rank, group->size(), options),
+      group_(std::move(group)),
+      inputs_(group_->size()),
+      outputs_(group_->size()) {}
 
 ThreadCommunicator::~ThreadCommunicator() { depart(); }
 
@@ -99,7 +102,7 @@ void ThreadCommunicator::do_all_gather(ConstBuffer in, Buffer out) {
     const ShardRange shard = shard_range(out.count, size(), k);
     const void* src = group_->peer_info(k, id).in;
     std::byte* dst = out.byte_data() + shard.offset * esize;
-    if (shard.count > 0 && src != dst) std::memcpy(dst, src, shard.count * esize);
+    if (shard.count > 0 && src != dst) copy_bytes(dst, src, shard.count * esize);
   }
   sync(kind);
 }
@@ -110,27 +113,19 @@ void ThreadCommunicator::do_all_reduce(ConstBuffer in, Buffer out, ReduceOp op) 
   begin(call);
   const uint64_t id = calls_;
   const size_t esize = in.dtype.size();
-  // Phase 1: the own shard of every input, summed in rank order, into the own
-  // shard of the output. In place is safe: only this rank reads its own
-  // input's shard.
+  // Rank r reduces shard r of every input, in rank order, and writes the
+  // result into shard r of every rank's output: the reduce-scatter and the
+  // all-gather in one pass, with no reduced shard read back. In place is
+  // safe: only rank r touches shard r of any buffer, and each block of
+  // inputs is read before that block of outputs is written.
   const ShardRange own = shard_range(in.count, size(), rank());
   for (int k = 0; k < size(); ++k) {
-    inputs_[k] = static_cast<const std::byte*>(group_->peer_info(k, id).in) + own.offset * esize;
+    const CallInfo& peer = group_->peer_info(k, id);
+    inputs_[k] = static_cast<const std::byte*>(peer.in) + own.offset * esize;
+    outputs_[k] = static_cast<std::byte*>(peer.out) + own.offset * esize;
   }
-  if (own.count > 0) reduce_ordered(inputs_, out.byte_data() + own.offset * esize, own.count, in.dtype, op);
-  if (size() == 1) return;
-  sync(kind);
-  // Phase 2: copy the peers' reduced shards out of their outputs.
-  for (int i = 1; i < size(); ++i) {
-    const int k = (rank() + i) % size();
-    const ShardRange shard = shard_range(in.count, size(), k);
-    const size_t offset = shard.offset * esize;
-    if (shard.count > 0) {
-      std::memcpy(out.byte_data() + offset, static_cast<const std::byte*>(group_->peer_info(k, id).out) + offset,
-                  shard.count * esize);
-    }
-  }
-  sync(kind);
+  if (own.count > 0) reduce_ordered_into_all(inputs_, outputs_, own.count, in.dtype, op);
+  if (size() > 1) sync(kind);  // every shard of our output is written
 }
 
 void ThreadCommunicator::do_broadcast(Buffer buf, int root) {
@@ -138,7 +133,7 @@ void ThreadCommunicator::do_broadcast(Buffer buf, int root) {
   CallInfo call{.kind = kind, .dtype = buf.dtype, .count = buf.count, .root = root, .in = buf.data};
   begin(call);
   if (rank() != root && buf.count > 0) {
-    std::memcpy(buf.data, group_->peer_info(root, calls_).in, buf.bytes());
+    copy_bytes(buf.data, group_->peer_info(root, calls_).in, buf.bytes());
   }
   sync(kind);
 }

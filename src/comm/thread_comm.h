@@ -5,8 +5,10 @@
 //   reduce_scatter: rank r sums shard r of all N inputs, in rank order,
 //                   straight into its output;
 //   all_gather:     rank r copies every peer's shard into its output;
-//   all_reduce:     reduce-scatter into the own shard of the output, then
-//                   all-gather from the peers' outputs;
+//   all_reduce:     rank r sums shard r of all N inputs, in rank order, and
+//                   writes it into shard r of every rank's output (the
+//                   reduce-scatter and all-gather fused: each input byte is
+//                   read once, each output byte written once);
 //   broadcast:      non-roots copy the root's buffer.
 // A final phase keeps every rank inside the call until no peer reads its
 // buffers any more, so buffers may be reused as soon as a call returns.
@@ -51,6 +53,7 @@ class ThreadCommunicator final : public Communicator {
   uint64_t calls_ = 0;
   ThreadGroup::Clock::time_point deadline_{};
   std::vector<const void*> inputs_;  // per-call scratch: one pointer per rank
+  std::vector<void*> outputs_;
   bool departed_ = false;
 };
 

@@ -16,7 +16,8 @@ namespace zerodp::comm {
 
 // kSum and kAvg add contributions in rank order 0..N-1 in fp32 (low-precision
 // inputs are widened first) and round once to the buffer's dtype; kAvg divides
-// the fp32 sum by N before that rounding. kMax keeps the first NaN in rank
+// the fp32 sum by N before that rounding; a NaN sum is the canonical quiet
+// NaN (fp32 0x7FC00000). kMax keeps the first NaN in rank
 // order, otherwise the largest value (ties keep the lower rank's value, which
 // matters only for -0 vs +0).
 enum class ReduceOp { kSum, kAvg, kMax };
