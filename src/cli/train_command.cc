@@ -69,7 +69,11 @@ void add_train_command(CLI::App& app) {
   flag(cmd, f, "--backend", f.backend, "thread (ranks as threads, no launcher) or mpi (run under mpirun -np N)",
        [&f](auto& c) { c.backend = comm::parse_backend(f.backend); });
   flag(cmd, f, "--ranks", d.ranks, "Number of ranks (thread: default = CPU cores; mpi: what mpirun started)",
-       [&f](auto& c) { c.ranks = f.c.ranks; });
+       [&f](auto& c) {
+         // 0 means "one per core" only as the default; a user's 0 is a mistake.
+         ZDP_CHECK(f.c.ranks >= 1, ConfigError, "[train] --ranks {} must be at least 1", f.c.ranks);
+         c.ranks = f.c.ranks;
+       });
   flag(cmd, f, "--stage", f.stage, "ZeRO stage: 0 (plain data parallel), 1 (P_os), 2 (P_os+g), 3 (P_os+g+p)",
        [&f](auto& c) { c.engine.stage = f.stage; });
   flag(cmd, f, "--precision", f.precision, "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",

@@ -1,0 +1,106 @@
+// Bad input to `zerodp train` gets exit code 2 and one line on stderr that
+// names the problem and the fix; nothing is written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string err;
+};
+
+Result run(const std::string& args) {
+  const fs::path err_file = fs::temp_directory_path() / "zerodp_cli_test.err";
+  const std::string cmd = std::string(ZERODP_BINARY) + " " + args + " >/dev/null 2>" + err_file.string();
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  fs::remove(err_file);
+  return r;
+}
+
+fs::path write_temp(const std::string& name, const std::string& content) {
+  const fs::path p = fs::temp_directory_path() / name;
+  std::ofstream(p) << content;
+  return p;
+}
+
+// Exit 2, one line (a second "Run with --help" line is allowed for flag
+// parse errors), containing `needle`.
+void expect_refused(const std::string& args, const std::string& needle) {
+  const Result r = run(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\nstderr: " << r.err;
+  size_t lines = 0;
+  for (char c : r.err) lines += c == '\n';
+  EXPECT_LE(lines, 2u) << args << "\n" << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
+  const fs::path metrics = fs::temp_directory_path() / "zerodp_cli_never.jsonl";
+  fs::remove(metrics);
+  const std::string m = " --metrics " + metrics.string();
+  expect_refused("train --ranks 0" + m, "--ranks 0 must be at least 1");
+  expect_refused("train --stage 4" + m, "stage 4 does not exist");
+  expect_refused("train --micro-batch 0" + m, "--micro-batch 0");
+  expect_refused("train --steps -3" + m, "--steps -3");
+  expect_refused("train --precision fp8" + m, "unknown dtype 'fp8'");
+  expect_refused("train --backend carrier-pigeon" + m, "carrier-pigeon");
+  expect_refused("train --optimizer lamb" + m, "lamb");
+  expect_refused("train --model gpt-huge" + m, "gpt-huge");
+  expect_refused("train --seq-len 4096" + m, "longer than the model's context");
+  expect_refused("train --clip -1" + m, "clipping -1");
+  expect_refused("train --data /nonexistent/corpus.txt" + m, "does not exist");
+  expect_refused("train --no-such-flag", "no-such-flag");
+  EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+}
+
+TEST(CliErrors, TrainRefusesDataFilesThatCannotServe) {
+  const fs::path empty = write_temp("zerodp_cli_empty.txt", "");
+  const fs::path tiny = write_temp("zerodp_cli_tiny.txt", "just a few bytes");
+  expect_refused("train --data " + empty.string(), "is empty");
+  expect_refused("train --data " + tiny.string() + " --seq-len 64", "too few for one sequence");
+  fs::remove(empty);
+  fs::remove(tiny);
+}
+
+TEST(CliErrors, TrainRefusesBadDeepSpeedConfigs) {
+  const fs::path both = write_temp("zerodp_cli_both.json", R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})");
+  const fs::path unknown = write_temp("zerodp_cli_unknown.json", R"({"train_batch_sise": 8})");
+  const fs::path batch = write_temp("zerodp_cli_batch.json",
+                                    R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})");
+  const fs::path broken = write_temp("zerodp_cli_broken.json", "{ \"fp16\": ");
+  expect_refused("train --ranks 2 --config " + both.string(), "both enabled");
+  expect_refused("train --ranks 2 --config " + unknown.string(), "unknown key 'train_batch_sise'");
+  expect_refused("train --ranks 2 --config " + batch.string(), "not a multiple");
+  expect_refused("train --ranks 2 --config " + broken.string(), "not valid JSON");
+  expect_refused("train --config /nonexistent/ds.json", "ds.json");
+  for (const auto& p : {both, unknown, batch, broken}) fs::remove(p);
+}
+
+TEST(CliErrors, HelpIsCompleteAndSucceeds) {
+  const fs::path out = fs::temp_directory_path() / "zerodp_cli_help.txt";
+  const int status = std::system((std::string(ZERODP_BINARY) + " train --help >" + out.string()).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream in(out);
+  const std::string help((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* flag : {"--model", "--stage", "--ranks", "--backend", "--precision", "--micro-batch",
+                           "--grad-accum", "--seq-len", "--steps", "--lr", "--schedule", "--clip", "--seed", "--data",
+                           "--activation-checkpointing", "--metrics", "--config", "--max-memory"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  fs::remove(out);
+}
+
+}  // namespace
