@@ -1,6 +1,7 @@
 // `zerodp model info`: a model's shape, Φ, units and op schedule; `zerodp
 // model list`: the presets.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -26,6 +27,10 @@ void info(const std::string& spec, bool verbose) {
   for (size_t i = 0; i < m->ops().size(); ++i) {
     fmt::print("  op {:<3} {:<10} unit {}\n", i, m->ops()[i].name, m->ops()[i].unit);
   }
+  for (const auto& t : m->tensors()) {
+    fmt::print("  tensor {:<18} offset {:>12} [{}]{}\n", t.name, t.offset, fmt::join(t.shape, ", "),
+               t.decay ? "" : "  no decay");
+  }
 }
 
 }  // namespace
@@ -37,7 +42,7 @@ void add_model_command(CLI::App& app) {
   auto verbose = std::make_shared<bool>(false);
   auto* info_cmd = cmd->add_subcommand("info", "Show a model's shape, Φ, units and op schedule");
   info_cmd->add_option("--model", *spec, "Preset name, model.json, or an inline JSON config")->capture_default_str();
-  info_cmd->add_flag("--units,-v", *verbose, "List every unit and op");
+  info_cmd->add_flag("--units,-v", *verbose, "List every unit, op and tensor");
   info_cmd->callback([spec, verbose] { info(*spec, *verbose); });
   auto* list_cmd = cmd->add_subcommand("list", "List the model presets");
   list_cmd->callback([] {

@@ -55,6 +55,39 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
   ops_.push_back({0, OpKind::kLmHead, 0, "lm_head"});
 }
 
+std::vector<TensorInfo> Gpt::tensors() const {
+  const int C = config_.channels;
+  std::vector<TensorInfo> t;
+  auto add = [&t](std::string name, size_t offset, std::vector<int> shape) {
+    size_t count = 1;
+    for (int d : shape) count *= size_t(d);
+    const bool decay = shape.size() == 2;
+    t.push_back({std::move(name), offset, count, std::move(shape), decay});
+  };
+  add("wte", 0, {config_.padded_vocab, C});
+  add("wpe", size_t(config_.padded_vocab) * C, {config_.max_seq_len, C});
+  const BlockLayout& b = layout_;
+  for (int l = 0; l < config_.layers; ++l) {
+    const size_t u = units_[1 + l].offset;
+    const std::string p = fmt::format("block{}.", l);
+    add(p + "ln1w", u + b.ln1w, {C});
+    add(p + "ln1b", u + b.ln1b, {C});
+    add(p + "qkvw", u + b.qkvw, {3 * C, C});
+    add(p + "qkvb", u + b.qkvb, {3 * C});
+    add(p + "attprojw", u + b.attprojw, {C, C});
+    add(p + "attprojb", u + b.attprojb, {C});
+    add(p + "ln2w", u + b.ln2w, {C});
+    add(p + "ln2b", u + b.ln2b, {C});
+    add(p + "fcw", u + b.fcw, {4 * C, C});
+    add(p + "fcb", u + b.fcb, {4 * C});
+    add(p + "fcprojw", u + b.fcprojw, {C, 4 * C});
+    add(p + "fcprojb", u + b.fcprojb, {C});
+  }
+  add("ln_f.w", units_.back().offset, {C});
+  add("ln_f.b", units_.back().offset + C, {C});
+  return t;
+}
+
 std::string Gpt::describe() const {
   return fmt::format("{}, {} parameters", config_.describe(), num_params_);
 }

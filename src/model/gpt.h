@@ -33,6 +33,7 @@ class Gpt final : public Model {
   size_t num_params() const override { return num_params_; }
   const std::vector<UnitInfo>& units() const override { return units_; }
   const std::vector<Op>& ops() const override { return ops_; }
+  std::vector<TensorInfo> tensors() const override;
   // GPT-2 init: all weights N(0, 0.02), residual projections (attprojw,
   // fcprojw) N(0, 0.02 / sqrt(2L)), biases 0, layernorm weights 1; the padded
   // rows of wte (ids >= V) are 0. One random stream per tensor.

@@ -128,6 +128,16 @@ Mlp::Mlp(const MlpConfig& config) : config_(config) {
   num_params_ = offset;
 }
 
+std::vector<TensorInfo> Mlp::tensors() const {
+  std::vector<TensorInfo> t;
+  for (size_t l = 0; l < units_.size(); ++l) {
+    const int in = config_.widths[l], out = config_.widths[l + 1];
+    t.push_back({fmt::format("fc{}.w", l), units_[l].offset, size_t(in) * out, {out, in}, true});
+    t.push_back({fmt::format("fc{}.b", l), units_[l].offset + size_t(in) * out, size_t(out), {out}, false});
+  }
+  return t;
+}
+
 std::string Mlp::describe() const { return fmt::format("{}, {} parameters", config_.describe(), num_params_); }
 
 void Mlp::init_params(std::span<float> all, uint64_t seed) const {

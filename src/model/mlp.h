@@ -37,6 +37,7 @@ class Mlp final : public Model {
   size_t num_params() const override { return num_params_; }
   const std::vector<UnitInfo>& units() const override { return units_; }
   const std::vector<Op>& ops() const override { return ops_; }
+  std::vector<TensorInfo> tensors() const override;
   // Weights N(0, 1/in) (variance-preserving), biases 0; one stream per layer.
   void init_params(std::span<float> all_params, uint64_t seed) const override;
   // seq_len is ignored (use 1); checkpointing is not supported (ConfigError).

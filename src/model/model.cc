@@ -20,6 +20,12 @@ std::span<float> Model::unit_span(std::span<float> all, int unit) const {
   return all.subspan(us[unit].offset, us[unit].count);
 }
 
+std::vector<TensorInfo> Model::tensors() const {
+  std::vector<TensorInfo> t;
+  for (const auto& u : units()) t.push_back({u.name, u.offset, u.count, {static_cast<int>(u.count)}, true});
+  return t;
+}
+
 std::vector<int> Model::last_backward_op() const {
   std::vector<int> last(units().size(), -1);
   const auto& o = ops();

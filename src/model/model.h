@@ -40,6 +40,15 @@ struct UnitInfo {
   size_t count = 0;   // number of parameters
 };
 
+// One named tensor inside the flat buffer (it lies inside one unit).
+struct TensorInfo {
+  std::string name;        // "wte", "block3.qkvw", "ln_f.b", "fc1.w", ...
+  size_t offset = 0;       // first element in the flat buffer
+  size_t count = 0;
+  std::vector<int> shape;  // row-major, e.g. {3C, C}
+  bool decay = false;      // weight decay applies (matrices: yes; biases and layernorm: no, as GPT-2 / nanoGPT)
+};
+
 enum class OpKind {
   kEmbedding,  // GPT: token + position embedding (unit 0)
   kBlock,      // GPT: one transformer block
@@ -113,6 +122,10 @@ class Model {
   virtual size_t num_params() const = 0;     // Φ
   virtual const std::vector<UnitInfo>& units() const = 0;
   virtual const std::vector<Op>& ops() const = 0;
+  // Every tensor in flat order; together they tile [0, num_params()).
+  // The optimizer's no-decay ranges are the tensors with decay == false.
+  // The default (for models that do not say) is one decayed tensor per unit.
+  virtual std::vector<TensorInfo> tensors() const;
 
   // Deterministic initialisation of all parameters from a seed.
   virtual void init_params(std::span<float> all_params, uint64_t seed) const = 0;

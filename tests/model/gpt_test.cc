@@ -56,6 +56,28 @@ TEST(Gpt, UnitsAreContiguousAndTheHeadReusesUnitZero) {
   EXPECT_EQ(last[3], 3);
 }
 
+TEST(Gpt, TensorsTileTheBufferInsideUnits) {
+  Gpt m(small_config());
+  const auto tensors = m.tensors();
+  ASSERT_EQ(tensors.size(), 2u + 12u * 2 + 2u);
+  size_t offset = 0, decayed = 0;
+  for (const auto& t : tensors) {
+    EXPECT_EQ(t.offset, offset) << t.name;
+    offset += t.count;
+    if (t.decay) decayed += t.count;
+    EXPECT_EQ(t.decay, t.shape.size() == 2) << t.name;
+    // Inside exactly one unit.
+    int inside = 0;
+    for (const auto& u : m.units()) inside += t.offset >= u.offset && t.offset + t.count <= u.offset + u.count;
+    EXPECT_EQ(inside, 1) << t.name;
+  }
+  EXPECT_EQ(offset, m.num_params());
+  // Decayed: wte, wpe and the four matrices per block.
+  const size_t C = 8;
+  EXPECT_EQ(decayed, (16 + 6) * C + 2 * 12 * C * C);
+  EXPECT_EQ(tensors[4].name, "block0.qkvw");
+}
+
 TEST(Gpt, InitIsDeterministicAndGpt2Like) {
   const GptConfig c{64, 100, 128, 2, 2, 32};
   Gpt m(c);

@@ -19,6 +19,11 @@ void check_gradients(MlpHead head) {
   Mlp m({{5, 7, 6, 3}, head});
   ASSERT_EQ(m.units().size(), 3u);
   EXPECT_EQ(m.num_params(), size_t(6 * 7 + 8 * 6 + 7 * 3));
+  const auto tensors = m.tensors();
+  ASSERT_EQ(tensors.size(), 6u);
+  EXPECT_EQ(tensors[1].name, "fc0.b");
+  EXPECT_FALSE(tensors[1].decay);
+  EXPECT_EQ(tensors.back().offset + tensors.back().count, m.num_params());
   std::vector<float> params(m.num_params()), grads(m.num_params(), 0.0f);
   m.init_params(params, 1);
   auto noise = random_floats(params.size(), 9);
