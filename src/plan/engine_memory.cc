@@ -56,7 +56,9 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
         // otherwise that bucket goes to its all-reduce and a new one opens.
         if (capacity != 0 && (offsets[u] + c != lo || filled + c > capacity)) flush();
         if (capacity == 0) {
-          capacity = std::max(run.bucket_elements, c);
+          // Filled downwards from this unit's end: never more than the
+          // flat elements below it (as the engine sizes it).
+          capacity = std::min(std::max(run.bucket_elements, c), offsets[u] + c);
           note(0);
         }
         filled += c;

@@ -55,6 +55,9 @@ void CommWorker::run() {
         error = std::current_exception();
       }
     }
+    // Release what the task holds (its buffers) before it counts as done, so
+    // a waiter that sees it done also sees its memory returned.
+    task = nullptr;
     {
       std::lock_guard lock(mutex_);
       if (error && failure_ == nullptr) failure_ = error;

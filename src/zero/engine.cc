@@ -236,7 +236,9 @@ void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro)
     flush_bucket(first_micro);
   }
   if (!bucket_.data) {
-    bucket_.capacity = std::max(config_.bucket_elements, count);
+    // The bucket fills downwards from this unit's end, so it never needs
+    // more than the flat elements below that point.
+    bucket_.capacity = std::min(std::max(config_.bucket_elements, count), start + count);
     bucket_.data = std::make_shared<LedgerBuffer<std::byte>>(ledger_, MemoryCategory::kBuckets,
                                                              bucket_.capacity * config_.dtype.size());
     bucket_.filled = 0;

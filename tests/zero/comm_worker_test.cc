@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -28,6 +29,18 @@ TEST(CommWorker, AFailureIsRethrownAndLaterTasksAreSkipped) {
   EXPECT_THROW(worker.wait(after), std::runtime_error);
   EXPECT_THROW(worker.drain(), std::runtime_error);
   EXPECT_FALSE(later_ran);
+}
+
+// A task's captures (its buffers) are gone by the time wait() returns.
+TEST(CommWorker, CapturesAreReleasedBeforeTheTicketCompletes) {
+  CommWorker worker;
+  for (int i = 0; i < 200; ++i) {
+    auto held = std::make_shared<int>(i);
+    std::weak_ptr<int> watch = held;
+    const auto ticket = worker.submit([held = std::move(held)] { (void)*held; });
+    worker.wait(ticket);
+    ASSERT_TRUE(watch.expired()) << i;
+  }
 }
 
 }  // namespace
