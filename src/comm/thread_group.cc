@@ -15,20 +15,24 @@
 namespace zerodp::comm {
 namespace {
 
-// Spin, then yield, then sleep: spinning wins when every rank has a core;
+// Spin, then yield, then sleep. Spinning wins when every rank has a core;
 // yielding and sleeping keep an oversubscribed group (N > cores) moving, so
-// such a group barely spins at all.
-constexpr int kSpinIterations = 2000;
-constexpr int kOversubscribedSpinIterations = 20;
-constexpr int kYieldIterations = 200;
+// such a group barely spins at all. The budgets are times, not iteration
+// counts (a pause costs 10 ns on one CPU and 140 on another), and they are
+// longer than a sleeping thread takes to wake (~60 us on a loaded machine):
+// otherwise two ranks fall into a convoy where each sync waits for the
+// other's wake-up.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr auto kYieldTime = std::chrono::microseconds(1000);
+constexpr auto kOversubscribedSpinTime = std::chrono::microseconds(2);
+constexpr auto kOversubscribedYieldTime = std::chrono::microseconds(200);
 
 }  // namespace
 
 ThreadGroup::ThreadGroup(int size)
     : size_(size),
       slots_(std::make_unique<Slot[]>(static_cast<size_t>(size))),
-      spin_iterations_(size <= static_cast<int>(std::thread::hardware_concurrency()) ? kSpinIterations
-                                                                                      : kOversubscribedSpinIterations) {
+      oversubscribed_(size > static_cast<int>(std::thread::hardware_concurrency())) {
   ZDP_CHECK(size >= 1, ConfigError, "[thread_group] needs at least 1 rank, got {}", size);
 }
 
@@ -77,15 +81,26 @@ void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, st
               what(), timeout.count(), waiting_for);
   };
 
+  if (all_arrived()) return;
+  const auto start = Clock::now();
+  const auto spin_until = start + (oversubscribed_ ? kOversubscribedSpinTime : kSpinTime);
+  const auto yield_until = start + (oversubscribed_ ? kOversubscribedYieldTime : kYieldTime);
+  bool spinning = true, yielding = true;
   for (int i = 0;; ++i) {
     if (all_arrived()) break;
     check_failures();
-    if (i < spin_iterations_) {
+    if (spinning) {
       ZDP_CPU_RELAX();
-      if ((i & 63) == 63 && Clock::now() >= deadline) throw_timeout();
-    } else if (i < spin_iterations_ + kYieldIterations) {
+      if ((i & 31) == 31) {
+        const auto now = Clock::now();
+        if (now >= deadline) throw_timeout();
+        spinning = now < spin_until;
+      }
+    } else if (yielding) {
       std::this_thread::yield();
-      if (Clock::now() >= deadline) throw_timeout();
+      const auto now = Clock::now();
+      if (now >= deadline) throw_timeout();
+      yielding = now < yield_until;
     } else {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -83,7 +83,7 @@ class ThreadGroup {
   std::atomic<int> sleepers_{0};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  int spin_iterations_;  // before yielding: few when ranks outnumber cores
+  bool oversubscribed_;  // more ranks than cores: barely spin
   int failed_rank_ = -1;        // guarded by mutex_
   std::string failed_reason_;   // guarded by mutex_
 };
