@@ -18,7 +18,9 @@ constexpr const char* kFormatName = "zerodp-checkpoint";
 constexpr const char* kCrcKey = "manifest_crc32c";
 constexpr size_t kMaxManifestBytes = 64u << 20;
 constexpr int kMaxRanks = 1 << 20;
-constexpr size_t kMaxUnits = 1 << 20;
+constexpr size_t kMaxUnits = 1 << 16;
+// Bounds the work of checking every shard's size against the layout.
+constexpr uint64_t kMaxRankUnits = uint64_t{1} << 26;
 
 const std::set<std::string>& known_tensors() {
   static const std::set<std::string> names = {"master", "exp_avg", "exp_avg_sq", "momentum_buffer"};
@@ -300,6 +302,21 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
               "[ckpt] {}: shard {} is named \"{}\", expected \"{}\"", path, r, s.file,
               shard_file_name(static_cast<int>(r), m.ranks));
     m.shards.push_back(std::move(s));
+  }
+  // Every size must be the layout's, so nothing downstream trusts a size (or
+  // allocates for a Φ) that the files cannot back.
+  ZDP_CHECK(static_cast<uint64_t>(m.ranks) * m.units.size() <= kMaxRankUnits, IoError,
+            "[ckpt] {}: {} ranks x {} units is more than this reader handles", path, m.ranks, m.units.size());
+  const uint64_t tensors = m.tensors.size();
+  for (int r = 0; r < m.ranks; ++r) {
+    uint64_t size = kFileHeaderBytes;
+    for (const auto& u : m.units) {
+      const uint64_t n = comm::shard_range(u.count, m.ranks, r).count;
+      size += tensors * (kRecordHeaderBytes + 4ull * num_chunks(n, m.chunk_bytes) + 4 * n);
+    }
+    ZDP_CHECK(m.shards[r].bytes == size, IoError,
+              "[ckpt] {}: shard {} is listed with {} bytes but its layout takes {}: the manifest is inconsistent", path,
+              r, m.shards[r].bytes, size);
   }
   return m;
 }

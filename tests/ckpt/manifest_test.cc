@@ -33,7 +33,10 @@ Manifest sample() {
   m.scaler = {1024.0, 17, 12, 1, 0, 2};
   m.seed = 0xFFFFFFFFFFFFFFFFull;
   m.metadata = {{"data", "corpus.txt"}};
-  for (int r = 0; r < 3; ++r) m.shards.push_back({shard_file_name(r, 3), 1000u + r, 0xDEADBEEFu + r});
+  for (int r = 0; r < 3; ++r) {
+    const uint64_t bytes = ShardLayout(m.unit_counts(), 3, r, 3, 64).file_size();
+    m.shards.push_back({shard_file_name(r, 3), bytes, 0xDEADBEEFu + r});
+  }
   return m;
 }
 
@@ -75,6 +78,18 @@ TEST(Manifest, FutureVersionIsAConfigError) {
   } catch (const ConfigError& e) {
     EXPECT_NE(e.message().find("version 7"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("newer"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Manifest, ShardSizesMustMatchTheLayout) {
+  Manifest m = sample();
+  m.shards[1].bytes += 4;
+  try {
+    manifest_from_json(manifest_to_json(m), "m.json");
+    FAIL() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.message().find("shard 1"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("inconsistent"), std::string::npos) << e.message();
   }
 }
 

@@ -132,3 +132,35 @@ TEST(ExactResume, SingleRank) { expect_exact_resume({"1 rank", 1, test_config(0)
 
 }  // namespace
 }  // namespace zerodp::ckpt::testing
+
+namespace zerodp::ckpt::testing {
+namespace {
+
+TEST(Resume, AcrossPrecisions) {
+  // fp16 -> bf16: the fp32 master weights and moments carry over exactly;
+  // the scaler state is not carried into a run that has none.
+  TempDir dir;
+  const model::Mlp mlp(small_mlp());
+  FullState saved, loaded;
+  std::mutex mu;
+  zerodp::testing::run_on_ranks(2, [&](comm::Communicator& comm) {
+    zero::Engine engine(mlp, comm, test_config(2, Dtype::fp16()), kSeed, kMicro, 1);
+    std::vector<double> losses;
+    train_steps(engine, kMicro, 3, losses);
+    collect_state(engine, saved, mu);
+    save(engine, dir.path());
+  });
+  zerodp::testing::run_on_ranks(3, [&](comm::Communicator& comm) {
+    zero::Engine engine(mlp, comm, test_config(1, Dtype::bf16()), kSeed, kMicro, 1);
+    const LoadResult r = load(engine, dir.path());
+    EXPECT_EQ(r.saved_dtype, "fp16");
+    EXPECT_EQ(r.saved_ranks, 2);
+    collect_state(engine, loaded, mu);
+    EXPECT_EQ(engine.loss_scale(), 1.0);
+  });
+  for (const auto& [name, t] : saved.tensors) EXPECT_TRUE(bitwise_equal(t, loaded.tensors[name])) << name;
+  EXPECT_EQ(loaded.counters.optimizer_steps, saved.counters.optimizer_steps);
+}
+
+}  // namespace
+}  // namespace zerodp::ckpt::testing
