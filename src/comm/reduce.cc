@@ -121,16 +121,49 @@ bool same_line_offset(std::span<void* const> ptrs) {
   return std::all_of(ptrs.begin(), ptrs.end(), [&](void* p) { return reinterpret_cast<uintptr_t>(p) % 64 == first; });
 }
 
+// fp16 <-> fp32 on 16 lanes with the x86 conversion instructions (exact
+// widening; narrowing rounds to nearest even with subnormals and overflow
+// to infinity), which give dtype.h's bits for every non-NaN value, and sums
+// make NaNs canonical anyway. Without AVX-512 fp16 takes the blocked path.
+#if defined(__AVX512F__)
+constexpr bool kFusedFp16 = true;
+inline Vec16 load_fp16x16(const Half* p) {
+  // The zero-masked forms: GCC 12 warns about the plain forms' undefined
+  // pass-through operand.
+  return reinterpret_cast<Vec16>(
+      _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+}
+inline void store_fp16x16(Half* p, Vec16 v) {
+  const __m256i h =
+      _mm512_maskz_cvtps_ph(0xFFFF, reinterpret_cast<__m512>(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+}
+#else
+constexpr bool kFusedFp16 = false;
+inline Vec16 load_fp16x16(const Half* p) {
+  alignas(64) float f[16];
+  for (int j = 0; j < 16; ++j) f[j] = half_to_float(p[j]);
+  return load_fp32x16(f);
+}
+inline void store_fp16x16(Half* p, Vec16 v) {
+  for (int j = 0; j < 16; ++j) p[j] = float_to_half(v[j]);
+}
+#endif
+
 inline float to_float(float x) { return x; }
 inline float to_float(BFloat16 x) { return bfloat16_to_float(x); }
+inline float to_float(Half x) { return half_to_float(x); }
 inline void from_float(float f, float* out) { *out = f; }
 inline void from_float(float f, BFloat16* out) { *out = float_to_bfloat16(f); }
+inline void from_float(float f, Half* out) { *out = float_to_half(f); }
 inline Vec16 load_x16(const float* p) { return load_fp32x16(p); }
 inline Vec16 load_x16(const BFloat16* p) { return load_bf16x16(p); }
+inline Vec16 load_x16(const Half* p) { return load_fp16x16(p); }
+inline void store_x16(Half* p, Vec16 v) { store_fp16x16(p, v); }
 inline void store_x16(float* p, Vec16 v) { store_fp32x16(p, v); }
 inline void store_x16(BFloat16* p, Vec16 v) { store_bf16x16(p, v); }
 
-// Sum (or average) of fp32 or bf16 contributions, fused: every input read
+// Sum (or average) of fp32, bf16 or (with AVX-512) fp16 contributions, fused: every input read
 // once, the result written to every output, nothing staged.
 template <typename T>
 void sum_fused(std::span<const void* const> ins, std::span<void* const> outs, size_t count, bool average) {
@@ -192,7 +225,7 @@ void sum_fused(std::span<const void* const> ins, std::span<void* const> outs, si
   }
 }
 
-// Everything else (kMax, fp16): blocks widened to fp32 in L1, combined,
+// Everything else (kMax; fp16 without AVX-512): blocks widened to fp32 in L1, combined,
 // rounded once into a block of the dtype, then copied to every output.
 template <typename T>
 void reduce_blocked(std::span<const void* const> ins, std::span<void* const> outs, size_t count, ReduceOp op) {
@@ -231,7 +264,8 @@ void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* c
   switch (dtype.kind()) {
     case Dtype::Kind::kFp32:
       return sum ? sum_fused<float>(ins, outs, count, average) : reduce_blocked<float>(ins, outs, count, op);
-    case Dtype::Kind::kFp16: return reduce_blocked<Half>(ins, outs, count, op);
+    case Dtype::Kind::kFp16:
+      return sum && kFusedFp16 ? sum_fused<Half>(ins, outs, count, average) : reduce_blocked<Half>(ins, outs, count, op);
     case Dtype::Kind::kBf16:
       return sum ? sum_fused<BFloat16>(ins, outs, count, average) : reduce_blocked<BFloat16>(ins, outs, count, op);
   }
