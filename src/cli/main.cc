@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   zerodp::cli::add_plan_command(app);
   zerodp::cli::add_report_command(app);
   zerodp::cli::add_train_command(app);
+  zerodp::cli::add_bench_engine_command(*bench);
   zerodp::cli::add_ckpt_command(app);
 
   try {

@@ -22,8 +22,8 @@ CommWorker::Ticket CommWorker::submit(std::function<void()> task) {
 
 void CommWorker::wait(Ticket ticket) {
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] { return completed_ >= ticket || failure_ != nullptr; });
-  if (failure_) std::rethrow_exception(failure_);
+  cv_.wait(lock, [&] { return completed_ >= ticket; });  // failed and skipped tasks complete too
+  if (failure_ && failed_ticket_ <= ticket) std::rethrow_exception(failure_);
 }
 
 void CommWorker::drain() {
@@ -60,7 +60,10 @@ void CommWorker::run() {
     task = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (error && failure_ == nullptr) failure_ = error;
+      if (error && failure_ == nullptr) {
+        failure_ = error;
+        failed_ticket_ = completed_ + 1;
+      }
       ++completed_;
     }
     cv_.notify_all();

@@ -47,6 +47,7 @@ class CommWorker {
   Ticket submitted_ = 0;
   Ticket completed_ = 0;
   std::exception_ptr failure_;
+  Ticket failed_ticket_ = 0;  // the task that failed first
   bool stopping_ = false;
   std::thread thread_;  // last: started after the state above exists
 };

@@ -2,6 +2,7 @@
 // names the problem and the fix; nothing is written.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -18,7 +19,10 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / "zerodp_cli_test.err";
+  // Unique per process and call: CTest runs these tests in parallel.
+  static int calls = 0;
+  const fs::path err_file =
+      fs::temp_directory_path() / ("zerodp_cli_test." + std::to_string(getpid()) + "." + std::to_string(++calls));
   const std::string cmd = std::string(ZERODP_BINARY) + " " + args + " >/dev/null 2>" + err_file.string();
   const int status = std::system(cmd.c_str());
   Result r;

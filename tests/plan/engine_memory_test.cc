@@ -83,12 +83,13 @@ TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
   EngineRun run{.stage = 0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.buckets, 40u + 28u + 24u);
-  // Lagging over 2 micro-batches: the first pass's two buckets (48) still
-  // queued during the second.
+  // Lagging over 2 micro-batches: the first pass's two buckets (24, and 20:
+  // unit 0's bucket needs only the 10 elements below its end) still queued
+  // during the second.
   run.grad_accum = 2;
   p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.buckets, 40u + 28u + 24u);
-  EXPECT_EQ(p.buckets_bound, 48u + 40u + 28u + 24u);
+  EXPECT_EQ(p.buckets_bound, 24u + 20u + 40u + 28u + 24u);
   // A bucket is never smaller than the unit it must hold.
   run.grad_accum = 1;
   run.bucket_elements = 1;
