@@ -10,8 +10,9 @@
 //                   reduce-scatter and all-gather fused: each input byte is
 //                   read once, each output byte written once);
 //   broadcast:      non-roots copy the root's buffer.
-// A final phase keeps every rank inside the call until no peer reads its
-// buffers any more, so buffers may be reused as soon as a call returns.
+// A final phase keeps every rank inside the call until no peer reads or
+// writes its buffers any more, so buffers may be reused as soon as a call
+// returns.
 // Thread-safety: see communicator.h (one calling thread at a time per rank).
 #pragma once
 

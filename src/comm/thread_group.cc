@@ -15,17 +15,20 @@
 namespace zerodp::comm {
 namespace {
 
-// Spin, then yield, then sleep. Spinning wins when every rank has a core;
-// yielding and sleeping keep an oversubscribed group (N > cores) moving, so
-// such a group barely spins at all. The budgets are times, not iteration
-// counts (a pause costs 10 ns on one CPU and 140 on another), and they are
-// longer than a sleeping thread takes to wake (~60 us on a loaded machine):
-// otherwise two ranks fall into a convoy where each sync waits for the
-// other's wake-up.
-constexpr auto kSpinTime = std::chrono::microseconds(50);
-constexpr auto kYieldTime = std::chrono::microseconds(1000);
-constexpr auto kOversubscribedSpinTime = std::chrono::microseconds(2);
-constexpr auto kOversubscribedYieldTime = std::chrono::microseconds(200);
+// Spin briefly, then yield, then sleep. The budgets are times, not
+// iteration counts (a pause costs 10 ns on one CPU and 140 on another).
+// Spinning only pays when the peer runs on another core at that moment; on
+// a loaded machine two ranks often share one core, and then a spinning rank
+// only delays the peer it waits for (measured: a long spin turned 1 us calls
+// into 500 us ones). Yielding hands the core to the peer when it shares it
+// and returns at once when nothing else wants the core, so a yield loop is
+// the robust middle; it must also outlast a sleeping thread's wake-up
+// (~60 us when loaded), or ranks fall into a convoy where every sync waits
+// for the other's wake-up. Oversubscribed groups skip the spin.
+constexpr auto kSpinTime = std::chrono::microseconds(5);
+constexpr auto kYieldTime = std::chrono::microseconds(2000);
+constexpr auto kOversubscribedSpinTime = std::chrono::microseconds(0);
+constexpr auto kOversubscribedYieldTime = std::chrono::microseconds(2000);
 
 }  // namespace
 
