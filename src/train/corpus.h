@@ -30,6 +30,7 @@ struct Corpus {
   int vocab = 256;                // smallest vocabulary that holds every id
   bool byte_level = true;         // tokens are bytes (printable as text)
   std::vector<ArithmeticProblem> held_out;  // the embedded corpus only
+  int record_length = 1;          // windows start at multiples of this (10: one arithmetic line)
 };
 
 // The embedded corpus, generated from a fixed seed (the same on every rank

@@ -1,5 +1,7 @@
 #include "train/sampler.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace zerodp::train {
@@ -17,8 +19,9 @@ uint64_t mix(uint64_t x) {
 }  // namespace
 
 DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks,
-                                       uint64_t seed)
-    : stream_(stream), seq_len_(seq_len), micro_batch_(micro_batch), ranks_(ranks), seed_(seed) {
+                                       uint64_t seed, int alignment)
+    : stream_(stream), seq_len_(seq_len), micro_batch_(micro_batch), ranks_(ranks),
+      alignment_(static_cast<size_t>(std::max(1, alignment))), seed_(seed) {
   ZDP_CHECK(stream.size() > static_cast<size_t>(seq_len), ConfigError,
             "[data] the data has {} tokens, too few for one sequence of {} (+1): use a longer file or a "
             "smaller --seq-len",
@@ -26,8 +29,10 @@ DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_
 }
 
 size_t DistributedSampler::window_start(int64_t step, int64_t sample) const {
-  const uint64_t windows = stream_.size() - static_cast<size_t>(seq_len_);  // starts with a next token
-  return mix(mix(seed_ ^ mix(static_cast<uint64_t>(step))) + static_cast<uint64_t>(sample)) % windows;
+  // Starts that leave room for seq_len tokens and their next tokens.
+  const uint64_t starts = stream_.size() - static_cast<size_t>(seq_len_);
+  const uint64_t windows = (starts + alignment_ - 1) / alignment_;
+  return mix(mix(seed_ ^ mix(static_cast<uint64_t>(step))) + static_cast<uint64_t>(sample)) % windows * alignment_;
 }
 
 TokenBatch DistributedSampler::batch(int64_t step, int micro, int rank) const {

@@ -23,7 +23,10 @@ struct TokenBatch {
 class DistributedSampler {
  public:
   // REQUIRES stream.size() > seq_len (ConfigError otherwise, naming both).
-  DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks, uint64_t seed);
+  // Windows start at multiples of `alignment` (records of a fixed length,
+  // like the arithmetic corpus's lines, then always start at position 0).
+  DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks, uint64_t seed,
+                     int alignment = 1);
 
   // Rank r's micro-batch m of step s.
   TokenBatch batch(int64_t step, int micro, int rank) const;
@@ -33,6 +36,7 @@ class DistributedSampler {
  private:
   std::span<const int32_t> stream_;
   int seq_len_, micro_batch_, ranks_;
+  size_t alignment_;
   uint64_t seed_;
 };
 

@@ -33,7 +33,7 @@ struct TrainConfig {
   bool derive_grad_accum = false;
   int micro_batch = 8;
   int seq_len = 64;
-  int steps = 400;
+  int steps = 1200;
   uint64_t seed = 1234;
   bool activation_checkpointing = false;
 
@@ -41,9 +41,9 @@ struct TrainConfig {
   zero::EngineConfig engine = default_engine();
 
   // Evaluation and output.
-  int eval_every = 50;   // validation loss every K steps; 0 = only at the end
+  int eval_every = 200;  // validation loss every K steps; 0 = only at the end
   int eval_batches = 4;  // micro-batches per rank in one validation pass
-  int log_every = 10;    // a log line every K steps when not on a terminal
+  int log_every = 100;   // a log line every K steps when not on a terminal
   std::string metrics_path;  // JSON Lines, one record per step
   int sample_tokens = 48;    // generated after training (GPT); 0 = none
   double max_memory_bytes = 0;  // refuse before allocating when the plan exceeds it; 0 = no limit

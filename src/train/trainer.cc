@@ -141,8 +141,10 @@ TrainOutcome run_training(const TrainConfig& input) {
     resolve_batch(config, n);
     zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                         config.activation_checkpointing);
-    const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed);
-    const DistributedSampler val_sampler(corpus.val, config.seq_len, config.micro_batch, n, config.seed + 1);
+    const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
+                                           corpus.record_length);
+    const DistributedSampler val_sampler(corpus.val, config.seq_len, config.micro_batch, n, config.seed + 1,
+                                         corpus.record_length);
     std::optional<MetricsWriter> metrics;
     std::optional<Progress> progress;
     if (lead) {

@@ -66,3 +66,21 @@ TEST(Sampler, RefusesDataShorterThanOneSequence) {
 
 }  // namespace
 }  // namespace zerodp::train
+
+namespace zerodp::train {
+namespace {
+
+TEST(Sampler, AlignedWindowsStartOnRecordBoundaries) {
+  const auto stream = counting_stream(10000);
+  const DistributedSampler sampler(stream, 32, 8, 2, 5, /*alignment=*/10);
+  for (int64_t step = 0; step < 20; ++step) {
+    const TokenBatch b = sampler.batch(step, 0, 1);
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_EQ(b.tokens[static_cast<size_t>(i) * 32] % 10, 0);
+      ASSERT_LE(b.tokens[static_cast<size_t>(i) * 32] + 32, 9999);  // the last target exists
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::train
