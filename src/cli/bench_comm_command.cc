@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/mpi_launch.h"
 #include "comm/mpi.h"
 #include "comm/shard.h"
 #include "comm/world.h"
@@ -211,33 +212,6 @@ void measure_native(const Plan& p, Results& results, bool print_lines) {
   std::fflush(stdout);
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
-std::string self_path() {
-  std::vector<char> buf(4096);
-  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  ZDP_CHECK(n > 0, ConfigError, "[bench comm] cannot find this executable's path (/proc/self/exe)");
-  return std::string(buf.data(), static_cast<size_t>(n));
-}
-
-// "mpirun -np N [--oversubscribe] [--allow-run-as-root] <this exe> args...".
-std::string mpirun_command(int ranks, const std::vector<std::string>& args) {
-  const std::string mpirun = comm::mpiexec_path();
-  ZDP_CHECK(!mpirun.empty(), ConfigError,
-            "[bench comm] mpirun was not found at build time; set ZERODP_MPIRUN to its path or use --baseline none");
-  std::string cmd = shell_quote(mpirun) + " -np " + std::to_string(ranks);
-  // Oversubscription makes OpenMPI yield while polling: only when needed.
-  if (ranks > static_cast<int>(std::thread::hardware_concurrency())) cmd += " --oversubscribe";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  cmd += " " + shell_quote(self_path());
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  return cmd;
-}
-
 std::vector<std::string> child_args(const BenchCommOptions& o, const Plan& p, bool baseline_child) {
   std::vector<std::string> args{"bench", "comm", "--backend", baseline_child ? "mpi" : o.backend, "--ranks",
                                 std::to_string(p.ranks), "--dtype", o.dtype, "--min-bytes", o.min_bytes,
@@ -255,7 +229,7 @@ std::vector<std::string> child_args(const BenchCommOptions& o, const Plan& p, bo
 // Runs the OpenMPI baseline under mpirun and reads its lines; false (with a
 // note) when it could not run.
 bool run_baseline_child(const BenchCommOptions& o, const Plan& p, Results& results) {
-  const std::string cmd = mpirun_command(p.ranks, child_args(o, p, true));
+  const std::string cmd = mpirun_command(p.ranks, child_args(o, p, true), "bench comm");
   fmt::print(stderr, "bench comm: OpenMPI baseline: {}\n", cmd);
   std::FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return false;
@@ -367,7 +341,7 @@ void run_bench_comm(const BenchCommOptions& o) {
     ZDP_CHECK(comm::mpi_available(), ConfigError,
               "[bench comm] this zerodp was built without MPI; use --backend thread");
     if (!comm::mpi_launched()) {
-      const std::string cmd = mpirun_command(p.ranks, child_args(o, p, false));
+      const std::string cmd = mpirun_command(p.ranks, child_args(o, p, false), "bench comm");
       fmt::print(stderr, "bench comm: relaunching under mpirun: {}\n", cmd);
       const int status = std::system(cmd.c_str());
       ZDP_CHECK(status == 0, Error, "[bench comm] the mpirun run failed (status {})", status);
