@@ -127,6 +127,14 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.comm_timeout_s = f.c.comm_timeout_s; });
   flag(cmd, f, "--max-memory", f.max_memory, "Refuse to start when a rank's planned memory exceeds this (e.g. 2GB)",
        [&f](auto& c) { c.max_memory_bytes = static_cast<double>(plan::parse_bytes(f.max_memory, "--max-memory")); });
+  flag(cmd, f, "--save", d.save_dir, "Save checkpoints under this folder (DIR/step-N, DIR/latest); at the end,\n"
+       "and every --save-every steps", [&f](auto& c) { c.save_dir = f.c.save_dir; });
+  flag(cmd, f, "--resume", d.resume_dir, "Resume from a checkpoint folder (or a --save folder: its latest), saved at\n"
+       "any number of ranks and any stage", [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
+  flag(cmd, f, "--save-every", d.save_every, "Save every S steps (0 = only at the end)",
+       [&f](auto& c) { c.save_every = f.c.save_every; });
+  flag(cmd, f, "--keep-last", d.keep_last, "Keep only the K newest checkpoints (0 = all)",
+       [&f](auto& c) { c.keep_last = f.c.keep_last; });
   auto* ckpt = cmd->add_flag("--activation-checkpointing", d.activation_checkpointing,
                              "Recompute each block's forward in backward instead of keeping its activations");
   f.overrides.emplace_back(ckpt, [&f](auto& c) { c.activation_checkpointing = f.c.activation_checkpointing; });

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "model/generate.h"
 #include "model/gpt.h"
@@ -179,10 +180,38 @@ TrainOutcome run_training(const TrainConfig& input) {
 
     const double tokens_per_step =
         static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
+    if (!config.resume_dir.empty()) {
+      const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);
+      step = loaded.step;
+      if (lead) {
+        progress->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {})", loaded.path,
+                                   loaded.step, loaded.saved_ranks, loaded.saved_stage, loaded.saved_dtype));
+      }
+      ZDP_CHECK(loaded.seed == config.seed, ConfigError,
+                "[train] {} was saved with --seed {} but this run has --seed {}: pass --seed {} to continue its data",
+                loaded.path, loaded.seed, config.seed, loaded.seed);
+    }
+    int64_t last_saved = -1;
+    // data_step: the data position the checkpoint resumes at (steps done).
+    auto save_now = [&](int64_t data_step) {
+      ckpt::SaveOptions options;
+      options.seed = config.seed;
+      options.data_step = data_step;
+      options.keep_last = config.keep_last;
+      options.metadata = {{"model", config.model}, {"data", config.data.empty() ? "embedded" : config.data}};
+      const ckpt::SaveResult saved = ckpt::save(engine, config.save_dir, options);
+      last_saved = data_step;
+      if (lead) {
+        progress->note(fmt::format("saved {} ({:.1f} MB in {:.2f} s)", saved.path, saved.bytes_total / 1e6,
+                                   saved.seconds));
+      }
+    };
+
     comm::CommStats last_step_comm;
     double train_seconds = 0;
     std::vector<double> losses;
-    for (step = 0; step < config.steps; ++step) {
+    const int64_t first_step = step;
+    for (; step < config.steps; ++step) {
       const comm::CommStats before = comm.stats();
       const auto t0 = Clock::now();
       const zero::StepResult r = engine.train_step(train_feed);
@@ -198,6 +227,9 @@ TrainOutcome run_training(const TrainConfig& input) {
           progress->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", step + 1,
                                      val, 100.0 * held_out_accuracy(gpt, now, corpus, kAccuracyProblems)));
         }
+      }
+      if (!config.save_dir.empty() && config.save_every > 0 && (step + 1) % config.save_every == 0) {
+        save_now(step + 1);
       }
       std::vector<RankMemory> memory;
       std::vector<comm::CommStats> step_comm;
@@ -220,14 +252,15 @@ TrainOutcome run_training(const TrainConfig& input) {
         metrics->write(rec);
       }
     }
+    if (!config.save_dir.empty() && last_saved != step) save_now(step);
     const double final_val = validate_now();
     const std::vector<RankMemory> memory = collect_memory(comm, engine);
     const std::vector<comm::CommStats> step_comm = collect_comm(comm, last_step_comm);
     const std::vector<float> params = engine.gather_params();
     if (!lead) return;
     progress->finish();
-    fmt::print("validation loss {:.4f} (first step's training loss {:.4f})\n", final_val,
-               losses.empty() ? 0.0 : losses.front());
+    fmt::print("validation loss {:.4f} (training loss {:.4f} at step {})\n", final_val,
+               losses.empty() ? 0.0 : losses.front(), first_step + 1);
     if (!corpus.held_out.empty()) {
       outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, kAccuracyProblems);
       fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n",
@@ -246,7 +279,8 @@ TrainOutcome run_training(const TrainConfig& input) {
     stats.memory = memory;
     stats.step_comm = step_comm;
     stats.seconds = train_seconds;
-    stats.tokens_per_second = train_seconds > 0 ? tokens_per_step * config.steps / train_seconds : 0;
+    stats.tokens_per_second =
+        train_seconds > 0 ? tokens_per_step * static_cast<double>(config.steps - first_step) / train_seconds : 0;
     fmt::print("{}", format_summary(stats));
     if (config.sample_tokens > 0) {
       fmt::print("\nSample ({} tokens, temperature 0.8, top-k 40):\n{}\n", config.sample_tokens,

@@ -99,7 +99,8 @@ class Engine {
   std::vector<StateView> state_views();
   // Everything else a resume needs (scalars, identical on every rank).
   struct Counters {
-    int64_t steps = 0;             // optimizer steps taken (the data position too)
+    int64_t steps = 0;             // optimizer steps taken (skipped fp16 steps excluded; the
+                                   // trainer keeps the data position, which counts them)
     int64_t optimizer_steps = 0;   // Optimizer::step_count (steps minus fp16 skips)
     optim::LossScalerState scaler;
   };

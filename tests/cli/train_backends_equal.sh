@@ -19,7 +19,7 @@ if ! diff "$dir/thread.loss" "$dir/mpi.loss"; then
   echo "thread and MPI backends differ (stage $stage, $precision)"
   exit 1
 fi
-grep "validation loss" "$dir/thread.log" > "$dir/thread.val"
-grep "validation loss" "$dir/mpi.log" > "$dir/mpi.val"
+grep -o "validation loss [0-9.]*" "$dir/thread.log" > "$dir/thread.val"
+grep -o "validation loss [0-9.]*" "$dir/mpi.log" > "$dir/mpi.val"
 diff "$dir/thread.val" "$dir/mpi.val"
 echo "identical: $(tr '\n' ' ' < "$dir/thread.loss")"
