@@ -12,6 +12,7 @@
 #include "model/generate.h"
 #include "model/gpt.h"
 #include "model/presets.h"
+#include "plan/predict.h"
 #include "train/corpus.h"
 #include "train/metrics.h"
 #include "train/progress.h"
@@ -140,6 +141,21 @@ TrainOutcome run_training(const TrainConfig& input) {
     const int n = comm.size();
     TrainConfig config = input_config;  // mpi: the batch rule needs the number of processes
     resolve_batch(config, n);
+    if (config.max_memory_bytes > 0) {
+      // Refuse before allocating anything, naming a stage that would fit.
+      plan::RunShape shape;
+      shape.stage = config.engine.stage;
+      shape.ranks = n;
+      shape.dtype = config.engine.dtype;
+      shape.optimizer = plan::plan_optimizer(config.engine.optimizer);
+      shape.micro_batch = config.micro_batch;
+      shape.seq_len = config.seq_len;
+      shape.checkpointing = config.activation_checkpointing;
+      shape.grad_accum = config.engine.grad_accum;
+      shape.prefetch = config.engine.prefetch;
+      shape.bucket_elements = config.engine.bucket_elements;
+      plan::check_memory_fits(model_config, shape, static_cast<uint64_t>(config.max_memory_bytes));
+    }
     zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                         config.activation_checkpointing);
     const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
