@@ -17,17 +17,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
 
+  // Subcommands register here, one line each, in the order --help lists them.
+  zerodp::cli::add_train_command(app);
+  zerodp::cli::add_plan_command(app);
+  zerodp::cli::add_model_command(app);
+  zerodp::cli::add_ckpt_command(app);
+  zerodp::cli::add_report_command(app);
   auto* bench = app.add_subcommand("bench", "Measure performance against baselines run in the same process");
   bench->require_subcommand(1);
-  // Subcommands register here, one line each.
   zerodp::cli::add_bench_comm_command(*bench);
   zerodp::cli::add_bench_model_command(*bench);
-  zerodp::cli::add_model_command(app);
-  zerodp::cli::add_plan_command(app);
-  zerodp::cli::add_report_command(app);
-  zerodp::cli::add_train_command(app);
   zerodp::cli::add_bench_engine_command(*bench);
-  zerodp::cli::add_ckpt_command(app);
 
   try {
     app.parse(argc, argv);
