@@ -3,9 +3,11 @@
 # stage), train 8: the losses of steps 9-16 and the final validation loss are
 # bitwise the same (compared as round-trip text), because the resumed run
 # continues from the same master weights, moments, counters and data position.
-# usage: train_resume_exact.sh ZERODP
+# With MPIRUN given, a second resume of the same checkpoint runs as MPI
+# processes and must give the same bits too.
+# usage: train_resume_exact.sh ZERODP [MPIRUN]
 set -euo pipefail
-zerodp=$1
+zerodp=$1 mpirun=${2:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # A constant learning rate: the schedule's length is --steps, which differs
@@ -23,4 +25,10 @@ grep -o '"loss":[^,}]*' "$dir/resumed.jsonl" > "$dir/b"
 diff "$dir/a" "$dir/b" || { echo "resumed losses differ from the straight run"; exit 1; }
 diff <(grep -o "validation loss [0-9.]*" "$dir/straight.log") <(grep -o "validation loss [0-9.]*" "$dir/resumed.log") \
   || { echo "final validation loss differs"; exit 1; }
+if [ -n "$mpirun" ]; then
+  "$mpirun" --oversubscribe --allow-run-as-root -np 2 "$zerodp" "${common[@]}" --backend mpi --steps 16 --stage 2 \
+    --resume "$dir/ckpt" --metrics "$dir/mpi.jsonl" > "$dir/mpi.log"
+  grep -o '"loss":[^,}]*' "$dir/mpi.jsonl" > "$dir/c"
+  diff "$dir/a" "$dir/c" || { echo "the MPI resume differs from the straight run"; exit 1; }
+fi
 echo "identical after resume: $(tr '\n' ' ' < "$dir/b")"
