@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Reruns the whole peer benchmark (issue 8) and writes OUT/results.md, the
+# tables of docs/benchmarks.md. About 12-15 minutes on the 2-core machine.
+#   bench/peers/run_all.sh [OUT_DIR]         (default /tmp/zerodp-peers)
+# Environment: ZERODP (binary; default build/zerodp, copied to OUT so a
+# rebuild during the run cannot change it), REPS (runs per configuration,
+# default 5), STEPS (optimizer steps per run, default 6; step 1 is warm-up and
+# not timed), LOSS_STEPS (the longer loss-curve check, default 30; 0 skips
+# it), PYTHON (default /usr/bin/python3: Debian's python3-torch).
+# The runs being compared are interleaved (one of each configuration per
+# round), and the load average is logged before every run.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:-/tmp/zerodp-peers}"
+reps="${REPS:-5}"
+steps="${STEPS:-6}"
+loss_steps="${LOSS_STEPS:-30}"
+py="${PYTHON:-/usr/bin/python3}"
+src_bin="${ZERODP:-$root/build/zerodp}"
+[[ -x "$src_bin" ]] || { echo "run_all: no zerodp binary at $src_bin: build it (ninja -C build zerodp) or set ZERODP" >&2; exit 2; }
+"$py" -c "import torch" 2>/dev/null || { echo "run_all: $py has no torch: apt-get install python3-torch, or set PYTHON" >&2; exit 2; }
+mkdir -p "$out/runs"
+cp "$src_bin" "$out/zerodp"
+zerodp="$out/zerodp"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+mpirun=(mpirun -np 2 --bind-to none)
+if [[ "$(id -u)" == 0 ]]; then mpirun+=(--allow-run-as-root); fi
+log="$out/runs/log.txt"
+: > "$log"
+start=$(date +%s)
+note() { echo "[$(( $(date +%s) - start ))s] load $(cut -d' ' -f1-3 /proc/loadavg) | $*" | tee -a "$log"; }
+
+{ echo "date: $(date -u)"; echo "commit: $(git -C "$root" rev-parse --short HEAD)"; lscpu; free -m; } > "$out/runs/machine.txt"
+
+# 1. Data and zerodp's initial weights (one step at lr 0 leaves them unchanged), in llm.c's format.
+"$py" "$here/make_data.py" "$out/data"
+data="$out/data/peers_train.bin"
+base=(train --model gpt-bench --data "$data" --precision fp32 --micro-batch 4 --seq-len 64 --schedule constant
+      --clip 0 --weight-decay 0 --optimizer adamw --seed 1234 --eval-every 0 --sample-tokens 0)
+common=("${base[@]}" --lr 3e-4)  # PyTorch's AdamW in torch_ddp.py: lr 3e-4, betas (0.9, 0.999), eps 1e-8, no decay
+rm -rf "$out/init" "$out/initw"
+"$zerodp" "${base[@]}" --ranks 2 --stage 0 --steps 1 --lr 0 --save "$out/init" > "$out/runs/init.log"
+"$zerodp" ckpt consolidate "$out/init" "$out/initw" >> "$out/runs/init.log"
+model_bin="$out/initw/model.bin"
+
+torch_run() {  # mode steps tag
+  note "torch $1 ($3)"
+  "$py" "$here/torch_ddp.py" --mode "$1" --model-bin "$model_bin" --data "$data" --steps "$2" \
+    --out "$out/runs/$3.json" > "$out/runs/$3.log" 2>&1
+}
+zerodp_run() {  # backend stage ranks steps tag
+  note "zerodp $1 stage $2 N=$3 ($5)"
+  local args=("${common[@]}" --stage "$2" --steps "$4" --metrics "$out/runs/$5.jsonl")
+  if [[ "$1" == thread ]]; then
+    /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$out/runs/$5.log" 2>&1
+  else
+    local mp=("${mpirun[@]}")
+    mp[2]="$3"
+    if (( $3 > 2 )); then mp+=(--oversubscribe); fi
+    "${mp[@]}" /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi > "$out/runs/$5.log" 2>&1
+  fi
+}
+
+# 2. Throughput, memory and loss: REPS rounds, each one run of every configuration.
+for rep in $(seq 1 "$reps"); do
+  torch_run ddp "$steps" "torch-ddp-r$rep"
+  zerodp_run thread 0 2 "$steps" "zerodp-thread-s0-r$rep"
+  zerodp_run mpi 0 2 "$steps" "zerodp-mpi-s0-r$rep"
+  torch_run zero1 "$steps" "torch-zero1-r$rep"
+  for stage in 1 2 3; do
+    zerodp_run thread "$stage" 2 "$steps" "zerodp-thread-s$stage-r$rep"
+    zerodp_run mpi "$stage" 2 "$steps" "zerodp-mpi-s$stage-r$rep"
+  done
+done
+
+# 3. Scaling of stage 3: N=1 and N=2 timed (N=2 comes from step 2), N=4 oversubscribed: memory only.
+for rep in 1 2 3; do zerodp_run thread 3 1 "$steps" "scale-n1-r$rep"; done
+zerodp_run thread 3 4 2 "scale-n4-thread"
+zerodp_run mpi 3 4 2 "scale-n4-mpi"
+
+# 4. Loss curves side by side over more steps (the same batches on both sides).
+if (( loss_steps > 0 )); then
+  torch_run ddp "$loss_steps" "loss-torch-ddp"
+  zerodp_run thread 0 2 "$loss_steps" "loss-zerodp-s0"
+fi
+
+# 5. Collectives: zerodp's thread backend next to OpenMPI's own, 2 ranks.
+note "zerodp bench comm"
+"$zerodp" bench comm --ranks 2 --max-bytes 64M --quick > "$out/runs/comm.txt" 2>&1 || echo "(bench comm failed)" >> "$out/runs/comm.txt"
+
+note "done"
+"$py" "$here/summarize.py" "$out/runs" > "$out/results.md"
+echo "results: $out/results.md ($(( $(date +%s) - start )) s)"

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Turns the run folder of bench/peers/run_all.sh into the markdown tables of
+docs/benchmarks.md (printed to stdout).
+  /usr/bin/python3 bench/peers/summarize.py OUT/runs > OUT/results.md
+
+A run's tokens/s is the median over its timed steps (step 1 is warm-up); a
+configuration's is the median over its runs, with min and max. "vs peer" is the
+median over rounds of (zerodp run / PyTorch run of the same round), so runs
+taken under the same load are compared. Peak RSS per rank: PyTorch and zerodp
+MPI ranks are processes (getrusage / GNU time, per process, max over ranks);
+zerodp thread ranks share one process, whose peak RSS is divided by N.
+"""
+import glob
+import json
+import os
+import re
+import statistics as st
+import sys
+
+MB = 1e6
+
+
+def zerodp_run(path):
+    recs = [json.loads(line) for line in open(path)]
+    log = open(path[:-len(".jsonl")] + ".log").read()
+    rss = [int(x) for x in re.findall(r"rss_kb=(\d+)", log)]
+    tps = [r["tokens_per_s"] for r in recs[1:]] or [recs[0]["tokens_per_s"]]
+    ranks = len(recs[-1]["memory"])
+    thread = "thread" in os.path.basename(path) or "n1" in os.path.basename(path)
+    per_rank_rss = rss[0] * 1024 / ranks if thread and len(rss) == 1 else max(rss) * 1024
+    return {"tps": st.median(tps), "loss": [r["loss"] for r in recs], "rss": per_rank_rss,
+            "states": max(m["model_states"] for m in recs[-1]["memory"]),
+            "peak_ledger": max(sum(v["peak"] for v in m.values() if isinstance(v, dict)) for m in recs[-1]["memory"])}
+
+
+def torch_run(path):
+    d = json.load(open(path))
+    secs = d["step_seconds"][1:] or d["step_seconds"]
+    return {"tps": st.median(d["tokens_per_step"] / s for s in secs), "loss": d["loss"],
+            "rss": max(d["rss_kb"]) * 1024, "states": None, "peak_ledger": None}
+
+
+def runs(folder, prefix):
+    out = {}
+    for p in sorted(glob.glob(os.path.join(folder, prefix + "-r*.json*"))):
+        rep = int(re.search(r"-r(\d+)\.json", p).group(1))
+        out[rep] = torch_run(p) if p.endswith(".json") else zerodp_run(p)
+    return out
+
+
+def fmt_mb(x):
+    return "-" if x is None else f"{x / MB:,.0f}"
+
+
+def main():
+    folder = sys.argv[1]
+    configs = [("PyTorch DDP (gloo)", "torch-ddp", None), ("zerodp stage 0, thread", "zerodp-thread-s0", "torch-ddp"),
+               ("zerodp stage 0, MPI", "zerodp-mpi-s0", "torch-ddp"),
+               ("PyTorch DDP + ZeroRedundancyOptimizer", "torch-zero1", None),
+               ("zerodp stage 1, thread", "zerodp-thread-s1", "torch-zero1"),
+               ("zerodp stage 1, MPI", "zerodp-mpi-s1", "torch-zero1"),
+               ("zerodp stage 2, thread", "zerodp-thread-s2", "torch-ddp"),
+               ("zerodp stage 2, MPI", "zerodp-mpi-s2", "torch-ddp"),
+               ("zerodp stage 3, thread", "zerodp-thread-s3", "torch-ddp"),
+               ("zerodp stage 3, MPI", "zerodp-mpi-s3", "torch-ddp")]
+    loads = [float(x) for x in re.findall(r"load (\S+)", open(os.path.join(folder, "log.txt")).read())]
+    print(f"Load average (1 min) before the runs: min {min(loads):.2f}, median {st.median(loads):.2f}, "
+          f"max {max(loads):.2f} (2 cores).\n")
+    print("| configuration (N=2, B=4, T=64, fp32) | runs | tokens/s median | min | max | vs peer (paired median) "
+          "| peak RSS per rank (MB) | ledger model states per rank (MB) | ledger peak per rank (MB) | loss at last step |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    data = {prefix: runs(folder, prefix) for _, prefix, _ in configs}
+    for name, prefix, peer in configs:
+        r = data[prefix]
+        if not r:
+            continue
+        tps = [x["tps"] for x in r.values()]
+        ratio = "1.00 (baseline)" if peer is None else "-"
+        if peer and data[peer]:
+            paired = [r[k]["tps"] / data[peer][k]["tps"] for k in r if k in data[peer]]
+            ratio = f"{st.median(paired):.2f}x {'DDP' if peer == 'torch-ddp' else 'DDP+ZeRO-1'}"
+        first = r[min(r)]
+        print(f"| {name} | {len(r)} | {st.median(tps):.0f} | {min(tps):.0f} | {max(tps):.0f} | {ratio} "
+              f"| {st.median(x['rss'] for x in r.values()) / MB:,.0f} | {fmt_mb(first['states'])} "
+              f"| {fmt_mb(first['peak_ledger'])} | {first['loss'][-1]:.6f} |")
+
+    print("\n**Stage 3 scaling** (thread backend; N=4 is oversubscribed on 2 cores: memory only)\n")
+    print("| N | tokens/s in all (median, min-max) | ledger model states per rank (MB) | peak RSS per rank (MB) |")
+    print("|---|---|---|---|")
+    n1 = runs(folder, "scale-n1")
+    n2 = data["zerodp-thread-s3"]
+    for n, r in ((1, n1), (2, n2)):
+        if r:
+            tps = [x["tps"] for x in r.values()]
+            print(f"| {n} | {st.median(tps):.0f} ({min(tps):.0f}-{max(tps):.0f}) | {fmt_mb(r[min(r)]['states'])} "
+                  f"| {st.median(x['rss'] for x in r.values()) / MB:,.0f} |")
+    for backend in ("thread", "mpi"):
+        p = os.path.join(folder, f"scale-n4-{backend}.jsonl")
+        if os.path.exists(p):
+            x = zerodp_run(p)
+            print(f"| 4 ({backend}) | oversubscribed, not reported | {fmt_mb(x['states'])} | {x['rss'] / MB:,.0f} |")
+
+    tp, zp = os.path.join(folder, "loss-torch-ddp.json"), os.path.join(folder, "loss-zerodp-s0.jsonl")
+    if os.path.exists(tp) and os.path.exists(zp):
+        a, b = torch_run(tp)["loss"], zerodp_run(zp)["loss"]
+        print(f"\n**Loss, step by step, same weights and batches** (PyTorch DDP vs zerodp stage 0, {len(a)} steps; "
+              f"max |difference| {max(abs(x - y) for x, y in zip(a, b)):.2e})\n")
+        print("| step | PyTorch DDP | zerodp stage 0 | difference |")
+        print("|---|---|---|---|")
+        for s in sorted({1, 2, 5, 10, 15, 20, 25, 30, len(a)}):
+            if s <= min(len(a), len(b)):
+                print(f"| {s} | {a[s - 1]:.6f} | {b[s - 1]:.6f} | {b[s - 1] - a[s - 1]:+.2e} |")
+
+    comm = os.path.join(folder, "comm.txt")
+    if os.path.exists(comm):
+        print("\n**Collectives** (`zerodp bench comm --ranks 2 --max-bytes 64M --quick`)\n\n```")
+        print(open(comm).read().rstrip())
+        print("```")
+
+
+if __name__ == "__main__":
+    main()
