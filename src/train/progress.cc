@@ -7,8 +7,8 @@
 
 namespace zerodp::train {
 
-Progress::Progress(int64_t total_steps, int log_every)
-    : total_(total_steps), log_every_(log_every), live_(isatty(fileno(stdout)) != 0),
+Progress::Progress(int64_t total_steps, int log_every, bool allow_live)
+    : total_(total_steps), log_every_(log_every), live_(allow_live && isatty(fileno(stdout)) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 std::string Progress::format(const ProgressEntry& e) const {

@@ -22,7 +22,9 @@ struct ProgressEntry {
 
 class Progress {
  public:
-  Progress(int64_t total_steps, int log_every);
+  // allow_live: false under mpirun, whose output forwarding looks like a
+  // terminal to the ranks even when the user's output goes to a file.
+  Progress(int64_t total_steps, int log_every, bool allow_live = true);
   void update(const ProgressEntry& entry);
   // A line that must not be overwritten (validation, warnings).
   void note(const std::string& line);

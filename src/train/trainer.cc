@@ -172,7 +172,7 @@ TrainOutcome run_training(const TrainConfig& input) {
                  comm.backend_name(), config.engine.stage, config.engine.dtype.name(), config.micro_batch,
                  config.seq_len, config.engine.grad_accum,
                  static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
-      progress.emplace(config.steps, config.log_every);
+      progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
     }
 
     int64_t step = 0;
