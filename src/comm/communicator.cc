@@ -4,6 +4,7 @@
 
 #include <exception>
 
+#include "comm/fault_injection.h"
 #include "comm/shard.h"
 
 namespace zerodp::comm {
@@ -71,7 +72,9 @@ void Communicator::run(Collective kind, uint64_t sent, uint64_t received, Fn&& f
               broken_reason_);
   }
   const auto start = std::chrono::steady_clock::now();
+  const uint64_t call = ++calls_made_;
   try {
+    inject_fault_if_due(rank_, call, kind, [this] { return peer_failed(); });
     fn();
   } catch (const Error& e) {
     mark_broken(e.message());

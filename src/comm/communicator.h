@@ -106,6 +106,9 @@ class Communicator {
   virtual double do_all_reduce_scalar(double value, ReduceOp op) = 0;
   // Called once when this communicator breaks (before the error propagates).
   virtual void on_broken(const std::string& reason) = 0;
+  // True once a peer is known to have failed (thread backend: the group is
+  // poisoned). Ends an injected hang (fault_injection.h); false by default.
+  virtual bool peer_failed() const { return false; }
 
   // "[all_reduce] rank 3" for messages.
   std::string message_prefix(Collective kind) const;
@@ -120,6 +123,7 @@ class Communicator {
   CommOptions options_;
   CommStats stats_;
   std::string broken_reason_;
+  uint64_t calls_made_ = 0;  // collectives started, for fault injection
 };
 
 }  // namespace zerodp::comm

@@ -43,6 +43,7 @@ class ThreadCommunicator final : public Communicator {
   void do_barrier() override;
   double do_all_reduce_scalar(double value, ReduceOp op) override;
   void on_broken(const std::string& reason) override;
+  bool peer_failed() const override { return group_->poisoned(); }
 
  private:
   // Publishes this rank's call, waits for all peers, and checks that they

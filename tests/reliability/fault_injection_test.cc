@@ -1,0 +1,86 @@
+// The ZERODP_FAULT format and the plain-collective behaviour of each action
+// on thread ranks (the engine-level tests are in engine_fault_test.cc).
+#include "comm/fault_injection.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/world.h"
+#include "core/error.h"
+
+namespace zerodp::comm {
+namespace {
+
+// Clears the process-wide fault whatever the test does.
+struct FaultGuard {
+  explicit FaultGuard(std::optional<FaultSpec> f) { set_fault(f); }
+  ~FaultGuard() { set_fault(std::nullopt); }
+};
+
+TEST(FaultSpec, ParsesAllKeysInAnyOrder) {
+  const FaultSpec a = parse_fault_spec("rank=1,collective=7,action=throw");
+  EXPECT_EQ(a.rank, 1);
+  EXPECT_EQ(a.collective, 7u);
+  EXPECT_EQ(a.action, FaultAction::kThrow);
+  const FaultSpec b = parse_fault_spec("action=hang,rank=0,collective=1");
+  EXPECT_EQ(b.action, FaultAction::kHang);
+  EXPECT_EQ(parse_fault_spec("rank=2,collective=3,action=exit").action, FaultAction::kExit);
+}
+
+TEST(FaultSpec, RefusesMalformedValues) {
+  for (const char* bad : {"", "rank=1", "rank=1,collective=2", "rank=x,collective=2,action=throw",
+                          "rank=1,collective=0,action=throw", "rank=1,collective=2,action=explode",
+                          "rank=1,collective=2,action=throw,speed=3", "rank1,collective=2,action=throw",
+                          "rank=-1,collective=2,action=throw"}) {
+    EXPECT_THROW(parse_fault_spec(bad), ConfigError) << bad;
+  }
+  try {
+    parse_fault_spec("rank=1,collective=2,action=explode");
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("use throw, exit or hang"), std::string::npos) << e.message();
+  }
+}
+
+// Rank 1 throws at its 3rd collective; the others get a PeerFailedError that
+// names rank 1, and the run rethrows rank 1's own error.
+TEST(FaultInjection, ThrowAtKthCollectiveFailsEveryRank) {
+  FaultGuard guard(FaultSpec{.rank = 1, .collective = 3, .action = FaultAction::kThrow});
+  std::vector<std::string> errors(3);
+  std::vector<int> completed(3, 0);
+  try {
+    run_thread_ranks(3, {.timeout = std::chrono::seconds(2)}, [&](Communicator& c) {
+      std::vector<float> v(10, 1.0f);
+      try {
+        for (int i = 0; i < 5; ++i) {
+          c.all_reduce(std::span<float>(v), std::span<float>(v), ReduceOp::kSum);
+          completed[c.rank()] = i + 1;
+        }
+      } catch (const CommError& e) {
+        errors[c.rank()] = e.message();
+        throw;
+      }
+    });
+    FAIL() << "the injected fault did not fail the run";
+  } catch (const CommError& e) {
+    EXPECT_NE(e.message().find("[fault] rank 1: injected failure at collective 3 (all_reduce)"), std::string::npos)
+        << e.message();
+  }
+  for (int r : {0, 2}) {
+    EXPECT_EQ(completed[r], 2);
+    EXPECT_NE(errors[r].find("peer rank 1 failed"), std::string::npos) << errors[r];
+  }
+}
+
+// Without a fault (and after set_fault(nullopt)), nothing happens.
+TEST(FaultInjection, NoFaultNoEffect) {
+  FaultGuard guard(std::nullopt);
+  run_thread_ranks(2, {.timeout = std::chrono::seconds(2)}, [&](Communicator& c) {
+    for (int i = 0; i < 4; ++i) c.barrier();
+  });
+  EXPECT_FALSE(active_fault().has_value());
+}
+
+}  // namespace
+}  // namespace zerodp::comm

@@ -1,0 +1,126 @@
+// Inf in the gradients of ONE rank only (its micro-batch holds an Inf
+// feature at one step): under fp16 every rank skips that step together (the
+// overflow flag is all-reduced, so the loss scalers stay identical and the
+// ranks stay in lock-step); under fp32 and bf16 every rank stops with an
+// error naming the step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/world.h"
+#include "core/error.h"
+#include "zero/engine_test_util.h"
+
+namespace zerodp::zero {
+namespace {
+
+constexpr int kRanks = 3;
+constexpr int kPoisonedRank = 2;
+constexpr int64_t kPoisonedStep = 1;  // 0-based: the second step
+constexpr int kSteps = 4;
+
+// The usual feeder, but rank kPoisonedRank's first sample at kPoisonedStep
+// has an Inf feature, which makes its local gradients non-finite.
+BatchFeeder poisoned_feeder(const int64_t& step, int rank, int b) {
+  return [&step, rank, b](model::Workspace& ws, int micro) {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    for (int i = 0; i < b; ++i) {
+      testing::Sample s = testing::make_sample(static_cast<uint64_t>(step), micro, rank * b + i);
+      if (rank == kPoisonedRank && step == kPoisonedStep && i == 0) s.x[3] = std::numeric_limits<float>::infinity();
+      x.insert(x.end(), s.x.begin(), s.x.end());
+      y.push_back(s.label);
+    }
+    model::Batch batch;
+    batch.features = x;
+    batch.labels = y;
+    ws.set_batch(batch);
+  };
+}
+
+struct RankRecord {
+  std::vector<bool> skipped;
+  std::vector<double> scales;
+  optim::LossScalerState scaler;
+  int64_t steps = 0;
+  std::vector<float> master;
+  std::string error;
+};
+
+std::vector<RankRecord> train(int stage, Dtype dtype) {
+  const model::Mlp mlp(testing::small_mlp());
+  EngineConfig config;
+  config.stage = stage;
+  config.dtype = dtype;
+  std::vector<RankRecord> records(kRanks);
+  try {
+    comm::run_thread_ranks(kRanks, {.timeout = std::chrono::seconds(20)}, [&](comm::Communicator& c) {
+      RankRecord& rec = records[c.rank()];
+      try {
+        Engine engine(mlp, c, config, /*seed=*/11, /*micro_batch=*/2, 1);
+        int64_t step = 0;
+        const BatchFeeder feed = poisoned_feeder(step, c.rank(), 2);
+        for (step = 0; step < kSteps; ++step) {
+          const StepResult r = engine.train_step(feed);
+          rec.skipped.push_back(r.skipped);
+          rec.scales.push_back(engine.loss_scale());
+        }
+        rec.scaler = engine.counters().scaler;
+        rec.steps = engine.steps_taken();
+        rec.master = engine.gather_master_params();
+      } catch (const Error& e) {
+        rec.error = e.message();
+        throw;
+      }
+    });
+  } catch (const Error&) {
+    // Recorded per rank above.
+  }
+  return records;
+}
+
+class NonfiniteGrad : public ::testing::TestWithParam<int> {};
+
+TEST_P(NonfiniteGrad, Fp16EveryRankSkipsTheStep) {
+  const std::vector<RankRecord> recs = train(GetParam(), Dtype::fp16());
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const RankRecord& rec = recs[r];
+    ASSERT_EQ(rec.error, "");
+    ASSERT_EQ(rec.skipped.size(), static_cast<size_t>(kSteps));
+    for (int s = 0; s < kSteps; ++s) EXPECT_EQ(rec.skipped[s], s == kPoisonedStep) << "step " << s;
+    EXPECT_EQ(rec.steps, kSteps - 1);  // the skipped step is not taken
+    EXPECT_EQ(rec.scaler.total_overflows, 1);
+    // Identical scaler state and parameters on every rank.
+    EXPECT_EQ(rec.scaler, recs[0].scaler);
+    EXPECT_EQ(rec.scales, recs[0].scales);
+    ASSERT_EQ(rec.master.size(), recs[0].master.size());
+    for (size_t i = 0; i < rec.master.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(rec.master[i])) << i;
+      ASSERT_EQ(rec.master[i], recs[0].master[i]) << i;
+    }
+  }
+}
+
+TEST_P(NonfiniteGrad, Fp32AndBf16StopNamingTheStep) {
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    const std::vector<RankRecord> recs = train(GetParam(), dtype);
+    for (int r = 0; r < kRanks; ++r) {
+      SCOPED_TRACE(std::string(dtype.name()) + " rank " + std::to_string(r));
+      // Every rank sees the all-reduced flag and stops at the same step with
+      // the same message, before updating anything at that step.
+      EXPECT_NE(recs[r].error.find("non-finite gradient at step 2"), std::string::npos) << recs[r].error;
+      EXPECT_EQ(recs[r].skipped.size(), static_cast<size_t>(kPoisonedStep));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, NonfiniteGrad, ::testing::Values(0, 1, 2, 3),
+                         [](const auto& info) { return "stage" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace zerodp::zero
