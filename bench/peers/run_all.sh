@@ -46,19 +46,21 @@ model_bin="$out/initw/model.bin"
 
 torch_run() {  # mode steps tag
   note "torch $1 ($3)"
-  "$py" "$here/torch_ddp.py" --mode "$1" --model-bin "$model_bin" --data "$data" --steps "$2" \
-    --out "$out/runs/$3.json" > "$out/runs/$3.log" 2>&1
+  timeout 300 "$py" "$here/torch_ddp.py" --mode "$1" --model-bin "$model_bin" --data "$data" --steps "$2" \
+    --out "$out/runs/$3.json" > "$out/runs/$3.log" 2>&1 || note "FAILED: torch $1 ($3), see $out/runs/$3.log"
 }
 zerodp_run() {  # backend stage ranks steps tag
   note "zerodp $1 stage $2 N=$3 ($5)"
   local args=("${common[@]}" --stage "$2" --steps "$4" --metrics "$out/runs/$5.jsonl")
   if [[ "$1" == thread ]]; then
-    /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$out/runs/$5.log" 2>&1
+    timeout 300 /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$out/runs/$5.log" 2>&1 ||
+      note "FAILED: $5, see $out/runs/$5.log"
   else
     local mp=("${mpirun[@]}")
     mp[2]="$3"
     if (( $3 > 2 )); then mp+=(--oversubscribe); fi
-    "${mp[@]}" /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi > "$out/runs/$5.log" 2>&1
+    timeout 300 "${mp[@]}" /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi > "$out/runs/$5.log" 2>&1 ||
+      note "FAILED: $5, see $out/runs/$5.log"
   fi
 }
 

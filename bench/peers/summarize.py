@@ -44,7 +44,10 @@ def runs(folder, prefix):
     out = {}
     for p in sorted(glob.glob(os.path.join(folder, prefix + "-r*.json*"))):
         rep = int(re.search(r"-r(\d+)\.json", p).group(1))
-        out[rep] = torch_run(p) if p.endswith(".json") else zerodp_run(p)
+        try:
+            out[rep] = torch_run(p) if p.endswith(".json") else zerodp_run(p)
+        except (ValueError, KeyError, IndexError, OSError) as e:  # a failed run (logged by run_all.sh)
+            print(f"(skipped {os.path.basename(p)}: {e})\n")
     return out
 
 

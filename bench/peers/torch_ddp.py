@@ -133,7 +133,12 @@ def worker(rank, a, port):
                "rss_kb": [g["rss_kb"] for g in gathered]}
         with open(a.out, "w") as f:
             json.dump(out, f)
-    dist.destroy_process_group()
+    # gloo's teardown in torch 1.13 sometimes leaves the last rank spinning in
+    # destroy_process_group after its peer has gone: meet once more, then leave
+    # without tearing down (the process ends either way).
+    dist.barrier()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def main():
