@@ -122,9 +122,10 @@ void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, st
       if (timed_out || Clock::now() >= deadline) throw_timeout();
     }
   }
-  // Pairs with the peers' seq_cst stores: their published CallInfo and
+  // No fence needed (GCC rejects atomic_thread_fence under TSan): all_arrived
+  // read every peer's counter with a seq_cst (so acquire) load that saw the
+  // peer's seq_cst store of this phase, so the peers' published CallInfo and
   // buffer contents are visible from here on.
-  std::atomic_thread_fence(std::memory_order_acquire);
 }
 
 void ThreadGroup::poison(int rank, const std::string& reason) {
