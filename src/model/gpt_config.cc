@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "core/error.h"
 
 namespace zerodp::model {
@@ -26,7 +30,12 @@ std::string GptConfig::describe() const {
                      padded_vocab, max_seq_len);
 }
 
-int padded_vocab_for(int vocab) { return (vocab + 127) / 128 * 128; }
+int padded_vocab_for(int vocab) {
+  // In 64 bits: a hostile vocab near INT_MAX must not overflow (found by the
+  // llm.c reader's fuzzer); the shape check then refuses it.
+  const int64_t padded = (static_cast<int64_t>(vocab) + 127) / 128 * 128;
+  return static_cast<int>(std::min<int64_t>(padded, std::numeric_limits<int>::max()));
+}
 
 BlockLayout block_layout(int channels) {
   const size_t C = channels;

@@ -200,6 +200,9 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
     root = json::parse(json_text);
   } catch (const json::parse_error& e) {
     ZDP_THROW(ConfigError, "[config] {} is not valid JSON (byte {}): fix the syntax", source, e.byte);
+  } catch (const json::exception& e) {
+    // e.g. a number too large for a double ("1e400").
+    ZDP_THROW(ConfigError, "[config] {} cannot be read as JSON ({}): fix the value", source, e.what());
   }
   Section top(root, "", source, warn);
   const bool has_tbs = top.has("train_batch_size");

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/error.h"
 
 namespace zerodp::model {
@@ -47,6 +49,21 @@ TEST(Presets, JsonConfigs) {
   EXPECT_THROW(resolve_model_config(R"({"kind":"mlp","widths":[4],"typo":1})"), ConfigError);
   EXPECT_THROW(resolve_model_config(R"({"kind":"rnn"})"), ConfigError);
   EXPECT_THROW(resolve_model_config("/nonexistent/model.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace zerodp::model
+
+namespace zerodp::model {
+namespace {
+
+// Found by the llm.c reader's fuzzer: a vocab near INT_MAX overflowed int
+// while the refusal message was being built.
+TEST(Presets, HugeVocabIsRefusedWithoutOverflow) {
+  EXPECT_EQ(padded_vocab_for(50257), 50304);
+  EXPECT_EQ(padded_vocab_for(std::numeric_limits<int>::max()), std::numeric_limits<int>::max());
+  GptConfig c{16, std::numeric_limits<int>::max(), 128, 1, 1, 8};
+  EXPECT_THROW(c.validate(), ConfigError);
 }
 
 }  // namespace

@@ -109,6 +109,8 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle"}})").find("'OneCycle' is not supported"), std::string::npos);
   EXPECT_NE(error_of("{ not json").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("must be an object"), std::string::npos);
+  // Found by the fuzzer: a number no double holds was a JSON library exception.
+  EXPECT_NE(error_of(R"({"train_batch_size": 1e400})").find("cannot be read as JSON"), std::string::npos);
 }
 
 }  // namespace
