@@ -6,7 +6,10 @@
 # rebuild during the run cannot change it), REPS (runs per configuration,
 # default 5), STEPS (optimizer steps per run, default 6; step 1 is warm-up and
 # not timed), LOSS_STEPS (the longer loss-curve check, default 30; 0 skips
-# it), PYTHON (default /usr/bin/python3: Debian's python3-torch).
+# it), PYTHON (default /usr/bin/python3: Debian's python3-torch), STAGES (the
+# zerodp stages of the main rounds, default "0 1 2 3"), EXTRAS (0 skips the
+# scaling, loss-curve and collective sections; for a focused rerun such as
+# STAGES="0 1" EXTRAS=0 REPS=5, about 6 minutes).
 # The runs being compared are interleaved (one of each configuration per
 # round), and the load average is logged before every run.
 set -euo pipefail
@@ -16,6 +19,8 @@ out="${1:-/tmp/zerodp-peers}"
 reps="${REPS:-5}"
 steps="${STEPS:-6}"
 loss_steps="${LOSS_STEPS:-30}"
+stages="${STAGES:-0 1 2 3}"
+extras="${EXTRAS:-1}"
 py="${PYTHON:-/usr/bin/python3}"
 src_bin="${ZERODP:-$root/build/zerodp}"
 [[ -x "$src_bin" ]] || { echo "run_all: no zerodp binary at $src_bin: build it (ninja -C build zerodp) or set ZERODP" >&2; exit 2; }
@@ -66,15 +71,19 @@ zerodp_run() {  # backend stage ranks steps tag
 
 # 2. Throughput, memory and loss: REPS rounds, each one run of every configuration.
 for rep in $(seq 1 "$reps"); do
-  torch_run ddp "$steps" "torch-ddp-r$rep"
-  zerodp_run thread 0 2 "$steps" "zerodp-thread-s0-r$rep"
-  zerodp_run mpi 0 2 "$steps" "zerodp-mpi-s0-r$rep"
-  torch_run zero1 "$steps" "torch-zero1-r$rep"
-  for stage in 1 2 3; do
+  for stage in $stages; do
+    if (( stage == 0 )); then torch_run ddp "$steps" "torch-ddp-r$rep"; fi
+    if (( stage == 1 )); then torch_run zero1 "$steps" "torch-zero1-r$rep"; fi
     zerodp_run thread "$stage" 2 "$steps" "zerodp-thread-s$stage-r$rep"
     zerodp_run mpi "$stage" 2 "$steps" "zerodp-mpi-s$stage-r$rep"
   done
 done
+if (( extras == 0 )); then
+  note "done"
+  "$py" "$here/summarize.py" "$out/runs" > "$out/results.md"
+  echo "results: $out/results.md ($(( $(date +%s) - start )) s)"
+  exit 0
+fi
 
 # 3. Scaling of stage 3: N=1 and N=2 timed (N=2 comes from step 2), N=4 oversubscribed: memory only.
 for rep in 1 2 3; do zerodp_run thread 3 1 "$steps" "scale-n1-r$rep"; done
