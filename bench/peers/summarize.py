@@ -87,12 +87,13 @@ def main():
               f"| {st.median(x['rss'] for x in r.values()) / MB:,.0f} | {fmt_mb(first['states'])} "
               f"| {fmt_mb(first['peak_ledger'])} | {first['loss'][-1]:.6f} |")
 
-    print("\n**Stage 3 scaling** (thread backend; N=4 is oversubscribed on 2 cores: memory only)\n")
-    print("| N | tokens/s in all (median, min-max) | ledger model states per rank (MB) | peak RSS per rank (MB) |")
-    print("|---|---|---|---|")
     n1 = runs(folder, "scale-n1")
     n2 = data["zerodp-thread-s3"]
-    for n, r in ((1, n1), (2, n2)):
+    if n1:
+        print("\n**Stage 3 scaling** (thread backend; N=4 is oversubscribed on 2 cores: memory only)\n")
+        print("| N | tokens/s in all (median, min-max) | ledger model states per rank (MB) | peak RSS per rank (MB) |")
+        print("|---|---|---|---|")
+    for n, r in ((1, n1), (2, n2 if n1 else {})):
         if r:
             tps = [x["tps"] for x in r.values()]
             print(f"| {n} | {st.median(tps):.0f} ({min(tps):.0f}-{max(tps):.0f}) | {fmt_mb(r[min(r)]['states'])} "
