@@ -85,7 +85,8 @@ void apply_zero(Section z, TrainConfig& c) {
   if (z.has("stage")) c.engine.stage = z.integer("stage");
   if (z.has("reduce_bucket_size")) {
     const double v = z.number("reduce_bucket_size");
-    ZDP_CHECK(v >= 1, ConfigError, "[config] zero_optimization.reduce_bucket_size {} must be >= 1", v);
+    ZDP_CHECK(v >= 1 && v <= 9.0e15, ConfigError,
+              "[config] zero_optimization.reduce_bucket_size {} must be between 1 and 9e15 elements", v);
     c.engine.bucket_elements = static_cast<size_t>(v);
   }
   if (z.has("overlap_comm")) c.engine.overlap = z.boolean("overlap_comm");

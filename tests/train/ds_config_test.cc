@@ -111,6 +111,9 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   EXPECT_NE(error_of("[1, 2]").find("must be an object"), std::string::npos);
   // Found by the fuzzer: a number no double holds was a JSON library exception.
   EXPECT_NE(error_of(R"({"train_batch_size": 1e400})").find("cannot be read as JSON"), std::string::npos);
+  // Also the fuzzer's: a bucket size no size_t holds was cast with undefined behaviour.
+  EXPECT_NE(error_of(R"({"zero_optimization": {"reduce_bucket_size": 5e41}})").find("between 1 and 9e15"),
+            std::string::npos);
 }
 
 }  // namespace
