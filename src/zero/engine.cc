@@ -37,7 +37,6 @@ void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstB
   }
 }
 
-std::span<float> as_floats(comm::Buffer b) { return {static_cast<float*>(b.data), b.count}; }
 
 }  // namespace
 
@@ -360,8 +359,8 @@ StepResult Engine::apply_step(double local_loss) {
 
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
-    const comm::Buffer master = master_.allocated() ? master_.slice(u, upd) : params_.slice(u, upd);
-    optimizer_step(*optimizers_[u], as_floats(master), grads_.slice(u, upd), result.lr, clip.coefficient);
+    optimizer_step(*optimizers_[u], master_weights().floats(u, upd), grads_.slice(u, upd), result.lr,
+                   clip.coefficient);
   }
   refresh_params();
   ++steps_;

@@ -134,6 +134,9 @@ class Engine {
   void flush_bucket(bool first_micro);
   StepResult apply_step(double local_loss);
   void refresh_params();
+  // The fp32 weights the optimizer updates: the master copy, or at fp32 the
+  // parameters themselves.
+  const StateBuffer& master_weights() const { return master_.allocated() ? master_ : params_; }
   // Collectives run on the comm thread when overlap is on, inline otherwise.
   CommWorker::Ticket submit(std::function<void()> task);
   void wait(CommWorker::Ticket ticket);

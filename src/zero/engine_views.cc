@@ -8,20 +8,13 @@
 #include "zero/grad_accumulate.h"
 
 namespace zerodp::zero {
-namespace {
-
-std::span<float> as_floats(comm::Buffer b) { return {static_cast<float*>(b.data), b.count}; }
-
-}  // namespace
-
 // ---- checkpoint access ----
 
 std::vector<Engine::StateView> Engine::state_views() {
   std::vector<StateView> views;
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
-    const comm::Buffer master = master_.allocated() ? master_.slice(u, upd) : params_.slice(u, upd);
-    views.push_back({"master", u, upd, as_floats(master)});
+    views.push_back({"master", u, upd, master_weights().floats(u, upd)});
     for (const optim::StateTensor& t : optimizers_[u]->state()) {
       views.push_back({std::string(optim::state_kind_name(t.kind)), u, upd, t.data});
     }
@@ -48,7 +41,7 @@ void Engine::state_loaded(const Counters& counters) {
 
 std::vector<float> Engine::gather_master_params() {
   std::vector<float> full(plan_.num_params());
-  const StateBuffer& master = master_.allocated() ? master_ : params_;
+  const StateBuffer& master = master_weights();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::Buffer out(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32());
     if (config_.stage == 0) {

@@ -26,20 +26,9 @@ constexpr int kSteps = 4;
 // The usual feeder, but rank kPoisonedRank's first sample at kPoisonedStep
 // has an Inf feature, which makes its local gradients non-finite.
 BatchFeeder poisoned_feeder(const int64_t& step, int rank, int b) {
-  return [&step, rank, b](model::Workspace& ws, int micro) {
-    std::vector<float> x;
-    std::vector<int32_t> y;
-    for (int i = 0; i < b; ++i) {
-      testing::Sample s = testing::make_sample(static_cast<uint64_t>(step), micro, rank * b + i);
-      if (rank == kPoisonedRank && step == kPoisonedStep && i == 0) s.x[3] = std::numeric_limits<float>::infinity();
-      x.insert(x.end(), s.x.begin(), s.x.end());
-      y.push_back(s.label);
-    }
-    model::Batch batch;
-    batch.features = x;
-    batch.labels = y;
-    ws.set_batch(batch);
-  };
+  return testing::mlp_feeder(step, rank, b, [rank](testing::Sample& s, int64_t at, int index) {
+    if (rank == kPoisonedRank && at == kPoisonedStep && index == 0) s.x[3] = std::numeric_limits<float>::infinity();
+  });
 }
 
 struct RankRecord {

@@ -45,14 +45,18 @@ inline Sample make_sample(uint64_t step, int micro, int index) {
   return s;
 }
 
+// Changes sample `index` (0..b-1 within the rank) of `step` before it is fed.
+using SampleEdit = std::function<void(Sample& sample, int64_t step, int index)>;
+
 // The feeder for rank `rank` of `ranks`, micro-batch size b: rank r takes
 // samples [r*b, (r+1)*b) of the global batch of b*ranks samples.
-inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b) {
-  return [&step, rank, b](model::Workspace& ws, int micro) {
+inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b, SampleEdit edit = {}) {
+  return [&step, rank, b, edit](model::Workspace& ws, int micro) {
     std::vector<float> x;
     std::vector<int32_t> y;
     for (int i = 0; i < b; ++i) {
       Sample s = make_sample(static_cast<uint64_t>(step), micro, rank * b + i);
+      if (edit) edit(s, step, i);
       x.insert(x.end(), s.x.begin(), s.x.end());
       y.push_back(s.label);
     }
