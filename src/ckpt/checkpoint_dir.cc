@@ -64,7 +64,7 @@ std::string read_latest(const std::string& root) {
   if (!fs::exists(path, ec)) return "";
   std::string text = read_small_file(path, 256);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  ZDP_CHECK(parse_step(text).has_value(), IoError,
+  ZDP_CHECK(parse_step(text).has_value(), InputFileError,
             "[ckpt] {}: does not name a step-* checkpoint (\"{}\"): the file is corrupt; remove it to fall back to the "
             "highest complete checkpoint", path, text);
   return text;
@@ -84,7 +84,7 @@ std::string resolve_checkpoint(const std::string& path) {
     const std::string dir = join_path(path, latest);
     if (is_complete_checkpoint(dir)) return dir;
     if (is_complete_checkpoint(dir + ".prev")) return dir + ".prev";  // a save of the same step was interrupted
-    ZDP_THROW(IoError, "[ckpt] {}/latest names {}, which is missing or incomplete: pass one of the step-* "
+    ZDP_THROW(InputFileError, "[ckpt] {}/latest names {}, which is missing or incomplete: pass one of the step-* "
               "directories explicitly", path, latest);
   }
   const auto all = list_checkpoints(path);

@@ -23,7 +23,7 @@ File::File(const std::string& path, Mode mode) : path_(path) {
   fd_ = ::open(path.c_str(), flags, 0644);
   if (fd_ < 0) {
     const int err = errno;
-    ZDP_CHECK(err != ENOENT || mode != Mode::kRead, IoError, "[ckpt] {}: the file is missing", path);
+    ZDP_CHECK(err != ENOENT || mode != Mode::kRead, InputFileError, "[ckpt] {}: the file is missing", path);
     ZDP_THROW(IoError, "[ckpt] {}: cannot open for {} ({})", path, mode == Mode::kRead ? "reading" : "writing",
               errno_text(err));
   }
@@ -59,7 +59,7 @@ void File::read_at(uint64_t offset, std::span<std::byte> out) const {
       ZDP_THROW(IoError, "[ckpt] {}: read of {} bytes at offset {} failed ({})", path_, out.size(), offset,
                 errno_text(errno));
     }
-    ZDP_CHECK(n > 0, IoError, "[ckpt] {}: the file ends at {} bytes, before the {} bytes needed at offset {}: it is "
+    ZDP_CHECK(n > 0, InputFileError, "[ckpt] {}: the file ends at {} bytes, before the {} bytes needed at offset {}: it is "
               "truncated", path_, size(), out.size(), offset);
     done += static_cast<size_t>(n);
   }
@@ -117,7 +117,7 @@ void write_file_atomically(const std::string& path, std::string_view data) {
 std::string read_small_file(const std::string& path, size_t max_bytes) {
   File f(path, File::Mode::kRead);
   const uint64_t size = f.size();
-  ZDP_CHECK(size <= max_bytes, IoError, "[ckpt] {}: {} bytes is larger than the {} bytes such a file may have", path,
+  ZDP_CHECK(size <= max_bytes, InputFileError, "[ckpt] {}: {} bytes is larger than the {} bytes such a file may have", path,
             size, max_bytes);
   std::string text(size, '\0');
   f.read_at(0, std::as_writable_bytes(std::span(text.data(), text.size())));

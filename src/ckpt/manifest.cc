@@ -33,13 +33,13 @@ class Fields {
  public:
   Fields(const Json& j, const std::string& path, std::string prefix = "")
       : j_(j), path_(path), prefix_(std::move(prefix)) {
-    ZDP_CHECK(j_.is_object(), IoError, "[ckpt] {}: \"{}\" must be a JSON object: the manifest is corrupt", path_,
+    ZDP_CHECK(j_.is_object(), InputFileError, "[ckpt] {}: \"{}\" must be a JSON object: the manifest is corrupt", path_,
               prefix_.empty() ? "(top level)" : prefix_);
   }
 
   const Json& at(const char* key) const {
     const auto it = j_.find(key);
-    ZDP_CHECK(it != j_.end(), IoError, "[ckpt] {}: field \"{}{}\" is missing: the manifest is corrupt", path_,
+    ZDP_CHECK(it != j_.end(), InputFileError, "[ckpt] {}: field \"{}{}\" is missing: the manifest is corrupt", path_,
               prefix_, key);
     return *it;
   }
@@ -47,51 +47,51 @@ class Fields {
 
   int64_t integer(const char* key, int64_t lo, int64_t hi) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_number_integer(), IoError, "[ckpt] {}: field \"{}{}\" must be an integer, got {}", path_, prefix_,
+    ZDP_CHECK(v.is_number_integer(), InputFileError, "[ckpt] {}: field \"{}{}\" must be an integer, got {}", path_, prefix_,
               key, v.dump());
     int64_t x = 0;
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
-      ZDP_CHECK(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), IoError,
+      ZDP_CHECK(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), InputFileError,
                 "[ckpt] {}: field \"{}{}\" = {} is out of range", path_, prefix_, key, u);
       x = static_cast<int64_t>(u);
     } else {
       x = v.get<int64_t>();
     }
-    ZDP_CHECK(x >= lo && x <= hi, IoError, "[ckpt] {}: field \"{}{}\" = {} is outside [{}, {}]", path_, prefix_, key,
+    ZDP_CHECK(x >= lo && x <= hi, InputFileError, "[ckpt] {}: field \"{}{}\" = {} is outside [{}, {}]", path_, prefix_, key,
               x, lo, hi);
     return x;
   }
   uint64_t unsigned_integer(const char* key) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), IoError,
+    ZDP_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), InputFileError,
               "[ckpt] {}: field \"{}{}\" must be a non-negative integer, got {}", path_, prefix_, key, v.dump());
     return v.get<uint64_t>();
   }
   double number(const char* key) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_number(), IoError, "[ckpt] {}: field \"{}{}\" must be a number, got {}", path_, prefix_, key,
+    ZDP_CHECK(v.is_number(), InputFileError, "[ckpt] {}: field \"{}{}\" must be a number, got {}", path_, prefix_, key,
               v.dump());
     const double x = v.get<double>();
-    ZDP_CHECK(std::isfinite(x), IoError, "[ckpt] {}: field \"{}{}\" must be finite", path_, prefix_, key);
+    ZDP_CHECK(std::isfinite(x), InputFileError, "[ckpt] {}: field \"{}{}\" must be finite", path_, prefix_, key);
     return x;
   }
   std::string string(const char* key) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_string(), IoError, "[ckpt] {}: field \"{}{}\" must be a string, got {}", path_, prefix_, key,
+    ZDP_CHECK(v.is_string(), InputFileError, "[ckpt] {}: field \"{}{}\" must be a string, got {}", path_, prefix_, key,
               v.dump());
     return v.get<std::string>();
   }
   bool boolean(const char* key) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_boolean(), IoError, "[ckpt] {}: field \"{}{}\" must be true or false, got {}", path_, prefix_, key,
+    ZDP_CHECK(v.is_boolean(), InputFileError, "[ckpt] {}: field \"{}{}\" must be true or false, got {}", path_, prefix_, key,
               v.dump());
     return v.get<bool>();
   }
   const Json& array(const char* key, size_t max_size) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_array(), IoError, "[ckpt] {}: field \"{}{}\" must be an array", path_, prefix_, key);
-    ZDP_CHECK(v.size() <= max_size, IoError, "[ckpt] {}: field \"{}{}\" has {} entries, more than {}", path_, prefix_,
+    ZDP_CHECK(v.is_array(), InputFileError, "[ckpt] {}: field \"{}{}\" must be an array", path_, prefix_, key);
+    ZDP_CHECK(v.size() <= max_size, InputFileError, "[ckpt] {}: field \"{}{}\" has {} entries, more than {}", path_, prefix_,
               key, v.size(), max_size);
     return v;
   }
@@ -124,7 +124,7 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
 optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) {
   optim::OptimizerConfig c;
   const std::string kind = f.string("kind");
-  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd", IoError,
+  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd", InputFileError,
             "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam or sgd", path, kind);
   c.kind = optim::parse_optimizer_kind(kind);
   if (c.kind == optim::OptimizerKind::kSgd) {
@@ -220,10 +220,10 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   try {
     j = Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    ZDP_THROW(IoError, "[ckpt] {}: not valid JSON ({}): the manifest is corrupt", path, e.what());
+    ZDP_THROW(InputFileError, "[ckpt] {}: not valid JSON ({}): the manifest is corrupt", path, e.what());
   }
   const Fields f(j, path);
-  ZDP_CHECK(f.has("format") && f.string("format") == kFormatName, IoError,
+  ZDP_CHECK(f.has("format") && f.string("format") == kFormatName, InputFileError,
             "[ckpt] {}: not a zerodp checkpoint manifest (\"format\" is not \"{}\")", path, kFormatName);
   const int64_t version = f.integer("format_version", 1, std::numeric_limits<uint32_t>::max());
   ZDP_CHECK(version <= kFormatVersion, ConfigError,
@@ -234,7 +234,7 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
     Json body = j;
     body.erase(kCrcKey);
     const uint32_t computed = body_crc(body);
-    ZDP_CHECK(stored == computed, IoError,
+    ZDP_CHECK(stored == computed, InputFileError,
               "[ckpt] {}: the manifest fails its CRC32C (stored {:#010x}, computed {:#010x}): it is corrupt", path,
               stored, computed);
   }
@@ -243,7 +243,7 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   m.format_version = static_cast<uint32_t>(version);
   m.save_id = f.unsigned_integer("save_id");
   m.created_by = f.string("created_by");
-  ZDP_CHECK(f.at("model").is_object(), IoError, "[ckpt] {}: field \"model\" must be an object", path);
+  ZDP_CHECK(f.at("model").is_object(), InputFileError, "[ckpt] {}: field \"model\" must be an object", path);
   m.model_json = f.at("model").dump();
   m.model_kind = f.string("model_kind");
   m.model_description = f.string("model_description");
@@ -255,28 +255,28 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
     total += e.count;
     m.units.push_back(std::move(e));
   }
-  ZDP_CHECK(!m.units.empty(), IoError, "[ckpt] {}: the manifest lists no units", path);
-  ZDP_CHECK(total == m.num_params, IoError, "[ckpt] {}: unit counts sum to {} but num_params is {}", path, total,
+  ZDP_CHECK(!m.units.empty(), InputFileError, "[ckpt] {}: the manifest lists no units", path);
+  ZDP_CHECK(total == m.num_params, InputFileError, "[ckpt] {}: unit counts sum to {} but num_params is {}", path, total,
             m.num_params);
   m.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
   m.stage = static_cast<int>(f.integer("stage", 0, 3));
   m.dtype = f.string("dtype");
-  ZDP_CHECK(m.dtype == "fp32" || m.dtype == "fp16" || m.dtype == "bf16", IoError,
+  ZDP_CHECK(m.dtype == "fp32" || m.dtype == "fp16" || m.dtype == "bf16", InputFileError,
             "[ckpt] {}: dtype \"{}\" is not fp32, fp16 or bf16", path, m.dtype);
   for (const auto& t : f.array("tensors", 16)) {
-    ZDP_CHECK(t.is_string() && known_tensors().count(t.get<std::string>()) > 0, IoError,
+    ZDP_CHECK(t.is_string() && known_tensors().count(t.get<std::string>()) > 0, InputFileError,
               "[ckpt] {}: tensor name {} is not one of master, exp_avg, exp_avg_sq, momentum_buffer", path, t.dump());
     const std::string name = t.get<std::string>();
-    ZDP_CHECK(m.tensor_index(name) < 0, IoError, "[ckpt] {}: tensor \"{}\" is listed twice", path, name);
+    ZDP_CHECK(m.tensor_index(name) < 0, InputFileError, "[ckpt] {}: tensor \"{}\" is listed twice", path, name);
     m.tensors.push_back(name);
   }
-  ZDP_CHECK(!m.tensors.empty() && m.tensors[0] == "master", IoError,
+  ZDP_CHECK(!m.tensors.empty() && m.tensors[0] == "master", InputFileError,
             "[ckpt] {}: the first tensor must be \"master\"", path);
   m.optimizer = optimizer_from(f.object("optimizer"), path);
-  ZDP_CHECK(f.at("engine").is_object(), IoError, "[ckpt] {}: field \"engine\" must be an object", path);
+  ZDP_CHECK(f.at("engine").is_object(), InputFileError, "[ckpt] {}: field \"engine\" must be an object", path);
   m.engine_json = f.at("engine").dump();
   const int64_t chunk = f.integer("chunk_bytes", 4, kMaxChunkBytes);
-  ZDP_CHECK(valid_chunk_bytes(static_cast<uint64_t>(chunk)), IoError,
+  ZDP_CHECK(valid_chunk_bytes(static_cast<uint64_t>(chunk)), InputFileError,
             "[ckpt] {}: chunk_bytes {} is not a multiple of 4", path, chunk);
   m.chunk_bytes = static_cast<uint32_t>(chunk);
   m.steps = f.integer("steps", 0, std::numeric_limits<int64_t>::max() / 2);
@@ -285,27 +285,27 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   m.seed = f.unsigned_integer("seed");
   m.data_step = f.object("data_position").integer("step", 0, std::numeric_limits<int64_t>::max() / 2);
   const Json& meta = f.at("metadata");
-  ZDP_CHECK(meta.is_object(), IoError, "[ckpt] {}: field \"metadata\" must be an object", path);
+  ZDP_CHECK(meta.is_object(), InputFileError, "[ckpt] {}: field \"metadata\" must be an object", path);
   for (auto it = meta.begin(); it != meta.end(); ++it) {
-    ZDP_CHECK(it.value().is_string(), IoError, "[ckpt] {}: metadata \"{}\" must be a string", path, it.key());
+    ZDP_CHECK(it.value().is_string(), InputFileError, "[ckpt] {}: metadata \"{}\" must be a string", path, it.key());
     m.metadata[it.key()] = it.value().get<std::string>();
   }
   const Json& shards = f.array("shards", kMaxRanks);
-  ZDP_CHECK(shards.size() == static_cast<size_t>(m.ranks), IoError,
+  ZDP_CHECK(shards.size() == static_cast<size_t>(m.ranks), InputFileError,
             "[ckpt] {}: {} shard files listed for {} ranks", path, shards.size(), m.ranks);
   for (size_t r = 0; r < shards.size(); ++r) {
     const Fields sf(shards[r], path, "shards[].");
     ShardFileInfo s{sf.string("file"), sf.unsigned_integer("bytes"),
                     static_cast<uint32_t>(sf.integer("crc32c", 0, std::numeric_limits<uint32_t>::max()))};
     // Only the names zerodp writes: a manifest can never point outside its directory.
-    ZDP_CHECK(s.file == shard_file_name(static_cast<int>(r), m.ranks), IoError,
+    ZDP_CHECK(s.file == shard_file_name(static_cast<int>(r), m.ranks), InputFileError,
               "[ckpt] {}: shard {} is named \"{}\", expected \"{}\"", path, r, s.file,
               shard_file_name(static_cast<int>(r), m.ranks));
     m.shards.push_back(std::move(s));
   }
   // Every size must be the layout's, so nothing downstream trusts a size (or
   // allocates for a Φ) that the files cannot back.
-  ZDP_CHECK(static_cast<uint64_t>(m.ranks) * m.units.size() <= kMaxRankUnits, IoError,
+  ZDP_CHECK(static_cast<uint64_t>(m.ranks) * m.units.size() <= kMaxRankUnits, InputFileError,
             "[ckpt] {}: {} ranks x {} units is more than this reader handles", path, m.ranks, m.units.size());
   const uint64_t tensors = m.tensors.size();
   for (int r = 0; r < m.ranks; ++r) {
@@ -314,7 +314,7 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
       const uint64_t n = comm::shard_range(u.count, m.ranks, r).count;
       size += tensors * (kRecordHeaderBytes + 4ull * num_chunks(n, m.chunk_bytes) + 4 * n);
     }
-    ZDP_CHECK(m.shards[r].bytes == size, IoError,
+    ZDP_CHECK(m.shards[r].bytes == size, InputFileError,
               "[ckpt] {}: shard {} is listed with {} bytes but its layout takes {}: the manifest is inconsistent", path,
               r, m.shards[r].bytes, size);
   }

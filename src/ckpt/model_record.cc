@@ -46,7 +46,7 @@ model::ModelConfig manifest_model_config(const Manifest& manifest, const std::st
   try {
     return model::model_config_from_json(manifest.model_json);
   } catch (const ConfigError& e) {
-    ZDP_THROW(IoError, "[ckpt] {}: the recorded model is not valid: {}", path, e.message());
+    ZDP_THROW(InputFileError, "[ckpt] {}: the recorded model is not valid: {}", path, e.message());
   }
 }
 

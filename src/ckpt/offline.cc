@@ -36,6 +36,43 @@ void check_fresh_output(const std::string& out_dir, const char* what) {
             "[ckpt {}] {} already exists and is not an empty directory: choose a new output path", what, out_dir);
 }
 
+// An output directory built under OUT.tmp and renamed to OUT only when
+// complete: a tool that fails part-way (a damaged shard, a full disk) leaves
+// neither OUT nor OUT.tmp behind.
+class StagedOutput {
+ public:
+  StagedOutput(std::string out_dir, const char* what) : out_(std::move(out_dir)), tmp_(out_ + ".tmp") {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+    fs::create_directories(tmp_, ec);
+    ZDP_CHECK(!ec, IoError, "[ckpt {}] cannot create {} ({})", what, tmp_, ec.message());
+  }
+  StagedOutput(const StagedOutput&) = delete;
+  StagedOutput& operator=(const StagedOutput&) = delete;
+  ~StagedOutput() {
+    std::error_code ec;
+    if (!committed_) fs::remove_all(tmp_, ec);
+  }
+  const std::string& dir() const { return tmp_; }
+  void commit() {
+    sync_directory(tmp_);
+    std::error_code ec;
+    if (fs::exists(out_, ec)) fs::remove(out_, ec);  // an empty directory (check_fresh_output)
+    rename_path(tmp_, out_);
+    sync_directory(parent_path(fs::absolute(out_).string()));
+    committed_ = true;
+  }
+
+ private:
+  std::string out_, tmp_;
+  bool committed_ = false;
+};
+
+std::string without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 }  // namespace
 
 uint64_t peak_rss_bytes() { return proc_status_bytes("VmHWM"); }
@@ -75,6 +112,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
   ConsolidateResult result;
   result.rss_before_bytes = current_rss_bytes();
   result.checkpoint = resolve_checkpoint(checkpoint);
+  check_fresh_output(out_dir, "consolidate");
   const Manifest manifest = read_manifest(result.checkpoint);
   const std::string manifest_path = join_path(result.checkpoint, kManifestName);
   const model::ModelConfig config = manifest_model_config(manifest, manifest_path);
@@ -82,9 +120,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
   for (const auto& s : manifest.shards) result.largest_shard_bytes = std::max(result.largest_shard_bytes, s.bytes);
   result.full_copy_bytes = 4ull * manifest.num_params;
 
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", out_dir, ec.message());
+  StagedOutput staged(without_trailing_slashes(out_dir), "consolidate");
   const std::map<std::string, std::string> metadata = {
       {"format", "pt"},
       {"source", "zerodp checkpoint"},
@@ -97,22 +133,21 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     // One flat buffer at a time: the previous tensor's is freed first.
     std::vector<float> flat = read_full_tensor(reader, t);
     const std::string& name = manifest.tensors[t];
-    const std::string file = join_path(out_dir, t == 0 ? "model.safetensors" : name + ".safetensors");
-    write_safetensors(file, tensors, flat, metadata);
-    result.files.push_back(file);
+    const std::string file = t == 0 ? "model.safetensors" : name + ".safetensors";
+    write_safetensors(join_path(staged.dir(), file), tensors, flat, metadata);
+    result.files.push_back(join_path(out_dir, file));
     if (t == 0 && options.llmc && config.kind == model::ModelKind::kGpt) {
-      const std::string bin = join_path(out_dir, "model.bin");
-      write_llmc_model(bin, config.gpt, tensors, flat);
-      result.files.push_back(bin);
+      write_llmc_model(join_path(staged.dir(), "model.bin"), config.gpt, tensors, flat);
+      result.files.push_back(join_path(out_dir, "model.bin"));
     }
   }
+  staged.commit();
   result.peak_rss_bytes = peak_rss_bytes();
   return result;
 }
 
 ReshardResult reshard(const std::string& checkpoint, const std::string& out_path, const ReshardOptions& options) {
-  std::string out_dir = out_path;
-  while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+  const std::string out_dir = without_trailing_slashes(out_path);
   ZDP_CHECK(options.ranks >= 1 && options.ranks <= (1 << 20), ConfigError,
             "[ckpt reshard] --ranks {} must be at least 1", options.ranks);
   ZDP_CHECK(options.stage >= -1 && options.stage <= 3, ConfigError, "[ckpt reshard] --stage {} must be 0..3",
@@ -133,11 +168,8 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
   out.metadata["resharded_from"] = fmt::format("{} ({} ranks)", src, in.ranks);
   out.shards.clear();
 
-  const std::string tmp = out_dir + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  ZDP_CHECK(!ec, IoError, "[ckpt reshard] cannot create {} ({})", tmp, ec.message());
+  StagedOutput staged(out_dir, "reshard");
+  const std::string& tmp = staged.dir();
 
   ReshardResult result;
   const std::vector<size_t> counts = in.unit_counts();
@@ -166,9 +198,7 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
   }
   sync_directory(tmp);
   write_manifest(tmp, out);
-  if (fs::exists(out_dir, ec)) fs::remove(out_dir, ec);  // the empty directory checked above
-  rename_path(tmp, out_dir);
-  sync_directory(parent_path(fs::absolute(out_dir).string()));
+  staged.commit();
   result.path = out_dir;
   return result;
 }

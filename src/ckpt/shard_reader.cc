@@ -42,18 +42,18 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
   File file(path, File::Mode::kRead);
   ShardLayout layout(unit_counts_, manifest_.ranks, rank, manifest_.tensors.size(), manifest_.chunk_bytes);
   const uint64_t size = file.size();
-  ZDP_CHECK(size >= info.bytes, IoError, "[ckpt] {}: truncated: the file has {} bytes, the manifest says {}", path,
+  ZDP_CHECK(size >= info.bytes, InputFileError, "[ckpt] {}: truncated: the file has {} bytes, the manifest says {}", path,
             size, info.bytes);
-  ZDP_CHECK(size == info.bytes, IoError, "[ckpt] {}: the file has {} bytes, more than the {} the manifest says",
+  ZDP_CHECK(size == info.bytes, InputFileError, "[ckpt] {}: the file has {} bytes, more than the {} the manifest says",
             path, size, info.bytes);
-  ZDP_CHECK(size == layout.file_size(), IoError,
+  ZDP_CHECK(size == layout.file_size(), InputFileError,
             "[ckpt] {}: the manifest records {} bytes but its layout needs {}: the manifest is inconsistent", path,
             info.bytes, layout.file_size());
   std::array<std::byte, kFileHeaderBytes> raw{};
   file.read_at(0, raw);
   FileHeader h;
   std::string problem;
-  ZDP_CHECK(decode(raw, h, problem), IoError, "[ckpt] {}: {}", path, problem);
+  ZDP_CHECK(decode(raw, h, problem), InputFileError, "[ckpt] {}: {}", path, problem);
   const FileHeader want{kFormatVersion,
                         static_cast<uint32_t>(rank),
                         static_cast<uint32_t>(manifest_.ranks),
@@ -61,10 +61,10 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
                         static_cast<uint32_t>(manifest_.tensors.size()),
                         manifest_.chunk_bytes,
                         manifest_.save_id};
-  ZDP_CHECK(h.save_id == want.save_id, IoError,
+  ZDP_CHECK(h.save_id == want.save_id, InputFileError,
             "[ckpt] {}: belongs to a different save (save id {:#x}, the manifest's is {:#x}): the directory mixes "
             "files of two checkpoints", path, h.save_id, want.save_id);
-  ZDP_CHECK(h == want, IoError,
+  ZDP_CHECK(h == want, InputFileError,
             "[ckpt] {}: header says version {}, rank {} of {}, {} units, {} tensors, {}-byte chunks; the manifest "
             "expects version {}, rank {} of {}, {} units, {} tensors, {}-byte chunks", path, h.version, h.rank,
             h.ranks, h.num_units, h.num_tensors, h.chunk_bytes, want.version, want.rank, want.ranks, want.num_units,
@@ -102,9 +102,9 @@ void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t 
     s.file.read_at(rec.position, raw);
     RecordHeader h;
     std::string problem;
-    ZDP_CHECK(decode(raw, h, problem), IoError, "[ckpt] {}: {} of {} at byte {}", path, problem,
+    ZDP_CHECK(decode(raw, h, problem), InputFileError, "[ckpt] {}: {} of {} at byte {}", path, problem,
               record_name(unit, tensor), rec.position);
-    ZDP_CHECK(h == rec.header, IoError,
+    ZDP_CHECK(h == rec.header, InputFileError,
               "[ckpt] {}: the record at byte {} says unit {} tensor {} elements [{}, +{}); expected unit {} tensor {} "
               "elements [{}, +{})", path, rec.position, h.unit, h.tensor, h.offset, h.count, rec.header.unit,
               rec.header.tensor, rec.header.offset, rec.header.count);
@@ -127,7 +127,7 @@ void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t 
     for (uint64_t c = c0; c < c1; ++c) {
       const uint64_t b = c * cb - begin;
       const uint32_t computed = crc32c(scratch_.data() + b, std::min(cb, end - begin - b));
-      ZDP_CHECK(computed == stored[c - c0], IoError,
+      ZDP_CHECK(computed == stored[c - c0], InputFileError,
                 "[ckpt] {}: chunk {} of {} fails its CRC32C (stored {:#010x}, computed {:#010x}): the file is "
                 "corrupt; restore it or load another checkpoint", path, c, record_name(unit, tensor), stored[c - c0],
                 computed);
@@ -166,7 +166,7 @@ FileCheck CheckpointReader::verify_file(int rank) {
       s.file.read_at(at, scratch_);
       crc = crc32c_extend(crc, scratch_.data(), scratch_.size());
     }
-    ZDP_CHECK(crc == info.crc32c, IoError,
+    ZDP_CHECK(crc == info.crc32c, InputFileError,
               "[ckpt] {}: the whole-file CRC32C is {:#010x}, the manifest says {:#010x}: the file is corrupt",
               check.file, crc, info.crc32c);
     check.ok = true;

@@ -43,7 +43,7 @@ void run_inspect(const std::string& path) {
   }
   fmt::print("  {} shard files, {} in all; {}\n", r.files.size(), mib(total),
              r.ok() ? "every checksum verified" : "SOME FILES ARE DAMAGED");
-  ZDP_CHECK(r.ok(), IoError, "[ckpt inspect] {}: damaged shard files (see above)", r.path);
+  ZDP_CHECK(r.ok(), InputFileError, "[ckpt inspect] {}: damaged shard files (see above)", r.path);
 }
 
 void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc) {
@@ -82,7 +82,7 @@ void add_ckpt_command(CLI::App& app) {
       "consolidate", "Write the full fp32 weights as OUT/model.safetensors (and OUT/model.bin, llm.c's format, "
                      "for GPT), streaming shard by shard");
   consolidate->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
-  consolidate->add_option("OUT", *out, "Output directory (created)")->required();
+  consolidate->add_option("OUT", *out, "Output directory (created; must not exist or be empty)")->required();
   consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");
   consolidate->add_flag("--no-llmc", *no_llmc, "Skip the llm.c model file for GPT models");
   consolidate->callback([path, out, states, no_llmc] { run_consolidate(*path, *out, *states, *no_llmc); });
@@ -91,7 +91,7 @@ void add_ckpt_command(CLI::App& app) {
   auto stage = std::make_shared<int>(-1);
   auto* reshard = ckpt->add_subcommand("reshard", "Write the checkpoint for M ranks into OUT (streaming)");
   reshard->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
-  reshard->add_option("OUT", *out, "Output checkpoint directory (must not exist)")->required();
+  reshard->add_option("OUT", *out, "Output checkpoint directory (created; must not exist or be empty)")->required();
   reshard->add_option("--ranks", *ranks, "M, the number of ranks to shard for")->required()->check(
       CLI::Range(1, 1 << 20));
   reshard->add_option("--stage", *stage, "ZeRO stage to record (default: the saved one; any stage loads any "

@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   } catch (const zerodp::ConfigError& e) {
     fmt::print(stderr, "zerodp: {}\n", e.message());
     return 2;
+  } catch (const zerodp::InputFileError& e) {
+    fmt::print(stderr, "zerodp: {}\n", e.message());
+    return 2;
   } catch (const zerodp::Error& e) {
     fmt::print(stderr, "zerodp: error: {}\n", e.what());
     return 1;

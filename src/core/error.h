@@ -39,10 +39,19 @@ class CommError : public Error {
   using Error::Error;
 };
 
-// A file could not be read or written, or its contents are malformed.
+// A file could not be read or written (the operating system refused: a
+// directory that cannot be created, a disk that is full, a failed fsync).
 class IoError : public Error {
  public:
   using Error::Error;
+};
+
+// A file given as input is missing, truncated, corrupt or malformed, or does
+// not belong here (bad magic, a checksum mismatch, a shard of another save):
+// bad input, which the CLI maps to exit code 2 like ConfigError.
+class InputFileError : public IoError {
+ public:
+  using IoError::IoError;
 };
 
 // Tensor shapes or sizes that do not fit together.

@@ -17,19 +17,19 @@ using Header = std::array<int32_t, kHeaderInts>;
 std::ifstream open_with_header(const std::string& path, Header& h, uintmax_t& file_size) {
   std::error_code ec;
   file_size = std::filesystem::file_size(path, ec);
-  ZDP_CHECK(!ec, IoError, "[load] cannot read {}: {}", path, ec.message());
-  ZDP_CHECK(file_size >= kHeaderBytes, IoError, "[load] {} is {} bytes, shorter than the {}-byte header", path,
+  ZDP_CHECK(!ec, InputFileError, "[load] cannot read {}: {}", path, ec.message());
+  ZDP_CHECK(file_size >= kHeaderBytes, InputFileError, "[load] {} is {} bytes, shorter than the {}-byte header", path,
             file_size, kHeaderBytes);
   std::ifstream in(path, std::ios::binary);
-  ZDP_CHECK(in.good(), IoError, "[load] cannot open {}", path);
+  ZDP_CHECK(in.good(), InputFileError, "[load] cannot open {}", path);
   in.read(reinterpret_cast<char*>(h.data()), kHeaderBytes);
-  ZDP_CHECK(in.good(), IoError, "[load] {}: reading the header failed", path);
+  ZDP_CHECK(in.good(), InputFileError, "[load] {}: reading the header failed", path);
   return in;
 }
 
 void read_exact(std::ifstream& in, void* dst, size_t bytes, const std::string& path, const char* what) {
   in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
-  ZDP_CHECK(in.good() && size_t(in.gcount()) == bytes, IoError, "[load] {}: truncated while reading {}", path,
+  ZDP_CHECK(in.good() && size_t(in.gcount()) == bytes, InputFileError, "[load] {}: truncated while reading {}", path,
             what);
 }
 
@@ -44,7 +44,7 @@ GptConfig config_from_header(const Header& h, const std::string& path) {
   try {
     c.validate();
   } catch (const ConfigError& e) {
-    ZDP_THROW(IoError, "[load] {}: header describes an invalid model: {}", path, e.message());
+    ZDP_THROW(InputFileError, "[load] {}: header describes an invalid model: {}", path, e.message());
   }
   return c;
 }
@@ -109,16 +109,16 @@ LlmcModel load_llmc_model(const std::string& path) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
-  ZDP_CHECK(h[0] == kLlmcModelMagic, IoError, "[load] {}: bad magic {} (an llm.c model file starts with {})", path,
+  ZDP_CHECK(h[0] == kLlmcModelMagic, InputFileError, "[load] {}: bad magic {} (an llm.c model file starts with {})", path,
             h[0], kLlmcModelMagic);
-  ZDP_CHECK(h[1] == kLlmcModelVersionFp32, IoError,
+  ZDP_CHECK(h[1] == kLlmcModelVersionFp32, InputFileError,
             "[load] {}: version {} is not supported; zerodp reads fp32 model files (version {})", path, h[1],
             kLlmcModelVersionFp32);
   LlmcModel m;
   m.config = config_from_header(h, path);
   const size_t n = gpt_num_params(m.config);
   const uintmax_t want = kHeaderBytes + uintmax_t(n) * sizeof(float);
-  ZDP_CHECK(size == want, IoError, "[load] {}: file is {} bytes but its header ({}) needs {} ({} parameters)", path,
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header ({}) needs {} ({} parameters)", path,
             size, m.config.describe(), want, n);
   std::vector<float> llmc(n);
   read_exact(in, llmc.data(), n * sizeof(float), path, "parameters");
@@ -154,13 +154,13 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
-  ZDP_CHECK(h[0] == kLlmcShardMagic, IoError, "[load] {}: bad magic {} (an llm.c token shard starts with {})", path,
+  ZDP_CHECK(h[0] == kLlmcShardMagic, InputFileError, "[load] {}: bad magic {} (an llm.c token shard starts with {})", path,
             h[0], kLlmcShardMagic);
-  ZDP_CHECK(h[1] == kLlmcShardVersion, IoError, "[load] {}: token shard version {} is not supported (expected {})",
+  ZDP_CHECK(h[1] == kLlmcShardVersion, InputFileError, "[load] {}: token shard version {} is not supported (expected {})",
             path, h[1], kLlmcShardVersion);
-  ZDP_CHECK(h[2] >= 0, IoError, "[load] {}: negative token count {}", path, h[2]);
+  ZDP_CHECK(h[2] >= 0, InputFileError, "[load] {}: negative token count {}", path, h[2]);
   const uintmax_t want = kHeaderBytes + uintmax_t(h[2]) * sizeof(uint16_t);
-  ZDP_CHECK(size == want, IoError, "[load] {}: file is {} bytes but its header says {} tokens ({} bytes)", path, size,
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header says {} tokens ({} bytes)", path, size,
             h[2], want);
   std::vector<uint16_t> tokens(static_cast<size_t>(h[2]));
   read_exact(in, tokens.data(), tokens.size() * sizeof(uint16_t), path, "tokens");
@@ -185,24 +185,24 @@ DebugState read_debug_state(const std::string& path, const GptConfig& c) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
-  ZDP_CHECK(h[0] == kDebugStateMagic, IoError, "[load] {}: bad magic {} (a debug state starts with {})", path, h[0],
+  ZDP_CHECK(h[0] == kDebugStateMagic, InputFileError, "[load] {}: bad magic {} (a debug state starts with {})", path, h[0],
             kDebugStateMagic);
-  ZDP_CHECK(h[1] == kDebugStateVersion, IoError, "[load] {}: debug state version {} (expected {})", path, h[1],
+  ZDP_CHECK(h[1] == kDebugStateVersion, InputFileError, "[load] {}: debug state version {} (expected {})", path, h[1],
             kDebugStateVersion);
   DebugState s;
   s.batch = h[2];
   s.seq = h[3];
   s.vocab = h[4];
   s.padded_vocab = h[5];
-  ZDP_CHECK(s.batch >= 1 && s.seq >= 1 && s.batch <= 65536 && s.seq <= 65536, IoError,
+  ZDP_CHECK(s.batch >= 1 && s.seq >= 1 && s.batch <= 65536 && s.seq <= 65536, InputFileError,
             "[load] {}: bad batch shape {} x {}", path, s.batch, s.seq);
-  ZDP_CHECK(s.vocab == c.vocab && s.padded_vocab == c.padded_vocab, IoError,
+  ZDP_CHECK(s.vocab == c.vocab && s.padded_vocab == c.padded_vocab, InputFileError,
             "[load] {}: vocab {} / {} does not match the model's {} / {}", path, s.vocab, s.padded_vocab, c.vocab,
             c.padded_vocab);
   const size_t bt = size_t(s.batch) * s.seq;
   const size_t n = gpt_num_params(c);
   const uintmax_t want = kHeaderBytes + bt * 8 + bt * size_t(s.padded_vocab) * 4 + 4 + n * 4;
-  ZDP_CHECK(size == want, IoError, "[load] {}: file is {} bytes, expected {} for this model and batch", path, size,
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes, expected {} for this model and batch", path, size,
             want);
   s.tokens.resize(bt);
   s.targets.resize(bt);

@@ -165,7 +165,6 @@ TrainOutcome run_training(const TrainConfig& input) {
     std::optional<MetricsWriter> metrics;
     std::optional<Progress> progress;
     if (lead) {
-      if (!config.metrics_path.empty()) metrics.emplace(config.metrics_path);
       fmt::print("zerodp train: {}\n", gpt.describe());
       fmt::print("data: {}\n", corpus.description);
       fmt::print("ranks: {} ({}), ZeRO stage {}, {}, micro-batch {} x seq {} x accum {} -> {} tokens/step\n", n,
@@ -207,6 +206,9 @@ TrainOutcome run_training(const TrainConfig& input) {
                 "[train] {} was saved with --seed {} but this run has --seed {}: pass --seed {} to continue its data",
                 loaded.path, loaded.seed, config.seed, loaded.seed);
     }
+    // Created only now, once every input (a checkpoint included) was accepted:
+    // a refused run must not truncate or leave a metrics file.
+    if (lead && !config.metrics_path.empty()) metrics.emplace(config.metrics_path);
     int64_t last_saved = -1;
     // data_step: the data position the checkpoint resumes at (steps done).
     auto save_now = [&](int64_t data_step) {

@@ -2,54 +2,19 @@
 // names the problem and the fix; nothing is written.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "cli_run.h"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int code = -1;
-  std::string err;
-};
-
-Result run(const std::string& args) {
-  // Unique per process and call: CTest runs these tests in parallel.
-  static int calls = 0;
-  const fs::path err_file =
-      fs::temp_directory_path() / ("zerodp_cli_test." + std::to_string(getpid()) + "." + std::to_string(++calls));
-  const std::string cmd = std::string(ZERODP_BINARY) + " " + args + " >/dev/null 2>" + err_file.string();
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  fs::remove(err_file);
-  return r;
-}
-
-fs::path write_temp(const std::string& name, const std::string& content) {
-  const fs::path p = fs::temp_directory_path() / name;
-  std::ofstream(p) << content;
-  return p;
-}
-
-// Exit 2, one line (a second "Run with --help" line is allowed for flag
-// parse errors), containing `needle`.
-void expect_refused(const std::string& args, const std::string& needle) {
-  const Result r = run(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\nstderr: " << r.err;
-  size_t lines = 0;
-  for (char c : r.err) lines += c == '\n';
-  EXPECT_LE(lines, 2u) << args << "\n" << r.err;
-  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
-}
+using zerodp::cli_testing::expect_refused;
+using zerodp::cli_testing::write_temp;
 
 TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   const fs::path metrics = fs::temp_directory_path() / "zerodp_cli_never.jsonl";

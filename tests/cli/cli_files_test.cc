@@ -1,0 +1,198 @@
+// Damaged or foreign files given to the CLI: checkpoints to `zerodp train
+// --resume` and to the `zerodp ckpt` tools, llm.c token shards to `--data`.
+// Each is refused with exit code 2 and one line naming the file and the
+// problem, and nothing on disk changes: the checkpoint directory keeps every
+// byte, no metrics file or output directory appears.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using zerodp::cli_testing::expect_refused;
+using zerodp::cli_testing::run;
+
+using Snapshot = std::map<std::string, std::string>;  // relative path -> bytes
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+Snapshot snapshot(const fs::path& dir) {
+  Snapshot s;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    s[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? read_all(e.path()) : "<dir>";
+  }
+  return s;
+}
+
+void write_all(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A 2-rank stage 2 checkpoint of 2 steps, made once per test process.
+class DamagedCheckpoints : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("zerodp_cli_files." + std::to_string(getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    const auto r = run("train " + std::string(kRun) + " --steps 2 --save " + (root_ / "good").string());
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // A fresh copy of the good checkpoint to damage.
+  fs::path copy(const std::string& name) {
+    const fs::path dir = root_ / name;
+    fs::remove_all(dir);
+    fs::copy(root_ / "good", dir, fs::copy_options::recursive);
+    return dir;
+  }
+  static fs::path step_dir(const fs::path& dir) { return dir / "step-00000002"; }
+
+  // `train --resume DIR --save DIR` is refused naming `needle`; DIR is
+  // byte-for-byte what it was and no metrics file is written.
+  void expect_resume_refused(const fs::path& dir, const std::string& needle, const std::string& extra = "") {
+    const Snapshot before = snapshot(dir);
+    const fs::path metrics = root_ / ("never." + dir.filename().string() + ".jsonl");
+    expect_refused("train " + std::string(kRun) + " --steps 4 --resume " + dir.string() + " --save " +
+                       dir.string() + " --metrics " + metrics.string() + extra,
+                   needle);
+    EXPECT_TRUE(snapshot(dir) == before) << "a refused resume changed " << dir;
+    EXPECT_FALSE(fs::exists(metrics));
+  }
+
+  static constexpr const char* kRun =
+      "--ranks 2 --stage 2 --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0";
+  static fs::path root_;
+};
+fs::path DamagedCheckpoints::root_;
+
+TEST_F(DamagedCheckpoints, TheGoodOneResumes) {
+  const fs::path dir = copy("good-copy");
+  const auto r = run("train " + std::string(kRun) + " --steps 3 --resume " + dir.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST_F(DamagedCheckpoints, FlippedShardByte) {
+  const fs::path dir = copy("flipped");
+  const fs::path shard = step_dir(dir) / "shard-00001-of-00002.bin";
+  std::string bytes = read_all(shard);
+  bytes[bytes.size() / 2] ^= 0x10;
+  write_all(shard, bytes);
+  expect_resume_refused(dir, "shard-00001-of-00002.bin");
+}
+
+TEST_F(DamagedCheckpoints, TruncatedShard) {
+  const fs::path dir = copy("truncated");
+  const fs::path shard = step_dir(dir) / "shard-00000-of-00002.bin";
+  fs::resize_file(shard, fs::file_size(shard) - 1000);
+  expect_resume_refused(dir, "truncated");
+}
+
+TEST_F(DamagedCheckpoints, MissingShard) {
+  const fs::path dir = copy("missing");
+  fs::remove(step_dir(dir) / "shard-00001-of-00002.bin");
+  expect_resume_refused(dir, "shard-00001-of-00002.bin");
+}
+
+TEST_F(DamagedCheckpoints, EditedManifest) {
+  const fs::path dir = copy("manifest");
+  const fs::path manifest = step_dir(dir) / "manifest.json";
+  std::string text = read_all(manifest);
+  const size_t at = text.find("\"step\"");
+  ASSERT_NE(at, std::string::npos);
+  text[text.find_first_of("0123456789", at)] = '7';
+  write_all(manifest, text);
+  expect_resume_refused(dir, "manifest.json");
+}
+
+TEST_F(DamagedCheckpoints, LatestNamesNothing) {
+  const fs::path dir = copy("latest");
+  write_all(dir / "latest", "step-00000099\n");
+  expect_resume_refused(dir, "latest");
+}
+
+TEST_F(DamagedCheckpoints, AnotherModelOrOptimizer) {
+  const fs::path dir = copy("foreign");
+  expect_resume_refused(dir, "model", " --model gpt-10m");
+  expect_resume_refused(dir, "sgd", " --optimizer sgd");
+}
+
+TEST_F(DamagedCheckpoints, NoSuchDirectory) {
+  expect_refused("train --resume " + (root_ / "nowhere").string(), "does not exist");
+}
+
+TEST_F(DamagedCheckpoints, CkptToolsRefuseAndWriteNothing) {
+  const fs::path dir = copy("tools");
+  const fs::path shard = step_dir(dir) / "shard-00000-of-00002.bin";
+  std::string bytes = read_all(shard);
+  bytes[bytes.size() - 7] ^= 0x01;
+  write_all(shard, bytes);
+  const Snapshot before = snapshot(dir);
+  expect_refused("ckpt inspect " + dir.string(), "damaged");
+  // --optimizer-states: plain consolidate reads (and checks) only the weights.
+  expect_refused("ckpt consolidate --optimizer-states " + dir.string() + " " + (root_ / "consolidated").string(),
+                 "shard-00000-of-00002.bin");
+  expect_refused("ckpt reshard " + dir.string() + " " + (root_ / "resharded").string() + " --ranks 3",
+                 "shard-00000-of-00002.bin");
+  EXPECT_TRUE(snapshot(dir) == before);
+  for (const char* out : {"consolidated", "consolidated.tmp", "resharded", "resharded.tmp"}) {
+    EXPECT_FALSE(fs::exists(root_ / out)) << "a refused tool left " << out;
+  }
+}
+
+// llm.c token shards: int32 header[256] = {20240520, 1, count}, then count
+// uint16 tokens.
+std::string token_shard(int32_t magic, int32_t version, int32_t count, size_t tokens) {
+  std::vector<int32_t> header(256, 0);
+  header[0] = magic;
+  header[1] = version;
+  header[2] = count;
+  std::string bytes(reinterpret_cast<const char*>(header.data()), header.size() * sizeof(int32_t));
+  for (size_t i = 0; i < tokens; ++i) bytes += std::string("\x01\x00", 2);
+  return bytes;
+}
+
+TEST(CliFiles, TrainRefusesBadTokenShards) {
+  const fs::path dir = fs::temp_directory_path() / ("zerodp_cli_shards." + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path metrics = dir / "never.jsonl";
+  const struct {
+    const char* name;
+    std::string bytes;
+    const char* needle;
+  } cases[] = {
+      {"magic_train.bin", token_shard(12345, 1, 4096, 4096), "bad magic 12345"},
+      {"version_train.bin", token_shard(20240520, 7, 4096, 4096), "version 7"},
+      {"negative_train.bin", token_shard(20240520, 1, -5, 0), "negative token count"},
+      {"short_train.bin", token_shard(20240520, 1, 4096, 4000), "header says 4096 tokens"},
+      {"headless_train.bin", std::string(100, '\0'), "header"},
+  };
+  for (const auto& c : cases) {
+    const fs::path p = dir / c.name;
+    write_all(p, c.bytes);
+    expect_refused("train --data " + p.string() + " --metrics " + metrics.string(), c.needle);
+    expect_refused("train --data " + p.string(), c.name);
+  }
+  // A good training shard with a damaged validation shard.
+  write_all(dir / "good_train.bin", token_shard(20240520, 1, 8192, 8192));
+  write_all(dir / "good_val.bin", token_shard(20240520, 1, 4096, 10));
+  expect_refused("train --data " + (dir / "good_train.bin").string() + " --metrics " + metrics.string(),
+                 "good_val.bin");
+  EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+  fs::remove_all(dir);
+}
+
+}  // namespace
