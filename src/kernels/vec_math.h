@@ -35,7 +35,8 @@ inline float fast_exp(float x) {
   x = x < -87.0f ? -87.0f : x;
   x = x > 88.0f ? 88.0f : x;
   const float kRound = 12582912.0f;  // 1.5 * 2^23
-  const float n = (x * 1.44269504088896341f + kRound) - kRound;
+  const float shifted = x * 1.44269504088896341f + kRound;
+  const float n = shifted - kRound;
   const float r = mul_add(-n, 1.42860682030941723212e-6f, mul_add(-n, 0.693145751953125f, x));
   float p = 1.0f / 720.0f;
   p = mul_add(p, r, 1.0f / 120.0f);
@@ -44,7 +45,10 @@ inline float fast_exp(float x) {
   p = mul_add(p, r, 0.5f);
   p = mul_add(p, r, 1.0f);
   p = mul_add(p, r, 1.0f);
-  const int32_t e = static_cast<int32_t>(n) + 127;
+  // n as an integer from the bits of `shifted`, whose mantissa holds 2^22 + n:
+  // the same value as static_cast<int32_t>(n) for every finite x, but defined
+  // for NaN too (converting a NaN float to int is undefined behaviour).
+  const int32_t e = (std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound)) + 127;
   return p * std::bit_cast<float>(static_cast<uint32_t>(e) << 23);
 }
 

@@ -78,7 +78,10 @@ std::vector<std::map<std::string, CollectiveBytes>> parse_comm(const json& v, co
     const json& rank = v[r];
     if (!rank.is_object()) fail(at, fmt::format("comm[{}] must be an object of collectives", r));
     std::map<std::string, CollectiveBytes> m;
-    for (const auto& [key, value] : rank.items()) {
+    for (const auto& item : rank.items()) {
+      // Named references, not a structured binding: clang 14 cannot capture one in the lambda.
+      const std::string& key = item.key();
+      const json& value = item.value();
       if (!value.is_object()) fail(at, fmt::format("comm[{}].{} must be an object", r, key));
       CollectiveBytes b;
       auto get = [&](const char* field) -> uint64_t {

@@ -24,7 +24,8 @@ class Corruption : public ::testing::Test {
       std::vector<double> losses;
       train_steps(engine, kMicro, 2, losses);
       // 64-byte chunks: several per record.
-      saved_ = save(engine, dir_.path(), {.seed = kSeed, .chunk_bytes = 64}).path;
+      const std::string path = save(engine, dir_.path(), {.seed = kSeed, .chunk_bytes = 64}).path;
+      if (comm.rank() == 0) saved_ = path;  // one writer: the ranks run as threads
     });
     shard1_ = saved_ + "/" + shard_file_name(1, 2);
   }
@@ -133,7 +134,8 @@ TEST_F(Corruption, ShardOfAnotherSave) {
     zero::Engine engine(mlp, comm, test_config(2), kSeed, kMicro, 1);
     std::vector<double> losses;
     train_steps(engine, kMicro, 2, losses);
-    other_path = save(engine, other.path(), {.seed = kSeed, .chunk_bytes = 64}).path;
+    const std::string path = save(engine, other.path(), {.seed = kSeed, .chunk_bytes = 64}).path;
+    if (comm.rank() == 0) other_path = path;
   });
   fs::copy_file(other_path + "/" + shard_file_name(1, 2), shard1_, fs::copy_options::overwrite_existing);
   expect_error<IoError>(try_load(), shard1_, "different save");
