@@ -24,36 +24,46 @@ ns_a=zdp$$a ns_b=zdp$$b
 host_a=hosta$$ host_b=hostb$$
 addr_a=192.0.2.1 addr_b=192.0.2.2
 
+# `ip netns add` turns /run/netns into a mount point the first time; if this
+# test did that, it undoes it (a chroot could not be removed otherwise). The
+# two tests of this script hold one CTest RESOURCE_LOCK, so neither unmounts
+# it under the other.
+netns_was_mounted=0
+mountpoint -q /run/netns 2> /dev/null && netns_was_mounted=1
 cleanup() {
   for ns in "$ns_a" "$ns_b"; do
     pids=$(ip netns pids "$ns" 2>/dev/null)
     [ -n "$pids" ] && kill -9 $pids 2>/dev/null
     ip netns del "$ns" 2>/dev/null
   done
+  [ $netns_was_mounted = 0 ] && [ -z "$(ls -A /run/netns 2> /dev/null)" ] && umount /run/netns 2> /dev/null
   rm -rf "$dir"
 }
 trap cleanup EXIT
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
+# Each setup step must work here, or the machine cannot host the test (not
+# root, no iproute2, a chroot where namespaces cannot switch mounts): skip,
+# saying which step and what it printed.
+setup() { "$@" > /dev/null 2> "$dir/err" || skip "cannot set up the hosts: '$*' failed: $(tr '\n' ' ' < "$dir/err")"; }
 
 [ "$(id -u)" = 0 ] || skip "network namespaces need root"
 command -v ip > /dev/null || skip "ip (iproute2) is not installed"
-ip netns add "$ns_a" 2> "$dir/err" || skip "ip netns add failed: $(cat "$dir/err")"
-ip netns add "$ns_b" || fail "ip netns add $ns_b"
-ip link add veth0 netns "$ns_a" type veth peer name veth0 netns "$ns_b" 2> "$dir/err" ||
-  skip "cannot make a veth pair: $(cat "$dir/err")"
-ip -n "$ns_a" addr add "$addr_a/24" dev veth0 && ip -n "$ns_b" addr add "$addr_b/24" dev veth0 || fail "addresses"
+setup ip netns add "$ns_a"
+setup ip netns add "$ns_b"
+setup ip link add veth0 netns "$ns_a" type veth peer name veth0 netns "$ns_b"
+setup ip -n "$ns_a" addr add "$addr_a/24" dev veth0
+setup ip -n "$ns_b" addr add "$addr_b/24" dev veth0
 for ns in "$ns_a" "$ns_b"; do
-  ip -n "$ns" link set lo up && ip -n "$ns" link set veth0 up || fail "link up in $ns"
+  setup ip -n "$ns" link set lo up
+  setup ip -n "$ns" link set veth0 up
   # A host whose peer vanished without a word (no FIN, no RST) gives up after
   # ~13 s of retransmissions instead of Linux's default ~15 min: OpenMPI's
   # launcher learns of the lost host only through TCP (docs/reliability.md).
-  ip netns exec "$ns" sh -c 'echo 5 > /proc/sys/net/ipv4/tcp_retries2' 2> /dev/null ||
-    skip "cannot set net.ipv4.tcp_retries2 in a namespace (read-only /proc/sys?)"
+  setup ip netns exec "$ns" sh -c 'echo 5 > /proc/sys/net/ipv4/tcp_retries2'
 done
-unshare --uts true 2> /dev/null || skip "unshare --uts is not permitted"
-ip netns exec "$ns_a" cat /sys/class/net/veth0/statistics/tx_bytes > /dev/null 2> "$dir/err" ||
-  skip "ip netns exec cannot see the namespace's /sys: $(cat "$dir/err")"
+setup unshare --uts true
+setup ip netns exec "$ns_a" cat /sys/class/net/veth0/statistics/tx_bytes
 
 export ZDP_NETNS_HOSTS="$addr_a=$ns_a=$host_a $addr_b=$ns_b=$host_b"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
