@@ -38,6 +38,8 @@ void validate(const TrainConfig& c) {
   ZDP_CHECK(c.sample_tokens >= 0, ConfigError, "[train] --sample-tokens {} must be >= 0", c.sample_tokens);
   ZDP_CHECK(c.save_every >= 0, ConfigError, "[train] --save-every {} must be >= 0", c.save_every);
   ZDP_CHECK(c.keep_last >= 0, ConfigError, "[train] --keep-last {} must be >= 0", c.keep_last);
+  ZDP_CHECK(c.init_from.empty() || c.resume_dir.empty(), ConfigError,
+            "[train] --init-from and --resume were both given: a resume restores the weights it saved; pass one");
   zero::validate(c.engine);
 }
 

@@ -8,9 +8,11 @@
 #include <thread>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/model_record.h"
 #include "core/error.h"
 #include "model/generate.h"
 #include "model/gpt.h"
+#include "model/llmc_io.h"
 #include "model/presets.h"
 #include "plan/predict.h"
 #include "train/corpus.h"
@@ -131,6 +133,16 @@ TrainOutcome run_training(const TrainConfig& input) {
             gc.max_seq_len, gc.max_seq_len);
   const auto model_ptr = model::make_model(model_config);
   const auto& gpt = dynamic_cast<const model::Gpt&>(*model_ptr);
+  // Read once per process, before any rank allocates: a bad file is refused
+  // first; the thread ranks share this one fp32 copy, freed after the start.
+  std::optional<model::LlmcModel> init;
+  if (!config.init_from.empty()) {
+    init = model::load_llmc_model(config.init_from);
+    ZDP_CHECK(init->config == gc, ConfigError,
+              "[train] {} holds a {}; this run trains a {}: pass the model it holds with --model '{}'",
+              config.init_from, init->config.describe(), gc.describe(),
+              ckpt::model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = init->config, .mlp = {}}));
+  }
 
   TrainOutcome outcome;
   comm::CommOptions comm_options;
@@ -195,6 +207,10 @@ TrainOutcome run_training(const TrainConfig& input) {
 
     const double tokens_per_step =
         static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
+    if (init) {
+      engine.set_master_params(init->params);
+      if (lead) progress->note(fmt::format("initialised from {} (llm.c model file)", config.init_from));
+    }
     if (!config.resume_dir.empty()) {
       const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);
       step = loaded.step;

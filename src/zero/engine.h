@@ -82,6 +82,11 @@ class Engine {
   // The low-precision parameters the model computes with, widened to fp32.
   // Collective.
   std::vector<float> gather_params();
+  // Starts from given weights instead of the seed's: every parameter in flat
+  // order, the same on every rank; each rank keeps what its stage holds and
+  // rounds its parameters from them. Call before the first step (optimizer
+  // state is left as it is). Collective.
+  void set_master_params(std::span<const float> flat);
 
   // ---- checkpoint access ----
   // One fp32 tensor of training state for one unit, over the elements this

@@ -1,9 +1,11 @@
 // The Engine's views of its state for checkpoints and tests: per-unit
 // tensors a loader can fill, the counters, and consolidated (gathered)
 // parameter copies. Split from engine.cc, which drives training.
+#include <algorithm>
 #include <span>
 
 #include "core/convert.h"
+#include "core/error.h"
 #include "zero/engine.h"
 #include "zero/grad_accumulate.h"
 
@@ -34,6 +36,17 @@ void Engine::state_loaded(const Counters& counters) {
   steps_ = counters.steps;
   for (auto& opt : optimizers_) opt->set_step_count(counters.optimizer_steps);
   if (config_.dtype == Dtype::fp16()) scaler_.load_state(counters.scaler);
+  refresh_params();
+}
+
+void Engine::set_master_params(std::span<const float> flat) {
+  ZDP_CHECK(flat.size() == plan_.num_params(), ShapeError,
+            "[set_master_params] {} values given for a model of {} parameters", flat.size(), plan_.num_params());
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::ShardRange upd = update_range(u);
+    const std::span<float> dst = master_weights().floats(u, upd);
+    std::copy_n(flat.data() + plan_.unit_offset(u) + upd.offset, upd.count, dst.data());
+  }
   refresh_params();
 }
 

@@ -153,6 +153,34 @@ TEST_F(DamagedCheckpoints, CkptToolsRefuseAndWriteNothing) {
   }
 }
 
+// --init-from: the weights of an llm.c model file, here the one `ckpt
+// consolidate` wrote from the good checkpoint. (That every stage starts from
+// exactly these weights is tests/zero/engine_test.cc's
+// SetMasterParamsStartsEveryStageFromTheGivenWeights.)
+TEST_F(DamagedCheckpoints, InitFromAnLlmcModelFile) {
+  const fs::path out = root_ / "weights";
+  fs::remove_all(out);
+  ASSERT_EQ(run("ckpt consolidate " + (root_ / "good").string() + " " + out.string()).code, 0);
+  const fs::path bin = out / "model.bin";
+  const auto r = run("train " + std::string(kRun) + " --steps 1 --init-from " + bin.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("initialised from " + bin.string()), std::string::npos) << r.out;
+
+  const fs::path metrics = root_ / "never.init.jsonl";
+  const std::string m = " --metrics " + metrics.string();
+  expect_refused("train --init-from " + bin.string() + " --model gpt-10m" + m, "--model '{\"kind\":\"gpt\"");
+  expect_refused("train --init-from " + bin.string() + " --resume " + (root_ / "good").string() + m,
+                 "--init-from and --resume");
+  expect_refused("train --init-from " + (root_ / "no-such.bin").string() + m, "no-such.bin");
+  std::string bytes = read_all(bin);
+  write_all(root_ / "short.bin", bytes.substr(0, bytes.size() - 4));
+  expect_refused("train --init-from " + (root_ / "short.bin").string() + m, "short.bin");
+  bytes[0] ^= 0x01;  // the magic number
+  write_all(root_ / "magic.bin", bytes);
+  expect_refused("train --init-from " + (root_ / "magic.bin").string() + m, "bad magic");
+  EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+}
+
 // llm.c token shards: int32 header[256] = {20240520, 1, count}, then count
 // uint16 tokens.
 std::string token_shard(int32_t magic, int32_t version, int32_t count, size_t tokens) {

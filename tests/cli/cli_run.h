@@ -18,22 +18,29 @@ namespace fs = std::filesystem;
 
 struct Result {
   int code = -1;
-  std::string err;
+  std::string out, err;
 };
 
-// `zerodp ARGS` with stdout discarded.
+inline std::string take_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  fs::remove(p);
+  return text;
+}
+
+// `zerodp ARGS`: its exit code, stdout and stderr.
 inline Result run(const std::string& args) {
   // Unique per process and call: CTest runs these tests in parallel.
   static int calls = 0;
-  const fs::path err_file =
-      fs::temp_directory_path() / ("zerodp_cli_test." + std::to_string(getpid()) + "." + std::to_string(++calls));
-  const std::string cmd = std::string(ZERODP_BINARY) + " " + args + " >/dev/null 2>" + err_file.string();
+  const std::string base =
+      (fs::temp_directory_path() / ("zerodp_cli_test." + std::to_string(getpid()) + "." + std::to_string(++calls)))
+          .string();
+  const std::string cmd = std::string(ZERODP_BINARY) + " " + args + " >" + base + ".out 2>" + base + ".err";
   const int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  fs::remove(err_file);
+  r.out = take_file(base + ".out");
+  r.err = take_file(base + ".err");
   return r;
 }
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/convert.h"
+#include "core/error.h"
 #include "engine_test_util.h"
 
 namespace zerodp::zero {
@@ -170,6 +172,60 @@ TEST(Engine, RanksAgreeWithOneRankOverTheSameGlobalBatch) {
     EXPECT_LT(worst, 2e-5) << n << " ranks";
     for (size_t s = 0; s < one.losses.size(); ++s) EXPECT_NEAR(one.losses[s], many.losses[s], 1e-5) << s;
   }
+}
+
+}  // namespace
+}  // namespace zerodp::zero
+
+namespace zerodp::zero {
+namespace {
+
+// set_master_params: every rank holds exactly its stage's part of the given
+// weights (the gathered master equals them bitwise), the compute parameters
+// are their rounding, and training goes on from them identically at every
+// stage.
+TEST(Engine, SetMasterParamsStartsEveryStageFromTheGivenWeights) {
+  const model::Mlp mlp(testing::small_mlp());
+  std::vector<float> weights(mlp.num_params());
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = 0.3f * std::sin(0.7f * static_cast<float>(i) + 0.1f);
+  for (const Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    std::vector<float> widened(weights.size());
+    if (dtype == Dtype::fp32()) {
+      widened = weights;
+    } else {
+      std::vector<BFloat16> low(weights.size());
+      convert(weights, low);
+      convert(low, widened);
+    }
+    std::vector<double> first_losses;
+    for (int stage = 0; stage <= 3; ++stage) {
+      comm::run_thread_ranks(3, {}, [&](comm::Communicator& comm) {
+        Engine engine(mlp, comm, config_for(stage, dtype), /*seed=*/99, /*micro_batch=*/2, 1);
+        engine.set_master_params(weights);
+        const std::vector<float> master = engine.gather_master_params();
+        const std::vector<float> params = engine.gather_params();
+        int64_t step = 0;
+        const double loss = engine.train_step(testing::mlp_feeder(step, comm.rank(), 2)).loss;
+        if (comm.rank() != 0) return;
+        EXPECT_EQ(std::memcmp(master.data(), weights.data(), weights.size() * sizeof(float)), 0)
+            << "stage " << stage << " " << dtype.name();
+        EXPECT_EQ(std::memcmp(params.data(), widened.data(), widened.size() * sizeof(float)), 0)
+            << "stage " << stage << " " << dtype.name();
+        first_losses.push_back(loss);
+      });
+    }
+    ASSERT_EQ(first_losses.size(), 4u);
+    for (int stage = 1; stage <= 3; ++stage) EXPECT_EQ(first_losses[stage], first_losses[0]) << dtype.name();
+  }
+}
+
+TEST(Engine, SetMasterParamsRefusesTheWrongCount) {
+  const model::Mlp mlp(testing::small_mlp());
+  comm::run_thread_ranks(1, {}, [&](comm::Communicator& comm) {
+    Engine engine(mlp, comm, config_for(2, Dtype::fp32()), 99, 2, 1);
+    const std::vector<float> short_weights(mlp.num_params() - 1, 0.0f);
+    EXPECT_THROW(engine.set_master_params(short_weights), ShapeError);
+  });
 }
 
 }  // namespace
