@@ -68,7 +68,8 @@ TEST(CliErrors, HelpIsCompleteAndSucceeds) {
   const std::string help((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* flag : {"--model", "--stage", "--ranks", "--backend", "--precision", "--micro-batch",
                            "--grad-accum", "--seq-len", "--steps", "--lr", "--schedule", "--clip", "--seed", "--data",
-                           "--activation-checkpointing", "--metrics", "--config", "--max-memory"}) {
+                           "--activation-checkpointing", "--metrics", "--config", "--max-memory", "--save",
+                           "--resume", "--init-from", "--comm-timeout"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   fs::remove(out);
