@@ -10,6 +10,8 @@ set -euo pipefail
 zerodp=$1 mpirun=${2:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+# A failing command shows where and what the runs printed (CTest keeps only this output).
+trap 'echo "FAILED (exit $?) at line $LINENO"; tail -n 15 "$dir"/*.log' ERR
 # A constant learning rate: the schedule's length is --steps, which differs
 # between the 8-step and the 16-step runs here.
 common=(train --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0 --precision fp16 --schedule constant)
