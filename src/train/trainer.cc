@@ -134,7 +134,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   const auto model_ptr = model::make_model(model_config);
   const auto& gpt = dynamic_cast<const model::Gpt&>(*model_ptr);
   // Read once per process, before any rank allocates: a bad file is refused
-  // first; the thread ranks share this one fp32 copy, freed after the start.
+  // first; the thread ranks share this one fp32 copy, freed once they took it.
   std::optional<model::LlmcModel> init;
   if (!config.init_from.empty()) {
     init = model::load_llmc_model(config.init_from);
@@ -210,6 +210,10 @@ TrainOutcome run_training(const TrainConfig& input) {
     if (init) {
       engine.set_master_params(init->params);
       if (lead) progress->note(fmt::format("initialised from {} (llm.c model file)", config.init_from));
+      // Every rank of this process has taken its part: free the full copy
+      // (one per process: the lead thread frees it, or each MPI process).
+      comm.barrier();
+      if (lead || config.backend == comm::Backend::kMpi) init.reset();
     }
     if (!config.resume_dir.empty()) {
       const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);

@@ -49,6 +49,13 @@ class DamagedCheckpoints : public ::testing::Test {
     fs::create_directories(root_);
     const auto r = run("train " + std::string(kRun) + " --steps 2 --save " + (root_ / "good").string());
     ASSERT_EQ(r.code, 0) << r.err;
+    good_validation_ = validation_line(r.out);
+    ASSERT_FALSE(good_validation_.empty()) << r.out;
+  }
+  // "validation loss 1.2345" of the run's final line about it.
+  static std::string validation_line(const std::string& out) {
+    const size_t at = out.rfind("validation loss ");
+    return at == std::string::npos ? "" : out.substr(at, std::string("validation loss 1.2345").size());
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
@@ -76,8 +83,10 @@ class DamagedCheckpoints : public ::testing::Test {
   static constexpr const char* kRun =
       "--ranks 2 --stage 2 --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0";
   static fs::path root_;
+  static std::string good_validation_;
 };
 fs::path DamagedCheckpoints::root_;
+std::string DamagedCheckpoints::good_validation_;
 
 TEST_F(DamagedCheckpoints, TheGoodOneResumes) {
   const fs::path dir = copy("good-copy");
@@ -162,9 +171,12 @@ TEST_F(DamagedCheckpoints, InitFromAnLlmcModelFile) {
   fs::remove_all(out);
   ASSERT_EQ(run("ckpt consolidate " + (root_ / "good").string() + " " + out.string()).code, 0);
   const fs::path bin = out / "model.bin";
-  const auto r = run("train " + std::string(kRun) + " --steps 1 --init-from " + bin.string());
+  // One step at a negligible learning rate: the final validation loss is the
+  // saved run's, so the weights are the ones it ended with.
+  const auto r = run("train " + std::string(kRun) + " --steps 1 --lr 1e-12 --init-from " + bin.string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("initialised from " + bin.string()), std::string::npos) << r.out;
+  EXPECT_EQ(validation_line(r.out), good_validation_) << r.out;
 
   const fs::path metrics = root_ / "never.init.jsonl";
   const std::string m = " --metrics " + metrics.string();
