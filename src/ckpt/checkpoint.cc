@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -14,6 +15,7 @@
 #include "ckpt/model_record.h"
 #include "ckpt/shard_reader.h"
 #include "ckpt/shard_writer.h"
+#include "comm/fault_injection.h"
 #include "core/error.h"
 
 namespace zerodp::ckpt {
@@ -47,8 +49,12 @@ void on_every_rank(comm::Communicator& comm, Fn&& fn) {
   }
 }
 
-void reach(const SaveOptions& options, SavePoint point, int rank) {
-  if (options.on_point) options.on_point(point, rank);
+// ZERODP_FAULT's save points are named in SavePoint's order.
+static_assert(static_cast<size_t>(SavePoint::kLatestWritten) + 1 == std::size(comm::kSavePointNames));
+
+void reach(const SaveOptions& options, SavePoint point, comm::Communicator& comm) {
+  if (point != SavePoint::kDone) comm.fault_point(comm::kSavePointNames[static_cast<size_t>(point)]);
+  if (options.on_point) options.on_point(point, comm.rank());
 }
 
 std::string engine_json(const zero::EngineConfig& c) {
@@ -141,7 +147,7 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   ZDP_CHECK(valid_chunk_bytes(options.chunk_bytes), ConfigError,
             "[ckpt save] chunk size {} must be a positive multiple of 4 up to {}", options.chunk_bytes,
             kMaxChunkBytes);
-  reach(options, SavePoint::kBegin, rank);
+  reach(options, SavePoint::kBegin, comm);
 
   on_every_rank(comm, [&] {
     if (rank != 0) return;
@@ -182,13 +188,13 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
       ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count,
                 ShapeError, "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
       writer.write_record(v.unit, i % tensors.size(), v.data.subspan(own.offset - v.range.offset, own.count));
-      if (i == 0) reach(options, SavePoint::kShardPartial, rank);
+      if (i == 0) reach(options, SavePoint::kShardPartial, comm);
     }
     mine = writer.finish();
     rename_path(path + ".tmp", path);
     sync_directory(tmp_dir);
     mine.file = shard_file_name(rank, ranks);
-    reach(options, SavePoint::kShardWritten, rank);
+    reach(options, SavePoint::kShardWritten, comm);
   });
 
   // Rank 0 needs every file's CRC for the manifest: 16-bit halves travel
@@ -213,7 +219,7 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
                           (hi << 16) | lo});
     }
     write_manifest(tmp_dir, m);
-    reach(options, SavePoint::kManifestWritten, rank);
+    reach(options, SavePoint::kManifestWritten, comm);
     // Replacing a checkpoint of the same step: keep the old one reachable
     // (as .prev, which resolve_checkpoint falls back to) until the new one is
     // in place.
@@ -225,13 +231,13 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
     }
     rename_path(tmp_dir, final_dir);
     sync_directory(root);
-    reach(options, SavePoint::kDirRenamed, rank);
+    reach(options, SavePoint::kDirRenamed, comm);
     write_latest(root, name);
-    reach(options, SavePoint::kLatestWritten, rank);
+    reach(options, SavePoint::kLatestWritten, comm);
     remove_dir(prev);
     rotate_checkpoints(root, options.keep_last);
   });
-  reach(options, SavePoint::kDone, rank);
+  reach(options, SavePoint::kDone, comm);
 
   SaveResult result;
   result.path = final_dir;

@@ -65,6 +65,10 @@ void Communicator::mark_broken(const std::string& reason) {
 
 void Communicator::abort(std::string_view reason) { mark_broken(std::string(reason)); }
 
+void Communicator::fault_point(std::string_view point) {
+  inject_save_fault_if_due(rank_, point, [this] { return peer_failed(); });
+}
+
 template <typename Fn>
 void Communicator::run(Collective kind, uint64_t sent, uint64_t received, Fn&& fn) {
   if (!broken_reason_.empty()) {

@@ -91,6 +91,11 @@ class Communicator {
   void abort(std::string_view reason);
   bool broken() const { return !broken_reason_.empty(); }
 
+  // Fault injection at a step that is not a collective (a checkpoint save's
+  // points, fault_injection.h): fails here when ZERODP_FAULT names this rank,
+  // its save and `point`. Cheap when no fault is set.
+  void fault_point(std::string_view point);
+
  protected:
   Communicator(int rank, int size, const CommOptions& options);
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,13 +17,15 @@
 namespace zerodp::comm {
 namespace {
 
-constexpr std::string_view kFormat = "rank=R,collective=K,action=throw|exit|hang";
+constexpr std::string_view kFormat =
+    "rank=R,collective=K,action=throw|exit|hang or rank=R,save=K,point=P,action=throw|exit|hang";
 
 struct State {
   std::mutex mutex;
   bool initialised = false;          // guarded by mutex: env read or set_fault called
   std::optional<FaultSpec> fault;    // guarded by mutex
   std::string env_error;             // guarded by mutex: a malformed ZERODP_FAULT
+  std::map<int, uint64_t> saves;     // guarded by mutex: saves begun per rank
   // Fast path: false when there is certainly nothing to do. Starts true so
   // the first call reads the environment.
   std::atomic<bool> maybe_armed{true};
@@ -59,7 +62,7 @@ void initialise_locked(State& s) {
 
 FaultSpec parse_fault_spec(std::string_view text) {
   FaultSpec spec;
-  bool have_rank = false, have_collective = false, have_action = false;
+  bool have_rank = false, have_collective = false, have_action = false, have_save = false, have_point = false;
   while (!text.empty()) {
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
@@ -77,6 +80,19 @@ FaultSpec parse_fault_spec(std::string_view text) {
       spec.collective = parse_number<uint64_t>(key, value);
       ZDP_CHECK(spec.collective >= 1, ConfigError, "[fault] collective counts from 1, got 0");
       have_collective = true;
+    } else if (key == "save") {
+      spec.save = parse_number<uint64_t>(key, value);
+      ZDP_CHECK(spec.save >= 1, ConfigError, "[fault] save counts from 1, got 0");
+      have_save = true;
+    } else if (key == "point") {
+      bool known = false;
+      for (std::string_view name : kSavePointNames) known = known || name == value;
+      ZDP_CHECK(known, ConfigError,
+                "[fault] unknown save point '{}': use begin, shard-partial, shard-written, manifest-written, "
+                "dir-renamed or latest-written",
+                value);
+      spec.point = std::string(value);
+      have_point = true;
     } else if (key == "action") {
       if (value == "throw") {
         spec.action = FaultAction::kThrow;
@@ -92,8 +108,8 @@ FaultSpec parse_fault_spec(std::string_view text) {
       ZDP_THROW(ConfigError, "[fault] unknown key '{}' (format: {})", key, kFormat);
     }
   }
-  ZDP_CHECK(have_rank && have_collective && have_action, ConfigError,
-            "[fault] rank, collective and action are all required (format: {})", kFormat);
+  ZDP_CHECK(have_rank && have_action && (have_collective != have_save) && (have_save == have_point), ConfigError,
+            "[fault] give rank, action and either collective or save with point (format: {})", kFormat);
   return spec;
 }
 
@@ -102,6 +118,7 @@ void set_fault(std::optional<FaultSpec> fault) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.initialised = true;
   s.env_error.clear();
+  s.saves.clear();
   s.fault = fault;
   s.maybe_armed.store(fault.has_value(), std::memory_order_release);
 }
@@ -113,26 +130,30 @@ std::optional<FaultSpec> active_fault() {
   return s.fault;
 }
 
-void inject_fault_if_due(int rank, uint64_t call, Collective kind, const std::function<bool()>& peer_failed) {
+namespace {
+
+// The active fault, or nullopt; throws the ConfigError of a malformed
+// ZERODP_FAULT. `on_locked` runs under the lock (the save counter).
+std::optional<FaultSpec> current_fault(const std::function<void(State&)>& on_locked = {}) {
   State& s = state();
-  if (!s.maybe_armed.load(std::memory_order_acquire)) return;
-  std::optional<FaultSpec> fault;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    initialise_locked(s);
-    if (!s.env_error.empty()) ZDP_THROW(ConfigError, "{}", s.env_error);
-    if (!s.fault) {
-      s.maybe_armed.store(false, std::memory_order_release);
-      return;
-    }
-    fault = s.fault;
+  if (!s.maybe_armed.load(std::memory_order_acquire)) return std::nullopt;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  initialise_locked(s);
+  if (!s.env_error.empty()) ZDP_THROW(ConfigError, "{}", s.env_error);
+  if (!s.fault) {
+    s.maybe_armed.store(false, std::memory_order_release);
+    return std::nullopt;
   }
-  if (fault->rank != rank || fault->collective != call) return;
-  const std::string where =
-      fmt::format("[fault] rank {}: injected {} at collective {} ({})", rank,
-                  fault->action == FaultAction::kThrow ? "failure" : fault->action == FaultAction::kExit ? "exit" : "hang",
-                  call, collective_name(kind));
-  switch (fault->action) {
+  if (on_locked) on_locked(s);
+  return s.fault;
+}
+
+// "[fault] rank R: injected failure|exit|hang at AT", then the action.
+[[noreturn]] void fail_here(FaultAction action, int rank, const std::string& at,
+                            const std::function<bool()>& peer_failed) {
+  const char* verb = action == FaultAction::kThrow ? "failure" : action == FaultAction::kExit ? "exit" : "hang";
+  const std::string where = fmt::format("[fault] rank {}: injected {} at {}", rank, verb, at);
+  switch (action) {
     case FaultAction::kThrow: ZDP_THROW(CommError, "{}", where);
     case FaultAction::kExit:
       std::fprintf(stderr, "%s: exiting with code %d\n", where.c_str(), kFaultExitCode);
@@ -142,6 +163,25 @@ void inject_fault_if_due(int rank, uint64_t call, Collective kind, const std::fu
       while (!peer_failed()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       ZDP_THROW(CommError, "{}: ended after a peer failed", where);
   }
+  std::abort();  // unreachable: every action is handled above
+}
+
+}  // namespace
+
+void inject_fault_if_due(int rank, uint64_t call, Collective kind, const std::function<bool()>& peer_failed) {
+  const std::optional<FaultSpec> fault = current_fault();
+  if (!fault || fault->rank != rank || fault->collective != call) return;
+  fail_here(fault->action, rank, fmt::format("collective {} ({})", call, collective_name(kind)), peer_failed);
+}
+
+void inject_save_fault_if_due(int rank, std::string_view point, const std::function<bool()>& peer_failed) {
+  uint64_t save = 0;
+  const std::optional<FaultSpec> fault = current_fault([&](State& s) {
+    if (point == kSavePointNames[0]) ++s.saves[rank];
+    save = s.saves[rank];
+  });
+  if (!fault || fault->save == 0 || fault->rank != rank || fault->save != save || fault->point != point) return;
+  fail_here(fault->action, rank, fmt::format("save {} ({})", save, point), peer_failed);
 }
 
 }  // namespace zerodp::comm

@@ -14,6 +14,12 @@
 //   hang   the call sleeps "forever": until the backend reports that a peer
 //          failed (thread backend, so tests can join the thread), or until
 //          the process is killed (MPI: the peers' timeouts and MPI_Abort).
+// Or at a step of a checkpoint save instead of a collective:
+//   ZERODP_FAULT="rank=1,save=2,point=shard-written,action=exit"
+// fails rank 1 at that point of its 2nd save (1-based) in this process;
+// points, in order: begin, shard-partial, shard-written (every rank),
+// manifest-written, dir-renamed, latest-written (rank 0 only): see
+// ckpt::SavePoint. A hang there ends when a peer is known to have failed.
 // A malformed value is a ConfigError at the first collective.
 // Tests in one process set the fault directly with set_fault(), which
 // overrides the environment.
@@ -24,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "comm/types.h"
@@ -34,15 +41,21 @@ enum class FaultAction { kThrow, kExit, kHang };
 
 struct FaultSpec {
   int rank = 0;
-  uint64_t collective = 1;  // 1-based call number on that rank
+  uint64_t collective = 0;  // 1-based call number on that rank; 0 for a save fault
+  uint64_t save = 0;        // 1-based save number on that rank; 0 for a collective fault
+  std::string point;        // with save: one of kSavePointNames
   FaultAction action = FaultAction::kThrow;
 };
+
+// The checkpoint save points a fault may name, in the order a save reaches them.
+inline constexpr std::string_view kSavePointNames[] = {"begin",           "shard-partial", "shard-written",
+                                                       "manifest-written", "dir-renamed",  "latest-written"};
 
 // The process exit code of action=exit.
 inline constexpr int kFaultExitCode = 86;
 
-// Parses "rank=R,collective=K,action=throw|exit|hang" (keys in any order,
-// all three required). ConfigError naming the bad part otherwise.
+// Parses "rank=R,collective=K,action=A" or "rank=R,save=K,point=P,action=A"
+// (keys in any order). ConfigError naming the bad part otherwise.
 FaultSpec parse_fault_spec(std::string_view text);
 
 // Replaces the process's fault (std::nullopt: no fault, the environment is
@@ -57,5 +70,7 @@ std::optional<FaultSpec> active_fault();
 // CommError, exits the process, or sleeps until peer_failed() is true and
 // then throws CommError. Cheap when no fault is set (one atomic load).
 void inject_fault_if_due(int rank, uint64_t call, Collective kind, const std::function<bool()>& peer_failed);
+// The same at save point `point` of `rank` (saves are counted at "begin").
+void inject_save_fault_if_due(int rank, std::string_view point, const std::function<bool()>& peer_failed);
 
 }  // namespace zerodp::comm

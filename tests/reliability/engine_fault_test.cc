@@ -115,7 +115,7 @@ void check_faults(int stage, Dtype dtype, FaultAction action) {
   }
   double worst = 0.0;
   for (uint64_t k : sites(total, action)) {
-    FaultGuard guard(FaultSpec{.rank = kFaultyRank, .collective = k, .action = action});
+    FaultGuard guard(FaultSpec{.rank = kFaultyRank, .collective = k, .save = 0, .point = {}, .action = action});
     const Outcome o = run(config, action == FaultAction::kHang ? kHangTimeout : kGenerousTimeout);
     worst = std::max(worst, o.seconds);
     SCOPED_TRACE(fmt::format("stage {} {} fault at collective {} of {}", stage, dtype.name(), k, total));

@@ -29,6 +29,43 @@ TEST(FaultSpec, ParsesAllKeysInAnyOrder) {
   EXPECT_EQ(parse_fault_spec("rank=2,collective=3,action=exit").action, FaultAction::kExit);
 }
 
+TEST(FaultSpec, ParsesSaveFaults) {
+  const FaultSpec s = parse_fault_spec("point=shard-written,rank=1,action=exit,save=2");
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.save, 2u);
+  EXPECT_EQ(s.point, "shard-written");
+  EXPECT_EQ(s.collective, 0u);
+  EXPECT_EQ(s.action, FaultAction::kExit);
+  for (const char* bad : {"rank=1,save=2,action=exit",                    // no point
+                          "rank=1,point=begin,action=exit",               // no save
+                          "rank=1,save=0,point=begin,action=exit",        // saves count from 1
+                          "rank=1,save=1,point=halfway,action=exit",      // unknown point
+                          "rank=1,collective=3,save=1,point=begin,action=exit"}) {  // both kinds
+    EXPECT_THROW(parse_fault_spec(bad), ConfigError) << bad;
+  }
+}
+
+// The save counter is per rank and counts at "begin"; only the named save
+// and point of the named rank fail.
+TEST(FaultInjection, SaveFaultFiresAtItsSaveAndPointOnly) {
+  FaultGuard guard(FaultSpec{.rank = 1, .collective = 0, .save = 2, .point = "shard-written",
+                             .action = FaultAction::kThrow});
+  const auto never = [] { return false; };
+  for (const char* point : {"begin", "shard-partial", "shard-written"}) {
+    inject_save_fault_if_due(0, point, never);  // rank 0: never
+    inject_save_fault_if_due(1, point, never);  // rank 1's first save: not yet
+  }
+  inject_save_fault_if_due(1, "begin", never);
+  inject_save_fault_if_due(1, "shard-partial", never);
+  try {
+    inject_save_fault_if_due(1, "shard-written", never);
+    FAIL() << "the fault did not fire";
+  } catch (const CommError& e) {
+    EXPECT_NE(e.message().find("rank 1: injected failure at save 2 (shard-written)"), std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(FaultSpec, RefusesMalformedValues) {
   for (const char* bad : {"", "rank=1", "rank=1,collective=2", "rank=x,collective=2,action=throw",
                           "rank=1,collective=0,action=throw", "rank=1,collective=2,action=explode",
@@ -46,7 +83,7 @@ TEST(FaultSpec, RefusesMalformedValues) {
 // Rank 1 throws at its 3rd collective; the others get a PeerFailedError that
 // names rank 1, and the run rethrows rank 1's own error.
 TEST(FaultInjection, ThrowAtKthCollectiveFailsEveryRank) {
-  FaultGuard guard(FaultSpec{.rank = 1, .collective = 3, .action = FaultAction::kThrow});
+  FaultGuard guard(FaultSpec{.rank = 1, .collective = 3, .save = 0, .point = {}, .action = FaultAction::kThrow});
   std::vector<std::string> errors(3);
   std::vector<int> completed(3, 0);
   try {
