@@ -111,15 +111,7 @@ void write_safetensors(const std::string& path, std::span<const ExportTensor> te
 
 void write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,
                       std::span<const float> flat) {
-  std::array<int32_t, 256> h{};
-  h[0] = model::kLlmcModelMagic;
-  h[1] = model::kLlmcModelVersionFp32;
-  h[2] = c.max_seq_len;
-  h[3] = c.vocab;
-  h[4] = c.layers;
-  h[5] = c.heads;
-  h[6] = c.channels;
-  h[7] = c.padded_vocab;
+  const std::array<int32_t, 256> h = model::llmc_model_header(c);
   File f(path, File::Mode::kCreate);
   f.append(std::as_bytes(std::span(h)));
   for (const auto& t : tensors) write_pieces(f, t, flat);

@@ -23,9 +23,11 @@ File::File(const std::string& path, Mode mode) : path_(path) {
   fd_ = ::open(path.c_str(), flags, 0644);
   if (fd_ < 0) {
     const int err = errno;
-    ZDP_CHECK(err != ENOENT || mode != Mode::kRead, InputFileError, "[ckpt] {}: the file is missing", path);
-    ZDP_THROW(IoError, "[ckpt] {}: cannot open for {} ({})", path, mode == Mode::kRead ? "reading" : "writing",
-              errno_text(err));
+    if (mode == Mode::kRead) {
+      ZDP_CHECK(err != ENOENT, InputFileError, "[ckpt] {}: the file is missing", path);
+      ZDP_THROW(InputFileError, "[ckpt] {}: cannot open for reading ({})", path, errno_text(err));
+    }
+    ZDP_THROW(IoError, "[ckpt] {}: cannot open for writing ({})", path, errno_text(err));
   }
 }
 

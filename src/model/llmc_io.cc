@@ -127,10 +127,7 @@ LlmcModel load_llmc_model(const std::string& path) {
   return m;
 }
 
-void save_llmc_model(const std::string& path, const GptConfig& c, std::span<const float> params) {
-  c.validate();
-  const size_t n = gpt_num_params(c);
-  ZDP_CHECK_EQ(params.size(), n, ShapeError, "[save] parameter count");
+std::array<int32_t, 256> llmc_model_header(const GptConfig& c) {
   Header h{};
   h[0] = kLlmcModelMagic;
   h[1] = kLlmcModelVersionFp32;
@@ -140,6 +137,14 @@ void save_llmc_model(const std::string& path, const GptConfig& c, std::span<cons
   h[5] = c.heads;
   h[6] = c.channels;
   h[7] = c.padded_vocab;
+  return h;
+}
+
+void save_llmc_model(const std::string& path, const GptConfig& c, std::span<const float> params) {
+  c.validate();
+  const size_t n = gpt_num_params(c);
+  ZDP_CHECK_EQ(params.size(), n, ShapeError, "[save] parameter count");
+  const Header h = llmc_model_header(c);
   std::vector<float> llmc(n);
   flat_to_llmc(c, params, llmc);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -18,6 +18,7 @@
 // Thread-safety: functions on distinct files are independent.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -38,6 +39,9 @@ struct LlmcModel {
   GptConfig config;
   std::vector<float> params;  // zerodp flat order, gpt_num_params(config) elements
 };
+
+// The 256-int header of an llm.c fp32 model file for `config`.
+std::array<int32_t, 256> llmc_model_header(const GptConfig& config);
 
 LlmcModel load_llmc_model(const std::string& path);
 void save_llmc_model(const std::string& path, const GptConfig& config, std::span<const float> params);

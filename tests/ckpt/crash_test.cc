@@ -60,6 +60,20 @@ FullState load_state(const std::string& root) {
 // under the name `latest` resolves to.
 bool new_is_visible(SavePoint p) { return p == SavePoint::kLatestWritten; }
 
+// After a save of step 3 was interrupted at `p`: what `root` resolves to is
+// complete and intact, and it is the new checkpoint only when the
+// interruption came after `latest` named it, else exactly `before`.
+void expect_intact_after_interruption(const std::string& root, SavePoint p, const FullState& before) {
+  EXPECT_TRUE(inspect_checkpoint(root).ok());
+  const FullState now = load_state(root);
+  std::string why;
+  if (new_is_visible(p)) {
+    EXPECT_EQ(now.counters.steps, 3);
+  } else {
+    EXPECT_TRUE(same_state(now, before, &why)) << why;
+  }
+}
+
 TEST(CrashSafety, InterruptedByAnExceptionAtEveryPoint) {
   for (const SavePoint p : kPoints) {
     SCOPED_TRACE(static_cast<int>(p));
@@ -70,15 +84,7 @@ TEST(CrashSafety, InterruptedByAnExceptionAtEveryPoint) {
       if (at == p && rank == victim(p)) throw IoError("simulated failure");
     };
     EXPECT_ANY_THROW(save_after(root.path(), 3, options));
-    // Whatever is visible is complete and intact.
-    EXPECT_TRUE(inspect_checkpoint(root.path()).ok());
-    const FullState now = load_state(root.path());
-    std::string why;
-    if (new_is_visible(p)) {
-      EXPECT_EQ(now.counters.steps, 3);
-    } else {
-      EXPECT_TRUE(same_state(now, before, &why)) << why;
-    }
+    expect_intact_after_interruption(root.path(), p, before);
     // The next save succeeds and cleans up what the interrupted one left.
     save_after(root.path(), 4, {.seed = kSeed, .keep_last = 5});
     EXPECT_EQ(load_state(root.path()).counters.steps, 4);
@@ -113,14 +119,9 @@ TEST(CrashSafety, KilledWithSigkillAtEveryPoint) {
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
-    EXPECT_TRUE(inspect_checkpoint(root.path()).ok());
-    const FullState now = load_state(root.path());
-    std::string why;
-    if (new_is_visible(p)) {
-      EXPECT_EQ(now.counters.steps, 3);
-    } else {
-      EXPECT_TRUE(same_state(now, before, &why)) << why;
-      // The previous checkpoint directory itself is untouched.
+    expect_intact_after_interruption(root.path(), p, before);
+    // The previous checkpoint directory itself is untouched.
+    if (!new_is_visible(p)) {
       EXPECT_TRUE(is_complete_checkpoint(root / step_dir_name(2)));
     }
   }

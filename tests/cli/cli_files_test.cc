@@ -130,13 +130,13 @@ TEST_F(DamagedCheckpoints, EditedManifest) {
 TEST_F(DamagedCheckpoints, LatestNamesNothing) {
   const fs::path dir = copy("latest");
   write_all(dir / "latest", "step-00000099\n");
-  expect_resume_refused(dir, "latest");
+  expect_resume_refused(dir, "latest names step-00000099, which is missing");
 }
 
 TEST_F(DamagedCheckpoints, AnotherModelOrOptimizer) {
   const fs::path dir = copy("foreign");
-  expect_resume_refused(dir, "model", " --model gpt-10m");
-  expect_resume_refused(dir, "sgd", " --optimizer sgd");
+  expect_resume_refused(dir, "saved from a different model", " --model gpt-10m");
+  expect_resume_refused(dir, "saved with optimizer adamw, this run uses sgd", " --optimizer sgd");
 }
 
 TEST_F(DamagedCheckpoints, NoSuchDirectory) {
