@@ -8,12 +8,18 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/simd.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "zerodp: data-parallel training with ZeRO (stages 0-3), on CPU ranks as threads or MPI processes.\n"
       "Every run measures what each rank holds and sends next to the ZeRO paper's formulas."};
-  app.set_version_flag("--version", "zerodp 0.1.0");
+  app.set_version_flag("--version", [] {
+    std::string levels;
+    for (zerodp::SimdLevel l : zerodp::supported_simd_levels()) levels += fmt::format(" {}", zerodp::simd_level_name(l));
+    return fmt::format("zerodp 0.1.0\nSIMD levels this CPU runs:{} (best {}; ZERODP_SIMD forces a lower one)", levels,
+                       zerodp::simd_level_name(zerodp::best_simd_level()));
+  });
   app.require_subcommand(1);
   app.fallthrough();
 
@@ -30,6 +36,7 @@ int main(int argc, char** argv) {
   zerodp::cli::add_bench_engine_command(*bench);
 
   try {
+    zerodp::active_simd_level();  // a bad ZERODP_SIMD is a one-line error before anything runs
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

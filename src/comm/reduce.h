@@ -13,22 +13,26 @@
 #include <span>
 
 #include "comm/types.h"
+#include "core/simd.h"
 
 namespace zerodp::comm {
 
 // ins[k] points at `count` elements of `dtype`: contribution of rank k.
 // REQUIRES ins.size() >= 1.
-void reduce_ordered(std::span<const void* const> ins, void* out, size_t count, Dtype dtype, ReduceOp op);
+// The SIMD level only picks the instructions (core/simd.h): every level
+// gives the same bits.
+void reduce_ordered(std::span<const void* const> ins, void* out, size_t count, Dtype dtype, ReduceOp op,
+                    SimdLevel level = active_simd_level());
 // The same, with the result written to every outs[o] (the thread backend's
 // all-reduce writes each rank's output at once). Each output may be exactly
 // one of the inputs; outputs must not overlap each other.
 // (A distinct name: an array of outputs would silently convert to void*.)
 void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* const> outs, size_t count,
-                             Dtype dtype, ReduceOp op);
+                             Dtype dtype, ReduceOp op, SimdLevel level = active_simd_level());
 
 // memcpy for the collectives' copies: large copies (4 MiB and more) use
-// streaming stores where the target has them. REQUIRES no overlap.
-void copy_bytes(void* dst, const void* src, size_t bytes);
+// streaming stores where the level has them. REQUIRES no overlap.
+void copy_bytes(void* dst, const void* src, size_t bytes, SimdLevel level = active_simd_level());
 
 // The same rule for one double per rank, in fp64: sum in order, avg = sum / n,
 // max keeps the first NaN.

@@ -6,7 +6,10 @@
 // Accuracy: fast_exp is within 2 ulp of expf for x in [-87, 88] (degree-6
 // polynomial on |r| <= ln2/2 after range reduction) and 0 / +huge outside;
 // fast_tanh is within ~1e-7 absolute. Summation order is fixed (16 lanes,
-// then a fixed tree), so results are deterministic for a given length.
+// then a fixed tree), so results are deterministic for a given length, and
+// the same for every build target: the compiler may vectorise these loops
+// with whatever vector unit the target has (SSE2, AVX2, AVX-512, NEON), but
+// without -ffast-math it never reorders or fuses them.
 #pragma once
 
 #include <bit>
@@ -17,16 +20,11 @@ namespace zerodp::kernels::detail {
 
 inline constexpr int kLanes = 16;
 
-// a * b + c, fused where the target has FMA (one rounding; explicit, since
-// the build forbids implicit contraction), else two roundings. Either way the
-// result is a fixed function of the inputs for a given build.
-inline float mul_add(float a, float b, float c) {
-#ifdef __FMA__
-  return __builtin_fmaf(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
+// a * b + c with two roundings, on every target: a fused multiply-add
+// exists only on some CPUs (and some SIMD levels), and the kernels must give
+// the same bits on all of them, whatever -march the build used (the build
+// also forbids implicit contraction: -ffp-contract=off).
+inline float mul_add(float a, float b, float c) { return a * b + c; }
 
 // e^x. Range reduction x = n ln2 + r, e^r by its Taylor polynomial (Horner),
 // 2^n built in the exponent bits. The rounding to n uses the 1.5*2^23 trick

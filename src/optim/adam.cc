@@ -40,11 +40,7 @@ void Adam::update(float* params, const float* grads, size_t offset, size_t count
   }
   float* m = state_data(0) + offset;
   float* v = state_data(1) + offset;
-  if (simd() == SimdLevel::kAvx512) {
-    kernels::adam_avx512(params, grads, m, v, count, scalars_, mode);
-  } else {
-    kernels::adam_portable(params, grads, m, v, count, scalars_, mode);
-  }
+  kernels::kernel_set(simd()).adam(params, grads, m, v, count, scalars_, mode);
 }
 
 }  // namespace zerodp::optim

@@ -19,8 +19,7 @@ constexpr size_t kWidenBlock = 4096;
 static_assert(kWidenBlock % kSumLanes == 0);
 
 void accumulate(const float* x, size_t n, double* acc, SimdLevel level) {
-  if (level == SimdLevel::kAvx512) return kernels::sum_squares_avx512(x, n, acc);
-  kernels::sum_squares_portable(x, n, acc);
+  kernels::kernel_set(level).sum_squares(x, n, acc);
 }
 
 // The fixed combining tree: lanes k and k + 8, then k and k + 4, k and k + 2,
@@ -45,8 +44,7 @@ double sum_of_squares_16(std::span<const T> x, SimdLevel level) {
 }
 
 bool nonfinite_16(const uint16_t* x, size_t n, uint16_t mask, SimdLevel level) {
-  if (level == SimdLevel::kAvx512) return kernels::nonfinite_u16_avx512(x, n, mask);
-  return kernels::nonfinite_u16_portable(x, n, mask);
+  return kernels::kernel_set(level).nonfinite_u16(x, n, mask);
 }
 
 }  // namespace
@@ -61,8 +59,7 @@ double sum_of_squares(std::span<const Half> x, SimdLevel level) { return sum_of_
 double sum_of_squares(std::span<const BFloat16> x, SimdLevel level) { return sum_of_squares_16(x, level); }
 
 bool has_nonfinite(std::span<const float> x, SimdLevel level) {
-  if (level == SimdLevel::kAvx512) return kernels::nonfinite_f32_avx512(x.data(), x.size());
-  return kernels::nonfinite_f32_portable(x.data(), x.size());
+  return kernels::kernel_set(level).nonfinite_f32(x.data(), x.size());
 }
 
 bool has_nonfinite(std::span<const Half> x, SimdLevel level) {
@@ -76,8 +73,7 @@ bool has_nonfinite(std::span<const BFloat16> x, SimdLevel level) {
 }
 
 void scale(std::span<float> x, float factor, SimdLevel level) {
-  if (level == SimdLevel::kAvx512) return kernels::scale_avx512(x.data(), x.size(), factor);
-  kernels::scale_portable(x.data(), x.size(), factor);
+  kernels::kernel_set(level).scale(x.data(), x.size(), factor);
 }
 
 ClipResult unscale_and_clip(double global_sum_of_squares, double loss_scale, double max_norm) {

@@ -25,18 +25,18 @@
 namespace zerodp::optim {
 
 // Sum over i of double(x[i])^2. Non-finite inputs give inf or NaN.
-double sum_of_squares(std::span<const float> x, SimdLevel level = best_simd_level());
-double sum_of_squares(std::span<const Half> x, SimdLevel level = best_simd_level());
-double sum_of_squares(std::span<const BFloat16> x, SimdLevel level = best_simd_level());
+double sum_of_squares(std::span<const float> x, SimdLevel level = active_simd_level());
+double sum_of_squares(std::span<const Half> x, SimdLevel level = active_simd_level());
+double sum_of_squares(std::span<const BFloat16> x, SimdLevel level = active_simd_level());
 
 // True when any element is infinite or NaN (checks the exponent bits, so no
 // floating-point exception or comparison subtlety is involved).
-bool has_nonfinite(std::span<const float> x, SimdLevel level = best_simd_level());
-bool has_nonfinite(std::span<const Half> x, SimdLevel level = best_simd_level());
-bool has_nonfinite(std::span<const BFloat16> x, SimdLevel level = best_simd_level());
+bool has_nonfinite(std::span<const float> x, SimdLevel level = active_simd_level());
+bool has_nonfinite(std::span<const Half> x, SimdLevel level = active_simd_level());
+bool has_nonfinite(std::span<const BFloat16> x, SimdLevel level = active_simd_level());
 
 // x[i] = x[i] * factor (one float multiply per element).
-void scale(std::span<float> x, float factor, SimdLevel level = best_simd_level());
+void scale(std::span<float> x, float factor, SimdLevel level = active_simd_level());
 
 // The clip threshold's epsilon, as DeepSpeed and PyTorch's clip_grad_norm_.
 inline constexpr double kClipEpsilon = 1e-6;

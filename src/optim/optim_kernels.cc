@@ -1,105 +1,21 @@
-// Portable loops: the reference form of every optimizer kernel. The AVX-512
-// loops in optim_kernels_avx512.cc perform exactly these operations, in this
-// order, on sixteen elements at a time.
-#include <bit>
-#include <cmath>
-#include <cstring>
-
+// The scalar level's optimizer loops (optim_loops.h compiled for the
+// build's baseline target) and the choice of a level's set.
 #include "optim/optim_kernels.h"
 
+#include "optim/optim_loops.h"
+
 namespace zerodp::optim::kernels {
-namespace {
 
-template <DecayMode kMode>
-void adam_loop(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s) {
-  for (size_t i = 0; i < n; ++i) {
-    float grad = g[i] * s.grad_scale;
-    float param = p[i];
-    if constexpr (kMode == DecayMode::kL2) grad = grad + s.l2 * param;
-    if constexpr (kMode == DecayMode::kDecoupled) param = param * s.decay_factor;
-    // m = b1*m + (1-b1)*g;  v = b2*v + ((1-b2)*g)*g   (PyTorch's mul_/add_ and addcmul_)
-    const float m_new = m[i] * s.beta1 + s.one_minus_beta1 * grad;
-    const float v_new = v[i] * s.beta2 + (s.one_minus_beta2 * grad) * grad;
-    // denom = sqrt(v) / sqrt(1-b2^t) + eps;  p = p + (-lr/(1-b1^t)) * (m / denom)
-    const float denom = std::sqrt(v_new) / s.bias_correction2_sqrt + s.eps;
-    p[i] = param + s.neg_step_size * (m_new / denom);
-    m[i] = m_new;
-    v[i] = v_new;
+const KernelSet kScalarKernels = kGenericKernels;
+
+const KernelSet& kernel_set(SimdLevel level) {
+  switch (level) {
+#if ZERODP_SIMD_X86_64
+    case SimdLevel::kAvx512: return kAvx512Kernels;
+    case SimdLevel::kAvx2: return kAvx2Kernels;
+#endif
+    default: return kScalarKernels;
   }
-}
-
-template <DecayMode kDecay, MomentumMode kMomentum, bool kNesterov>
-void sgd_loop(float* p, const float* g, float* buf, size_t n, const SgdScalars& s) {
-  for (size_t i = 0; i < n; ++i) {
-    float d = g[i] * s.grad_scale;
-    if constexpr (kDecay == DecayMode::kL2) d = d + s.l2 * p[i];
-    if constexpr (kMomentum != MomentumMode::kNone) {
-      const float b = kMomentum == MomentumMode::kFirst ? d : buf[i] * s.momentum + d;
-      buf[i] = b;
-      d = kNesterov ? d + s.momentum * b : b;
-    }
-    p[i] = p[i] + s.neg_lr * d;
-  }
-}
-
-template <DecayMode kDecay, MomentumMode kMomentum>
-void sgd_nesterov(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, bool nesterov) {
-  if (nesterov) return sgd_loop<kDecay, kMomentum, true>(p, g, buf, n, s);
-  sgd_loop<kDecay, kMomentum, false>(p, g, buf, n, s);
-}
-
-template <DecayMode kDecay>
-void sgd_momentum(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, MomentumMode mode,
-                  bool nesterov) {
-  switch (mode) {
-    case MomentumMode::kNone: return sgd_loop<kDecay, MomentumMode::kNone, false>(p, g, buf, n, s);
-    case MomentumMode::kFirst: return sgd_nesterov<kDecay, MomentumMode::kFirst>(p, g, buf, n, s, nesterov);
-    case MomentumMode::kRunning:
-      return sgd_nesterov<kDecay, MomentumMode::kRunning>(p, g, buf, n, s, nesterov);
-  }
-}
-
-}  // namespace
-
-void adam_portable(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
-                   DecayMode mode) {
-  switch (mode) {
-    case DecayMode::kNone: return adam_loop<DecayMode::kNone>(p, g, m, v, n, s);
-    case DecayMode::kDecoupled: return adam_loop<DecayMode::kDecoupled>(p, g, m, v, n, s);
-    case DecayMode::kL2: return adam_loop<DecayMode::kL2>(p, g, m, v, n, s);
-  }
-}
-
-void sgd_portable(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
-                  MomentumMode mode, bool nesterov) {
-  if (decay == DecayMode::kL2) return sgd_momentum<DecayMode::kL2>(p, g, buf, n, s, mode, nesterov);
-  sgd_momentum<DecayMode::kNone>(p, g, buf, n, s, mode, nesterov);
-}
-
-void sum_squares_portable(const float* x, size_t n, double* acc) {
-  for (size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(x[i]);
-    acc[i % kSumLanes] += d * d;
-  }
-}
-
-bool nonfinite_f32_portable(const float* x, size_t n) {
-  uint32_t any = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(x[i]);
-    any |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
-  }
-  return any != 0;
-}
-
-bool nonfinite_u16_portable(const uint16_t* x, size_t n, uint16_t exponent_mask) {
-  uint32_t any = 0;
-  for (size_t i = 0; i < n; ++i) any |= static_cast<uint32_t>((x[i] & exponent_mask) == exponent_mask);
-  return any != 0;
-}
-
-void scale_portable(float* x, size_t n, float factor) {
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] * factor;
 }
 
 }  // namespace zerodp::optim::kernels

@@ -1,17 +1,21 @@
 // Internal: the element-wise loops behind the optimizers and the gradient
-// helpers, one set per instruction set (portable C++ and AVX-512).
+// helpers, one set per SIMD level (core/simd.h): the portable loops of
+// optim_loops.h compiled for the baseline (scalar) and with the AVX2 flags
+// (avx2), and hand-written AVX-512 loops (avx512).
 //
 // Contract shared by every set: each output element is a function of the
 // same-index input elements and the scalars only, computed in float with the
-// operations in the order written in optim_kernels.cc, without fused
-// multiply-add. IEEE add/mul/div/sqrt are correctly rounded in both sets, so
-// the AVX-512 loops give bit-identical results to the portable ones, for any
+// operations in the order written in optim_loops.h, without fused
+// multiply-add. IEEE add/mul/div/sqrt are correctly rounded in every set, so
+// every level gives bit-identical results to the scalar one, for any
 // count and any alignment (tests hold them against each other).
 // Thread-safety: pure functions over caller-owned memory.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "core/simd.h"
 
 namespace zerodp::optim::kernels {
 
@@ -51,34 +55,34 @@ enum class MomentumMode : uint8_t {
   kRunning = 2,  // buf = buf * momentum + g
 };
 
-// p, m, v updated in place; g read only. n elements each.
-void adam_portable(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
-                   DecayMode mode);
-void adam_avx512(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
-                 DecayMode mode);
-
-// buf may be null when mode is kNone.
-void sgd_portable(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
-                  MomentumMode mode, bool nesterov);
-void sgd_avx512(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
-                MomentumMode mode, bool nesterov);
-
 // acc[i % 16] += double(x[i]) * double(x[i]) (each square is exact in
 // double). A long series is processed in several calls whose counts, except
 // the last, are multiples of 16, so element i always meets the same lane.
 inline constexpr size_t kSumLanes = 16;
-void sum_squares_portable(const float* x, size_t n, double* acc);
-void sum_squares_avx512(const float* x, size_t n, double* acc);
 
-// True when some element has all exponent bits set (infinity or NaN).
-bool nonfinite_f32_portable(const float* x, size_t n);
-bool nonfinite_f32_avx512(const float* x, size_t n);
-// 16-bit formats: exponent_mask is 0x7C00 for fp16 and 0x7F80 for bf16.
-bool nonfinite_u16_portable(const uint16_t* x, size_t n, uint16_t exponent_mask);
-bool nonfinite_u16_avx512(const uint16_t* x, size_t n, uint16_t exponent_mask);
+// One SIMD level's loops. Every level's set performs the same operations.
+struct KernelSet {
+  // p, m, v updated in place; g read only. n elements each.
+  void (*adam)(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s, DecayMode mode);
+  // buf may be null when mode is kNone.
+  void (*sgd)(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
+              MomentumMode mode, bool nesterov);
+  void (*sum_squares)(const float* x, size_t n, double* acc);
+  // True when some element has all exponent bits set (infinity or NaN).
+  bool (*nonfinite_f32)(const float* x, size_t n);
+  // 16-bit formats: exponent_mask is 0x7C00 for fp16 and 0x7F80 for bf16.
+  bool (*nonfinite_u16)(const uint16_t* x, size_t n, uint16_t exponent_mask);
+  // x[i] = x[i] * factor.
+  void (*scale)(float* x, size_t n, float factor);
+};
 
-// x[i] = x[i] * factor.
-void scale_portable(float* x, size_t n, float factor);
-void scale_avx512(float* x, size_t n, float factor);
+// The set of `level` (core/simd.h); levels without a file of their own in
+// this build use the scalar set.
+const KernelSet& kernel_set(SimdLevel level);
+
+// Each level's file defines its set (x86-64 builds only for avx2/avx512).
+extern const KernelSet kScalarKernels;
+extern const KernelSet kAvx2Kernels;
+extern const KernelSet kAvx512Kernels;
 
 }  // namespace zerodp::optim::kernels

@@ -1,5 +1,4 @@
-// AVX-512 loops (compiled with -mavx512f -mavx512bw -mavx512dq, see
-// CMakeLists.txt; called only when the CPU has them). Each loop performs the
+// AVX-512 loops (compiled with the avx512 flags, see CMakeLists.txt; called only when the CPU has them). Each loop performs the
 // operations of its portable twin in optim_kernels.cc, in the same order, on
 // sixteen lanes; tails use masked loads and stores, and masked-off lanes are
 // never stored. No FMA instructions are used.
@@ -126,8 +125,6 @@ void sgd_momentum(float* p, const float* g, float* buf, size_t n, const SgdScala
   }
 }
 
-}  // namespace
-
 void adam_avx512(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
                  DecayMode mode) {
   switch (mode) {
@@ -211,5 +208,10 @@ void scale_avx512(float* x, size_t n, float factor) {
     _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), f));
   }
 }
+
+}  // namespace
+
+const KernelSet kAvx512Kernels = {adam_avx512,        sgd_avx512,           sum_squares_avx512,
+                                  nonfinite_f32_avx512, nonfinite_u16_avx512, scale_avx512};
 
 }  // namespace zerodp::optim::kernels

@@ -111,7 +111,7 @@ struct ShardOptions {
   // or disjoint; they are merged). Ranges must lie inside the shard.
   std::vector<ElementRange> no_decay = {};
   StateAccountant accountant = {};  // optional
-  SimdLevel simd = best_simd_level();
+  SimdLevel simd = active_simd_level();
 };
 
 // Bytes of optimizer state per parameter (K in the ZeRO paper), counting the

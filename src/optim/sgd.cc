@@ -28,11 +28,7 @@ void Sgd::update(float* params, const float* grads, size_t offset, size_t count,
   const kernels::DecayMode d =
       decay && config_.weight_decay != 0.0 ? kernels::DecayMode::kL2 : kernels::DecayMode::kNone;
   float* buf = mode_ == kernels::MomentumMode::kNone ? nullptr : state_data(0) + offset;
-  if (simd() == SimdLevel::kAvx512) {
-    kernels::sgd_avx512(params, grads, buf, count, scalars_, d, mode_, config_.nesterov);
-  } else {
-    kernels::sgd_portable(params, grads, buf, count, scalars_, d, mode_, config_.nesterov);
-  }
+  kernels::kernel_set(simd()).sgd(params, grads, buf, count, scalars_, d, mode_, config_.nesterov);
 }
 
 }  // namespace zerodp::optim

@@ -10,6 +10,8 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_record.h"
 #include "core/error.h"
+#include "core/simd.h"
+#include "kernels/gemm.h"
 #include "model/generate.h"
 #include "model/gpt.h"
 #include "model/llmc_io.h"
@@ -183,6 +185,8 @@ TrainOutcome run_training(const TrainConfig& input) {
                  comm.backend_name(), config.engine.stage, config.engine.dtype.name(), config.micro_batch,
                  config.seq_len, config.engine.grad_accum,
                  static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
+      fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
+                 simd_level_name(best_simd_level()), kernels::blas_info().core);
       progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
     }
 

@@ -1,7 +1,7 @@
 // The local ordered reduction against the scalar definition, on every fp16
-// and bf16 bit pattern (NaNs, infinities, subnormals) and on fp32 edges: the
-// vectorised paths must give the scalar loop's bits, with NaN sums made
-// canonical.
+// and bf16 bit pattern (NaNs, infinities, subnormals) and on fp32 edges, at
+// every SIMD level: each level's vector code must give the scalar loop's
+// bits, with NaN sums made canonical.
 #include "comm/reduce.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "support/simd_levels.h"
 
 namespace zerodp::comm {
 namespace {
@@ -58,11 +60,14 @@ void check_all_patterns(Dtype dtype) {
   }
 }
 
-TEST(ReduceOrdered, EveryFp16PatternMatchesTheScalarDefinition) { check_all_patterns<Half>(Dtype::fp16()); }
+class ReduceAtLevel : public testing::AtEverySimdLevel {};
+class CopyBytes : public testing::AtEverySimdLevel {};
 
-TEST(ReduceOrdered, EveryBf16PatternMatchesTheScalarDefinition) { check_all_patterns<BFloat16>(Dtype::bf16()); }
+TEST_P(ReduceAtLevel, EveryFp16PatternMatchesTheScalarDefinition) { check_all_patterns<Half>(Dtype::fp16()); }
 
-TEST(ReduceOrdered, Fp32EdgesMatchTheScalarLoopInPlace) {
+TEST_P(ReduceAtLevel, EveryBf16PatternMatchesTheScalarDefinition) { check_all_patterns<BFloat16>(Dtype::bf16()); }
+
+TEST_P(ReduceAtLevel, Fp32EdgesMatchTheScalarLoopInPlace) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> edges = {0.0f, -0.0f, 1.0f, -1.0f, 1e-45f, -1e-45f, 1.17549435e-38f, 3.4028235e38f,
                                     -3.4028235e38f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.1f, 1e30f};
@@ -89,7 +94,7 @@ TEST(ReduceOrdered, Fp32EdgesMatchTheScalarLoopInPlace) {
   }
 }
 
-TEST(ReduceOrdered, LargeOutputsTakeTheStreamingPathWithTheSameBits) {
+TEST_P(ReduceAtLevel, LargeOutputsTakeTheStreamingPathWithTheSameBits) {
   // 1.5M + 5 elements from an odd offset: over the streaming threshold, with
   // a head and a tail around the aligned middle; two outputs, one in place.
   constexpr size_t kCount = 1536 * 1024 + 5;
@@ -113,7 +118,7 @@ TEST(ReduceOrdered, LargeOutputsTakeTheStreamingPathWithTheSameBits) {
   EXPECT_EQ(b[0], b0[0]);  // nothing written outside the range
 }
 
-TEST(CopyBytes, LargeAndSmallCopiesAreExact) {
+TEST_P(CopyBytes, LargeAndSmallCopiesAreExact) {
   for (size_t bytes : {size_t{0}, size_t{63}, size_t{4096}, (size_t{5} << 20) + 37}) {
     std::vector<uint8_t> src(bytes + 3), dst(bytes + 3, 0xEE);
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
@@ -122,6 +127,54 @@ TEST(CopyBytes, LargeAndSmallCopiesAreExact) {
     for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(dst[i + 3], src[i + 1]) << "byte " << i << " of " << bytes;
   }
 }
+
+// Short counts (every tail length), odd offsets, several inputs and outputs:
+// the same bits as the scalar level, for every dtype and op.
+TEST_P(ReduceAtLevel, TailsOffsetsAndOutputsGiveTheScalarLevelsBits) {
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
+    const size_t es = dtype.size();
+    for (size_t count : {size_t{1}, size_t{7}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{100}}) {
+      for (int n : {1, 2, 4}) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+          std::vector<std::vector<uint8_t>> in(static_cast<size_t>(n), std::vector<uint8_t>((count + 1) * es));
+          std::vector<const void*> ins;
+          for (auto& v : in) {
+            for (size_t b = 0; b + 1 < v.size(); b += 2) {
+              // Finite values of modest size mostly, with a few specials.
+              const uint32_t r = next();
+              const uint16_t bits =
+                  (r & 0xF0) == 0 ? static_cast<uint16_t>(r >> 16) : static_cast<uint16_t>((r >> 16) & 0x3BFF);
+              v[b] = static_cast<uint8_t>(bits);
+              v[b + 1] = static_cast<uint8_t>(bits >> 8);
+            }
+            ins.push_back(v.data() + es);  // an odd element offset
+          }
+          // Outputs at element offsets 0, 1 and 3; the result is read back from there.
+          auto run = [&](SimdLevel level) {
+            const size_t offsets[] = {0, 1, 3};
+            std::vector<std::vector<uint8_t>> out(3, std::vector<uint8_t>((count + 3) * es));
+            void* const outs[] = {out[0].data(), out[1].data() + es, out[2].data() + 3 * es};
+            reduce_ordered_into_all(ins, outs, count, dtype, op, level);
+            std::vector<std::vector<uint8_t>> result;
+            for (size_t o = 0; o < 3; ++o) {
+              const auto begin = out[o].begin() + static_cast<long>(offsets[o] * es);
+              result.emplace_back(begin, begin + static_cast<long>(count * es));
+            }
+            return result;
+          };
+          const auto want = run(SimdLevel::kScalar);
+          const auto got = run(GetParam());
+          ASSERT_EQ(want, got) << dtype.name() << " count " << count << " n " << n << " op " << reduce_op_name(op);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_AT_EVERY_SIMD_LEVEL(ReduceAtLevel);
+INSTANTIATE_AT_EVERY_SIMD_LEVEL(CopyBytes);
 
 }  // namespace
 }  // namespace zerodp::comm

@@ -64,6 +64,24 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndRanks, StageEquivalence,
                                               std::get<1>(info.param));
                          });
 
+// Every SIMD level (core/simd.h) gives the best level's bits: conversions,
+// reductions and optimizer loops at every stage and dtype, on 3 ranks.
+TEST(Engine, EverySimdLevelGivesTheBestLevelsBits) {
+  for (Dtype::Kind kind : {Dtype::Kind::kFp32, Dtype::Kind::kBf16, Dtype::Kind::kFp16}) {
+    const Dtype dtype(kind);
+    for (int stage : {0, 3}) {
+      const RunResult best = train_mlp(3, config_for(stage, dtype), 12);
+      for (SimdLevel level : supported_simd_levels()) {
+        ScopedSimdLevel forced(level);
+        const RunResult run = train_mlp(3, config_for(stage, dtype), 12);
+        expect_same_bits(best, run,
+                         fmt::format("{} vs {}, stage {}, {}", simd_level_name(level),
+                                     simd_level_name(best_simd_level()), stage, dtype.name()));
+      }
+    }
+  }
+}
+
 TEST(Engine, AccumulationClippingAndNoOverlapKeepStagesEqual) {
   for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
     EngineConfig base = config_for(0, dtype);

@@ -1,0 +1,43 @@
+// The AVX-512 level of the ordered reduction (built with the avx512 flags,
+// see CMakeLists.txt; called only when the CPU has them): the generic vector
+// code on one zmm register per 16 lanes, streaming stores, and fp16 lanes
+// converted in hardware (the same rounding as F16C's; see reduce_avx2.cc).
+#include <immintrin.h>
+
+#include "comm/reduce_kernels.h"
+#include "comm/reduce_vector.h"
+
+namespace zerodp::comm::reduce_kernels {
+namespace {
+
+struct Avx512 {
+  static constexpr bool kStream = true;
+  static void stream_fp32x16(float* p, Vec16 v) { _mm512_stream_ps(p, reinterpret_cast<__m512>(v)); }
+  static void stream_64_bytes(std::byte* dst, const std::byte* src) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), _mm512_loadu_si512(src));
+  }
+  static void fence() { _mm_sfence(); }
+  static constexpr bool kFp16 = true;
+  // The zero-masked forms: GCC 12 warns about the plain forms' undefined
+  // pass-through operand.
+  static Vec16 load_fp16x16(const uint16_t* p) {
+    return reinterpret_cast<Vec16>(
+        _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  }
+  static void store_fp16x16(uint16_t* p, Vec16 v) {
+    const __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, reinterpret_cast<__m512>(v),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+  }
+};
+
+}  // namespace
+
+bool sum_avx512(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+                bool average) {
+  return sum_any<Avx512>(ins, n, outs, m, count, dtype, average);
+}
+
+void copy_avx512(void* dst, const void* src, size_t bytes) { copy_any<Avx512>(dst, src, bytes); }
+
+}  // namespace zerodp::comm::reduce_kernels

@@ -1,0 +1,33 @@
+// Internal to comm/: the per-SIMD-level entries of the ordered reduction's
+// fused sum and of the collectives' bulk copy. One file per level
+// (reduce_scalar.cc, reduce_avx2.cc, reduce_avx512.cc), each the generic
+// vector code of reduce_vector.h compiled with that level's flags; reduce.cc
+// chooses one at run time (core/simd.h). Every level gives the same bits.
+// Thread-safety: pure functions over caller memory.
+#pragma once
+
+#include <cstddef>
+
+namespace zerodp::comm::reduce_kernels {
+
+enum class DtypeBits { kFp32, kBf16, kFp16 };
+
+// out[o][i] = sum over k of in[k][i] (divided by n when average) for o < m,
+// i < count, per reduce.h's rule. Returns false, touching nothing, when the
+// level has no fused path for the dtype (fp16 without conversion hardware).
+using SumFn = bool (*)(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count,
+                       DtypeBits dtype, bool average);
+// memcpy; large copies with streaming stores where the level has them.
+using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
+
+bool sum_scalar(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+                bool average);
+void copy_scalar(void* dst, const void* src, size_t bytes);
+bool sum_avx2(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+              bool average);
+void copy_avx2(void* dst, const void* src, size_t bytes);
+bool sum_avx512(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+                bool average);
+void copy_avx512(void* dst, const void* src, size_t bytes);
+
+}  // namespace zerodp::comm::reduce_kernels

@@ -1,0 +1,224 @@
+// Internal to comm/reduce_*.cc: the fused sum of the ordered reduction as
+// generic vector code (GCC vector extensions, 16 fp32 lanes), instantiated
+// once per SIMD level in that level's file with an `Isa` policy:
+//
+//   struct Isa {
+//     static constexpr bool kStream;       // streaming (non-temporal) stores exist
+//     static void stream_fp32x16(float* p, Vec16 v);   // REQUIRES p 64-byte aligned
+//     static void stream_64_bytes(std::byte* dst, const std::byte* src);
+//     static void fence();
+//     static constexpr bool kFp16;         // fp16 lanes convert in hardware
+//     static Vec16 load_fp16x16(const uint16_t* p);
+//     static void store_fp16x16(uint16_t* p, Vec16 v);
+//   };
+//
+// Everything here has internal linkage, and nothing calls an inline function
+// of a shared header: a copy compiled with one level's flags could otherwise
+// be the one the linker keeps for every caller. Lanes are independent IEEE
+// operations in the same order at every level, so every level gives the
+// same bits (reduce.h states the rule). Tails and unaligned heads go through
+// zero-padded 16-lane buffers, so no scalar conversion code is needed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "comm/reduce_kernels.h"
+
+namespace zerodp::comm::reduce_kernels {
+namespace {
+
+using Vec16 = float __attribute__((vector_size(64)));
+using U16x16 = uint16_t __attribute__((vector_size(32)));
+using U32x16 = uint32_t __attribute__((vector_size(64)));
+
+// Storage types of the three dtypes, as plain bits.
+struct Bf16Bits {
+  uint16_t bits;
+};
+struct Fp16Bits {
+  uint16_t bits;
+};
+
+// Streaming stores pay for large outputs only (they skip reading each line
+// before writing it, but bypass the cache that a small output is about to be
+// used from).
+constexpr size_t kStreamBytes = size_t{4} << 20;
+
+inline Vec16 load_fp32x16(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store_fp32x16(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+
+// bf16 <-> fp32 on 16 lanes with dtype.h's bits: widening is a shift (NaNs
+// made quiet), narrowing rounds to nearest even (NaNs stay NaN, quiet).
+inline Vec16 load_bf16x16(const Bf16Bits* p) {
+  U16x16 h;
+  std::memcpy(&h, p, sizeof h);
+  U32x16 w = __builtin_convertvector(h, U32x16) << 16;
+  const U32x16 nan = reinterpret_cast<U32x16>((w & 0x7FFFFFFFu) > 0x7F800000u);
+  w |= nan & 0x00400000u;
+  return reinterpret_cast<Vec16>(w);
+}
+
+inline void store_bf16x16(Bf16Bits* p, Vec16 f) {
+  const U32x16 x = reinterpret_cast<U32x16>(f);
+  const U32x16 nan = reinterpret_cast<U32x16>((x & 0x7FFFFFFFu) > 0x7F800000u);
+  const U32x16 rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+  const U32x16 quiet = (x >> 16) | 0x0040u;
+  const U16x16 h = __builtin_convertvector((nan & quiet) | (~nan & rounded), U16x16);
+  std::memcpy(static_cast<void*>(p), &h, sizeof h);
+}
+
+// NaN sums become the one canonical quiet NaN: which payload an addition of
+// two NaNs keeps is the compiler's and the instruction set's choice.
+inline Vec16 canonical_nan(Vec16 v) {
+  const U32x16 nan = reinterpret_cast<U32x16>(v != v);
+  return reinterpret_cast<Vec16>((nan & 0x7FC00000u) | (~nan & reinterpret_cast<U32x16>(v)));
+}
+
+template <class Isa>
+inline Vec16 load_x16(const float* p) {
+  return load_fp32x16(p);
+}
+template <class Isa>
+inline Vec16 load_x16(const Bf16Bits* p) {
+  return load_bf16x16(p);
+}
+template <class Isa>
+inline Vec16 load_x16(const Fp16Bits* p) {
+  return Isa::load_fp16x16(&p->bits);
+}
+template <class Isa>
+inline void store_x16(float* p, Vec16 v) {
+  store_fp32x16(p, v);
+}
+template <class Isa>
+inline void store_x16(Bf16Bits* p, Vec16 v) {
+  store_bf16x16(p, v);
+}
+template <class Isa>
+inline void store_x16(Fp16Bits* p, Vec16 v) {
+  Isa::store_fp16x16(&p->bits, v);
+}
+
+// Whether every output has the same offset within a 64-byte line.
+template <typename T>
+bool same_line_offset(T* const* outs, size_t m) {
+  const auto first = reinterpret_cast<uintptr_t>(outs[0]) % 64;
+  for (size_t o = 1; o < m; ++o) {
+    if (reinterpret_cast<uintptr_t>(outs[o]) % 64 != first) return false;
+  }
+  return true;
+}
+
+// The reduction of elements [i, i + len), len <= 16, through padded buffers:
+// the same lanes, so the same bits as the full-vector loop.
+template <class Isa, typename T>
+void sum_partial(const T* const* in, size_t n, T* const* out, size_t m, size_t i, size_t len, bool average) {
+  T lanes[16] = {};
+  std::memcpy(static_cast<void*>(lanes), in[0] + i, len * sizeof(T));
+  Vec16 acc = load_x16<Isa>(lanes);
+  for (size_t k = 1; k < n; ++k) {
+    std::memcpy(static_cast<void*>(lanes), in[k] + i, len * sizeof(T));
+    acc += load_x16<Isa>(lanes);
+  }
+  if (average) acc = acc / (Vec16{} + static_cast<float>(n));
+  store_x16<Isa>(lanes, canonical_nan(acc));
+  for (size_t o = 0; o < m; ++o) std::memcpy(static_cast<void*>(out[o] + i), lanes, len * sizeof(T));
+}
+
+// out[o][i] = sum_k in[k][i] (or the average) for every output o: every
+// input read once, the result written to every output, nothing staged. Each
+// step loads every contribution before it stores to any output, so an output
+// may be exactly one of the inputs.
+template <class Isa, typename T>
+void sum_fused(const T* const* in, size_t n, T* const* out, size_t m, size_t count, bool average) {
+  const Vec16 vdivisor = Vec16{} + static_cast<float>(n);
+  size_t i = 0;
+  // fp32 outputs of 4 MiB and more are written with streaming stores, once
+  // a partial head has brought every output to a 64-byte line.
+  if constexpr (std::is_same_v<T, float> && Isa::kStream) {
+    if (count * sizeof(float) * m >= kStreamBytes && same_line_offset(out, m)) {
+      const size_t align = (64 - reinterpret_cast<uintptr_t>(out[0]) % 64) % 64 / sizeof(float);
+      const size_t head = align < count ? align : count;
+      if (head > 0) sum_partial<Isa>(in, n, out, m, 0, head, average);
+      for (i = head; i + 16 <= count; i += 16) {
+        Vec16 acc = load_x16<Isa>(in[0] + i);
+        for (size_t k = 1; k < n; ++k) acc += load_x16<Isa>(in[k] + i);
+        if (average) acc = acc / vdivisor;
+        acc = canonical_nan(acc);
+        for (size_t o = 0; o < m; ++o) Isa::stream_fp32x16(out[o] + i, acc);
+      }
+      Isa::fence();
+    }
+  }
+  if (n == 2 && m == 1) {  // the common single-output case, without inner loops
+    for (; i + 16 <= count; i += 16) {
+      Vec16 acc = load_x16<Isa>(in[0] + i) + load_x16<Isa>(in[1] + i);
+      if (average) acc = acc / vdivisor;
+      store_x16<Isa>(out[0] + i, canonical_nan(acc));
+    }
+  } else {
+    for (; i + 16 <= count; i += 16) {
+      Vec16 acc = load_x16<Isa>(in[0] + i);
+      for (size_t k = 1; k < n; ++k) acc += load_x16<Isa>(in[k] + i);
+      if (average) acc = acc / vdivisor;
+      acc = canonical_nan(acc);
+      for (size_t o = 0; o < m; ++o) store_x16<Isa>(out[o] + i, acc);
+    }
+  }
+  if (i < count) sum_partial<Isa>(in, n, out, m, i, count - i, average);
+}
+
+// The entry every level's file exports (reduce_kernels.h), for fp32, bf16
+// and (where Isa::kFp16) fp16.
+template <class Isa>
+bool sum_any(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+             bool average) {
+  switch (dtype) {
+    case DtypeBits::kFp32:
+      sum_fused<Isa>(reinterpret_cast<const float* const*>(ins), n, reinterpret_cast<float* const*>(outs), m,
+                     count, average);
+      return true;
+    case DtypeBits::kBf16:
+      sum_fused<Isa>(reinterpret_cast<const Bf16Bits* const*>(ins), n, reinterpret_cast<Bf16Bits* const*>(outs),
+                     m, count, average);
+      return true;
+    case DtypeBits::kFp16:
+      if constexpr (Isa::kFp16) {
+        sum_fused<Isa>(reinterpret_cast<const Fp16Bits* const*>(ins), n,
+                       reinterpret_cast<Fp16Bits* const*>(outs), m, count, average);
+        return true;
+      }
+      return false;
+  }
+  return false;
+}
+
+// memcpy, with streaming stores for large copies where the level has them.
+template <class Isa>
+void copy_any(void* dst, const void* src, size_t bytes) {
+  if constexpr (Isa::kStream) {
+    if (bytes >= kStreamBytes) {
+      auto* d = static_cast<std::byte*>(dst);
+      const auto* s = static_cast<const std::byte*>(src);
+      const size_t head = (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64;
+      std::memcpy(d, s, head);
+      size_t i = head;
+      for (; i + 64 <= bytes; i += 64) Isa::stream_64_bytes(d + i, s + i);
+      Isa::fence();
+      std::memcpy(d + i, s + i, bytes - i);
+      return;
+    }
+  }
+  std::memcpy(dst, src, bytes);
+}
+
+}  // namespace
+}  // namespace zerodp::comm::reduce_kernels

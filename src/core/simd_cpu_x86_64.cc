@@ -1,0 +1,43 @@
+// x86-64: the levels this build has files for, and the CPU checks behind
+// them (CPUID through GCC's builtins, plus F16C from CPUID directly).
+#include <cpuid.h>
+
+#include "core/simd.h"
+
+namespace zerodp::simd_detail {
+namespace {
+
+// F16C from CPUID leaf 1, ECX bit 29: clang's __builtin_cpu_supports does
+// not know "f16c", so the project would not build with clang (libFuzzer).
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & (1u << 29)) != 0;
+}
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+}
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+}  // namespace
+
+std::vector<SimdLevel> arch_levels() { return {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}; }
+
+bool cpu_runs(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kScalar: return true;
+    case SimdLevel::kAvx2: return cpu_has_avx2();
+    case SimdLevel::kAvx512: return cpu_has_avx512();
+    case SimdLevel::kNeon: return false;
+  }
+  return false;
+}
+
+}  // namespace zerodp::simd_detail
