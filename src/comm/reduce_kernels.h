@@ -1,6 +1,7 @@
 // Internal to comm/: the per-SIMD-level entries of the ordered reduction's
 // fused sum and of the collectives' bulk copy. One file per level
-// (reduce_scalar.cc, reduce_avx2.cc, reduce_avx512.cc), each the generic
+// (reduce_scalar.cc; reduce_avx2.cc and reduce_avx512.cc on x86-64;
+// reduce_neon.cc on aarch64), each the generic
 // vector code of reduce_vector.h compiled with that level's flags; reduce.cc
 // chooses one at run time (core/simd.h). Every level gives the same bits.
 // Thread-safety: pure functions over caller memory.
@@ -29,5 +30,8 @@ void copy_avx2(void* dst, const void* src, size_t bytes);
 bool sum_avx512(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
                 bool average);
 void copy_avx512(void* dst, const void* src, size_t bytes);
+bool sum_neon(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+              bool average);
+void copy_neon(void* dst, const void* src, size_t bytes);
 
 }  // namespace zerodp::comm::reduce_kernels

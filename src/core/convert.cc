@@ -26,6 +26,9 @@ void convert(std::span<const float> src, std::span<Half> dst, SimdLevel level) {
     case SimdLevel::kAvx512: return convert_kernels::float_to_half_avx512(src.data(), dst.data(), src.size());
     case SimdLevel::kAvx2: return convert_kernels::float_to_half_avx2(src.data(), dst.data(), src.size());
 #endif
+#if ZERODP_SIMD_AARCH64
+    case SimdLevel::kNeon: return convert_kernels::float_to_half_neon(src.data(), dst.data(), src.size());
+#endif
     default: return scalar_loop(src.data(), dst.data(), src.size(), float_to_half);
   }
 }
@@ -36,6 +39,9 @@ void convert(std::span<const Half> src, std::span<float> dst, SimdLevel level) {
 #if ZERODP_SIMD_X86_64
     case SimdLevel::kAvx512: return convert_kernels::half_to_float_avx512(src.data(), dst.data(), src.size());
     case SimdLevel::kAvx2: return convert_kernels::half_to_float_avx2(src.data(), dst.data(), src.size());
+#endif
+#if ZERODP_SIMD_AARCH64
+    case SimdLevel::kNeon: return convert_kernels::half_to_float_neon(src.data(), dst.data(), src.size());
 #endif
     default: return scalar_loop(src.data(), dst.data(), src.size(), half_to_float);
   }
