@@ -21,7 +21,7 @@ struct TrainFlags {
   std::string config_path, backend = "thread", precision = "bf16", optimizer = "adamw", schedule = "warmup-cosine",
               max_memory;
   int stage = 3, grad_accum = 1, warmup = 20;
-  double lr = 3e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.9;
+  double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.9;
   bool no_prefetch = false, no_overlap = false;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
@@ -78,11 +78,14 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.stage = f.stage; });
   flag(cmd, f, "--precision", f.precision, "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",
        [&f](auto& c) { c.engine.dtype = Dtype::parse(f.precision); });
-  flag(cmd, f, "--micro-batch", d.micro_batch, "Sequences per rank per micro-batch",
+  flag(cmd, f, "--micro-batch", d.micro_batch, "Sequences per rank per micro-batch (0 = the data's default: 26 on the embedded arithmetic "
+       "corpus, 8 on other data)",
        [&f](auto& c) { c.micro_batch = f.c.micro_batch; });
   flag(cmd, f, "--grad-accum", f.grad_accum, "Micro-batches per optimizer step",
        [&f](auto& c) { c.engine.grad_accum = f.grad_accum; });
-  flag(cmd, f, "--seq-len", d.seq_len, "Tokens per sequence", [&f](auto& c) { c.seq_len = f.c.seq_len; });
+  flag(cmd, f, "--seq-len", d.seq_len, "Tokens per sequence (0 = the data's default: 20 on the embedded arithmetic corpus, 64 on "
+       "other data)",
+       [&f](auto& c) { c.seq_len = f.c.seq_len; });
   flag(cmd, f, "--steps", d.steps, "Optimizer steps", [&f](auto& c) { c.steps = f.c.steps; });
   flag(cmd, f, "--lr", f.lr, "Peak learning rate", [&f](auto& c) {
     c.engine.optimizer.adam.lr = f.lr;

@@ -54,21 +54,16 @@ void combine_block(float* acc, float* tmp, size_t len, size_t n, ReduceOp op, Lo
 // The fused sum and the bulk copy of each SIMD level. The x86 levels' files
 // exist only in x86-64 builds and the neon one only in aarch64 builds (CMake
 // defines ZERODP_SIMD_X86_64 or ZERODP_SIMD_AARCH64).
-struct LevelKernels {
-  reduce_kernels::SumFn sum;
-  reduce_kernels::CopyFn copy;
-};
-
-LevelKernels kernels_for(SimdLevel level) {
+const reduce_kernels::LevelKernels& kernels_for(SimdLevel level) {
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return {reduce_kernels::sum_avx512, reduce_kernels::copy_avx512};
-    case SimdLevel::kAvx2: return {reduce_kernels::sum_avx2, reduce_kernels::copy_avx2};
+    case SimdLevel::kAvx512: return reduce_kernels::kAvx512;
+    case SimdLevel::kAvx2: return reduce_kernels::kAvx2;
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon: return {reduce_kernels::sum_neon, reduce_kernels::copy_neon};
+    case SimdLevel::kNeon: return reduce_kernels::kNeon;
 #endif
-    default: return {reduce_kernels::sum_scalar, reduce_kernels::copy_scalar};
+    default: return reduce_kernels::kScalar;
   }
 }
 

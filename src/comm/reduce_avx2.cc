@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
-struct Avx2 {
+struct Avx2Isa {
   static constexpr bool kStream = true;
   static void stream_fp32x16(float* p, Vec16 v) {
     float lanes[16];
@@ -45,11 +45,6 @@ struct Avx2 {
 
 }  // namespace
 
-bool sum_avx2(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-              bool average) {
-  return sum_any<Avx2>(ins, n, outs, m, count, dtype, average);
-}
-
-void copy_avx2(void* dst, const void* src, size_t bytes) { copy_any<Avx2>(dst, src, bytes); }
+const LevelKernels kAvx2 = {sum_any<Avx2Isa>, copy_any<Avx2Isa>};
 
 }  // namespace zerodp::comm::reduce_kernels

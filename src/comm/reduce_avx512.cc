@@ -10,7 +10,7 @@
 namespace zerodp::comm::reduce_kernels {
 namespace {
 
-struct Avx512 {
+struct Avx512Isa {
   static constexpr bool kStream = true;
   static void stream_fp32x16(float* p, Vec16 v) { _mm512_stream_ps(p, reinterpret_cast<__m512>(v)); }
   static void stream_64_bytes(std::byte* dst, const std::byte* src) {
@@ -33,11 +33,6 @@ struct Avx512 {
 
 }  // namespace
 
-bool sum_avx512(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-                bool average) {
-  return sum_any<Avx512>(ins, n, outs, m, count, dtype, average);
-}
-
-void copy_avx512(void* dst, const void* src, size_t bytes) { copy_any<Avx512>(dst, src, bytes); }
+const LevelKernels kAvx512 = {sum_any<Avx512Isa>, copy_any<Avx512Isa>};
 
 }  // namespace zerodp::comm::reduce_kernels

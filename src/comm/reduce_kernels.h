@@ -21,17 +21,15 @@ using SumFn = bool (*)(const void* const* ins, size_t n, void* const* outs, size
 // memcpy; large copies with streaming stores where the level has them.
 using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
 
-bool sum_scalar(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-                bool average);
-void copy_scalar(void* dst, const void* src, size_t bytes);
-bool sum_avx2(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-              bool average);
-void copy_avx2(void* dst, const void* src, size_t bytes);
-bool sum_avx512(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-                bool average);
-void copy_avx512(void* dst, const void* src, size_t bytes);
-bool sum_neon(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-              bool average);
-void copy_neon(void* dst, const void* src, size_t bytes);
+// One level's pair. Each level's file defines its own (x86-64 builds have
+// the avx2 and avx512 ones, aarch64 builds the neon one).
+struct LevelKernels {
+  SumFn sum;
+  CopyFn copy;
+};
+extern const LevelKernels kScalar;
+extern const LevelKernels kAvx2;
+extern const LevelKernels kAvx512;
+extern const LevelKernels kNeon;
 
 }  // namespace zerodp::comm::reduce_kernels

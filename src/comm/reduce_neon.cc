@@ -10,7 +10,7 @@
 namespace zerodp::comm::reduce_kernels {
 namespace {
 
-struct Neon {
+struct NeonIsa {
   static constexpr bool kStream = false;
   static void stream_fp32x16(float*, Vec16) {}
   static void stream_64_bytes(std::byte*, const std::byte*) {}
@@ -37,11 +37,6 @@ struct Neon {
 
 }  // namespace
 
-bool sum_neon(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-              bool average) {
-  return sum_any<Neon>(ins, n, outs, m, count, dtype, average);
-}
-
-void copy_neon(void* dst, const void* src, size_t bytes) { copy_any<Neon>(dst, src, bytes); }
+const LevelKernels kNeon = {sum_any<NeonIsa>, copy_any<NeonIsa>};
 
 }  // namespace zerodp::comm::reduce_kernels

@@ -7,7 +7,7 @@
 namespace zerodp::comm::reduce_kernels {
 namespace {
 
-struct Scalar {
+struct ScalarIsa {
   static constexpr bool kStream = false;
   static void stream_fp32x16(float*, Vec16) {}
   static void stream_64_bytes(std::byte*, const std::byte*) {}
@@ -19,11 +19,6 @@ struct Scalar {
 
 }  // namespace
 
-bool sum_scalar(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
-                bool average) {
-  return sum_any<Scalar>(ins, n, outs, m, count, dtype, average);
-}
-
-void copy_scalar(void* dst, const void* src, size_t bytes) { copy_any<Scalar>(dst, src, bytes); }
+const LevelKernels kScalar = {sum_any<ScalarIsa>, copy_any<ScalarIsa>};
 
 }  // namespace zerodp::comm::reduce_kernels

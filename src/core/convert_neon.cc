@@ -19,13 +19,13 @@ void float_to_half_neon(const float* src, Half* dst, size_t n) {
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const float16x4_t h = vcvt_f16_f32(vld1q_f32(src + i));
-    std::memcpy(dst + i, &h, sizeof h);
+    std::memcpy(static_cast<void*>(dst + i), &h, sizeof h);
   }
   if (i < n) {
     float in[4] = {};
     std::memcpy(in, src + i, (n - i) * sizeof(float));
     const float16x4_t h = vcvt_f16_f32(vld1q_f32(in));
-    std::memcpy(dst + i, &h, (n - i) * sizeof(Half));
+    std::memcpy(static_cast<void*>(dst + i), &h, (n - i) * sizeof(Half));
   }
 }
 

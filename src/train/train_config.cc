@@ -12,14 +12,20 @@ zero::EngineConfig TrainConfig::default_engine() {
   e.dtype = Dtype::bf16();
   e.clip_norm = 1.0;
   e.optimizer.kind = optim::OptimizerKind::kAdamW;
-  e.optimizer.adam.lr = 3e-3;
+  e.optimizer.adam.lr = 1.5e-3;
   e.optimizer.adam.weight_decay = 0.0;
   e.lr_schedule.kind = optim::LrScheduleKind::kWarmupCosine;
-  e.lr_schedule.max_lr = 3e-3;
+  e.lr_schedule.max_lr = 1.5e-3;
   e.lr_schedule.warmup_steps = 20;
   e.lr_schedule.total_steps = 0;  // 0: the run's --steps
   e.lr_schedule.cos_min_ratio = 0.1;
   return e;
+}
+
+void apply_data_defaults(TrainConfig& c) {
+  const bool embedded = c.data.empty();
+  if (c.micro_batch == 0) c.micro_batch = embedded ? kArithmeticMicroBatch : kTextMicroBatch;
+  if (c.seq_len == 0) c.seq_len = embedded ? kArithmeticSeqLen : kTextSeqLen;
 }
 
 void validate(const TrainConfig& c) {

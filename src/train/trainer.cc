@@ -115,6 +115,7 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
 
 TrainOutcome run_training(const TrainConfig& input) {
   TrainConfig config = input;
+  apply_data_defaults(config);
   if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
     config.ranks = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
