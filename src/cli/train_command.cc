@@ -29,9 +29,17 @@ struct TrainFlags {
 
 template <typename T>
 void flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T& var, const std::string& help,
-          std::function<void(train::TrainConfig&)> apply) {
-  CLI::Option* opt = cmd->add_option(name, var, help)->capture_default_str();
+          std::function<void(train::TrainConfig&)> apply, bool show_default = true) {
+  CLI::Option* opt = cmd->add_option(name, var, help);
+  if (show_default) opt->capture_default_str();
   f.overrides.emplace_back(opt, std::move(apply));
+}
+
+// A given --micro-batch or --seq-len must be a count: 0 is what TrainConfig
+// uses for "not given" (the data's default), so it is refused here.
+int positive_flag(int value, const char* name) {
+  ZDP_CHECK(value >= 1, ConfigError, "[train] {} {} must be at least 1", name, value);
+  return value;
 }
 
 void run(TrainFlags& f) {
@@ -78,14 +86,14 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.stage = f.stage; });
   flag(cmd, f, "--precision", f.precision, "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",
        [&f](auto& c) { c.engine.dtype = Dtype::parse(f.precision); });
-  flag(cmd, f, "--micro-batch", d.micro_batch, "Sequences per rank per micro-batch (0 = the data's default: 26 on the embedded arithmetic "
-       "corpus, 8 on other data)",
-       [&f](auto& c) { c.micro_batch = f.c.micro_batch; });
+  flag(cmd, f, "--micro-batch", d.micro_batch,
+       "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
+       [&f](auto& c) { c.micro_batch = positive_flag(f.c.micro_batch, "--micro-batch"); }, false);
   flag(cmd, f, "--grad-accum", f.grad_accum, "Micro-batches per optimizer step",
        [&f](auto& c) { c.engine.grad_accum = f.grad_accum; });
-  flag(cmd, f, "--seq-len", d.seq_len, "Tokens per sequence (0 = the data's default: 20 on the embedded arithmetic corpus, 64 on "
-       "other data)",
-       [&f](auto& c) { c.seq_len = f.c.seq_len; });
+  flag(cmd, f, "--seq-len", d.seq_len,
+       "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
+       [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);
   flag(cmd, f, "--steps", d.steps, "Optimizer steps", [&f](auto& c) { c.steps = f.c.steps; });
   flag(cmd, f, "--lr", f.lr, "Peak learning rate", [&f](auto& c) {
     c.engine.optimizer.adam.lr = f.lr;

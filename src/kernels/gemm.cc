@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "core/simd.h"
+
 namespace zerodp::kernels {
 namespace {
 
@@ -36,6 +38,15 @@ BlasInfo blas_info() {
   info.parallel = openblas_get_parallel();
   info.threads = openblas_get_num_threads();
   return info;
+}
+
+std::string better_blas_coretype() {
+  if (blas_info().core != "Prescott") return "";
+  switch (best_simd_level()) {
+    case SimdLevel::kAvx512: return "SkylakeX";
+    case SimdLevel::kAvx2: return "Haswell";
+    default: return "";
+  }
 }
 
 }  // namespace zerodp::kernels

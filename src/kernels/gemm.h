@@ -29,4 +29,11 @@ struct BlasInfo {
 };
 BlasInfo blas_info();
 
+// When OpenBLAS runs its generic x86-64 kernel ("Prescott": it did not
+// recognise the CPU, as OpenBLAS 0.3.21 does not recognise some newer Xeons)
+// on a CPU with AVX2 or AVX-512, the OPENBLAS_CORETYPE that fits the CPU
+// ("Haswell" or "SkylakeX"); otherwise "". OpenBLAS reads the variable when
+// it loads, so this can only be advice for the next run.
+std::string better_blas_coretype();
+
 }  // namespace zerodp::kernels

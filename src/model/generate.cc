@@ -54,9 +54,14 @@ std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, s
     ZDP_CHECK(t >= 0 && t < c.vocab, ConfigError, "[generate] prompt token {} outside the vocabulary [0, {})", t,
               c.vocab);
   }
+  const int context = gc.context > 0 ? std::min(gc.context, c.max_seq_len) : c.max_seq_len;
+  ZDP_CHECK(gc.context >= 0, ConfigError, "[generate] context is {}, must be >= 0 (0 = the model's {})", gc.context,
+            c.max_seq_len);
+  ZDP_CHECK(gc.align >= 1 && gc.align <= context, ConfigError, "[generate] align is {}, must be in [1, {}]",
+            gc.align, context);
   std::vector<int32_t> out(prompt.begin(), prompt.end());
   if (gc.max_new_tokens == 0) return out;
-  const int window = static_cast<int>(std::min<size_t>(c.max_seq_len, out.size() + gc.max_new_tokens));
+  const int window = static_cast<int>(std::min<size_t>(context, out.size() + gc.max_new_tokens));
   GptWorkspace ws(c, 1, window, false);
   std::vector<int32_t> tokens(window, 0);
   std::vector<float> logits(c.padded_vocab);
@@ -64,9 +69,14 @@ std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, s
   InitRng rng(gc.seed, 0x67656e);
   const auto& ops = model.ops();
   for (int step = 0; step < gc.max_new_tokens; ++step) {
-    const size_t len = std::min<size_t>(out.size(), window);
+    // The first token of the window: the latest that keeps `window` tokens,
+    // moved on to a multiple of `align` (the window may then be shorter).
+    const size_t align = static_cast<size_t>(gc.align);
+    size_t start = out.size() > static_cast<size_t>(window) ? out.size() - window : 0;
+    start = (start + align - 1) / align * align;
+    const size_t len = out.size() - start;
     std::fill(tokens.begin(), tokens.end(), 0);
-    std::copy(out.end() - len, out.end(), tokens.begin());
+    std::copy(out.begin() + static_cast<std::ptrdiff_t>(start), out.end(), tokens.begin());
     Batch batch;
     batch.tokens = tokens;
     ws.set_batch(batch);

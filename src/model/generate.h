@@ -19,6 +19,14 @@ struct GenerateConfig {
   float temperature = 1.0f;  // 0 = greedy (argmax)
   int top_k = 0;             // keep the k most likely tokens; 0 = all
   uint64_t seed = 1;
+  // The window the model sees: at most `context` tokens (0 = its maxT),
+  // starting at a multiple of `align` tokens into the text. A model trained
+  // on windows of T tokens knows positions below T only, and one trained on
+  // windows that start on fixed-length records knows a record's digits only
+  // at the positions records start at; sampling past T with context = T and
+  // align = the record length keeps to what it learned.
+  int context = 0;
+  int align = 1;
 };
 
 // Returns prompt + the generated tokens. The prompt must be non-empty with

@@ -213,6 +213,8 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   if (has_micro) c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
   if (has_accum) c.engine.grad_accum = top.integer("gradient_accumulation_steps");
   ZDP_CHECK(!has_tbs || c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
+  ZDP_CHECK(!has_micro || c.micro_batch >= 1, ConfigError, "[config] {}: train_micro_batch_size_per_gpu must be >= 1",
+            source);
   if (has_tbs && !has_accum) {
     c.derive_grad_accum = true;
   }

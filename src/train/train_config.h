@@ -31,8 +31,9 @@ struct TrainConfig {
   // are known; with derive_grad_accum the accumulation is derived from it.
   int train_batch_size = 0;
   bool derive_grad_accum = false;
-  // 0 = the data's default (apply_data_defaults): short windows of many
-  // lines for the embedded arithmetic corpus, longer ones for text.
+  // 0 = not given: the data's default (apply_data_defaults), short windows
+  // of many lines for the embedded arithmetic corpus, longer ones for text.
+  // The CLI and config files refuse a given 0.
   int micro_batch = 0;
   int seq_len = 0;
   int steps = 1200;

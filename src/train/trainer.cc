@@ -103,6 +103,8 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
   g.temperature = 0.8f;
   g.top_k = 40;
   g.seed = config.seed;
+  g.context = config.seq_len;         // the positions the model was trained at
+  g.align = corpus.record_length;     // windows start on a record, as in training
   std::vector<int32_t> prompt = corpus.byte_level ? text_to_tokens(prompt_text) : std::vector<int32_t>{0};
   const auto out = model::generate(gpt, params, prompt, g);
   if (!corpus.byte_level) {
@@ -188,6 +190,11 @@ TrainOutcome run_training(const TrainConfig& input) {
                  static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
       fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
                  simd_level_name(best_simd_level()), kernels::blas_info().core);
+      if (const std::string better = kernels::better_blas_coretype(); !better.empty()) {
+        fmt::print("note: OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} "
+                   "is several times faster here\n",
+                   better);
+      }
       progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
     }
 

@@ -22,6 +22,42 @@ TEST(Generate, SampleTokenHonoursTopKAndTemperature) {
   EXPECT_EQ(sample_token(logits, 1e-3f, 0, 0.999), 1);
 }
 
+// With context K and align A, the token after a text depends only on the
+// window that starts at the first multiple of A that leaves at most K tokens.
+TEST(Generate, ContextAndAlignChooseTheWindow) {
+  const GptConfig c{16, 8, 8, 1, 2, 16};
+  Gpt m(c);
+  std::vector<float> params(m.num_params());
+  m.init_params(params, 9);
+  GenerateConfig g;
+  g.max_new_tokens = 1;
+  g.temperature = 0.0f;
+  g.context = 6;
+  g.align = 4;
+  // 9 tokens: the latest start keeping 6 is 3, moved on to 4: tokens 4..8.
+  const std::vector<int32_t> base{1, 2, 3, 4, 5, 6, 7, 0, 1};
+  std::vector<int32_t> before = base;
+  before[0] = 7;
+  before[3] = 0;  // token 3 is outside the window too
+  EXPECT_EQ(generate(m, params, base, g).back(), generate(m, params, before, g).back());
+  // ... and it is exactly what the model sees given tokens 4..8 alone, at
+  // positions 0..4 (sampled, so that the whole distribution is compared).
+  g.temperature = 1.0f;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    g.seed = seed;
+    GenerateConfig alone = g;
+    alone.context = 0;
+    alone.align = 1;
+    EXPECT_EQ(generate(m, params, base, g).back(),
+              generate(m, params, std::vector<int32_t>(base.begin() + 4, base.end()), alone).back())
+        << "seed " << seed;
+  }
+  g.align = 7;  // larger than the context
+  EXPECT_THROW(generate(m, params, base, g), ConfigError);
+  g.align = 0;
+  EXPECT_THROW(generate(m, params, base, g), ConfigError);
+}
+
 TEST(Generate, LearnsToContinueAPattern) {
   const GptConfig c{16, 8, 8, 1, 2, 16};
   Gpt m(c);

@@ -105,6 +105,9 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   EXPECT_NE(error_of(R"({"fp16": {"enabled": "yes"}})").find("'fp16.enabled' must be true or false"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"train_batch_size": 2.5})").find("must be an integer"), std::string::npos);
+  // 0 would read as "not given" (the data's default micro-batch).
+  EXPECT_NE(error_of(R"({"train_micro_batch_size_per_gpu": 0})").find("train_micro_batch_size_per_gpu must be >= 1"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"optimizer": {"type": "Lamb"}})").find("'Lamb' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle"}})").find("'OneCycle' is not supported"), std::string::npos);
   EXPECT_NE(error_of("{ not json").find("not valid JSON"), std::string::npos);
