@@ -12,7 +12,6 @@
 
 #include <cstddef>
 #include <span>
-#include <vector>
 
 #include "core/dtype.h"
 #include "core/simd.h"
