@@ -134,6 +134,9 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.metrics_path = f.c.metrics_path; });
   flag(cmd, f, "--sample-tokens", d.sample_tokens, "Tokens to generate after training (0 = none)",
        [&f](auto& c) { c.sample_tokens = f.c.sample_tokens; });
+  flag(cmd, f, "--held-out", d.held_out, "Embedded data: unseen sums answered at each evaluation and at the end\n"
+       "(0 = none). The sample and these answers run on rank 0 from one fp32 copy of the model",
+       [&f](auto& c) { c.held_out = f.c.held_out; });
   flag(cmd, f, "--comm-timeout", d.comm_timeout_s, "Seconds a collective waits for its peers before failing",
        [&f](auto& c) { c.comm_timeout_s = f.c.comm_timeout_s; });
   flag(cmd, f, "--max-memory", f.max_memory, "Refuse to start when a rank's planned memory exceeds this (e.g. 2GB)",

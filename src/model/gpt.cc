@@ -12,7 +12,6 @@
 #include "kernels/softmax_xent.h"
 #include "model/gpt_block.h"
 #include "model/gpt_workspace.h"
-#include "model/init_rng.h"
 
 namespace zerodp::model {
 
@@ -25,11 +24,6 @@ GptWorkspace& as_gpt(Workspace& ws) {
   auto* g = dynamic_cast<GptWorkspace*>(&ws);
   ZDP_CHECK(g != nullptr, ConfigError, "[gpt] the workspace was not made by a Gpt model");
   return *g;
-}
-
-void fill_normal(std::span<float> t, double std, uint64_t seed, uint64_t stream) {
-  InitRng rng(seed, stream);
-  for (float& v : t) v = static_cast<float>(rng.normal() * std);
 }
 
 }  // namespace
@@ -57,66 +51,45 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
 
 std::vector<TensorInfo> Gpt::tensors() const {
   const int C = config_.channels;
+  // GPT-2's initialisation (as llm.c and nanoGPT): N(0, 0.02) for the
+  // embeddings and matrices, with the residual projections scaled by
+  // 1/sqrt(2L); zero biases, unit layernorm gains, zero padded vocab rows.
+  const double std_base = 0.02;
+  const double std_resid = 0.02 / std::sqrt(2.0 * config_.layers);
   std::vector<TensorInfo> t;
-  auto add = [&t](std::string name, size_t offset, std::vector<int> shape) {
+  auto add = [&t](std::string name, size_t offset, std::vector<int> shape, TensorInit init) {
     size_t count = 1;
     for (int d : shape) count *= size_t(d);
     const bool decay = shape.size() == 2;
-    t.push_back({std::move(name), offset, count, std::move(shape), decay});
+    t.push_back({std::move(name), offset, count, std::move(shape), decay, init});
   };
-  add("wte", 0, {config_.padded_vocab, C});
-  add("wpe", size_t(config_.padded_vocab) * C, {config_.max_seq_len, C});
+  const TensorInit zeros = TensorInit::constant(0.0f), ones = TensorInit::constant(1.0f);
+  add("wte", 0, {config_.padded_vocab, C}, TensorInit::normal(std_base, size_t(config_.vocab) * C));
+  add("wpe", size_t(config_.padded_vocab) * C, {config_.max_seq_len, C}, TensorInit::normal(std_base));
   const BlockLayout& b = layout_;
   for (int l = 0; l < config_.layers; ++l) {
     const size_t u = units_[1 + l].offset;
     const std::string p = fmt::format("block{}.", l);
-    add(p + "ln1w", u + b.ln1w, {C});
-    add(p + "ln1b", u + b.ln1b, {C});
-    add(p + "qkvw", u + b.qkvw, {3 * C, C});
-    add(p + "qkvb", u + b.qkvb, {3 * C});
-    add(p + "attprojw", u + b.attprojw, {C, C});
-    add(p + "attprojb", u + b.attprojb, {C});
-    add(p + "ln2w", u + b.ln2w, {C});
-    add(p + "ln2b", u + b.ln2b, {C});
-    add(p + "fcw", u + b.fcw, {4 * C, C});
-    add(p + "fcb", u + b.fcb, {4 * C});
-    add(p + "fcprojw", u + b.fcprojw, {C, 4 * C});
-    add(p + "fcprojb", u + b.fcprojb, {C});
+    add(p + "ln1w", u + b.ln1w, {C}, ones);
+    add(p + "ln1b", u + b.ln1b, {C}, zeros);
+    add(p + "qkvw", u + b.qkvw, {3 * C, C}, TensorInit::normal(std_base));
+    add(p + "qkvb", u + b.qkvb, {3 * C}, zeros);
+    add(p + "attprojw", u + b.attprojw, {C, C}, TensorInit::normal(std_resid));
+    add(p + "attprojb", u + b.attprojb, {C}, zeros);
+    add(p + "ln2w", u + b.ln2w, {C}, ones);
+    add(p + "ln2b", u + b.ln2b, {C}, zeros);
+    add(p + "fcw", u + b.fcw, {4 * C, C}, TensorInit::normal(std_base));
+    add(p + "fcb", u + b.fcb, {4 * C}, zeros);
+    add(p + "fcprojw", u + b.fcprojw, {C, 4 * C}, TensorInit::normal(std_resid));
+    add(p + "fcprojb", u + b.fcprojb, {C}, zeros);
   }
-  add("ln_f.w", units_.back().offset, {C});
-  add("ln_f.b", units_.back().offset + C, {C});
+  add("ln_f.w", units_.back().offset, {C}, ones);
+  add("ln_f.b", units_.back().offset + C, {C}, zeros);
   return t;
 }
 
 std::string Gpt::describe() const {
   return fmt::format("{}, {} parameters", config_.describe(), num_params_);
-}
-
-void Gpt::init_params(std::span<float> all, uint64_t seed) const {
-  ZDP_CHECK_EQ(all.size(), num_params_, ShapeError, "[gpt] init: parameter buffer size");
-  const size_t C = config_.channels;
-  const double std_base = 0.02;
-  const double std_resid = 0.02 / std::sqrt(2.0 * config_.layers);
-  uint64_t stream = 0;
-  // unit 0: wte (real rows random, padded rows zero), wpe
-  std::span<float> wte = all.subspan(0, size_t(config_.padded_vocab) * C);
-  fill_normal(wte.subspan(0, size_t(config_.vocab) * C), std_base, seed, stream++);
-  std::fill(wte.begin() + size_t(config_.vocab) * C, wte.end(), 0.0f);
-  fill_normal(all.subspan(wte.size(), size_t(config_.max_seq_len) * C), std_base, seed, stream++);
-  const auto& lay = layout_;
-  for (int l = 0; l < config_.layers; ++l) {
-    std::span<float> p = unit_span(all, 1 + l);
-    std::fill(p.begin(), p.end(), 0.0f);
-    std::fill(p.begin() + lay.ln1w, p.begin() + lay.ln1w + C, 1.0f);
-    std::fill(p.begin() + lay.ln2w, p.begin() + lay.ln2w + C, 1.0f);
-    fill_normal(p.subspan(lay.qkvw, 3 * C * C), std_base, seed, stream++);
-    fill_normal(p.subspan(lay.attprojw, C * C), std_resid, seed, stream++);
-    fill_normal(p.subspan(lay.fcw, 4 * C * C), std_base, seed, stream++);
-    fill_normal(p.subspan(lay.fcprojw, 4 * C * C), std_resid, seed, stream++);
-  }
-  std::span<float> lnf = unit_span(all, config_.layers + 1);
-  std::fill(lnf.begin(), lnf.begin() + C, 1.0f);
-  std::fill(lnf.begin() + C, lnf.end(), 0.0f);
 }
 
 std::unique_ptr<Workspace> Gpt::make_workspace(int micro_batch, int seq_len, bool checkpointing) const {

@@ -1,13 +1,11 @@
-// A small, fully specified random generator for parameter initialisation and
-// sampling: SplitMix64 for the bits, Box-Muller for normals. std::normal_
-// distribution is implementation-defined; this is the same on every platform,
-// so a seed means the same weights everywhere.
+// A small, fully specified sequential random generator (SplitMix64) for
+// sampling: std::uniform_real_distribution is implementation-defined; this is
+// the same on every platform, so a seed means the same sample everywhere.
+// (Parameter initialisation is counter-based: model/param_init.h.)
 // Thread-safety: a value type; use one per thread.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
-#include <numbers>
 
 namespace zerodp::model {
 
@@ -27,24 +25,9 @@ class InitRng {
   }
   // Uniform in [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
-  // Standard normal (Box-Muller, both values used in turn).
-  double normal() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u1 = 1.0 - uniform();  // (0, 1]: log is finite
-    const double u2 = uniform();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(2.0 * std::numbers::pi * u2);
-    has_spare_ = true;
-    return r * std::cos(2.0 * std::numbers::pi * u2);
-  }
 
  private:
   uint64_t state_;
-  double spare_ = 0.0;
-  bool has_spare_ = false;
 };
 
 }  // namespace zerodp::model

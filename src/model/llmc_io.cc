@@ -1,5 +1,6 @@
 #include "model/llmc_io.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -77,35 +78,15 @@ void permute(const GptConfig& c, std::span<const float> src, std::span<float> ds
   const size_t n = gpt_num_params(c);
   ZDP_CHECK(src.size() == n && dst.size() == n, ShapeError, "[llmc] parameter buffers have {} and {} elements, expected {}",
             src.size(), dst.size(), n);
-  const size_t emb = embedding_unit_params(c);
-  const size_t block = block_layout(c.channels).count;
-  const size_t L = c.layers;
-  // wte, wpe: same place in both orders; so is ln_f at the very end.
-  std::copy(src.begin(), src.begin() + emb, dst.begin());
-  std::copy(src.end() - 2 * c.channels, src.end(), dst.end() - 2 * c.channels);
-  size_t llmc_offset = emb;
-  for (const Stacked& t : stacked_tensors(c)) {
-    for (size_t l = 0; l < L; ++l) {
-      const size_t flat_offset = emb + l * block + t.block_offset;
-      const size_t file_offset = llmc_offset + l * t.per_layer;
-      const size_t from = kToFlat ? file_offset : flat_offset;
-      const size_t to = kToFlat ? flat_offset : file_offset;
-      std::copy(src.begin() + from, src.begin() + from + t.per_layer, dst.begin() + to);
-    }
-    llmc_offset += L * t.per_layer;
+  for (const LlmcPiece& p : llmc_pieces(c)) {
+    const size_t from = kToFlat ? p.file : p.flat;
+    const size_t to = kToFlat ? p.flat : p.file;
+    std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), p.count, dst.begin() + static_cast<std::ptrdiff_t>(to));
   }
 }
 
-}  // namespace
-
-void llmc_to_flat(const GptConfig& c, std::span<const float> llmc, std::span<float> flat) {
-  permute<true>(c, llmc, flat);
-}
-void flat_to_llmc(const GptConfig& c, std::span<const float> flat, std::span<float> llmc) {
-  permute<false>(c, flat, llmc);
-}
-
-LlmcModel load_llmc_model(const std::string& path) {
+// Opens an llm.c model file and checks magic, version, header and size.
+std::ifstream open_llmc_model(const std::string& path, GptConfig& config) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
@@ -114,16 +95,71 @@ LlmcModel load_llmc_model(const std::string& path) {
   ZDP_CHECK(h[1] == kLlmcModelVersionFp32, InputFileError,
             "[load] {}: version {} is not supported; zerodp reads fp32 model files (version {})", path, h[1],
             kLlmcModelVersionFp32);
-  LlmcModel m;
-  m.config = config_from_header(h, path);
-  const size_t n = gpt_num_params(m.config);
+  config = config_from_header(h, path);
+  const size_t n = gpt_num_params(config);
   const uintmax_t want = kHeaderBytes + uintmax_t(n) * sizeof(float);
   ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header ({}) needs {} ({} parameters)", path,
-            size, m.config.describe(), want, n);
-  std::vector<float> llmc(n);
-  read_exact(in, llmc.data(), n * sizeof(float), path, "parameters");
-  m.params.resize(n);
-  llmc_to_flat(m.config, llmc, m.params);
+            size, config.describe(), want, n);
+  return in;
+}
+
+}  // namespace
+
+std::vector<LlmcPiece> llmc_pieces(const GptConfig& c) {
+  const size_t emb = embedding_unit_params(c);
+  const size_t block = block_layout(c.channels).count;
+  const size_t L = c.layers;
+  const size_t n = gpt_num_params(c);
+  std::vector<LlmcPiece> pieces;
+  // wte, wpe: the same place in both orders; so is ln_f at the very end.
+  pieces.push_back({0, 0, emb});
+  size_t file_offset = emb;
+  for (const Stacked& t : stacked_tensors(c)) {
+    for (size_t l = 0; l < L; ++l) pieces.push_back({emb + l * block + t.block_offset, file_offset + l * t.per_layer, t.per_layer});
+    file_offset += L * t.per_layer;
+  }
+  pieces.push_back({n - 2 * size_t(c.channels), n - 2 * size_t(c.channels), 2 * size_t(c.channels)});
+  std::sort(pieces.begin(), pieces.end(), [](const LlmcPiece& a, const LlmcPiece& b) { return a.flat < b.flat; });
+  return pieces;
+}
+
+void llmc_to_flat(const GptConfig& c, std::span<const float> llmc, std::span<float> flat) {
+  permute<true>(c, llmc, flat);
+}
+void flat_to_llmc(const GptConfig& c, std::span<const float> flat, std::span<float> llmc) {
+  permute<false>(c, flat, llmc);
+}
+
+LlmcModelReader::LlmcModelReader(const std::string& path) : path_(path), in_(open_llmc_model(path, config_)) {
+  pieces_ = llmc_pieces(config_);
+}
+
+void LlmcModelReader::read(size_t first, std::span<float> out) {
+  const size_t n = gpt_num_params(config_);
+  ZDP_CHECK(first <= n && out.size() <= n - first, ShapeError, "[load] {}: elements [{}, {}) lie past its {} parameters",
+            path_, first, first + out.size(), n);
+  // The last piece starting at or before `first`, then on in flat order.
+  auto it = std::upper_bound(pieces_.begin(), pieces_.end(), first,
+                             [](size_t at, const LlmcPiece& p) { return at < p.flat; });
+  --it;
+  size_t done = 0;
+  while (done < out.size()) {
+    const size_t at = first + done;
+    const size_t skip = at - it->flat;
+    const size_t count = std::min(it->count - skip, out.size() - done);
+    in_.seekg(static_cast<std::streamoff>(kHeaderBytes + (it->file + skip) * sizeof(float)));
+    read_exact(in_, out.data() + done, count * sizeof(float), path_, "parameters");
+    done += count;
+    ++it;
+  }
+}
+
+LlmcModel load_llmc_model(const std::string& path) {
+  LlmcModelReader reader(path);
+  LlmcModel m;
+  m.config = reader.config();
+  m.params.resize(gpt_num_params(m.config));
+  reader.read(0, m.params);
   return m;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <array>
+#include <fstream>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -43,7 +44,34 @@ struct LlmcModel {
 // The 256-int header of an llm.c fp32 model file for `config`.
 std::array<int32_t, 256> llmc_model_header(const GptConfig& config);
 
+// Reads the whole file (the thread ranks of --init-from use LlmcModelReader).
 LlmcModel load_llmc_model(const std::string& path);
+
+// One contiguous run of parameters: `count` elements at `flat` in zerodp's
+// order and at `file` in llm.c's (element offsets after the header).
+struct LlmcPiece {
+  size_t flat = 0, file = 0, count = 0;
+};
+// Every piece of a model, sorted by flat offset; they tile both orders.
+std::vector<LlmcPiece> llmc_pieces(const GptConfig& config);
+
+// An llm.c model file, checked once at open (magic, version, header, exact
+// size: InputFileError), read a slice at a time in zerodp's flat order, so a
+// rank reads just the parameters it holds.
+// Thread-safety: one reader per thread (it owns a file position).
+class LlmcModelReader {
+ public:
+  explicit LlmcModelReader(const std::string& path);
+  const GptConfig& config() const { return config_; }
+  // Fills `out` with flat parameters [first, first + out.size()).
+  void read(size_t first, std::span<float> out);
+
+ private:
+  std::string path_;
+  GptConfig config_;
+  std::ifstream in_;
+  std::vector<LlmcPiece> pieces_;
+};
 void save_llmc_model(const std::string& path, const GptConfig& config, std::span<const float> params);
 
 std::vector<uint16_t> read_token_shard(const std::string& path);

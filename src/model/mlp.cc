@@ -12,7 +12,6 @@
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "kernels/softmax_xent.h"
-#include "model/init_rng.h"
 
 namespace zerodp::model {
 
@@ -132,25 +131,16 @@ std::vector<TensorInfo> Mlp::tensors() const {
   std::vector<TensorInfo> t;
   for (size_t l = 0; l < units_.size(); ++l) {
     const int in = config_.widths[l], out = config_.widths[l + 1];
-    t.push_back({fmt::format("fc{}.w", l), units_[l].offset, size_t(in) * out, {out, in}, true});
-    t.push_back({fmt::format("fc{}.b", l), units_[l].offset + size_t(in) * out, size_t(out), {out}, false});
+    // N(0, 1/in) weights (variance-preserving for the inputs), zero biases.
+    t.push_back({fmt::format("fc{}.w", l), units_[l].offset, size_t(in) * out, {out, in}, true,
+                 TensorInit::normal(1.0 / std::sqrt(double(in)))});
+    t.push_back({fmt::format("fc{}.b", l), units_[l].offset + size_t(in) * out, size_t(out), {out}, false,
+                 TensorInit::constant(0.0f)});
   }
   return t;
 }
 
 std::string Mlp::describe() const { return fmt::format("{}, {} parameters", config_.describe(), num_params_); }
-
-void Mlp::init_params(std::span<float> all, uint64_t seed) const {
-  ZDP_CHECK_EQ(all.size(), num_params_, ShapeError, "[mlp] init: parameter buffer size");
-  for (size_t l = 0; l < units_.size(); ++l) {
-    const size_t in = config_.widths[l], out = config_.widths[l + 1];
-    std::span<float> p = all.subspan(units_[l].offset, units_[l].count);
-    InitRng rng(seed, l);
-    const double std = 1.0 / std::sqrt(double(in));
-    for (size_t i = 0; i < in * out; ++i) p[i] = static_cast<float>(rng.normal() * std);
-    std::fill(p.begin() + in * out, p.end(), 0.0f);
-  }
-}
 
 std::unique_ptr<Workspace> Mlp::make_workspace(int micro_batch, int /*seq_len*/, bool checkpointing) const {
   ZDP_CHECK(!checkpointing, ConfigError, "[mlp] activation checkpointing is for the GPT; turn it off for an MLP");

@@ -39,7 +39,6 @@ class Mlp final : public Model {
   const std::vector<Op>& ops() const override { return ops_; }
   std::vector<TensorInfo> tensors() const override;
   // Weights N(0, 1/in) (variance-preserving), biases 0; one stream per layer.
-  void init_params(std::span<float> all_params, uint64_t seed) const override;
   // seq_len is ignored (use 1); checkpointing is not supported (ConfigError).
   std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len,
                                             bool checkpointing) const override;

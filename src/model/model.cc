@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace zerodp::model {
@@ -20,10 +22,21 @@ std::span<float> Model::unit_span(std::span<float> all, int unit) const {
   return all.subspan(us[unit].offset, us[unit].count);
 }
 
-std::vector<TensorInfo> Model::tensors() const {
-  std::vector<TensorInfo> t;
-  for (const auto& u : units()) t.push_back({u.name, u.offset, u.count, {static_cast<int>(u.count)}, true});
-  return t;
+void Model::init_range(std::span<float> out, size_t first, uint64_t seed) const {
+  ZDP_CHECK(first <= num_params() && out.size() <= num_params() - first, ShapeError,
+            "[model] init: elements [{}, {}) lie past the model's {} parameters", first, first + out.size(),
+            num_params());
+  const size_t end = first + out.size();
+  for (const TensorInfo& t : tensors()) {
+    const size_t lo = std::max(first, t.offset), hi = std::min(end, t.offset + t.count);
+    if (lo >= hi) continue;
+    init_tensor_slice(t.init, t.offset, lo - t.offset, out.subspan(lo - first, hi - lo), seed);
+  }
+}
+
+void Model::init_params(std::span<float> all, uint64_t seed) const {
+  ZDP_CHECK_EQ(all.size(), num_params(), ShapeError, "[model] init: parameter buffer size");
+  init_range(all, 0, seed);
 }
 
 std::vector<int> Model::last_backward_op() const {

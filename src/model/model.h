@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "kernels/profile.h"
+#include "model/param_init.h"
 
 namespace zerodp::model {
 
@@ -47,6 +48,7 @@ struct TensorInfo {
   size_t count = 0;
   std::vector<int> shape;  // row-major, e.g. {3C, C}
   bool decay = false;      // weight decay applies (matrices: yes; biases and layernorm: no, as GPT-2 / nanoGPT)
+  TensorInit init = {};    // how it starts (model/param_init.h)
 };
 
 enum class OpKind {
@@ -123,12 +125,17 @@ class Model {
   virtual const std::vector<UnitInfo>& units() const = 0;
   virtual const std::vector<Op>& ops() const = 0;
   // Every tensor in flat order; together they tile [0, num_params()).
-  // The optimizer's no-decay ranges are the tensors with decay == false.
-  // The default (for models that do not say) is one decayed tensor per unit.
-  virtual std::vector<TensorInfo> tensors() const;
+  // The optimizer's no-decay ranges are the tensors with decay == false;
+  // each tensor's `init` says how it starts.
+  virtual std::vector<TensorInfo> tensors() const = 0;
 
-  // Deterministic initialisation of all parameters from a seed.
-  virtual void init_params(std::span<float> all_params, uint64_t seed) const = 0;
+  // Deterministic initialisation of flat parameters [first, first +
+  // out.size()) from a seed, with the same bits as the same elements of
+  // init_params: a rank generates only what it holds, slice by slice
+  // (ShapeError past num_params()).
+  void init_range(std::span<float> out, size_t first, uint64_t seed) const;
+  // All parameters (a full flat buffer of num_params()).
+  void init_params(std::span<float> all_params, uint64_t seed) const;
 
   // A workspace for micro-batches of `micro_batch` samples of `seq_len`
   // tokens (ignored by the MLP); checkpointing recomputes each block in

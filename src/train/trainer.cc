@@ -29,9 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Held-out problems answered (greedily) at each evaluation.
-constexpr int kAccuracyProblems = 100;
-
 // Every rank's value of x, on every rank: one scalar all-reduce per rank,
 // exact because all terms but one are zero.
 std::vector<double> all_values(comm::Communicator& comm, double x) {
@@ -138,16 +135,18 @@ TrainOutcome run_training(const TrainConfig& input) {
             gc.max_seq_len, gc.max_seq_len);
   const auto model_ptr = model::make_model(model_config);
   const auto& gpt = dynamic_cast<const model::Gpt&>(*model_ptr);
-  // Read once per process, before any rank allocates: a bad file is refused
-  // first; the thread ranks share this one fp32 copy, freed once they took it.
-  std::optional<model::LlmcModel> init;
+  // Checked once per process, before any rank allocates: a bad file is
+  // refused first. Each rank then reads only the parameters it holds.
   if (!config.init_from.empty()) {
-    init = model::load_llmc_model(config.init_from);
-    ZDP_CHECK(init->config == gc, ConfigError,
+    const model::GptConfig held = model::LlmcModelReader(config.init_from).config();
+    ZDP_CHECK(held == gc, ConfigError,
               "[train] {} holds a {}; this run trains a {}: pass the model it holds with --model '{}'",
-              config.init_from, init->config.describe(), gc.describe(),
-              ckpt::model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = init->config, .mlp = {}}));
+              config.init_from, held.describe(), gc.describe(),
+              ckpt::model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}));
   }
+  // Rank 0 answers the held-out sums and writes the sample from one fp32
+  // copy of the model; with neither, no rank ever holds the whole model.
+  const bool held_out = config.held_out > 0 && !corpus.held_out.empty();
 
   TrainOutcome outcome;
   comm::CommOptions comm_options;
@@ -219,13 +218,10 @@ TrainOutcome run_training(const TrainConfig& input) {
 
     const double tokens_per_step =
         static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
-    if (init) {
-      engine.set_master_params(init->params);
+    if (!config.init_from.empty()) {
+      model::LlmcModelReader reader(config.init_from);
+      engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
       if (lead) progress->note(fmt::format("initialised from {} (llm.c model file)", config.init_from));
-      // Every rank of this process has taken its part: free the full copy
-      // (one per process: the lead thread frees it, or each MPI process).
-      comm.barrier();
-      if (lead || config.backend == comm::Backend::kMpi) init.reset();
     }
     if (!config.resume_dir.empty()) {
       const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);
@@ -271,11 +267,11 @@ TrainOutcome run_training(const TrainConfig& input) {
       losses.push_back(r.loss);
       const bool eval = config.eval_every > 0 && (step + 1) % config.eval_every == 0 && step + 1 < config.steps;
       const double val = eval ? validate_now() : -1.0;
-      if (eval && !corpus.held_out.empty()) {
-        const std::vector<float> now = engine.gather_params();  // collective
+      if (eval && held_out) {
+        const zero::LedgerBuffer<float> now = engine.gather_params_to(0);  // collective
         if (lead) {
           progress->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", step + 1,
-                                     val, 100.0 * held_out_accuracy(gpt, now, corpus, kAccuracyProblems)));
+                                     val, 100.0 * held_out_accuracy(gpt, now, corpus, config.held_out)));
         }
       }
       if (!config.save_dir.empty() && config.save_every > 0 && (step + 1) % config.save_every == 0) {
@@ -306,15 +302,16 @@ TrainOutcome run_training(const TrainConfig& input) {
     const double final_val = validate_now();
     const std::vector<RankMemory> memory = collect_memory(comm, engine);
     const std::vector<comm::CommStats> step_comm = collect_comm(comm, last_step_comm);
-    const std::vector<float> params = engine.gather_params();
+    const bool consolidate = held_out || config.sample_tokens > 0;
+    const zero::LedgerBuffer<float> params = consolidate ? engine.gather_params_to(0) : zero::LedgerBuffer<float>();
     if (!lead) return;
     progress->finish();
     fmt::print("validation loss {:.4f} (training loss {:.4f} at step {})\n", final_val,
                losses.empty() ? 0.0 : losses.front(), first_step + 1);
-    if (!corpus.held_out.empty()) {
-      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, kAccuracyProblems);
+    if (held_out) {
+      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out);
       fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n",
-                 100.0 * outcome.held_out_accuracy, kAccuracyProblems);
+                 100.0 * outcome.held_out_accuracy, std::min<size_t>(config.held_out, corpus.held_out.size()));
     }
     RunStats stats;
     stats.model_description = gpt.describe();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/convert.h"
 #include "core/error.h"
 #include "optim/grad_utils.h"
 #include "zero/grad_accumulate.h"
@@ -91,21 +92,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
   }
 
-  // Initialise identically everywhere, keep what this stage holds.
-  {
-    std::vector<float> full(plan_.num_params());
-    model_.init_params(full, seed);
-    for (size_t u = 0; u < plan_.num_units(); ++u) {
-      const comm::ShardRange held = stage == 3 ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
-      const comm::ConstBuffer src(full.data() + plan_.unit_offset(u) + held.offset, held.count, Dtype::fp32());
-      convert_into(params_.slice(u, held), src);
-      if (mixed) {
-        const comm::ShardRange upd = update_range(u);
-        convert_into(master_.slice(u, upd),
-                     comm::ConstBuffer(full.data() + plan_.unit_offset(u) + upd.offset, upd.count, Dtype::fp32()));
-      }
-    }
-  }
+  fill_params([this, seed](size_t first, std::span<float> out) { model_.init_range(out, first, seed); });
 
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     optim::ShardOptions options;
@@ -120,6 +107,31 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
   if (config_.overlap) worker_ = std::make_unique<CommWorker>();
+}
+
+// Each rank asks the source for exactly the elements its stage holds (the
+// whole unit at stages 0-2, its shard at 3), through one small fp32 chunk:
+// the parameters are rounded from it, and the master weights (the elements
+// this rank updates, a part of those it holds) copied. The rounding is the
+// one refresh_params does, so no collective is needed.
+void Engine::fill_params(const ParamSource& source) {
+  constexpr size_t kChunkElements = size_t{1} << 16;  // 256 KiB
+  LedgerBuffer<float> chunk(ledger_, MemoryCategory::kScratch, std::min(kChunkElements, plan_.largest_unit()));
+  const bool mixed = master_.allocated();
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    const comm::ShardRange held =
+        config_.stage == 3 ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
+    const comm::ShardRange upd = update_range(u);
+    for (size_t at = held.offset; at < held.offset + held.count; at += chunk.size()) {
+      const size_t n = std::min(chunk.size(), held.offset + held.count - at);
+      source(plan_.unit_offset(u) + at, chunk.span().first(n));
+      convert_into(params_.slice(u, {at, n}), comm::ConstBuffer(chunk.data(), n, Dtype::fp32()));
+      const size_t lo = std::max(at, upd.offset), hi = std::min(at + n, upd.offset + upd.count);
+      if (mixed && lo < hi) {
+        convert_into(master_.slice(u, {lo, hi - lo}), comm::ConstBuffer(chunk.data() + (lo - at), hi - lo, Dtype::fp32()));
+      }
+    }
+  }
 }
 
 Engine::~Engine() {

@@ -61,10 +61,17 @@ struct StepResult {
 // Loads micro-batch `micro` (0..grad_accum-1) of this rank into the workspace.
 using BatchFeeder = std::function<void(model::Workspace& ws, int micro)>;
 
+// Starting weights, read a slice at a time: fills `out` with flat parameters
+// [first, first + out.size()) as fp32. A rank asks only for what it holds
+// (model::Model::init_range, an llm.c file's reader, a given buffer).
+using ParamSource = std::function<void(size_t first, std::span<float> out)>;
+
+
 class Engine {
  public:
-  // Initialises the parameters from `seed` (identically on every rank, then
-  // each rank keeps what its stage holds).
+  // Initialises the parameters from `seed`: each rank generates only the
+  // elements its stage holds, a chunk at a time, with the bits of a full
+  // initialisation (model::Model::init_range); no rank builds the whole model.
   Engine(const model::Model& model, comm::Communicator& comm, const EngineConfig& config, uint64_t seed,
          int micro_batch, int seq_len, bool checkpointing = false);
   ~Engine();
@@ -77,15 +84,22 @@ class Engine {
   double eval_loss(const BatchFeeder& feed);
 
   // Every parameter as fp32 master values (the fp32 parameters at fp32), in
-  // flat order, on every rank. Collective: all ranks must call it.
+  // flat order, on every rank: the whole model, for tests and small models.
+  // Collective: all ranks must call it.
   std::vector<float> gather_master_params();
-  // The low-precision parameters the model computes with, widened to fp32.
-  // Collective.
+  // The low-precision parameters the model computes with, widened to fp32,
+  // on every rank (tests, small models). Collective.
   std::vector<float> gather_params();
-  // Starts from given weights instead of the seed's: every parameter in flat
-  // order, the same on every rank; each rank keeps what its stage holds and
-  // rounds its parameters from them. Call before the first step (optimizer
-  // state is left as it is). Collective.
+  // The same on `root` only, booked in this rank's ledger as scratch while
+  // the copy lives (empty on the other ranks). Stage 3 gathers one unit at a
+  // time, so the other ranks hold at most a unit. Collective.
+  LedgerBuffer<float> gather_params_to(int root);
+  // Starts from given weights instead of the seed's: each rank reads the
+  // elements its stage holds from `source`, a chunk at a time, and rounds its
+  // parameters from them. Call before the first step (optimizer state is
+  // left as it is). Not collective.
+  void load_params(const ParamSource& source);
+  // load_params from one flat buffer of every parameter.
   void set_master_params(std::span<const float> flat);
 
   // ---- checkpoint access ----
@@ -138,6 +152,10 @@ class Engine {
   void bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro);
   void flush_bucket(bool first_micro);
   StepResult apply_step(double local_loss);
+  void fill_params(const ParamSource& source);
+  // Every parameter into `full` (flat, fp32) when it is not empty; the other
+  // ranks of a stage-3 gather pass an empty span and only take part.
+  void gather_params_into(std::span<float> full);
   void refresh_params();
   // The fp32 weights the optimizer updates: the master copy, or at fp32 the
   // parameters themselves.

@@ -39,15 +39,14 @@ void Engine::state_loaded(const Counters& counters) {
   refresh_params();
 }
 
+void Engine::load_params(const ParamSource& source) { fill_params(source); }
+
 void Engine::set_master_params(std::span<const float> flat) {
   ZDP_CHECK(flat.size() == plan_.num_params(), ShapeError,
             "[set_master_params] {} values given for a model of {} parameters", flat.size(), plan_.num_params());
-  for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const comm::ShardRange upd = update_range(u);
-    const std::span<float> dst = master_weights().floats(u, upd);
-    std::copy_n(flat.data() + plan_.unit_offset(u) + upd.offset, upd.count, dst.data());
-  }
-  refresh_params();
+  load_params([flat](size_t first, std::span<float> out) {
+    std::copy_n(flat.data() + first, out.size(), out.data());
+  });
 }
 
 // ---- consolidated views (collective) ----
@@ -68,18 +67,37 @@ std::vector<float> Engine::gather_master_params() {
 
 std::vector<float> Engine::gather_params() {
   std::vector<float> full(plan_.num_params());
-  std::vector<std::byte> unit_buffer(plan_.largest_unit() * config_.dtype.size());
+  gather_params_into(full);
+  return full;
+}
+
+LedgerBuffer<float> Engine::gather_params_to(int root) {
+  ZDP_CHECK(root >= 0 && root < comm_.size(), ConfigError, "[gather_params] root {} is not a rank of {}", root,
+            comm_.size());
+  LedgerBuffer<float> full;
+  if (root == rank_) full = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, plan_.num_params());
+  if (root == rank_ || config_.stage == 3) gather_params_into(full.span());
+  return full;
+}
+
+void Engine::gather_params_into(std::span<float> full) {
+  LedgerBuffer<std::byte> unit_buffer;
+  if (config_.stage == 3) {
+    unit_buffer = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kScratch, plan_.largest_unit() * config_.dtype.size());
+  }
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const comm::Buffer out(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32());
+    comm::ConstBuffer unit;
     if (config_.stage == 3) {
       const comm::Buffer gathered(unit_buffer.data(), plan_.unit_count(u), config_.dtype);
       comm_.all_gather(params_.own_shard(u), gathered);
-      convert_into(out, gathered);
+      unit = gathered;
     } else {
-      convert_into(out, params_.unit(u));
+      unit = params_.unit(u);
+    }
+    if (!full.empty()) {
+      convert_into(comm::Buffer(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32()), unit);
     }
   }
-  return full;
 }
 
 }  // namespace zerodp::zero

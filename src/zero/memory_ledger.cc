@@ -31,6 +31,7 @@ std::string_view memory_category_name(MemoryCategory category) {
     case MemoryCategory::kBuckets: return "buckets";
     case MemoryCategory::kActivations: return "activations";
     case MemoryCategory::kComm: return "comm";
+    case MemoryCategory::kScratch: return "scratch";
   }
   return "?";
 }

@@ -45,11 +45,13 @@ enum class MemoryCategory : uint8_t {
   kBuckets = 6,      // gradient buckets for reduction
   kActivations = 7,  // forward activations kept for backward
   kComm = 8,         // communication scratch (send/receive staging)
+  kScratch = 9,      // the engine's temporaries outside the step: initialisation and load chunks,
+                     // checkpoint records, a consolidated copy for the sample
 };
-inline constexpr size_t kNumMemoryCategories = 9;
+inline constexpr size_t kNumMemoryCategories = 10;
 
 // "params", "grads", "master", "adam_m", "adam_v", "gathered", "buckets",
-// "activations", "comm".
+// "activations", "comm", "scratch".
 std::string_view memory_category_name(MemoryCategory category);
 // The categories the ZeRO paper calls model states (params, grads, master,
 // adam_m, adam_v).

@@ -61,6 +61,29 @@ TEST(LlmcIo, ModelRoundTripIsBitwise) {
   std::remove(p.c_str());
 }
 
+// What --init-from does on each rank: read just a slice, in flat order.
+TEST(LlmcIo, ReaderReadsAnySliceInFlatOrder) {
+  const GptConfig c{8, 30, 32, 3, 2, 8};
+  Gpt m(c);
+  std::vector<float> params(m.num_params());
+  for (size_t i = 0; i < params.size(); ++i) params[i] = float(i);  // every element tells where it belongs
+  const std::string p = temp_path("slices.bin");
+  save_llmc_model(p, c, params);
+  LlmcModelReader reader(p);
+  EXPECT_EQ(reader.config(), c);
+  for (size_t first : {size_t{0}, size_t{1}, size_t{255}, params.size() / 3, params.size() - 17}) {
+    for (size_t count : {size_t{1}, size_t{16}, size_t{1000}}) {
+      if (first + count > params.size()) continue;
+      std::vector<float> part(count);
+      reader.read(first, part);
+      EXPECT_EQ(std::memcmp(part.data(), params.data() + first, count * 4), 0) << first << " + " << count;
+    }
+  }
+  std::vector<float> two(2);
+  EXPECT_THROW(reader.read(params.size() - 1, two), ShapeError);
+  std::remove(p.c_str());
+}
+
 TEST(LlmcIo, MalformedModelFilesGiveClearErrors) {
   const GptConfig c{8, 30, 32, 1, 2, 8};
   Gpt m(c);
