@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/gemm.h"
@@ -69,5 +70,26 @@ void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<
 }
 
 double linear_flops(LinearShape s) { return 2.0 * s.rows * s.in * s.out; }
+
+void warm_up_linear(std::span<const LinearShape> shapes) {
+  // OpenBLAS packs the whole panel of the other operand only when its
+  // column-major M (our n) is past its blocking P (below that it streams
+  // through a small L1 slice), and its own panel grows up to P: 2048 is
+  // past P on the Prescott, Sandybridge, Haswell and SkylakeX kernels
+  // (measured; 1024 is not, on Prescott and Sandybridge).
+  constexpr int kWidth = 2048;
+  for (const LinearShape& s : shapes) {
+    const int w_out = std::min(s.out, kWidth), w_in = std::min(s.in, kWidth);
+    std::vector<float> inp(size_t(s.rows) * s.in), dout(size_t(s.rows) * s.out);
+    std::vector<float> weight(std::max(size_t(w_out) * s.in, size_t(s.out) * w_in));
+    std::vector<float> c(std::max(size_t(s.rows) * std::max(w_out, w_in), size_t(s.out) * w_in));
+    gemm(Trans::kNo, Trans::kYes, s.rows, w_out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, 0.0f, c.data(),
+         w_out);
+    gemm(Trans::kNo, Trans::kNo, s.rows, w_in, s.out, 1.0f, dout.data(), s.out, weight.data(), w_in, 0.0f, c.data(),
+         w_in);
+    gemm(Trans::kYes, Trans::kNo, s.out, w_in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 0.0f, c.data(),
+         w_in);
+  }
+}
 
 }  // namespace zerodp::kernels

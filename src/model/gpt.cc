@@ -197,6 +197,14 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
   }
 }
 
+std::vector<kernels::LinearShape> Gpt::linear_shapes(int micro_batch, int seq_len) const {
+  const int rows = micro_batch * seq_len, C = config_.channels;
+  // The blocks' and the head's linears; attention's per-head products
+  // (T x T scores from T x hs, and back) have a linear's three shapes too.
+  return {{rows, C, 3 * C},        {rows, C, C}, {rows, C, 4 * C}, {rows, 4 * C, C}, {rows, C, config_.padded_vocab},
+          {seq_len, C / config_.heads, seq_len}};
+}
+
 double Gpt::train_flops_per_position(int seq_len) const {
   const double C = config_.channels;
   const double L = config_.layers;

@@ -43,6 +43,7 @@ class Gpt final : public Model {
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;
   // 6 (L 12 C^2 + Vp C) + 12 L T C  (matmul weights; attention as executed)
+  std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   double train_flops_per_position(int seq_len) const override;
 
   const GptConfig& config() const { return config_; }

@@ -209,6 +209,14 @@ void Mlp::backward(int op_index, std::span<const float> params, std::span<float>
                            ws.dpre_[l].span(), ws.h_[l].span(), params.subspan(0, size_t(in) * out), s, false);
 }
 
+std::vector<kernels::LinearShape> Mlp::linear_shapes(int micro_batch, int /*seq_len*/) const {
+  std::vector<kernels::LinearShape> shapes;
+  for (size_t l = 0; l + 1 < config_.widths.size(); ++l) {
+    shapes.push_back({micro_batch, config_.widths[l], config_.widths[l + 1]});
+  }
+  return shapes;
+}
+
 double Mlp::train_flops_per_position(int /*seq_len*/) const {
   double n = 0;
   for (size_t l = 0; l + 1 < config_.widths.size(); ++l) n += double(config_.widths[l]) * config_.widths[l + 1];

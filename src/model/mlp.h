@@ -45,6 +45,7 @@ class Mlp final : public Model {
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;
+  std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   double train_flops_per_position(int seq_len) const override;  // per sample
 
   const MlpConfig& config() const { return config_; }

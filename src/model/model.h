@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/linear.h"
 #include "kernels/profile.h"
 #include "model/param_init.h"
 
@@ -147,6 +148,11 @@ class Model {
   virtual void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const = 0;
   virtual void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                         Workspace& ws) const = 0;
+
+  // The shapes of the matrix products one micro-batch runs (kernels::
+  // warm_up_linear touches OpenBLAS's buffers with them before a run
+  // measures its baseline memory).
+  virtual std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const = 0;
 
   // Model FLOPs of forward + backward per sample position (per token for the
   // GPT, per sample for the MLP): 6 x (matmul parameters) + attention.

@@ -1,11 +1,25 @@
 #include "plan/engine_memory.h"
 
 #include <algorithm>
+#include <deque>
 
 #include "core/error.h"
 
 namespace zerodp::plan {
 namespace {
+
+// zero::Engine's fill chunk (engine.cc, kChunkElements).
+constexpr uint64_t kFillChunkElements = uint64_t{1} << 16;
+// zero::kMaxReductionsInFlight (engine_config.h).
+constexpr size_t kMaxReductionsInFlight = 2;
+// Resident bytes beyond the request per large buffer (RankPrediction::
+// allocator), and how many buffers besides the optimizer's two per unit may
+// be live at once.
+constexpr uint64_t kAllocatorBytesPerBuffer = 8192;
+constexpr uint64_t kOtherBuffers = 16;
+// The rank's comm thread, started by the engine: its stack and the malloc
+// arena glibc gives a new thread (a heap padded by 128 KiB).
+constexpr uint64_t kCommThreadBytes = 256 * 1024;
 
 // Peak bytes of the "buckets" category over one step's backward passes.
 // `lagging`: releases that the engine leaves to the comm thread (the
@@ -26,20 +40,35 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   const bool low = run.dtype.is_low_precision();
   uint64_t live = 0;     // fp32 unit gradients the compute thread holds
   uint64_t pending = 0;  // buffers queued with their reduction
+  // The queued reductions, oldest first: the engine waits for the oldest
+  // once more than kMaxReductionsInFlight wait (zero/engine_config.h).
+  std::deque<uint64_t> queue;
+  auto enqueue = [&](uint64_t bytes) {
+    if (!lagging) return;
+    queue.push_back(bytes);
+    pending += bytes;
+    while (queue.size() > kMaxReductionsInFlight) {
+      pending -= queue.front();
+      queue.pop_front();
+    }
+  };
   uint64_t peak = 0;
   // Stage 0's open bucket: capacity (elements; 0 = none), filled, lowest flat element.
   uint64_t capacity = 0, filled = 0, lo = 0;
   auto note = [&](uint64_t extra) { peak = std::max(peak, live + pending + capacity * dsize + extra); };
   auto flush = [&] {
     if (capacity == 0) return;
-    if (lagging) pending += capacity * dsize;
+    enqueue(capacity * dsize);
     capacity = 0;
     filled = 0;
   };
   for (int micro = 0; micro < run.grad_accum; ++micro) {
     // Stage 3's first gather of the next forward waits behind every queued
     // reduction; stages 0-2 never wait before the step's drain.
-    if (run.stage == 3) pending = 0;
+    if (run.stage == 3) {
+      pending = 0;
+      queue.clear();
+    }
     std::vector<bool> open(num_units, false);
     for (int i = num_ops - 1; i >= 0; --i) {
       const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
@@ -77,7 +106,7 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
         queued = 4 * c;  // the fp32 gradient itself is the reduction's input
         live -= 4 * c;
       }
-      if (lagging) pending += queued;
+      enqueue(queued);
     }
     flush();  // the end of each backward pass
   }
@@ -153,7 +182,13 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.adam_v = updated * static_cast<uint64_t>(bpp.moment2);
 
   const uint64_t largest = schedule.largest_unit();
-  if (run.dtype.is_low_precision()) p.gathered += 4 * largest;
+  if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;
+  p.gathered += p.compute_copy;
+  p.init_scratch = 4 * std::min<uint64_t>(kFillChunkElements, largest);
+  if (run.consolidated_copy) {
+    if (rank == 0) p.final_scratch += 4 * phi;
+    if (run.stage == 3) p.final_scratch += largest * dsize;
+  }
   if (run.stage == 3) {
     const uint64_t pool = run.prefetch && schedule.op_units.size() > 1 ? 2 : 1;
     p.gathered += pool * largest * dsize;
@@ -161,6 +196,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.buckets = simulate_buckets(schedule, run, /*lagging=*/false);
   p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
   p.activations = activation_bytes;
+  p.allocator = kAllocatorBytesPerBuffer * (2 * schedule.unit_counts.size() + kOtherBuffers) + kCommThreadBytes;
   return p;
 }
 

@@ -22,6 +22,12 @@
 //             straight into its grads buffer. Simulated op by op over the
 //             backward pass.
 //   activations  the workspace's bytes (activations.h)
+//   scratch   outside the step: the initialisation's (and --init-from's)
+//             fp32 chunk of min(64Ki, largest unit) elements while the
+//             constructor fills the parameters; at the end, with
+//             consolidated_copy, rank 0's fp32 copy of the whole model for
+//             the sample and the held-out answers (4Φ), and at stage 3 every
+//             rank's one-unit gather buffer in the training dtype
 //
 // owned(r) = sum over units of the rank's shard, c/N plus one on the first
 // c mod N ranks (comm::shard_range), so rank 0 is always the busiest.
@@ -29,15 +35,20 @@
 // Buckets: `buckets` is the peak when every reduction finishes before the
 // next backward op allocates (exact with EngineConfig::overlap off, and a
 // lower bound with it on); `buckets_bound` is the worst case with the comm
-// thread lagging: every reduced unit's buffer still queued until the step's
-// drain (stages 0 and 2 do not wait between micro-batches; stage 3 does, at
-// its first gather). The ledger's measured peak lies between the two.
+// thread lagging: the latest kMaxReductionsInFlight (2) reductions' buffers
+// still queued, as the engine waits for the oldest beyond that (stage 3's
+// first gather of a micro-batch also waits behind them all). The ledger's
+// measured peak lies between the two.
 // Every other category is allocated once by the constructor (or, for stage
-// 3's gather pool, by the first forward) and stays, so after one step the
-// ledger's total peak is the sum of the category peaks above.
+// 3's gather pool, by the first forward) and stays. So the ledger's total
+// peak is the largest of three moments: the constructor's fill (model
+// states, the compute copy, the chunk), a step (model states, gathered,
+// buckets, activations) and the end's consolidated copy (the same with the
+// copy in place of the buckets, which are free by then).
 // Thread-safety: all functions are pure.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -73,6 +84,7 @@ struct EngineRun {
   int grad_accum = 1;
   bool prefetch = true;  // stage 3
   uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)
+  bool consolidated_copy = false;  // rank 0 gathers an fp32 copy of the model at the end
 };
 
 // One rank's ledger, by category, in bytes (peaks; for everything but
@@ -89,12 +101,35 @@ struct RankPrediction {
   uint64_t buckets = 0;        // overlap off: exact; on: a lower bound
   uint64_t buckets_bound = 0;  // the worst case with overlap on
   uint64_t activations = 0;
+  uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
+  uint64_t init_scratch = 0;   // the constructor's fill chunk
+  uint64_t final_scratch = 0;  // the end's consolidated copy and gather buffer
+  // Not booked in the ledger: rank 0's workspace for the sample and the
+  // held-out answers (one sequence), beside the consolidated copy.
+  uint64_t sample_workspace = 0;
+  // What the allocator adds to the ledger's bytes in resident memory: each
+  // large buffer is its own mapping, rounded up to pages with a header and
+  // the 64-byte alignment (at most two pages), for the buffers live at once:
+  // the optimizer's two per unit and a bounded few more (state buffers,
+  // compute copy, gather pool, the workspace's arena, gradient transients);
+  // and the comm thread's stack and malloc arena.
+  uint64_t allocator = 0;
 
   uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
+  uint64_t scratch() const { return std::max(init_scratch, final_scratch); }
+  // The ledger's total at each of the three moments.
+  uint64_t fill() const { return model_states() + compute_copy + init_scratch; }
+  uint64_t step(uint64_t step_buckets) const { return model_states() + gathered + activations + step_buckets; }
+  uint64_t end() const { return model_states() + gathered + activations + final_scratch; }
   // The ledger's total peak with the comm thread keeping pace.
-  uint64_t total() const { return model_states() + gathered + buckets + activations; }
+  uint64_t total() const { return std::max({fill(), step(buckets), end()}); }
   // The worst case with the comm thread lagging.
-  uint64_t total_bound() const { return model_states() + gathered + buckets_bound + activations; }
+  uint64_t total_bound() const { return std::max({fill(), step(buckets_bound), end()}); }
+  // Resident memory of this rank alone: the worst-case peak with the sample's
+  // workspace and the allocator's rounding.
+  uint64_t resident() const {
+    return std::max({fill(), step(buckets_bound), end() + sample_workspace}) + allocator;
+  }
 };
 
 // Elements rank `rank` owns: sum over units of its comm::shard_range count.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "plan/activations.h"
 
@@ -59,9 +61,18 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
 }
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {
-  const EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch,
-                         run.bucket_elements};
-  return predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
+  const EngineRun engine{run.stage,    run.ranks,    run.dtype,           run.optimizer,
+                         run.grad_accum, run.prefetch, run.bucket_elements, run.consolidated_copy};
+  RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
+  if (run.consolidated_copy && rank == 0) {
+    // The sample's (and the held-out answers') workspace: one sequence of
+    // at most the trained window, without checkpointing.
+    RunShape one = run;
+    one.micro_batch = 1;
+    one.checkpointing = false;
+    p.sample_workspace = predict_activation_bytes(config, one);
+  }
+  return p;
 }
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run) {
@@ -73,7 +84,8 @@ std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& 
   const uint64_t act = predict_activation_bytes(config, run);
   std::array<RankPrediction, kNumStages> out;
   for (int s = 0; s < kNumStages; ++s) {
-    const EngineRun engine{s, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch, run.bucket_elements};
+    const EngineRun engine{s,         run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch,
+                           run.bucket_elements, run.consolidated_copy};
     out[static_cast<size_t>(s)] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;
@@ -83,35 +95,70 @@ std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, cons
                                           uint64_t max_bytes) {
   const auto stages = predict_stages(config, run);
   for (int s = 0; s < kNumStages; ++s) {
-    if (stages[static_cast<size_t>(s)].total() <= max_bytes) return s;
+    if (stages[static_cast<size_t>(s)].resident() <= max_bytes) return s;
   }
   return std::nullopt;
 }
 
-void check_memory_fits(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes) {
+uint64_t ProcessPrediction::ranks_total() const {
+  uint64_t fill = 0, step = 0, end = 0;
+  for (const RankPrediction& r : ranks) {
+    fill += r.fill();
+    step += r.step(r.buckets_bound);
+    end += r.end() + r.sample_workspace;
+  }
+  return std::max({fill, step, end}) + allocator();
+}
+
+uint64_t ProcessPrediction::allocator() const {
+  uint64_t sum = 0;
+  for (const RankPrediction& r : ranks) sum += r.allocator;
+  return sum;
+}
+
+ProcessPrediction predict_process(const model::ModelConfig& config, const RunShape& run, LocalRanks local,
+                                  uint64_t baseline) {
   check_stage_and_ranks(run.stage, run.ranks);
-  const auto stages = predict_stages(config, run);
-  const RankPrediction& p = stages[static_cast<size_t>(run.stage)];
+  ZDP_CHECK(local.first >= 0 && local.count >= 1 && local.first + local.count <= run.ranks, ConfigError,
+            "[plan] local ranks [{}, {}) are not ranks of {}", local.first, local.first + local.count, run.ranks);
+  ProcessPrediction p;
+  p.baseline = baseline;
+  for (int r = local.first; r < local.first + local.count; ++r) p.ranks.push_back(predict_rank(config, run, r));
+  return p;
+}
+
+void check_memory_fits(const model::ModelConfig& config, const RunShape& run, LocalRanks local, uint64_t baseline,
+                       uint64_t max_bytes, const std::string& limit_source) {
+  auto at_stage = [&](int stage) {
+    RunShape s = run;
+    s.stage = stage;
+    return predict_process(config, s, local, baseline);
+  };
+  const ProcessPrediction p = at_stage(run.stage);
   if (p.total() <= max_bytes) return;
   std::string fix;
   for (int s = 0; s < kNumStages; ++s) {
-    const RankPrediction& q = stages[static_cast<size_t>(s)];
-    if (q.total() <= max_bytes) {
+    if (const ProcessPrediction q = at_stage(s); q.total() <= max_bytes) {
       fix = fmt::format("stage {} would fit ({})", s, human_bytes(q.total()));
       break;
     }
   }
   if (fix.empty()) {
-    fix = fmt::format("no stage fits at {} ranks (stage 3 needs {}): add ranks, lower --micro-batch, or use "
-                      "activation checkpointing",
-                      run.ranks, human_bytes(stages[3].total()));
+    fix = fmt::format("no stage fits at {} ranks (stage 3 needs {}): add ranks (or machines), lower --micro-batch, "
+                      "use activation checkpointing, or turn off the sample and held-out answers "
+                      "(--sample-tokens 0 --held-out 0)",
+                      run.ranks, human_bytes(at_stage(3).total()));
   }
+  const RankPrediction& b = p.ranks.front();  // the lowest local rank: the busiest
+  const std::string who = local.count == 1 ? fmt::format("rank {}", local.first)
+                                           : fmt::format("{} ranks, the busiest", local.count);
   ZDP_THROW(ConfigError,
-            "[train] ZeRO stage {} needs {} per rank (params {}, grads {}, optimizer {}, buffers {}, activations "
-            "{}), over --max-memory {}: {}",
-            run.stage, human_bytes(p.total()), human_bytes(p.params), human_bytes(p.grads),
-            human_bytes(p.master + p.adam_m + p.adam_v), human_bytes(p.gathered + p.buckets),
-            human_bytes(p.activations), human_bytes(max_bytes), fix);
+            "[train] ZeRO stage {} needs {} in this process ({} {}: params {}, grads {}, optimizer {}, buffers {}, "
+            "activations {}, scratch {}; baseline {}), over {} {}: {}",
+            run.stage, human_bytes(p.total()), who, human_bytes(b.total()), human_bytes(b.params),
+            human_bytes(b.grads), human_bytes(b.master + b.adam_m + b.adam_v), human_bytes(b.gathered + b.buckets),
+            human_bytes(b.activations), human_bytes(b.scratch()), human_bytes(p.baseline), limit_source,
+            human_bytes(max_bytes), fix);
 }
 
 }  // namespace zerodp::plan

@@ -16,6 +16,8 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "model/presets.h"
@@ -38,6 +40,26 @@ struct RunShape {
   int grad_accum = 1;
   bool prefetch = true;                   // zero::EngineConfig::prefetch
   uint64_t bucket_elements = 25 << 20;    // zero::EngineConfig::bucket_elements (stage 0)
+  bool consolidated_copy = false;         // rank 0 gathers an fp32 copy at the end (sample, held-out answers)
+};
+
+// The ranks one process runs: all of them on threads, its own one under MPI.
+struct LocalRanks {
+  int first = 0;
+  int count = 1;
+};
+
+// One process's memory: the process baseline (binary, libraries, OpenBLAS,
+// MPI, the data) measured at start, and its ranks' memory at the worst of
+// the three moments they pass together (the constructors' fill, a step with
+// the comm threads lagging, the end with rank 0's consolidated copy and
+// sample workspace), with the allocator's rounding.
+struct ProcessPrediction {
+  std::vector<RankPrediction> ranks;
+  uint64_t baseline = 0;
+  uint64_t ranks_total() const;
+  uint64_t allocator() const;     // the sum of the ranks' allocator rounding
+  uint64_t total() const { return ranks_total() + baseline; }
 };
 
 // optim's config as plan's optimizer kind (SGD with momentum > 0 keeps a
@@ -64,17 +86,24 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
 // The busiest rank at each stage 0-3 (run.stage ignored).
 std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& config, const RunShape& run);
 
-// The lowest stage whose busiest rank's total() fits in `max_bytes`
+// The lowest stage whose busiest rank's resident() fits in `max_bytes`
 // (run.stage ignored), or none.
 std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run,
                                           uint64_t max_bytes);
 
-// Throws ConfigError when the busiest rank's total() at run.stage exceeds
-// `max_bytes`, one line: the prediction by category, and which stage would
-// fit (or what else to change), e.g.
-//   [train] ZeRO stage 0 needs 1.52 GiB per rank (params 0.25, grads 0.25,
-//   optimizer 0.75, buffers 0.02, activations 0.25 GiB), over --max-memory
-//   1.00 GiB: stage 2 would fit (0.91 GiB)
-void check_memory_fits(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes);
+ProcessPrediction predict_process(const model::ModelConfig& config, const RunShape& run, LocalRanks local,
+                                  uint64_t baseline);
+
+// Throws ConfigError when the process's total() at run.stage exceeds
+// `max_bytes`, one line: the prediction by category (its busiest rank), and
+// which stage would fit (or what else to change), e.g.
+//   [train] ZeRO stage 0 needs 49.9 GiB in this process (4 ranks, the
+//   busiest 12.5 GiB: params 1.44, grads 1.44, optimizer 8.65, buffers 0.37,
+//   activations 0.55, scratch 0.00 GiB; baseline 41.0 MiB), over --max-memory
+//   23.4 GiB (this machine's memory): stage 3 would fit (14.9 GiB)
+// `limit_source` says where the limit came from ("--max-memory",
+// "this machine's memory").
+void check_memory_fits(const model::ModelConfig& config, const RunShape& run, LocalRanks local, uint64_t baseline,
+                       uint64_t max_bytes, const std::string& limit_source = "--max-memory");
 
 }  // namespace zerodp::plan

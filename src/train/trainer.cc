@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_record.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 #include "core/simd.h"
 #include "kernels/gemm.h"
 #include "model/generate.h"
@@ -22,6 +24,7 @@
 #include "train/progress.h"
 #include "train/sampler.h"
 #include "train/summary.h"
+#include "train/warm_up.h"
 #include "zero/engine.h"
 
 namespace zerodp::train {
@@ -76,7 +79,8 @@ std::vector<comm::CommStats> collect_comm(comm::Communicator& comm, const comm::
 }
 
 // Exact-match accuracy of greedy answers to held-out problems (rank 0).
-double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus, int count) {
+double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus, int count,
+                         int context) {
   int correct = 0;
   const int n = std::min<int>(count, static_cast<int>(corpus.held_out.size()));
   for (int i = 0; i < n; ++i) {
@@ -84,6 +88,7 @@ double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, c
     const auto prompt = text_to_tokens(p.prompt());
     model::GenerateConfig g;
     g.max_new_tokens = static_cast<int>(p.answer().size());
+    g.context = context;  // the positions the model was trained at
     g.temperature = 0.0f;
     const auto out = model::generate(gpt, params, prompt, g);
     const std::string answer = tokens_to_text({out.begin() + static_cast<std::ptrdiff_t>(prompt.size()), out.end()});
@@ -110,9 +115,59 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
   return tokens_to_text(out);
 }
 
+plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated_copy) {
+  plan::RunShape shape;
+  shape.stage = config.engine.stage;
+  shape.ranks = ranks;
+  shape.dtype = config.engine.dtype;
+  shape.optimizer = plan::plan_optimizer(config.engine.optimizer);
+  shape.micro_batch = config.micro_batch;
+  shape.seq_len = config.seq_len;
+  shape.checkpointing = config.activation_checkpointing;
+  shape.grad_accum = config.engine.grad_accum;
+  shape.prefetch = config.engine.prefetch;
+  shape.bucket_elements = config.engine.bucket_elements;
+  shape.consolidated_copy = consolidated_copy;
+  return shape;
+}
+
+// --max-memory, or this machine's memory shared by the processes on it
+// (Open MPI tells how many run here).
+struct MemoryLimit {
+  uint64_t bytes = 0;
+  std::string source;
+};
+MemoryLimit memory_limit(const TrainConfig& config) {
+  if (config.max_memory_bytes > 0) return {static_cast<uint64_t>(config.max_memory_bytes), "--max-memory"};
+  const uint64_t machine = machine_memory_bytes();
+  if (machine == 0) return {UINT64_MAX, "no limit (the machine's memory is unknown)"};
+  int local = 1;
+  if (config.backend == comm::Backend::kMpi) {
+    if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(s));
+  }
+  if (local == 1) return {machine, "this machine's memory (--max-memory)"};
+  return {machine / static_cast<uint64_t>(local),
+          fmt::format("this machine's memory / {} processes on it (--max-memory)", local)};
+}
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+// The measured peak next to the plan, and how far the plan is above it.
+std::string format_process_memory(const plan::ProcessPrediction& plan, uint64_t peak, bool mpi) {
+  const uint64_t allocator = plan.allocator();
+  const uint64_t ranks = plan.ranks_total() - allocator;
+  const double over = peak > 0 ? 100.0 * (static_cast<double>(plan.total()) / static_cast<double>(peak) - 1.0) : 0.0;
+  return fmt::format(
+      "Process memory{}: peak resident {} measured; the plan {} = baseline {} (binary, libraries, data, OpenBLAS "
+      "buffers) + {} rank{} at {} peak moment {} + allocator rounding {} ({:+.1f}% against the measurement)\n",
+      mpi ? " (rank 0's process)" : "", mib(peak), mib(plan.total()), mib(plan.baseline), plan.ranks.size(),
+      plan.ranks.size() == 1 ? "" : "s", plan.ranks.size() == 1 ? "its" : "their", mib(ranks), mib(allocator), over);
+}
+
 }  // namespace
 
 TrainOutcome run_training(const TrainConfig& input) {
+  return_large_frees_to_the_os();  // so that the process's peak is the ledger's (core/process_memory.h)
   TrainConfig config = input;
   apply_data_defaults(config);
   if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
@@ -147,6 +202,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
   const bool held_out = config.held_out > 0 && !corpus.held_out.empty();
+  const bool consolidate = held_out || config.sample_tokens > 0;
 
   TrainOutcome outcome;
   comm::CommOptions comm_options;
@@ -157,21 +213,19 @@ TrainOutcome run_training(const TrainConfig& input) {
     const int n = comm.size();
     TrainConfig config = input_config;  // mpi: the batch rule needs the number of processes
     resolve_batch(config, n);
-    if (config.max_memory_bytes > 0) {
-      // Refuse before allocating anything, naming a stage that would fit.
-      plan::RunShape shape;
-      shape.stage = config.engine.stage;
-      shape.ranks = n;
-      shape.dtype = config.engine.dtype;
-      shape.optimizer = plan::plan_optimizer(config.engine.optimizer);
-      shape.micro_batch = config.micro_batch;
-      shape.seq_len = config.seq_len;
-      shape.checkpointing = config.activation_checkpointing;
-      shape.grad_accum = config.engine.grad_accum;
-      shape.prefetch = config.engine.prefetch;
-      shape.bucket_elements = config.engine.bucket_elements;
-      plan::check_memory_fits(model_config, shape, static_cast<uint64_t>(config.max_memory_bytes));
-    }
+    // The process baseline, once every rank (thread) is up, has touched its
+    // OpenBLAS buffers and allocated nothing yet; then refuse before
+    // allocating anything when the plan does not fit, naming a stage that would.
+    warm_up(gpt, config.micro_batch, config.seq_len);
+    comm.barrier();
+    const auto baseline =
+        static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(current_rss_bytes()), comm::ReduceOp::kMax));
+    const plan::RunShape shape = run_shape(config, n, consolidate);
+    const plan::LocalRanks local =
+        config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
+    const MemoryLimit limit = memory_limit(config);
+    plan::check_memory_fits(model_config, shape, local, baseline, limit.bytes, limit.source);
+    const plan::ProcessPrediction process_plan = plan::predict_process(model_config, shape, local, baseline);
     zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                         config.activation_checkpointing);
     const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
@@ -271,7 +325,7 @@ TrainOutcome run_training(const TrainConfig& input) {
         const zero::LedgerBuffer<float> now = engine.gather_params_to(0);  // collective
         if (lead) {
           progress->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", step + 1,
-                                     val, 100.0 * held_out_accuracy(gpt, now, corpus, config.held_out)));
+                                     val, 100.0 * held_out_accuracy(gpt, now, corpus, config.held_out, config.seq_len)));
         }
       }
       if (!config.save_dir.empty() && config.save_every > 0 && (step + 1) % config.save_every == 0) {
@@ -302,14 +356,13 @@ TrainOutcome run_training(const TrainConfig& input) {
     const double final_val = validate_now();
     const std::vector<RankMemory> memory = collect_memory(comm, engine);
     const std::vector<comm::CommStats> step_comm = collect_comm(comm, last_step_comm);
-    const bool consolidate = held_out || config.sample_tokens > 0;
     const zero::LedgerBuffer<float> params = consolidate ? engine.gather_params_to(0) : zero::LedgerBuffer<float>();
     if (!lead) return;
     progress->finish();
     fmt::print("validation loss {:.4f} (training loss {:.4f} at step {})\n", final_val,
                losses.empty() ? 0.0 : losses.front(), first_step + 1);
     if (held_out) {
-      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out);
+      outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out, config.seq_len);
       fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n",
                  100.0 * outcome.held_out_accuracy, std::min<size_t>(config.held_out, corpus.held_out.size()));
     }
@@ -333,6 +386,10 @@ TrainOutcome run_training(const TrainConfig& input) {
       fmt::print("\nSample ({} tokens, temperature 0.8, top-k 40):\n{}\n", config.sample_tokens,
                  sample_text(gpt, params, corpus, config));
     }
+    outcome.baseline_bytes = baseline;
+    outcome.planned_bytes = process_plan.total();
+    outcome.peak_rss_bytes = peak_rss_bytes();
+    fmt::print("{}", format_process_memory(process_plan, outcome.peak_rss_bytes, config.backend == comm::Backend::kMpi));
     outcome.losses = losses;
     outcome.final_val_loss = final_val;
     outcome.tokens_per_second = stats.tokens_per_second;

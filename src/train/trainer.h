@@ -19,6 +19,12 @@ struct TrainOutcome {
   double tokens_per_second = 0.0;
   double held_out_accuracy = -1.0;  // embedded arithmetic only, else -1
   int ranks = 0;
+  // This process's memory: the baseline measured at start, the plan
+  // (baseline + its ranks' predicted ledger peaks) and the measured peak
+  // resident set size at the end.
+  uint64_t baseline_bytes = 0;
+  uint64_t planned_bytes = 0;
+  uint64_t peak_rss_bytes = 0;
 };
 
 TrainOutcome run_training(const TrainConfig& config);

@@ -164,6 +164,19 @@ void Engine::wait(CommWorker::Ticket ticket) {
 
 void Engine::drain() {
   if (worker_) worker_->drain();
+  in_flight_.clear();
+}
+
+// A reduction holds its input buffer until the comm thread has run it; at
+// most kMaxReductionsInFlight may wait, so a lagging comm thread cannot pile
+// up gradient buffers past what the plan counts (plan/engine_memory.h).
+void Engine::limit_in_flight(CommWorker::Ticket ticket) {
+  if (!worker_) return;
+  in_flight_.push_back(ticket);
+  while (in_flight_.size() > kMaxReductionsInFlight) {
+    wait(in_flight_.front());
+    in_flight_.pop_front();
+  }
 }
 
 // ---- the unit schedule ----
@@ -270,11 +283,11 @@ void Engine::flush_bucket(bool first_micro) {
   const comm::Buffer acc = grads_.all().slice(bucket_.lo, bucket_.hi - bucket_.lo);
   std::shared_ptr<LedgerBuffer<std::byte>> keep = std::move(bucket_.data);
   bucket_ = Bucket{};
-  submit([this, staging, acc, first_micro, keep] {
+  limit_in_flight(submit([this, staging, acc, first_micro, keep] {
     if (first_micro) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
     comm_.all_reduce(staging, staging, comm::ReduceOp::kSum);
     accumulate_into(acc, staging);
-  });
+  }));
 }
 
 // The unit's fp32 gradient is complete: reduce it across ranks (on the comm
@@ -312,6 +325,7 @@ void Engine::reduce_unit(size_t unit, bool first_micro) {
     comm_.reduce_scatter(staging, own_part, comm::ReduceOp::kSum);
     accumulate_into(acc, own_part);
   });
+  limit_in_flight(staging_tickets_[unit]);
 }
 
 // ---- the step ----

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -162,6 +163,7 @@ class Engine {
   const StateBuffer& master_weights() const { return master_.allocated() ? master_ : params_; }
   // Collectives run on the comm thread when overlap is on, inline otherwise.
   CommWorker::Ticket submit(std::function<void()> task);
+  void limit_in_flight(CommWorker::Ticket ticket);
   void wait(CommWorker::Ticket ticket);
   void drain();
 
@@ -187,6 +189,7 @@ class Engine {
   std::vector<std::shared_ptr<Gathered>> gathered_;                 // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;                // stage 3: reused gather buffers
   std::vector<CommWorker::Ticket> staging_tickets_;                 // per unit: its last reduction
+  std::deque<CommWorker::Ticket> in_flight_;                        // gradient reductions not yet waited for
   struct Bucket {                                                   // stage 0: gradients awaiting all-reduce
     std::shared_ptr<LedgerBuffer<std::byte>> data;
     size_t capacity = 0, filled = 0, lo = 0, hi = 0;                // holds flat elements [lo, hi)

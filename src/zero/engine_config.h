@@ -26,6 +26,12 @@ struct EngineConfig {
   optim::LossScalerConfig loss_scaler = {};  // used for fp16 only
 };
 
+// With overlap, how many gradient reductions (each holding its input buffer)
+// may wait for the comm thread before the compute thread waits for the
+// oldest: two keep it busy (one running, one ready) and bound the memory
+// (plan/engine_memory.cc counts the same).
+inline constexpr size_t kMaxReductionsInFlight = 2;
+
 // Throws ConfigError for a stage outside 0..3, grad_accum < 1, clip < 0.
 void validate(const EngineConfig& config);
 

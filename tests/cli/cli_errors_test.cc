@@ -32,7 +32,8 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --clip -1" + m, "clipping -1");
   expect_refused("train --data /nonexistent/corpus.txt" + m, "does not exist");
   expect_refused("train --no-such-flag", "no-such-flag");
-  expect_refused("train --stage 0 --ranks 2 --max-memory 35MB" + m, "would fit");
+  // Thread ranks share the process: 2 ranks and the baseline.
+  expect_refused("train --stage 0 --ranks 2 --max-memory 85MB" + m, "would fit");
   expect_refused("train --max-memory 12XB" + m, "12XB");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }

@@ -98,6 +98,8 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     zero::Engine engine(*model, comm, ec, /*seed=*/7, run.micro_batch, run.seq_len, run.checkpointing);
     engine.train_step(feeder(mc, run, comm.rank()));
+    // The end of a run with a sample: rank 0's consolidated copy.
+    if (run.consolidated_copy) engine.gather_params_to(0);
     out[static_cast<size_t>(comm.rank())] = engine.ledger().snapshot();
   });
   return out;
@@ -129,6 +131,8 @@ void expect_ledger_matches(const model::ModelConfig& mc, const RunShape& run, bo
     EXPECT_EQ(s.model_states.peak, p.model_states());
     EXPECT_EQ(s[MemoryCategory::kGathered].peak, p.gathered) << "gathered peak";
     EXPECT_EQ(s[MemoryCategory::kComm].peak, 0u);
+    EXPECT_EQ(s[MemoryCategory::kScratch].peak, p.scratch()) << "scratch peak";
+    EXPECT_EQ(s[MemoryCategory::kScratch].current, 0u) << "scratch is released";
     EXPECT_EQ(s[MemoryCategory::kBuckets].current, 0u) << "buckets are released by the end of the step";
     if (overlap) {
       EXPECT_GE(s[MemoryCategory::kBuckets].peak, p.buckets) << "buckets peak";
@@ -171,6 +175,8 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
           run.micro_batch = c.micro_batch;
           run.seq_len = c.seq_len;
           run.bucket_elements = c.bucket_elements;
+          expect_ledger_matches(c.model, run, /*overlap=*/false);
+          run.consolidated_copy = true;
           expect_ledger_matches(c.model, run, /*overlap=*/false);
         }
       }

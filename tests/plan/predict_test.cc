@@ -39,14 +39,15 @@ TEST(Predict, MemoryShrinksWithTheStageAndTheSmallestFittingStageIsFound) {
   EXPECT_GT(stages[1].model_states(), stages[2].model_states());
   EXPECT_GT(stages[2].model_states(), stages[3].model_states());
   // Just enough for stage 2: stages 0 and 1 do not fit, 2 does.
-  const uint64_t limit = stages[2].total();
-  ASSERT_LT(limit, stages[1].total());
+  const uint64_t limit = stages[2].resident();
+  ASSERT_LT(limit, stages[1].resident());
   EXPECT_EQ(smallest_fitting_stage(gpt, four_ranks(0), limit), 2);
   EXPECT_EQ(smallest_fitting_stage(gpt, four_ranks(0), limit - 1), 3);
   EXPECT_EQ(smallest_fitting_stage(gpt, four_ranks(0), 1000), std::nullopt);
-  EXPECT_NO_THROW(check_memory_fits(gpt, four_ranks(2), limit));
+  const LocalRanks one{0, 1};
+  EXPECT_NO_THROW(check_memory_fits(gpt, four_ranks(2), one, 0, limit));
   try {
-    check_memory_fits(gpt, four_ranks(0), limit);
+    check_memory_fits(gpt, four_ranks(0), one, 0, limit);
     FAIL() << "stage 0 should not fit";
   } catch (const ConfigError& e) {
     const std::string what = e.what();
@@ -55,11 +56,47 @@ TEST(Predict, MemoryShrinksWithTheStageAndTheSmallestFittingStageIsFound) {
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
   try {
-    check_memory_fits(gpt, four_ranks(0), 1000);
+    check_memory_fits(gpt, four_ranks(0), one, 0, 1000);
     FAIL() << "nothing fits 1000 bytes";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("no stage fits"), std::string::npos) << e.what();
   }
+}
+
+// Thread ranks share one process: it needs every rank's memory and its
+// baseline, and the refusal names the stage at which all of it fits.
+TEST(Predict, AProcessOfThreadRanksNeedsAllOfThemPlusItsBaseline) {
+  const model::ModelConfig gpt = model::model_preset("gpt-10m");
+  const RunShape run = four_ranks(3);
+  const ProcessPrediction p = predict_process(gpt, run, {0, 4}, 50'000'000);
+  ASSERT_EQ(p.ranks.size(), 4u);
+  // The ranks pass their peaks together (a step), so the process needs
+  // their sum; never more than each rank's own worst case summed.
+  uint64_t sum = 0, steps = 0;
+  for (int r = 0; r < 4; ++r) {
+    const RankPrediction q = predict_rank(gpt, run, r);
+    sum += q.resident();
+    steps += q.step(q.buckets_bound) + q.allocator;
+  }
+  EXPECT_LE(p.ranks_total(), sum);
+  EXPECT_GE(p.ranks_total(), steps);
+  EXPECT_EQ(p.total(), p.ranks_total() + 50'000'000);
+  EXPECT_NO_THROW(check_memory_fits(gpt, run, {0, 4}, 50'000'000, p.total()));
+  try {
+    check_memory_fits(gpt, four_ranks(0), {0, 4}, 50'000'000, p.total(), "this machine's memory");
+    FAIL() << "stage 0 should not fit where stage 3 just does";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("in this process (4 ranks, the busiest"), std::string::npos) << what;
+    EXPECT_NE(what.find("over this machine's memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("stage 3 would fit"), std::string::npos) << what;
+  }
+  // The consolidated copy for the sample is rank 0's: 4 bytes per parameter.
+  RunShape sample = run;
+  sample.consolidated_copy = true;
+  EXPECT_EQ(predict_rank(gpt, sample, 0).final_scratch,
+            4 * model::num_params(gpt) + unit_schedule(gpt).largest_unit() * run.dtype.size());
+  EXPECT_EQ(predict_rank(gpt, sample, 1).final_scratch, unit_schedule(gpt).largest_unit() * run.dtype.size());
 }
 
 TEST(Predict, OptimizerKindsAndBadInput) {

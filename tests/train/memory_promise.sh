@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The ZeRO memory promise, measured: for each model, stage and rank count,
+# `zerodp train` (thread ranks, one process) ends with its measured peak
+# resident set (VmHWM) and the plan (the baseline measured at start-up plus
+# every rank's predicted ledger peak and allocator rounding). The measured
+# peak must not exceed the plan, and the plan must not overestimate it by
+# more than 10%. Prints one markdown row per run.
+# usage: memory_promise.sh ZERODP "MODELS" "STAGES" "RANKS" [extra train flags...]
+set -euo pipefail
+zerodp=$1 models=$2 stages=$3 ranks=$4
+shift 4
+failed=0
+echo "| model | stage | ranks | measured peak (MiB) | plan (MiB) | baseline (MiB) | plan vs measured |"
+echo "|---|---|---|---|---|---|---|"
+for model in $models; do
+  for stage in $stages; do
+    for n in $ranks; do
+      out=$("$zerodp" train --model "$model" --stage "$stage" --ranks "$n" --precision bf16 --steps 2 \
+              --micro-batch 2 --seq-len 64 --eval-every 0 --eval-batches 1 "$@" 2>&1) \
+        || { echo "$model stage $stage N=$n failed:"; echo "$out" | tail -n 5; exit 1; }
+      line=$(grep '^Process memory' <<< "$out") || { echo "no process memory line:"; echo "$out" | tail; exit 1; }
+      measured=$(sed -E 's/.*peak resident ([0-9.]+) MiB measured.*/\1/' <<< "$line")
+      plan=$(sed -E 's/.*the plan ([0-9.]+) MiB =.*/\1/' <<< "$line")
+      baseline=$(sed -E 's/.* = baseline ([0-9.]+) MiB.*/\1/' <<< "$line")
+      verdict=$(awk -v m="$measured" -v p="$plan" 'BEGIN {
+        r = 100 * (p / m - 1); printf "%+.1f%%", r;
+        if (m > p) printf " OVER THE PLAN"; else if (p > 1.1 * m) printf " OVERESTIMATE > 10%%" }')
+      echo "| $model | $stage | $n | $measured | $plan | $baseline | $verdict |"
+      case $verdict in *OVER*) failed=1 ;; esac
+    done
+  done
+done
+[ "$failed" = 0 ] && echo "memory promise kept" || { echo "memory promise broken"; exit 1; }
