@@ -1,5 +1,6 @@
 #include "ckpt/export_format.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -12,8 +13,6 @@
 
 namespace zerodp::ckpt {
 namespace {
-
-std::span<const std::byte> bytes_of(std::span<const float> s) { return std::as_bytes(s); }
 
 std::vector<ExportTensor> gpt_tensors(const model::GptConfig& g) {
   const size_t C = static_cast<size_t>(g.channels);
@@ -63,12 +62,31 @@ std::vector<ExportTensor> mlp_tensors(const model::MlpConfig& m) {
   return out;
 }
 
-void write_pieces(File& f, const ExportTensor& t, std::span<const float> flat) {
-  for (const auto& p : t.pieces) {
-    ZDP_CHECK(p.offset + p.count <= flat.size(), ShapeError, "[ckpt export] tensor {} reaches past Φ = {}", t.name,
-              flat.size());
-    f.append(bytes_of(flat.subspan(p.offset, p.count)));
+// Every piece of every tensor in order, each read into `buffer` (reserved
+// once at the largest piece, so it is allocated once) and appended.
+// Each piece streams through one buffer of at most kSliceElements, so a
+// vocabulary-sized tensor never needs a buffer of its own size.
+constexpr size_t kSliceElements = size_t{1} << 20;  // 4 MiB
+
+void write_pieces(File& f, std::span<const ExportTensor> tensors, const PieceReader& read,
+                  std::vector<float>& buffer) {
+  for (const auto& t : tensors) {
+    for (const auto& p : t.pieces) {
+      for (size_t at = 0; at < p.count; at += buffer.size()) {
+        buffer.resize(std::min(kSliceElements, p.count - at));
+        read(p.offset + at, buffer);
+        f.append(std::as_bytes(std::span<const float>(buffer)));
+      }
+    }
   }
+}
+
+PieceReader flat_reader(std::span<const float> flat) {
+  return [flat](size_t offset, std::span<float> out) {
+    ZDP_CHECK(offset <= flat.size() && out.size() <= flat.size() - offset, ShapeError,
+              "[ckpt export] piece [{}, {}) reaches past Φ = {}", offset, offset + out.size(), flat.size());
+    std::copy_n(flat.begin() + static_cast<std::ptrdiff_t>(offset), out.size(), out.begin());
+  };
 }
 
 }  // namespace
@@ -83,8 +101,16 @@ std::vector<ExportTensor> export_tensors(const model::ModelConfig& config) {
   return config.kind == model::ModelKind::kGpt ? gpt_tensors(config.gpt) : mlp_tensors(config.mlp);
 }
 
-void write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, std::span<const float> flat,
-                       const std::map<std::string, std::string>& metadata, const std::string& prefix) {
+size_t largest_piece(std::span<const ExportTensor> tensors) {
+  size_t n = 0;
+  for (const auto& t : tensors) {
+    for (const auto& p : t.pieces) n = std::max(n, p.count);
+  }
+  return n;
+}
+
+uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, const PieceReader& read,
+                           const std::map<std::string, std::string>& metadata, const std::string& prefix) {
   nlohmann::ordered_json header;
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   for (const auto& [k, v] : metadata) meta[k] = v;
@@ -101,22 +127,39 @@ void write_safetensors(const std::string& path, std::span<const ExportTensor> te
   std::array<std::byte, 8> len{};
   std::memcpy(len.data(), &length, 8);
 
+  std::vector<float> buffer;
+  buffer.reserve(std::min(kSliceElements, largest_piece(tensors)));
   File f(path, File::Mode::kCreate);
   f.append(len);
   f.append(std::as_bytes(std::span(text.data(), text.size())));
-  for (const auto& t : tensors) write_pieces(f, t, flat);
+  write_pieces(f, tensors, read, buffer);
   f.sync();
   f.close();
+  return 4ull * buffer.capacity();
 }
 
-void write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,
-                      std::span<const float> flat) {
+uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,
+                          const PieceReader& read) {
   const std::array<int32_t, 256> h = model::llmc_model_header(c);
+  std::vector<float> buffer;
+  buffer.reserve(std::min(kSliceElements, largest_piece(tensors)));
   File f(path, File::Mode::kCreate);
   f.append(std::as_bytes(std::span(h)));
-  for (const auto& t : tensors) write_pieces(f, t, flat);
+  write_pieces(f, tensors, read, buffer);
   f.sync();
   f.close();
+  return 4ull * buffer.capacity();
+}
+
+uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors,
+                           std::span<const float> flat, const std::map<std::string, std::string>& metadata,
+                           const std::string& prefix) {
+  return write_safetensors(path, tensors, flat_reader(flat), metadata, prefix);
+}
+
+uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,
+                          std::span<const float> flat) {
+  return write_llmc_model(path, c, tensors, flat_reader(flat));
 }
 
 }  // namespace zerodp::ckpt

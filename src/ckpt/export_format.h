@@ -11,12 +11,16 @@
 //        fcw [L, 4C, C], fcb [L, 4C], fcprojw [L, C, 4C], fcprojb [L, C],
 //        lnfw [C], lnfb [C]  (so the safetensors data is the llm.c payload)
 //   mlp: fc<l>.weight [out, in], fc<l>.bias [out]
-// Each tensor is gathered from pieces of the flat parameter buffer, so both
-// files are written straight from one flat copy, with no second one.
+// Each tensor is gathered from pieces of the flat parameter buffer. The
+// writers stream: the header first (it needs only shapes), then piece by
+// piece through one reusable buffer filled by a PieceReader, so their memory
+// is the largest piece, never the model (a piece of a GPT is one layer's
+// tensor, or wte). A flat-span overload serves callers that hold the copy.
 // Thread-safety: pure functions and file writes.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -41,12 +45,31 @@ struct ExportTensor {
 // parameter buffer exactly once.
 std::vector<ExportTensor> export_tensors(const model::ModelConfig& config);
 
+// Fills `out` with flat elements [flat_offset, flat_offset + out.size()).
+// Called once per piece, in file order; `out` is the writer's buffer.
+using PieceReader = std::function<void(size_t flat_offset, std::span<float> out)>;
+
+// The largest piece of `tensors`, in elements. The writers stream through
+// one buffer of min(largest piece, 1 Mi elements): a piece larger than that
+// (GPT-2's wte) goes through it in slices.
+size_t largest_piece(std::span<const ExportTensor> tensors);
+
 // `prefix` is prepended to every tensor name (e.g. "exp_avg." for optimizer
-// state files; "" for weights).
-void write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, std::span<const float> flat,
-                       const std::map<std::string, std::string>& metadata, const std::string& prefix = "");
-// llm.c's model file (version 3, fp32). REQUIRES a gpt config.
-void write_llmc_model(const std::string& path, const model::GptConfig& config, std::span<const ExportTensor> tensors,
-                      std::span<const float> flat);
+// state files; "" for weights). Returns the bytes of the buffer it streamed
+// through.
+uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, const PieceReader& read,
+                           const std::map<std::string, std::string>& metadata, const std::string& prefix = "");
+// llm.c's model file (version 3, fp32). REQUIRES a gpt config. Returns as
+// write_safetensors.
+uint64_t write_llmc_model(const std::string& path, const model::GptConfig& config,
+                          std::span<const ExportTensor> tensors, const PieceReader& read);
+
+// The same from a flat copy of the Φ parameters (ShapeError when a piece
+// reaches past it); the bytes written are identical.
+uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors,
+                           std::span<const float> flat, const std::map<std::string, std::string>& metadata,
+                           const std::string& prefix = "");
+uint64_t write_llmc_model(const std::string& path, const model::GptConfig& config,
+                          std::span<const ExportTensor> tensors, std::span<const float> flat);
 
 }  // namespace zerodp::ckpt

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -12,22 +13,12 @@
 #include "ckpt/model_record.h"
 #include "ckpt/shard_writer.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 
 namespace zerodp::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A "Vm...:   1234 kB" line of /proc/self/status, in bytes.
-uint64_t proc_status_bytes(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string prefix = std::string(key) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size())) * 1024;
-  }
-  return 0;
-}
 
 void check_fresh_output(const std::string& out_dir, const char* what) {
   std::error_code ec;
@@ -73,10 +64,30 @@ std::string without_trailing_slashes(std::string path) {
   return path;
 }
 
+// Maps a flat element offset to its unit, so that an export piece (one
+// layer's tensor, or wte) is served from one unit's records.
+class UnitIndex {
+ public:
+  explicit UnitIndex(const std::vector<size_t>& counts) : begins_(counts.size() + 1, 0) {
+    for (size_t u = 0; u < counts.size(); ++u) begins_[u + 1] = begins_[u] + counts[u];
+  }
+  void read(CheckpointReader& reader, size_t tensor, size_t offset, std::span<float> out) const {
+    // The unit whose range [begin, end) holds `offset`: the last begin <= offset.
+    const auto it = std::upper_bound(begins_.begin(), begins_.end(), offset);
+    const size_t unit = static_cast<size_t>(it - begins_.begin()) - 1;
+    ZDP_CHECK(it != begins_.end() && offset + out.size() <= begins_[unit + 1], Error,
+              "[ckpt consolidate] export piece [{}, {}) crosses a unit boundary or reaches past Φ = {} (internal: "
+              "the export tensors no longer match the model's units; please report)",
+              offset, offset + out.size(), begins_.back());
+    reader.read(unit, tensor, {offset - begins_[unit], out.size()}, out);
+  }
+
+ private:
+  std::vector<size_t> begins_;  // begins_[u]: flat offset of unit u; back() is Φ
+};
+
 }  // namespace
 
-uint64_t peak_rss_bytes() { return proc_status_bytes("VmHWM"); }
-uint64_t current_rss_bytes() { return proc_status_bytes("VmRSS"); }
 
 bool InspectReport::ok() const {
   for (const auto& f : files) {
@@ -117,8 +128,6 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
   const std::string manifest_path = join_path(result.checkpoint, kManifestName);
   const model::ModelConfig config = manifest_model_config(manifest, manifest_path);
   const std::vector<ExportTensor> tensors = export_tensors(config);
-  for (const auto& s : manifest.shards) result.largest_shard_bytes = std::max(result.largest_shard_bytes, s.bytes);
-  result.full_copy_bytes = 4ull * manifest.num_params;
 
   StagedOutput staged(without_trailing_slashes(out_dir), "consolidate");
   const std::map<std::string, std::string> metadata = {
@@ -128,16 +137,20 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
       {"model", manifest.model_json}};
 
   CheckpointReader reader(result.checkpoint, manifest);
+  const UnitIndex units(manifest.unit_counts());
   for (size_t t = 0; t < manifest.tensors.size(); ++t) {
     if (t > 0 && !options.optimizer_states) break;
-    // One flat buffer at a time: the previous tensor's is freed first.
-    std::vector<float> flat = read_full_tensor(reader, t);
+    // Each file is its own pass over the shards: reading twice costs time,
+    // holding a tensor between the two would cost memory.
+    const PieceReader read = [&](size_t offset, std::span<float> out) { units.read(reader, t, offset, out); };
     const std::string& name = manifest.tensors[t];
     const std::string file = t == 0 ? "model.safetensors" : name + ".safetensors";
-    write_safetensors(join_path(staged.dir(), file), tensors, flat, metadata);
+    const uint64_t buffer = write_safetensors(join_path(staged.dir(), file), tensors, read, metadata);
+    result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffer);
     result.files.push_back(join_path(out_dir, file));
     if (t == 0 && options.llmc && config.kind == model::ModelKind::kGpt) {
-      write_llmc_model(join_path(staged.dir(), "model.bin"), config.gpt, tensors, flat);
+      const uint64_t llmc = write_llmc_model(join_path(staged.dir(), "model.bin"), config.gpt, tensors, read);
+      result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, llmc);
       result.files.push_back(join_path(out_dir, "model.bin"));
     }
   }

@@ -1,9 +1,10 @@
 // The offline checkpoint tools behind `zerodp ckpt inspect|consolidate|
 // reshard`: they need no ranks and no engine, only the files.
 //
-// consolidate streams shard file by shard file into ONE flat fp32 buffer per
-// tensor (peak: one full fp32 copy plus one read batch of at most 4 MiB),
-// then writes it out as safetensors (and llm.c's model file for GPT).
+// consolidate streams export piece by export piece (one layer's tensor, or
+// wte): each is read from its unit's records into one reusable buffer and
+// appended to safetensors (and llm.c's model file for GPT), so the peak is the
+// largest piece plus the reader's batch, not the model.
 // reshard streams record by record (peak: the largest new record) into a new
 // checkpoint directory for M ranks, written to OUT.tmp and renamed when
 // complete; the result loads like a checkpoint saved at M ranks.
@@ -33,7 +34,8 @@ InspectReport inspect_checkpoint(const std::string& path);
 
 // ---- consolidate ----
 // The full tensor (Φ elements, flat order) from all shards. `tensor` indexes
-// manifest.tensors ("master" is 0).
+// manifest.tensors ("master" is 0). Holds 4Φ bytes: consolidate does not use
+// it; tests and the fuzz target compare whole states with it.
 std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
 
 struct ConsolidateOptions {
@@ -43,8 +45,7 @@ struct ConsolidateOptions {
 struct ConsolidateResult {
   std::string checkpoint;            // the directory read
   std::vector<std::string> files;    // written
-  uint64_t full_copy_bytes = 0;      // 4Φ: the one flat buffer
-  uint64_t largest_shard_bytes = 0;  // the largest shard file
+  uint64_t stream_buffer_bytes = 0;  // the one buffer the tensors streamed through (export_format.h)
   uint64_t rss_before_bytes = 0;     // resident set before reading (this process)
   uint64_t peak_rss_bytes = 0;       // the process's high-water mark after
 };
@@ -65,10 +66,5 @@ struct ReshardResult {
 };
 // OUT must not exist (or be an empty directory): ConfigError otherwise.
 ReshardResult reshard(const std::string& checkpoint, const std::string& out_dir, const ReshardOptions& options);
-
-// Peak and current resident set of this process, in bytes (from /proc; 0 when
-// unavailable).
-uint64_t peak_rss_bytes();
-uint64_t current_rss_bytes();
 
 }  // namespace zerodp::ckpt

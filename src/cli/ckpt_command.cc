@@ -10,6 +10,7 @@
 
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/offline.h"
+#include "core/process_memory.h"
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -50,9 +51,9 @@ void run_consolidate(const std::string& path, const std::string& out, bool state
   const ckpt::ConsolidateResult r = ckpt::consolidate(path, out, {.llmc = !no_llmc, .optimizer_states = states});
   fmt::print("consolidated {}\n", r.checkpoint);
   for (const auto& f : r.files) fmt::print("  wrote {}\n", f);
-  fmt::print("memory: one full fp32 copy {} + largest shard file {}; process resident before {}, peak {} "
+  fmt::print("memory: one {} buffer the tensors stream through; process resident before {}, peak {} "
              "(peak - before = {})\n",
-             mib(r.full_copy_bytes), mib(r.largest_shard_bytes), mib(r.rss_before_bytes), mib(r.peak_rss_bytes),
+             mib(r.stream_buffer_bytes), mib(r.rss_before_bytes), mib(r.peak_rss_bytes),
              mib(r.peak_rss_bytes - std::min(r.peak_rss_bytes, r.rss_before_bytes)));
 }
 
@@ -60,7 +61,7 @@ void run_reshard(const std::string& path, const std::string& out, int ranks, int
   const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = stage});
   fmt::print("resharded {} to {} ranks: {} ({} in all; streamed through a {} buffer)\n",
              ckpt::resolve_checkpoint(path), ranks, r.path, mib(r.bytes_total), mib(r.largest_record_bytes));
-  fmt::print("peak resident memory of this process: {}\n", mib(ckpt::peak_rss_bytes()));
+  fmt::print("peak resident memory of this process: {}\n", mib(peak_rss_bytes()));
 }
 
 }  // namespace
@@ -80,7 +81,8 @@ void add_ckpt_command(CLI::App& app) {
   auto no_llmc = std::make_shared<bool>(false);
   auto* consolidate = ckpt->add_subcommand(
       "consolidate", "Write the full fp32 weights as OUT/model.safetensors (and OUT/model.bin, llm.c's format, "
-                     "for GPT), streaming shard by shard");
+                     "for GPT), streaming tensor by tensor: peak memory is the largest tensor "
+                     "(e.g. wte), not the model");
   consolidate->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
   consolidate->add_option("OUT", *out, "Output directory (created; must not exist or be empty)")->required();
   consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/checkpoint_dir.h"
 #include "ckpt/export_format.h"
+#include "ckpt/manifest.h"
 #include "ckpt/offline.h"
 #include "ckpt_test_util.h"
 #include "model/gpt.h"
@@ -41,16 +43,16 @@ std::vector<float> tensor(const Safetensors& s, const std::string& name) {
   return out;
 }
 
-TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
-  TempDir dir;
-  const model::GptConfig g{.max_seq_len = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2, .channels = 8};
+// Trains one step of `g` at `ranks` ranks, saves it to `path` and returns the
+// master weights.
+std::vector<float> save_trained_gpt(const model::GptConfig& g, int ranks, const std::string& path) {
   const model::Gpt gpt(g);
   std::vector<float> master;
-  zerodp::testing::run_on_ranks(3, [&](comm::Communicator& comm) {
-    zero::EngineConfig c = test_config(3, Dtype::bf16());
+  zerodp::testing::run_on_ranks(ranks, [&](comm::Communicator& comm) {
+    zero::EngineConfig c = test_config(ranks, Dtype::bf16());
     zero::Engine engine(gpt, comm, c, kSeed, 2, 8);
     std::vector<int32_t> tokens(16), targets(16);
-    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7 + comm.rank()) % 50, targets[i] = (i * 3 + 1) % 50;
+    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7 + comm.rank()) % g.vocab, targets[i] = (i * 3 + 1) % g.vocab;
     const zero::BatchFeeder feed = [&](model::Workspace& ws, int) {
       model::Batch b;
       b.tokens = tokens;
@@ -60,10 +62,26 @@ TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
     engine.train_step(feed);
     auto m = engine.gather_master_params();
     if (comm.rank() == 0) master = m;
-    save(engine, dir / "ckpt");
+    save(engine, path);
   });
+  return master;
+}
+
+model::ModelConfig gpt_model(const model::GptConfig& g) {
+  model::ModelConfig c;
+  c.kind = model::ModelKind::kGpt;
+  c.gpt = g;
+  return c;
+}
+
+TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
+  TempDir dir;
+  const model::GptConfig g{.max_seq_len = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2, .channels = 8};
+  const model::Gpt gpt(g);
+  const std::vector<float> master = save_trained_gpt(g, 3, dir / "ckpt");
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
-  EXPECT_EQ(r.full_copy_bytes, 4 * gpt.num_params());
+  EXPECT_EQ(r.stream_buffer_bytes, 4 * largest_piece(export_tensors(gpt_model(g))));
+  EXPECT_LT(r.stream_buffer_bytes, 4 * gpt.num_params());
   EXPECT_EQ(r.files.size(), 4u);  // model.safetensors, model.bin, exp_avg, exp_avg_sq
 
   // llm.c: byte-identical to the model layer's own writer.
@@ -110,13 +128,58 @@ TEST(Consolidate, MlpTensorsByLayer) {
   EXPECT_TRUE(bitwise_equal(all, master));
 }
 
+// The point of streaming: a deep model is consolidated through a buffer of
+// its largest piece (here one layer's fcw, bigger than wte), not of Φ.
+TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {
+  TempDir dir;
+  const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 12, .heads = 2,
+                           .channels = 16};
+  const model::Gpt gpt(g);
+  save_trained_gpt(g, 2, dir / "ckpt");
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+  const size_t fcw = 4 * 16 * 16;
+  ASSERT_EQ(largest_piece(export_tensors(gpt_model(g))), fcw);
+  EXPECT_EQ(r.stream_buffer_bytes, 4 * fcw);
+  EXPECT_LT(r.stream_buffer_bytes * g.layers, 4 * gpt.num_params());  // well under one full copy
+  EXPECT_EQ(r.files.size(), 4u);
+}
+
+// Streaming from the shards writes the same bytes as writing from one flat
+// copy of each tensor, for every state file and llm.c's.
+TEST(Consolidate, StreamedFilesEqualWritingFromAFlatCopy) {
+  TempDir dir;
+  const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 3, .heads = 2,
+                           .channels = 8};
+  save_trained_gpt(g, 3, dir / "ckpt");
+  consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+
+  const std::string ckpt = resolve_checkpoint(dir / "ckpt");
+  const Manifest m = read_manifest(ckpt);
+  const std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {"source", "zerodp checkpoint"}, {"step", std::to_string(m.steps)}, {"model", m.model_json}};
+  const std::vector<ExportTensor> tensors = export_tensors(gpt_model(g));
+  CheckpointReader reader(ckpt, m);
+  fs::create_directories(dir / "flat");
+  ASSERT_EQ(m.tensors.size(), 3u);  // master, exp_avg, exp_avg_sq
+  for (size_t t = 0; t < m.tensors.size(); ++t) {
+    const std::vector<float> flat = read_full_tensor(reader, t);
+    const std::string file = t == 0 ? "model.safetensors" : m.tensors[t] + ".safetensors";
+    write_safetensors(dir / ("flat/" + file), tensors, flat, metadata);
+    EXPECT_EQ(read_bytes(dir / ("out/" + file)), read_bytes(dir / ("flat/" + file))) << file;
+    if (t == 0) {
+      write_llmc_model(dir / "flat/model.bin", g, tensors, flat);
+      EXPECT_EQ(read_bytes(dir / "out/model.bin"), read_bytes(dir / "flat/model.bin"));
+    }
+  }
+  // The flat form still refuses a copy shorter than the tensors' pieces.
+  const std::vector<float> short_flat(model::gpt_num_params(g) - 1);
+  EXPECT_THROW(write_llmc_model(dir / "flat/short.bin", g, tensors, short_flat), ShapeError);
+}
+
 TEST(Consolidate, ExportTensorsCoverTheFlatBufferOnce) {
   const model::GptConfig g{.max_seq_len = 5, .vocab = 10, .padded_vocab = 12, .layers = 3, .heads = 1, .channels = 4};
-  model::ModelConfig c;
-  c.kind = model::ModelKind::kGpt;
-  c.gpt = g;
   std::vector<int> hits(model::gpt_num_params(g));
-  for (const auto& t : export_tensors(c)) {
+  for (const auto& t : export_tensors(gpt_model(g))) {
     for (const auto& p : t.pieces) {
       for (size_t i = 0; i < p.count; ++i) ++hits.at(p.offset + i);
     }
