@@ -36,6 +36,9 @@ std::vector<ModelConfig> presets() {
       gpt("gpt-10m", 6, 8, 320, 8192, 256),
       gpt("gpt-bench", 6, 6, 384, 50257, 64),
       gpt("gpt2-124m", 12, 12, 768, 50257, 1024),
+      gpt("gpt2-350m", 24, 16, 1024, 50257, 1024),
+      gpt("gpt2-774m", 36, 20, 1280, 50257, 1024),
+      gpt("gpt2-1558m", 48, 25, 1600, 50257, 1024),
       mlp("mlp-small", {64, 256, 256, 10}, MlpHead::kClassification),
       mlp("mlp-10m", {1024, 1536, 1536, 1536, 1536, 1024}, MlpHead::kRegression),
   };

@@ -216,7 +216,7 @@ TrainOutcome run_training(const TrainConfig& input) {
     // The process baseline, once every rank (thread) is up, has touched its
     // OpenBLAS buffers and allocated nothing yet; then refuse before
     // allocating anything when the plan does not fit, naming a stage that would.
-    warm_up(gpt, config.micro_batch, config.seq_len);
+    warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len);
     comm.barrier();
     const auto baseline =
         static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(current_rss_bytes()), comm::ReduceOp::kMax));

@@ -1,17 +1,22 @@
-// What a rank thread does before the process measures its baseline memory:
+// What the ranks do before the process measures its baseline memory:
 // everything that makes memory resident once and keeps it, without booking
 // it in any ledger. OpenBLAS's per-thread packing buffers are filled with
 // this model's product shapes (kernels::warm_up_linear), and the code of
-// every kernel (and of libm under it) is paged in by one forward and
-// backward of a tiny GPT. After it, the process grows only by what the
-// engine books, so the baseline plus the ledgers' plan is the process.
-// Thread-safety: call from each rank thread; touches no shared state.
+// every path a run takes (kernels, libm, conversions, reductions, the
+// optimizer, the collectives, generation) is paged in by one step of a tiny
+// GPT through an engine configured like the run's. After it, the process
+// grows only by what the engine books, so the baseline plus the ledgers'
+// plan is the process.
+// Thread-safety: collective over `comm`; call from every rank.
 #pragma once
 
+#include "comm/communicator.h"
 #include "model/model.h"
+#include "zero/engine_config.h"
 
 namespace zerodp::train {
 
-void warm_up(const model::Model& model, int micro_batch, int seq_len);
+void warm_up(const model::Model& model, comm::Communicator& comm, const zero::EngineConfig& config, int micro_batch,
+             int seq_len);
 
 }  // namespace zerodp::train
