@@ -13,7 +13,7 @@ namespace {
 
 // Chunks are read in batches of about this many bytes (the reader's only
 // buffer, besides the caller's output).
-constexpr uint64_t kBatchBytes = 4u << 20;
+constexpr uint64_t kBatchBytes = kReadBatchBytes;
 
 }  // namespace
 

@@ -24,6 +24,13 @@
 
 namespace zerodp::ckpt {
 
+// A reader reads a record through one scratch buffer of whole chunks, at most
+// max(kReadBatchBytes, one chunk): what a resume adds to a rank's memory.
+inline constexpr uint64_t kReadBatchBytes = 4u << 20;
+inline uint64_t read_scratch_bytes(uint64_t chunk_bytes) {
+  return kReadBatchBytes > chunk_bytes ? kReadBatchBytes / chunk_bytes * chunk_bytes : chunk_bytes;
+}
+
 struct FileCheck {
   std::string file;        // path
   uint64_t bytes = 0;      // actual size (0 when missing)

@@ -196,6 +196,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.buckets = simulate_buckets(schedule, run, /*lagging=*/false);
   p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
   p.activations = activation_bytes;
+  p.load_scratch = run.load_scratch;
   p.allocator = kAllocatorBytesPerBuffer * (2 * schedule.unit_counts.size() + kOtherBuffers) + kCommThreadBytes;
   return p;
 }

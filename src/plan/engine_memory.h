@@ -85,6 +85,7 @@ struct EngineRun {
   bool prefetch = true;  // stage 3
   uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)
   bool consolidated_copy = false;  // rank 0 gathers an fp32 copy of the model at the end
+  uint64_t load_scratch = 0;       // a resume's checkpoint read buffer (ckpt::read_scratch_bytes), 0 = none
 };
 
 // One rank's ledger, by category, in bytes (peaks; for everything but
@@ -104,6 +105,9 @@ struct RankPrediction {
   uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
   uint64_t init_scratch = 0;   // the constructor's fill chunk
   uint64_t final_scratch = 0;  // the end's consolidated copy and gather buffer
+  // Not booked in the ledger: a resume's checkpoint read buffer, while the
+  // constructor's buffers and the workspace exist.
+  uint64_t load_scratch = 0;
   // Not booked in the ledger: rank 0's workspace for the sample and the
   // held-out answers (one sequence), beside the consolidated copy.
   uint64_t sample_workspace = 0;
@@ -117,8 +121,12 @@ struct RankPrediction {
 
   uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
   uint64_t scratch() const { return std::max(init_scratch, final_scratch); }
-  // The ledger's total at each of the three moments.
-  uint64_t fill() const { return model_states() + compute_copy + init_scratch; }
+  // The total at each of the three moments (fill: the constructor's, or a
+  // resume's right after it).
+  uint64_t fill() const {
+    return std::max(model_states() + compute_copy + init_scratch,
+                    model_states() + compute_copy + activations + load_scratch);
+  }
   uint64_t step(uint64_t step_buckets) const { return model_states() + gathered + activations + step_buckets; }
   uint64_t end() const { return model_states() + gathered + activations + final_scratch; }
   // The ledger's total peak with the comm thread keeping pace.

@@ -62,7 +62,8 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {
   const EngineRun engine{run.stage,    run.ranks,    run.dtype,           run.optimizer,
-                         run.grad_accum, run.prefetch, run.bucket_elements, run.consolidated_copy};
+                         run.grad_accum, run.prefetch, run.bucket_elements, run.consolidated_copy,
+                         run.load_scratch};
   RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
   if (run.consolidated_copy && rank == 0) {
     // The sample's (and the held-out answers') workspace: one sequence of
@@ -85,7 +86,7 @@ std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& 
   std::array<RankPrediction, kNumStages> out;
   for (int s = 0; s < kNumStages; ++s) {
     const EngineRun engine{s,         run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch,
-                           run.bucket_elements, run.consolidated_copy};
+                           run.bucket_elements, run.consolidated_copy, run.load_scratch};
     out[static_cast<size_t>(s)] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;

@@ -41,6 +41,7 @@ struct RunShape {
   bool prefetch = true;                   // zero::EngineConfig::prefetch
   uint64_t bucket_elements = 25 << 20;    // zero::EngineConfig::bucket_elements (stage 0)
   bool consolidated_copy = false;         // rank 0 gathers an fp32 copy at the end (sample, held-out answers)
+  uint64_t load_scratch = 0;              // a resume's checkpoint read buffer (ckpt::read_scratch_bytes)
 };
 
 // The ranks one process runs: all of them on threads, its own one under MPI.

@@ -9,7 +9,10 @@
 #include <thread>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/manifest.h"
 #include "ckpt/model_record.h"
+#include "ckpt/shard_reader.h"
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "core/simd.h"
@@ -115,7 +118,7 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
   return tokens_to_text(out);
 }
 
-plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated_copy) {
+plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated_copy, uint64_t load_scratch) {
   plan::RunShape shape;
   shape.stage = config.engine.stage;
   shape.ranks = ranks;
@@ -128,6 +131,7 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.prefetch = config.engine.prefetch;
   shape.bucket_elements = config.engine.bucket_elements;
   shape.consolidated_copy = consolidated_copy;
+  shape.load_scratch = load_scratch;
   return shape;
 }
 
@@ -203,6 +207,11 @@ TrainOutcome run_training(const TrainConfig& input) {
   // copy of the model; with neither, no rank ever holds the whole model.
   const bool held_out = config.held_out > 0 && !corpus.held_out.empty();
   const bool consolidate = held_out || config.sample_tokens > 0;
+  // A resume reads each record through one buffer of whole chunks.
+  const uint64_t load_scratch =
+      config.resume_dir.empty()
+          ? 0
+          : ckpt::read_scratch_bytes(ckpt::read_manifest(ckpt::resolve_checkpoint(config.resume_dir)).chunk_bytes);
 
   TrainOutcome outcome;
   comm::CommOptions comm_options;
@@ -220,7 +229,7 @@ TrainOutcome run_training(const TrainConfig& input) {
     comm.barrier();
     const auto baseline =
         static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(current_rss_bytes()), comm::ReduceOp::kMax));
-    const plan::RunShape shape = run_shape(config, n, consolidate);
+    const plan::RunShape shape = run_shape(config, n, consolidate, load_scratch);
     const plan::LocalRanks local =
         config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
     const MemoryLimit limit = memory_limit(config);

@@ -97,6 +97,13 @@ TEST(Predict, AProcessOfThreadRanksNeedsAllOfThemPlusItsBaseline) {
   EXPECT_EQ(predict_rank(gpt, sample, 0).final_scratch,
             4 * model::num_params(gpt) + unit_schedule(gpt).largest_unit() * run.dtype.size());
   EXPECT_EQ(predict_rank(gpt, sample, 1).final_scratch, unit_schedule(gpt).largest_unit() * run.dtype.size());
+  // A resume reads through one buffer while the workspace exists: a large
+  // enough one is the rank's peak moment.
+  RunShape resume = run;
+  resume.load_scratch = uint64_t{1} << 30;
+  const RankPrediction r = predict_rank(gpt, resume, 0);
+  EXPECT_EQ(r.total(), r.model_states() + r.compute_copy + r.activations + (uint64_t{1} << 30));
+  EXPECT_GT(predict_process(gpt, resume, {0, 4}, 0).total(), p.total() - 50'000'000 + 3 * (uint64_t{1} << 30));
 }
 
 TEST(Predict, OptimizerKindsAndBadInput) {
