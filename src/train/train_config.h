@@ -36,7 +36,7 @@ struct TrainConfig {
   // The CLI and config files refuse a given 0.
   int micro_batch = 0;
   int seq_len = 0;
-  int steps = 1200;
+  int steps = 1600;
   uint64_t seed = 1234;
   bool activation_checkpointing = false;
 
