@@ -222,17 +222,20 @@ TrainOutcome run_training(const TrainConfig& input) {
     const int n = comm.size();
     TrainConfig config = input_config;  // mpi: the batch rule needs the number of processes
     resolve_batch(config, n);
-    // The process baseline, once every rank (thread) is up, has touched its
-    // OpenBLAS buffers and allocated nothing yet; then refuse before
-    // allocating anything when the plan does not fit, naming a stage that would.
-    warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len);
-    comm.barrier();
-    const auto baseline =
-        static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(current_rss_bytes()), comm::ReduceOp::kMax));
+    // Refuse before allocating anything when the plan does not fit, naming a
+    // stage that would: at once with the process as it is, then again with
+    // the baseline measured once every rank (thread) is up, has touched its
+    // OpenBLAS buffers and paged in its code (the warm-up), and holds nothing
+    // of the model.
     const plan::RunShape shape = run_shape(config, n, consolidate, load_scratch);
     const plan::LocalRanks local =
         config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
     const MemoryLimit limit = memory_limit(config);
+    plan::check_memory_fits(model_config, shape, local, current_rss_bytes(), limit.bytes, limit.source);
+    warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len);
+    comm.barrier();
+    const auto baseline =
+        static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(current_rss_bytes()), comm::ReduceOp::kMax));
     plan::check_memory_fits(model_config, shape, local, baseline, limit.bytes, limit.source);
     const plan::ProcessPrediction process_plan = plan::predict_process(model_config, shape, local, baseline);
     zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
