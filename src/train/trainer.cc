@@ -154,6 +154,7 @@ MemoryLimit memory_limit(const TrainConfig& config) {
           fmt::format("this machine's memory / {} processes on it (--max-memory)", local)};
 }
 
+std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
 std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 // The measured peak next to the plan, and how far the plan is above it.
@@ -260,6 +261,11 @@ TrainOutcome run_training(const TrainConfig& input) {
                    "is several times faster here\n",
                    better);
       }
+      fmt::print("memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
+                 "limit {}: {}\n",
+                 mib(process_plan.total()), mib(baseline), process_plan.ranks.size(),
+                 process_plan.ranks.size() == 1 ? "" : "s",
+                 limit.bytes == UINT64_MAX ? std::string("none") : gib(limit.bytes), limit.source);
       progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
     }
 
