@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "core/error.h"
 
 namespace zerodp::optim {
 
 LrScheduleKind parse_lr_schedule_kind(std::string_view name) {
-  if (name == "constant") return LrScheduleKind::kConstant;
-  if (name == "warmup") return LrScheduleKind::kWarmup;
-  if (name == "warmup_linear" || name == "warmup_decay") return LrScheduleKind::kWarmupLinearDecay;
-  if (name == "warmup_cosine") return LrScheduleKind::kWarmupCosine;
-  ZDP_THROW(ConfigError, "[lr_schedule] unknown schedule '{}'; use constant, warmup, warmup_linear or warmup_cosine",
+  // One spelling (--help's, with hyphens); underscores, as earlier versions
+  // wrote them, name the same schedules.
+  std::string n(name);
+  std::replace(n.begin(), n.end(), '_', '-');
+  if (n == "constant") return LrScheduleKind::kConstant;
+  if (n == "warmup") return LrScheduleKind::kWarmup;
+  if (n == "warmup-linear" || n == "warmup-decay") return LrScheduleKind::kWarmupLinearDecay;
+  if (n == "warmup-cosine") return LrScheduleKind::kWarmupCosine;
+  ZDP_THROW(ConfigError, "[lr_schedule] unknown schedule '{}'; use constant, warmup, warmup-linear or warmup-cosine",
             name);
 }
 
@@ -21,8 +26,8 @@ std::string_view lr_schedule_kind_name(LrScheduleKind kind) {
   switch (kind) {
     case LrScheduleKind::kConstant: return "constant";
     case LrScheduleKind::kWarmup: return "warmup";
-    case LrScheduleKind::kWarmupLinearDecay: return "warmup_linear";
-    case LrScheduleKind::kWarmupCosine: return "warmup_cosine";
+    case LrScheduleKind::kWarmupLinearDecay: return "warmup-linear";
+    case LrScheduleKind::kWarmupCosine: return "warmup-cosine";
   }
   return "?";
 }

@@ -36,7 +36,8 @@ enum class LrScheduleKind : uint8_t {
 };
 enum class WarmupType : uint8_t { kLinear = 0, kLog = 1 };
 
-// "constant", "warmup", "warmup_linear" (also "warmup_decay"), "warmup_cosine";
+// "constant", "warmup", "warmup-linear" (also "warmup-decay"), "warmup-cosine"
+// (underscores for hyphens name the same ones);
 // ConfigError naming the accepted values otherwise.
 LrScheduleKind parse_lr_schedule_kind(std::string_view name);
 std::string_view lr_schedule_kind_name(LrScheduleKind kind);

@@ -14,6 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using zerodp::cli_testing::expect_refused;
+using zerodp::cli_testing::Result;
+using zerodp::cli_testing::run;
 using zerodp::cli_testing::write_temp;
 
 TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
@@ -38,6 +40,18 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --stage 0 --ranks 2 --max-memory 85MB" + m, "over --max-memory");
   expect_refused("train --max-memory 12XB" + m, "12XB");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+}
+
+// The schedule names --help shows are the names --schedule takes.
+TEST(CliErrors, TrainTakesTheScheduleNamesItsHelpShows) {
+  const Result help = run("train --help");
+  for (const char* name : {"constant", "warmup", "warmup-linear", "warmup-cosine"}) {
+    EXPECT_NE(help.out.find(name), std::string::npos) << name;
+    const Result r = run(std::string("train --steps 1 --ranks 1 --micro-batch 2 --seq-len 8 --eval-batches 1 "
+                                     "--sample-tokens 0 --held-out 0 --schedule ") + name);
+    EXPECT_EQ(r.code, 0) << name << ": " << r.err;
+  }
+  expect_refused("train --schedule warmup-cos", "use constant, warmup, warmup-linear or warmup-cosine");
 }
 
 TEST(CliErrors, TrainRefusesDataFilesThatCannotServe) {

@@ -72,6 +72,12 @@ TEST(LrSchedule, WarmupThenCosine) {
 }
 
 TEST(LrSchedule, ParsesNames) {
+  // --help's spelling, and the underscores earlier versions used.
+  EXPECT_EQ(parse_lr_schedule_kind("warmup-cosine"), LrScheduleKind::kWarmupCosine);
+  EXPECT_EQ(parse_lr_schedule_kind("warmup-linear"), LrScheduleKind::kWarmupLinearDecay);
+  EXPECT_EQ(lr_schedule_kind_name(LrScheduleKind::kWarmupCosine), "warmup-cosine");
+  EXPECT_EQ(parse_lr_schedule_kind(lr_schedule_kind_name(LrScheduleKind::kWarmupLinearDecay)),
+            LrScheduleKind::kWarmupLinearDecay);
   EXPECT_EQ(parse_lr_schedule_kind("warmup_cosine"), LrScheduleKind::kWarmupCosine);
   EXPECT_EQ(parse_lr_schedule_kind("warmup_linear"), LrScheduleKind::kWarmupLinearDecay);
   EXPECT_EQ(parse_lr_schedule_kind("warmup_decay"), LrScheduleKind::kWarmupLinearDecay);
