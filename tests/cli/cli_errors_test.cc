@@ -39,6 +39,9 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --stage 0 --ranks 2 --max-memory 85MB" + m, "ZeRO stage 0 needs");
   expect_refused("train --stage 0 --ranks 2 --max-memory 85MB" + m, "over --max-memory");
   expect_refused("train --max-memory 12XB" + m, "12XB");
+  // A batch no machine holds is refused by the preflight (this machine's
+  // memory), not met with std::bad_alloc.
+  expect_refused("train --micro-batch 1000000" + m, "lower --micro-batch");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }
 
