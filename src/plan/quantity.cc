@@ -142,13 +142,17 @@ uint64_t parse_bytes(std::string_view text, std::string_view what) {
   ZDP_CHECK(parse_decimal(text, d), ConfigError,
             "[plan] {} '{}' is not a size: write e.g. 32GB (1e9 bytes) or 80GiB (2^30 bytes)", what, text);
   const std::string unit = lower(d.unit);
+  // A bare number is ambiguous (32 bytes? 32 GB?): a size needs its unit.
+  ZDP_CHECK(!unit.empty(), ConfigError,
+            "[plan] {} '{}' has no unit: write e.g. {}GB (powers of 1000), {}GiB (powers of 1024) or {}B (bytes)",
+            what, text, text, text, text);
   struct Unit {
     const char* name;
     U128 multiplier;
   };
   static constexpr U128 kKi = 1024;
   static const Unit kUnits[] = {
-      {"", 1},          {"b", 1},
+      {"b", 1},
       {"kb", 1000},     {"mb", 1000000},         {"gb", 1000000000},           {"tb", 1000000000000ULL},
       {"kib", kKi},     {"mib", kKi * kKi},      {"gib", kKi * kKi * kKi},     {"tib", kKi * kKi * kKi * kKi},
       {"k", 1000},      {"m", 1000000},          {"g", 1000000000},            {"t", 1000000000000ULL},

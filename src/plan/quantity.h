@@ -22,9 +22,10 @@ inline constexpr double kGiB = 1024.0 * 1024 * 1024;  // what DeepSpeed prints a
 // `what` names the option in messages ("--params").
 uint64_t parse_count(std::string_view text, std::string_view what = "--params");
 
-// "32GB", "80GiB", "16 GB", "512MiB", "1.5TB", "34359738368" -> bytes.
+// "32GB", "80GiB", "16 GB", "512MiB", "1.5TB", "34359738368B" -> bytes.
 // Decimal units KB/MB/GB/TB are powers of 1000, binary KiB/MiB/GiB/TiB
-// powers of 1024; units are case-insensitive; a plain number is bytes.
+// powers of 1024; units are case-insensitive; a bare number is refused
+// (ConfigError naming the ways to write it).
 uint64_t parse_bytes(std::string_view text, std::string_view what = "--device-memory");
 
 // A value with `digits` significant digits and no exponent: 31.40625 -> "31.41",

@@ -45,6 +45,12 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }
 
+// A size without a unit is refused, not read as bytes (it was: 32 bytes).
+TEST(CliErrors, SizesNeedAUnit) {
+  expect_refused("plan --params 7.5B --ranks 64 --device-memory 32", "'32' has no unit: write e.g. 32GB");
+  expect_refused("train --max-memory 20 --steps 1", "'20' has no unit");
+}
+
 // The schedule names --help shows are the names --schedule takes.
 TEST(CliErrors, TrainTakesTheScheduleNamesItsHelpShows) {
   const Result help = run("train --help");

@@ -42,8 +42,15 @@ TEST(Quantity, ParsesByteSizes) {
   EXPECT_EQ(parse_bytes("16 gb"), 16'000'000'000u);
   EXPECT_EQ(parse_bytes("1.5TiB"), 3ull << 39);
   EXPECT_EQ(parse_bytes("512MiB"), 512ull << 20);
-  EXPECT_EQ(parse_bytes("34359738368"), 34359738368u);
-  EXPECT_EQ(parse_bytes("32e9"), 32'000'000'000u);
+  EXPECT_EQ(parse_bytes("34359738368B"), 34359738368u);
+  EXPECT_EQ(parse_bytes("32e9B"), 32'000'000'000u);
+  // A bare number is refused, naming the ways to say it (it was read as bytes).
+  try {
+    parse_bytes("32", "--device-memory");
+    ADD_FAILURE() << "a size without a unit was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'32' has no unit: write e.g. 32GB"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(parse_bytes("40G"), 40'000'000'000u);
   EXPECT_THROW(parse_bytes("32 parsecs"), ConfigError);
   EXPECT_THROW(parse_bytes("GB"), ConfigError);
