@@ -1,6 +1,7 @@
 #include "core/process_memory.h"
 
 #include <fstream>
+#include <stdexcept>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -31,5 +32,19 @@ void return_large_frees_to_the_os() {
 uint64_t current_rss_bytes() { return proc_kib_line("/proc/self/status", "VmRSS"); }
 uint64_t peak_rss_bytes() { return proc_kib_line("/proc/self/status", "VmHWM"); }
 uint64_t machine_memory_bytes() { return proc_kib_line("/proc/meminfo", "MemTotal"); }
+
+uint64_t cgroup_memory_limit_bytes(const char* v2_max, const char* v1_limit) {
+  for (const char* path : {v2_max, v1_limit}) {
+    std::ifstream in(path);
+    std::string value;
+    if (!(in >> value) || value == "max") continue;
+    try {
+      const uint64_t bytes = std::stoull(value);
+      if (bytes > 0 && bytes < (uint64_t{1} << 62)) return bytes;  // v1 writes ~2^63 for "no limit"
+    } catch (const std::exception&) {  // not a number: no limit we can read
+    }
+  }
+  return 0;
+}
 
 }  // namespace zerodp

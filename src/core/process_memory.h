@@ -23,5 +23,11 @@ uint64_t current_rss_bytes();
 uint64_t peak_rss_bytes();
 // Physical memory of the machine (MemTotal).
 uint64_t machine_memory_bytes();
+// The memory limit of this process's cgroup (a container's, a scheduler's
+// job), 0 when none is set: cgroup v2's memory.max, else v1's
+// memory.limit_in_bytes (a value of 2^62 or more means none). The paths
+// are parameters for tests.
+uint64_t cgroup_memory_limit_bytes(const char* v2_max = "/sys/fs/cgroup/memory.max",
+                                   const char* v1_limit = "/sys/fs/cgroup/memory/memory.limit_in_bytes");
 
 }  // namespace zerodp

@@ -143,15 +143,19 @@ struct MemoryLimit {
 };
 MemoryLimit memory_limit(const TrainConfig& config) {
   if (config.max_memory_bytes > 0) return {static_cast<uint64_t>(config.max_memory_bytes), "--max-memory"};
-  const uint64_t machine = machine_memory_bytes();
+  uint64_t machine = machine_memory_bytes();
+  std::string what = "this machine's memory";
+  if (const uint64_t cgroup = cgroup_memory_limit_bytes(); cgroup > 0 && (machine == 0 || cgroup < machine)) {
+    machine = cgroup;
+    what = "this process's cgroup memory limit";
+  }
   if (machine == 0) return {UINT64_MAX, "no limit (the machine's memory is unknown)"};
   int local = 1;
   if (config.backend == comm::Backend::kMpi) {
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(s));
   }
-  if (local == 1) return {machine, "this machine's memory (--max-memory)"};
-  return {machine / static_cast<uint64_t>(local),
-          fmt::format("this machine's memory / {} processes on it (--max-memory)", local)};
+  if (local == 1) return {machine, what + " (--max-memory)"};
+  return {machine / static_cast<uint64_t>(local), fmt::format("{} / {} processes on it (--max-memory)", what, local)};
 }
 
 std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
