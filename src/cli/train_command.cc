@@ -140,8 +140,8 @@ void add_train_command(CLI::App& app) {
   flag(cmd, f, "--comm-timeout", d.comm_timeout_s, "Seconds a collective waits for its peers before failing",
        [&f](auto& c) { c.comm_timeout_s = f.c.comm_timeout_s; });
   flag(cmd, f, "--max-memory", f.max_memory, "Refuse to start when this process's planned memory (its thread ranks and its\n"
-       "baseline) exceeds this, e.g. 20GB; default: this machine's memory (shared among the\n"
-       "Open MPI processes on it)",
+       "baseline) exceeds this, e.g. 20GB; default: this machine's memory or the cgroup's\n"
+       "limit if smaller (shared among the Open MPI processes on it)",
        [&f](auto& c) { c.max_memory_bytes = static_cast<double>(plan::parse_bytes(f.max_memory, "--max-memory")); });
   flag(cmd, f, "--save", d.save_dir, "Save checkpoints under this folder (DIR/step-N, DIR/latest); at the end,\n"
        "and every --save-every steps", [&f](auto& c) { c.save_dir = f.c.save_dir; });
