@@ -23,11 +23,16 @@ std::span<float> Model::unit_span(std::span<float> all, int unit) const {
 }
 
 void Model::init_range(std::span<float> out, size_t first, uint64_t seed) const {
+  init_range(tensors(), out, first, seed);
+}
+
+void Model::init_range(std::span<const TensorInfo> tensors, std::span<float> out, size_t first,
+                       uint64_t seed) const {
   ZDP_CHECK(first <= num_params() && out.size() <= num_params() - first, ShapeError,
             "[model] init: elements [{}, {}) lie past the model's {} parameters", first, first + out.size(),
             num_params());
   const size_t end = first + out.size();
-  for (const TensorInfo& t : tensors()) {
+  for (const TensorInfo& t : tensors) {
     const size_t lo = std::max(first, t.offset), hi = std::min(end, t.offset + t.count);
     if (lo >= hi) continue;
     init_tensor_slice(t.init, t.offset, lo - t.offset, out.subspan(lo - first, hi - lo), seed);

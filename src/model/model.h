@@ -135,6 +135,8 @@ class Model {
   // init_params: a rank generates only what it holds, slice by slice
   // (ShapeError past num_params()).
   void init_range(std::span<float> out, size_t first, uint64_t seed) const;
+  // The same with tensors() computed once by a caller that fills many slices.
+  void init_range(std::span<const TensorInfo> tensors, std::span<float> out, size_t first, uint64_t seed) const;
   // All parameters (a full flat buffer of num_params()).
   void init_params(std::span<float> all_params, uint64_t seed) const;
 

@@ -92,7 +92,9 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
   }
 
-  fill_params([this, seed](size_t first, std::span<float> out) { model_.init_range(out, first, seed); });
+  fill_params([this, seed, tensors = model_.tensors()](size_t first, std::span<float> out) {
+    model_.init_range(tensors, out, first, seed);
+  });
 
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     optim::ShardOptions options;
