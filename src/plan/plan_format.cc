@@ -99,6 +99,13 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
         c.precision.is_low_precision() ? "an fp32 compute copy of it at every stage; " : "");
   }
   out += "Units: GB = 1e9 bytes (the ZeRO paper's unit), GiB = 2^30 bytes. Communication is per rank per step.\n";
+  if (c.grad_accum > 1) {
+    out += fmt::format(
+        "--grad-accum {0}: zerodp reduces every micro-batch at every stage (docs/architecture.md), so stage 1's grads "
+        "add an owned accumulator (Φ/N) to its flat local gradients, and a step sends {0} reductions where the "
+        "communication columns show one (stage 2: {0} reduce-scatters + 1 all-gather = {1}Φ)\n",
+        c.grad_accum, c.grad_accum + 1);
+  }
 
   const bool has_gathered = r.largest_unit_params.has_value();
   const bool has_act = r.activations.has_value();

@@ -91,8 +91,9 @@ PlanResult make_plan(const PlanConfig& config) {
       StagePlan& sp = rp.stages[static_cast<size_t>(s)];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
-      // Stage 1 accumulating: the flat local gradients it reduce-scatters from.
-      if (s == 1 && c.grad_accum > 1) sp.states.grads += c.num_params * static_cast<uint64_t>(bpp.grads);
+      // Stage 1 accumulating: besides the flat local gradients it
+      // reduce-scatters from (the formula's pΦ), an owned accumulator.
+      if (s == 1 && c.grad_accum > 1) sp.states.grads += shard * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
       if (schedule) {
         // The engine's own buffers, as its busiest rank (0) books them.

@@ -9,6 +9,24 @@ std::string mb(uint64_t bytes) { return fmt::format("{:.2f} MB", static_cast<dou
 
 uint64_t sent_by(const comm::CommStats& s, comm::Collective kind) { return s[kind].bytes_sent; }
 
+// Why a step with A micro-batches sends more than the paper's figure.
+std::string accumulation_traffic(const RunStats& s) {
+  const int a = s.grad_accum;
+  const double expected = expected_sent_phi(s);
+  switch (s.stage) {
+    case 0:
+      return fmt::format("  with --grad-accum {0}: {0} all-reduces of 2Φ, one per micro-batch = {1:g}Φ (the paper's 2Φ is "
+                         "one reduction per step)\n", a, expected);
+    case 1:
+    case 2:
+      return fmt::format("  with --grad-accum {0}: {0} reduce-scatters of Φ, one per micro-batch, + 1 all-gather of Φ = "
+                         "{1:g}Φ (the paper's 2Φ is one reduction per step)\n", a, expected);
+    default:
+      return fmt::format("  with --grad-accum {0}: per micro-batch a reduce-scatter of Φ and the forward and backward "
+                         "all-gathers of 2Φ = {1:g}Φ, plus the tied embedding's extra gathers\n", a, expected);
+  }
+}
+
 }  // namespace
 
 uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
@@ -20,6 +38,20 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
   const uint64_t grads = s.stage >= 2 ? p * own : p * phi;
   const uint64_t optimizer = s.stage >= 1 ? k * own : k * phi;
   return params + grads + optimizer;
+}
+
+uint64_t accumulator_bytes(const RunStats& s, int rank) {
+  return s.stage == 1 && s.grad_accum > 1 ? s.dtype.size() * s.memory[rank].owned : 0;
+}
+
+double expected_sent_phi(const RunStats& s) {
+  const double a = s.grad_accum;
+  switch (s.stage) {
+    case 0: return 2 * a;
+    case 1:
+    case 2: return a + 1;
+    default: return 3 * a;
+  }
 }
 
 std::string format_summary(const RunStats& s) {
@@ -44,11 +76,18 @@ std::string format_summary(const RunStats& s) {
   for (int r = 0; r < s.ranks; ++r) {
     const RankMemory& m = s.memory[r];
     const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
-    const uint64_t expected = formula_model_state_bytes(s, r);
+    const uint64_t accumulator = accumulator_bytes(s, r);
+    const uint64_t expected = formula_model_state_bytes(s, r) + accumulator;
+    const char* verdict = m.model_states != expected ? "DIFFERS"
+                          : accumulator > 0          ? "= formula + accumulator pΦ/N"
+                                                     : "= formula";
     out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
                        mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
-                       mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected),
-                       m.model_states == expected ? "= formula" : "DIFFERS");
+                       mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
+  }
+  if (accumulator_bytes(s, 0) > 0) {
+    out += "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator\n"
+           "   beside the flat local gradients it reduce-scatters from: docs/architecture.md)\n";
   }
   out += fmt::format("  replica / rank 0 = {:.2f}x less memory for model states\n",
                      static_cast<double>(replica) * phi / static_cast<double>(std::max<uint64_t>(1, s.memory[0].model_states)));
@@ -65,6 +104,7 @@ std::string format_summary(const RunStats& s) {
   if (s.ranks > 1) {
     out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, s.stage == 3 ? 3 : 2,
                        s.stage == 3 ? " (tied weights are gathered once per use)" : "");
+    if (s.grad_accum > 1) out += accumulation_traffic(s);
   } else {
     out += "  (one rank: nothing to send)\n";
   }

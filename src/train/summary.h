@@ -35,6 +35,7 @@ struct RunStats {
   std::string backend;
   Dtype dtype = Dtype::fp32();
   int optimizer_k = 12;  // bytes of optimizer state per parameter (incl. fp32 master when mixed)
+  int grad_accum = 1;    // micro-batches per step: each is reduced on its own
   std::vector<RankMemory> memory;   // per rank
   std::vector<comm::CommStats> step_comm;  // per rank, one (the last) step
   double tokens_per_second = 0.0;
@@ -44,6 +45,16 @@ struct RunStats {
 // The per-rank model-state bytes the paper's formula gives at this stage,
 // with Φ/N replaced by the rank's exact owned count.
 uint64_t formula_model_state_bytes(const RunStats& stats, int rank);
+// What zerodp adds to the formula: stage 1 with grad_accum > 1 keeps an
+// owned accumulator (pΦ/N) beside the flat local gradients it reduce-scatters
+// from, because every micro-batch is reduced (docs/architecture.md).
+uint64_t accumulator_bytes(const RunStats& stats, int rank);
+// The elements rank 0 sends per step in units of Φ·(N-1)/N, as zerodp's
+// schedule sends them: the paper's 2Φ (stages 0-2) or 3Φ (stage 3) is one
+// reduction per step; zerodp reduces each of the A micro-batches, so stage 0
+// sends 2AΦ, stages 1-2 AΦ + Φ (A reduce-scatters, one all-gather), stage 3
+// 3AΦ (plus the tied embedding's extra gathers, not counted here).
+double expected_sent_phi(const RunStats& stats);
 
 std::string format_summary(const RunStats& stats);
 

@@ -398,6 +398,7 @@ TrainOutcome run_training(const TrainConfig& input) {
     stats.dtype = config.engine.dtype;
     stats.optimizer_k =
         static_cast<int>(optim::bytes_per_param_k(config.engine.optimizer, config.engine.dtype.is_low_precision()));
+    stats.grad_accum = config.engine.grad_accum;
     stats.memory = memory;
     stats.step_comm = step_comm;
     stats.seconds = train_seconds;

@@ -96,6 +96,27 @@ TEST(Planner, WithAShapePartitionsPerUnitLikeTheEngine) {
   EXPECT_EQ(unit_shard_elements(units, 4), 6u);
 }
 
+TEST(Planner, StageOneAccumulationCountsTheOwnedAccumulatorAsTheEngineDoes) {
+  // gpt-tiny at N = 2 and gpt2-124m at N = 8 with --grad-accum 2 used to stop
+  // at "engine model and paper model disagree": the paper side added a second
+  // flat Φ where the engine keeps an owned accumulator of Φ/N.
+  for (const auto& [shape, n] : {std::pair{GptShape{4, 4, 128, 256, 128}, 2},
+                                 std::pair{GptShape{12, 12, 768, 50304, 1024}, 8}}) {
+    PlanConfig c;
+    c.shape = shape;
+    c.ranks = {n};
+    c.precision = Dtype::bf16();
+    c.grad_accum = 2;
+    const PlanResult r = make_plan(c);
+    const uint64_t phi = r.config.num_params;
+    const StagePlan& s1 = r.per_ranks[0].stages[1];
+    const uint64_t owned = r.per_ranks[0].stages[3].states.params / 2;  // stage 3 params: owned x 2 bytes
+    EXPECT_EQ(s1.states.grads, 2 * phi + 2 * owned) << "N = " << n;
+    c.grad_accum = 1;
+    EXPECT_EQ(make_plan(c).per_ranks[0].stages[1].states.grads, 2 * phi) << "N = " << n;
+  }
+}
+
 TEST(Planner, ActivationsWithoutShapeIsConfigError) {
   PlanConfig c = paper_config();
   c.activations = ActivationConfig{};
