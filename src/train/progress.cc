@@ -20,7 +20,7 @@ std::string Progress::format(const ProgressEntry& e) const {
   line += fmt::format(" | {:.0f} tok/s | ETA {}:{:02d}", e.tokens_per_second, static_cast<int>(eta) / 60,
                       static_cast<int>(eta) % 60);
   if (e.loss_scale > 0) line += fmt::format(" | scale {:g}", e.loss_scale);
-  if (e.skipped) line += " | skipped (overflow)";
+  if (e.skipped) line += " | skipped (fp16 overflow: no update)";
   return line;
 }
 
@@ -32,8 +32,10 @@ void Progress::update(const ProgressEntry& entry) {
     line_open_ = true;
     return;
   }
+  if (entry.skipped) ++skipped_;
+  // Skipped steps always get a line: they are rare and a user looks for them.
   if (entry.step == 1 || entry.step == total_ || (log_every_ > 0 && entry.step % log_every_ == 0) ||
-      entry.val_loss >= 0) {
+      entry.val_loss >= 0 || entry.skipped) {
     fmt::print("{}\n", format(entry));
     std::fflush(stdout);
   }
@@ -49,6 +51,11 @@ void Progress::note(const std::string& line) {
 void Progress::finish() {
   if (line_open_) fmt::print("\n");
   line_open_ = false;
+  if (skipped_ > 0) {
+    fmt::print("{} of the steps were skipped: fp16 gradients overflowed, the loss scale was lowered and the "
+               "parameters were not updated (the metrics file marks them \"skipped\": true)\n",
+               skipped_);
+  }
   std::fflush(stdout);
 }
 

@@ -11,7 +11,7 @@
 namespace zerodp::train {
 
 struct ProgressEntry {
-  int64_t step = 0;
+  int64_t step = 0;   // the training step, 1-based; skipped fp16 steps count (and are marked)
   int64_t total = 0;
   double loss = 0.0;
   double val_loss = -1.0;  // < 0: none yet
@@ -28,7 +28,7 @@ class Progress {
   void update(const ProgressEntry& entry);
   // A line that must not be overwritten (validation, warnings).
   void note(const std::string& line);
-  // Ends the live line.
+  // Ends the live line; says how many steps were skipped, if any.
   void finish();
 
  private:
@@ -39,6 +39,7 @@ class Progress {
   bool live_;
   bool line_open_ = false;
   double last_val_ = -1.0;
+  int64_t skipped_ = 0;  // fp16 overflow steps seen
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -360,7 +360,8 @@ TrainOutcome run_training(const TrainConfig& input) {
         step_comm = collect_comm(comm, last_step_comm);
       }
       if (!lead) continue;
-      ProgressEntry e{r.step, config.steps, r.loss, val, tokens_per_step / dt,
+      // One step count everywhere: a skipped fp16 step is a step (marked), as in the metrics file.
+      ProgressEntry e{step + 1, config.steps, r.loss, val, tokens_per_step / dt,
                       config.engine.dtype == Dtype::fp16() ? r.loss_scale : 0.0, r.skipped};
       progress->update(e);
       if (metrics) {
