@@ -42,11 +42,21 @@ int positive_flag(int value, const char* name) {
   return value;
 }
 
+// The setting a flag sets, as TrainConfig::sources names it: the flag
+// without dashes ("--micro-batch" -> "micro-batch"; "--no-overlap" -> "overlap").
+std::string setting_of(const std::string& flag) {
+  std::string name = flag.substr(flag.find_first_not_of('-'));
+  if (name.rfind("no-", 0) == 0) name = name.substr(3);
+  return name;
+}
+
 void run(TrainFlags& f) {
   train::TrainConfig c;  // defaults
   if (!f.config_path.empty()) train::apply_deepspeed_config_file(f.config_path, c);
   for (auto& [opt, apply] : f.overrides) {
-    if (opt->count() > 0) apply(c);
+    if (opt->count() == 0) continue;
+    apply(c);
+    c.sources[setting_of(opt->get_name())] = "flag " + opt->get_name();
   }
   train::run_training(c);
 }
@@ -90,7 +100,10 @@ void add_train_command(CLI::App& app) {
        "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
        [&f](auto& c) { c.micro_batch = positive_flag(f.c.micro_batch, "--micro-batch"); }, false);
   flag(cmd, f, "--grad-accum", f.grad_accum, "Micro-batches per optimizer step",
-       [&f](auto& c) { c.engine.grad_accum = f.grad_accum; });
+       [&f](auto& c) {
+         c.engine.grad_accum = f.grad_accum;
+         c.grad_accum_given = true;
+       });
   flag(cmd, f, "--seq-len", d.seq_len,
        "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
        [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);

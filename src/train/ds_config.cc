@@ -31,6 +31,8 @@ class Section {
   }
   const json& at(const std::string& key) const { return j_.at(key); }
   std::string name(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  // "config KEY.PATH": where a setting came from, for the effective configuration.
+  std::string from(const std::string& key) const { return "config " + name(key); }
 
   double number(const std::string& key) {
     const json& v = at(key);
@@ -82,15 +84,25 @@ class Section {
 };
 
 void apply_zero(Section z, TrainConfig& c) {
-  if (z.has("stage")) c.engine.stage = z.integer("stage");
+  if (z.has("stage")) {
+    c.engine.stage = z.integer("stage");
+    c.sources["stage"] = z.from("stage");
+  }
   if (z.has("reduce_bucket_size")) {
+    c.sources["bucket"] = z.from("reduce_bucket_size");
     const double v = z.number("reduce_bucket_size");
     ZDP_CHECK(v >= 1 && v <= 9.0e15, ConfigError,
               "[config] zero_optimization.reduce_bucket_size {} must be between 1 and 9e15 elements", v);
     c.engine.bucket_elements = static_cast<size_t>(v);
   }
-  if (z.has("overlap_comm")) c.engine.overlap = z.boolean("overlap_comm");
-  if (z.has("stage3_prefetch_bucket_size")) c.engine.prefetch = z.number("stage3_prefetch_bucket_size") > 0;
+  if (z.has("overlap_comm")) {
+    c.engine.overlap = z.boolean("overlap_comm");
+    c.sources["overlap"] = z.from("overlap_comm");
+  }
+  if (z.has("stage3_prefetch_bucket_size")) {
+    c.engine.prefetch = z.number("stage3_prefetch_bucket_size") > 0;
+    c.sources["prefetch"] = z.from("stage3_prefetch_bucket_size");
+  }
   z.ignore({"offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory"},
            "zerodp keeps every state in host memory already; there is no offload");
   z.ignore({"allgather_partitions", "allgather_bucket_size", "reduce_scatter", "contiguous_gradients",
@@ -107,6 +119,9 @@ void apply_zero(Section z, TrainConfig& c) {
 void apply_fp16(Section f, TrainConfig& c, bool& fp16) {
   fp16 = f.has("enabled") && f.boolean("enabled");
   auto& s = c.engine.loss_scaler;
+  for (const char* key : {"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale"}) {
+    if (f.has(key)) c.sources["loss-scale"] = f.from(key);
+  }
   if (f.has("loss_scale")) {
     const double v = f.number("loss_scale");
     ZDP_CHECK(v >= 0, ConfigError, "[config] fp16.loss_scale {} must be >= 0 (0 = dynamic)", v);
@@ -136,21 +151,33 @@ void apply_optimizer(Section o, TrainConfig& c) {
     if (p.has("lr")) {
       opt.adam.lr = opt.sgd.lr = p.number("lr");
       c.engine.lr_schedule.max_lr = opt.adam.lr;
+      c.sources["lr"] = p.from("lr");
     }
     if (p.has("betas")) {
+      c.sources["betas"] = p.from("betas");
       const json& b = p.at("betas");
       ZDP_CHECK(b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number(), ConfigError,
                 "[config] optimizer.params.betas must be two numbers, got {}", b.dump());
       opt.adam.beta1 = b[0].get<double>();
       opt.adam.beta2 = b[1].get<double>();
     }
-    if (p.has("eps")) opt.adam.eps = p.number("eps");
-    if (p.has("weight_decay")) opt.adam.weight_decay = opt.sgd.weight_decay = p.number("weight_decay");
-    if (p.has("momentum")) opt.sgd.momentum = p.number("momentum");
+    if (p.has("eps")) {
+      opt.adam.eps = p.number("eps");
+      c.sources["eps"] = p.from("eps");
+    }
+    if (p.has("weight_decay")) {
+      opt.adam.weight_decay = opt.sgd.weight_decay = p.number("weight_decay");
+      c.sources["weight-decay"] = p.from("weight_decay");
+    }
+    if (p.has("momentum")) {
+      opt.sgd.momentum = p.number("momentum");
+      c.sources["momentum"] = p.from("momentum");
+    }
     if (p.has("nesterov")) opt.sgd.nesterov = p.boolean("nesterov");
     p.ignore({"torch_adam", "amsgrad", "bias_correction", "fused", "dampening"}, "not supported; the default is used");
     p.finish();
   }
+  c.sources["optimizer"] = o.has("type") ? o.from("type") : "DeepSpeed default (AdamW)";
   if (lower == "adam") {
     opt.kind = adam_w_mode ? optim::OptimizerKind::kAdamW : optim::OptimizerKind::kAdam;
   } else if (lower == "adamw") {
@@ -166,7 +193,21 @@ void apply_optimizer(Section o, TrainConfig& c) {
 void apply_scheduler(Section s, TrainConfig& c) {
   ZDP_CHECK(s.has("type"), ConfigError, "[config] scheduler needs a 'type': WarmupLR, WarmupDecayLR or WarmupCosineLR");
   const std::string type = s.string("type");
+  c.sources["schedule"] = s.from("type");
   auto& lr = c.engine.lr_schedule;
+  // DeepSpeed's defaults (deepspeed/runtime/lr_schedules.py). WarmupLR and
+  // WarmupDecayLR set the rate themselves (warmup_max_lr, default 0.001);
+  // WarmupCosineLR scales the optimizer's lr.
+  lr.warmup_steps = 1000;
+  lr.warmup_type = optim::WarmupType::kLog;
+  lr.min_lr = 0.0;
+  lr.warmup_min_ratio = 0.0;
+  lr.cos_min_ratio = 0.0001;
+  lr.total_steps = 0;  // DeepSpeed requires total_num_steps for the decaying ones; zerodp uses --steps
+  if (type != "WarmupCosineLR") {
+    lr.max_lr = 0.001;
+    c.sources["lr"] = fmt::format("DeepSpeed default for {} (warmup_max_lr 0.001)", type);
+  }
   if (type == "WarmupLR") {
     lr.kind = optim::LrScheduleKind::kWarmup;
   } else if (type == "WarmupDecayLR") {
@@ -180,8 +221,15 @@ void apply_scheduler(Section s, TrainConfig& c) {
   if (s.has("params")) {
     Section p = s.section("params");
     if (p.has("warmup_min_lr")) lr.min_lr = p.number("warmup_min_lr");
-    if (p.has("warmup_max_lr")) lr.max_lr = p.number("warmup_max_lr");
+    if (p.has("warmup_max_lr")) {
+      ZDP_CHECK(type != "WarmupCosineLR", ConfigError,
+                "[config] scheduler.params.warmup_max_lr is not a WarmupCosineLR parameter: its peak is "
+                "optimizer.params.lr");
+      lr.max_lr = p.number("warmup_max_lr");
+      c.sources["lr"] = p.from("warmup_max_lr");
+    }
     if (p.has("warmup_num_steps")) lr.warmup_steps = p.integer("warmup_num_steps");
+    c.sources["warmup"] = p.has("warmup_num_steps") ? p.from("warmup_num_steps") : "DeepSpeed default (1000)";
     if (p.has("total_num_steps")) lr.total_steps = p.integer("total_num_steps");
     if (p.has("warmup_type")) lr.warmup_type = optim::parse_warmup_type(p.string("warmup_type"));
     if (p.has("warmup_min_ratio")) lr.warmup_min_ratio = p.number("warmup_min_ratio");
@@ -192,7 +240,42 @@ void apply_scheduler(Section s, TrainConfig& c) {
   s.finish();
 }
 
+// activation_checkpointing: the section asks for it (DeepSpeed's model code
+// then calls its checkpoint function per layer; zerodp checkpoints every
+// block). Its tuning keys have no counterpart here.
+void apply_activation_checkpointing(Section a, TrainConfig& c) {
+  c.activation_checkpointing = true;
+  c.sources["activation-checkpointing"] = "config activation_checkpointing (the section is present)";
+  a.ignore({"partition_activations", "contiguous_memory_optimization", "cpu_checkpointing", "number_checkpoints",
+            "synchronize_checkpoint_boundary", "profile"},
+           "zerodp recomputes each block's forward and keeps nothing else");
+  a.finish();
+}
+
 }  // namespace
+
+void apply_deepspeed_defaults(TrainConfig& c) {
+  c.defaults = "DeepSpeed default";
+  c.engine.stage = 0;                // zero_optimization.stage
+  c.engine.dtype = Dtype::fp32();    // no fp16/bf16 section enabled
+  c.engine.clip_norm = 0.0;          // gradient_clipping
+  c.log_every = 10;                  // steps_per_print
+  auto& opt = c.engine.optimizer;    // no optimizer section: AdamW with DeepSpeed's Adam defaults
+  opt.kind = optim::OptimizerKind::kAdamW;
+  opt.adam.lr = opt.sgd.lr = 1e-3;
+  opt.adam.beta1 = 0.9;
+  opt.adam.beta2 = 0.999;
+  opt.adam.eps = 1e-8;
+  opt.adam.weight_decay = opt.sgd.weight_decay = 0.0;
+  c.engine.lr_schedule = optim::LrScheduleConfig{};  // no scheduler: the optimizer's lr throughout
+  c.engine.lr_schedule.kind = optim::LrScheduleKind::kConstant;
+  c.engine.lr_schedule.max_lr = opt.adam.lr;
+  // Where zerodp keeps its own default (docs/train.md): these change the
+  // speed, never the bits.
+  c.sources["overlap"] = "zerodp default; DeepSpeed's overlap_comm is off below stage 3: speed only";
+  c.sources["bucket"] = "zerodp default; DeepSpeed's reduce_bucket_size is 5e8: speed only";
+  c.sources["prefetch"] = "zerodp default; speed only";
+}
 
 void apply_deepspeed_config(std::string_view json_text, std::string_view source, TrainConfig& c,
                             const WarningSink& warn) {
@@ -206,20 +289,35 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
     ZDP_THROW(ConfigError, "[config] {} cannot be read as JSON ({}): fix the value", source, e.what());
   }
   Section top(root, "", source, warn);
+  apply_deepspeed_defaults(c);
   const bool has_tbs = top.has("train_batch_size");
   const bool has_micro = top.has("train_micro_batch_size_per_gpu");
   const bool has_accum = top.has("gradient_accumulation_steps");
-  if (has_tbs) c.train_batch_size = top.integer("train_batch_size");
-  if (has_micro) c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
-  if (has_accum) c.engine.grad_accum = top.integer("gradient_accumulation_steps");
+  if (has_tbs) {
+    c.train_batch_size = top.integer("train_batch_size");
+    c.sources["train-batch-size"] = top.from("train_batch_size");
+  }
+  if (has_micro) {
+    c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
+    c.sources["micro-batch"] = top.from("train_micro_batch_size_per_gpu");
+  }
+  if (has_accum) {
+    c.engine.grad_accum = top.integer("gradient_accumulation_steps");
+    c.grad_accum_given = true;
+    c.sources["grad-accum"] = top.from("gradient_accumulation_steps");
+  }
   ZDP_CHECK(!has_tbs || c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
   ZDP_CHECK(!has_micro || c.micro_batch >= 1, ConfigError, "[config] {}: train_micro_batch_size_per_gpu must be >= 1",
             source);
-  if (has_tbs && !has_accum) {
-    c.derive_grad_accum = true;
+  if (top.has("steps_per_print")) {
+    c.log_every = top.integer("steps_per_print");
+    c.sources["log-every"] = top.from("steps_per_print");
   }
-  if (top.has("steps_per_print")) c.log_every = top.integer("steps_per_print");
-  if (top.has("gradient_clipping")) c.engine.clip_norm = top.number("gradient_clipping");
+  if (top.has("gradient_clipping")) {
+    c.engine.clip_norm = top.number("gradient_clipping");
+    c.sources["clip"] = top.from("gradient_clipping");
+  }
+  if (top.has("activation_checkpointing")) apply_activation_checkpointing(top.section("activation_checkpointing"), c);
   if (top.has("zero_optimization")) apply_zero(top.section("zero_optimization"), c);
   bool fp16 = false, bf16 = false;
   if (top.has("fp16")) apply_fp16(top.section("fp16"), c, fp16);
@@ -234,13 +332,14 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   ZDP_CHECK(!(fp16 && bf16), ConfigError, "[config] {}: fp16 and bf16 are both enabled: enable one of them", source);
   if (fp16) c.engine.dtype = Dtype::fp16();
   if (bf16) c.engine.dtype = Dtype::bf16();
-  if ((top.has("fp16") || top.has("bf16") || top.has("bfloat16")) && !fp16 && !bf16) c.engine.dtype = Dtype::fp32();
+  if (fp16) c.sources["precision"] = top.from("fp16.enabled");
+  if (bf16) c.sources["precision"] = top.from(top.has("bf16") ? "bf16.enabled" : "bfloat16.enabled");
   if (top.has("optimizer")) apply_optimizer(top.section("optimizer"), c);
   if (top.has("scheduler")) apply_scheduler(top.section("scheduler"), c);
   top.ignore({"wall_clock_breakdown", "memory_breakdown", "dump_state", "flops_profiler", "tensorboard", "wandb",
               "csv_monitor", "comet", "comms_logger", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
               "prescale_gradients", "gradient_predivide_factor", "communication_data_type", "sparse_gradients",
-              "amp", "aio", "activation_checkpointing", "data_efficiency", "curriculum_learning", "elasticity",
+              "amp", "aio", "data_efficiency", "curriculum_learning", "elasticity",
               "sparse_attention", "checkpoint", "data_types", "autotuning", "compression_training",
               "pipeline", "seq_parallel_communication_data_type", "disable_allgather"},
              "not implemented by zerodp");

@@ -8,7 +8,7 @@
 // consecutive_hysteresis}, bf16 {enabled}, optimizer {type: Adam | AdamW |
 // SGD, params {lr, betas, eps, weight_decay, momentum, nesterov,
 // adam_w_mode}}, scheduler {type: WarmupLR | WarmupDecayLR | WarmupCosineLR,
-// params}. DeepSpeed keys that do nothing here (offload, monitors, ...) are
+// params}, activation_checkpointing (its presence turns it on). DeepSpeed keys that do nothing here (offload, monitors, ...) are
 // warned about by name; any other key is a ConfigError naming it. See
 // docs/train.md for the mapping.
 // Thread-safety: pure functions (warnings go to the given sink).
@@ -24,7 +24,14 @@ namespace zerodp::train {
 
 using WarningSink = std::function<void(const std::string&)>;
 
-// Applies the JSON text to `config`; `source` names it in messages.
+// DeepSpeed's defaults where zerodp's differ, applied first whenever a config
+// file is given (docs/train.md lists them and where zerodp still differs):
+// stage 0, fp32, no clipping, AdamW at lr 1e-3 (betas 0.9/0.999, eps 1e-8,
+// no weight decay), a constant rate, a log line every 10 steps.
+void apply_deepspeed_defaults(TrainConfig& config);
+
+// Applies DeepSpeed's defaults and then the JSON text to `config`; `source`
+// names it in messages. Records in config.sources where each setting came from.
 void apply_deepspeed_config(std::string_view json_text, std::string_view source, TrainConfig& config,
                             const WarningSink& warn);
 // Reads and applies a file; warnings go to stderr.

@@ -1,5 +1,7 @@
 #include "train/train_config.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/error.h"
@@ -22,9 +24,18 @@ zero::EngineConfig TrainConfig::default_engine() {
   return e;
 }
 
+std::string TrainConfig::source_of(const std::string& setting) const {
+  const auto it = sources.find(setting);
+  return it == sources.end() ? defaults : it->second;
+}
+
 void apply_data_defaults(TrainConfig& c) {
   const bool embedded = c.data.empty();
-  if (c.micro_batch == 0) c.micro_batch = embedded ? kArithmeticMicroBatch : kTextMicroBatch;
+  // With train_batch_size the micro-batch is derived from it (resolve_batch).
+  if (c.micro_batch == 0 && c.train_batch_size == 0) {
+    c.micro_batch = embedded ? kArithmeticMicroBatch : kTextMicroBatch;
+    c.sources["micro-batch"] = embedded ? "zerodp default for the embedded corpus" : "zerodp default for text data";
+  }
   if (c.seq_len == 0) c.seq_len = embedded ? kArithmeticSeqLen : kTextSeqLen;
 }
 
@@ -33,7 +44,8 @@ void validate(const TrainConfig& c) {
             "[train] --ranks {} must be at least 1", c.ranks);
   ZDP_CHECK(c.ranks <= 1024, ConfigError, "[train] --ranks {} is more thread ranks than makes sense: use at most 1024",
             c.ranks);
-  ZDP_CHECK(c.micro_batch >= 1, ConfigError, "[train] --micro-batch {} must be at least 1", c.micro_batch);
+  ZDP_CHECK(c.micro_batch >= 1 || (c.micro_batch == 0 && c.train_batch_size > 0), ConfigError,
+            "[train] --micro-batch {} must be at least 1", c.micro_batch);
   ZDP_CHECK(c.seq_len >= 1, ConfigError, "[train] --seq-len {} must be at least 1", c.seq_len);
   ZDP_CHECK(c.steps >= 1, ConfigError, "[train] --steps {} must be at least 1", c.steps);
   ZDP_CHECK(c.eval_every >= 0, ConfigError, "[train] --eval-every {} must be >= 0 (0: only at the end)",
@@ -57,18 +69,38 @@ namespace zerodp::train {
 void resolve_batch(TrainConfig& c, int ranks) {
   if (c.engine.lr_schedule.total_steps == 0) c.engine.lr_schedule.total_steps = c.steps;
   if (c.train_batch_size <= 0) return;
-  const int per_accum = c.micro_batch * ranks;
-  if (c.derive_grad_accum) {
-    ZDP_CHECK(c.train_batch_size % per_accum == 0, ConfigError,
-              "[config] train_batch_size {} is not a multiple of micro-batch {} x {} ranks: change one of them",
-              c.train_batch_size, c.micro_batch, ranks);
-    c.engine.grad_accum = c.train_batch_size / per_accum;
+  const int tbs = c.train_batch_size;
+  const bool micro_given = c.micro_batch > 0;
+  if (micro_given && c.grad_accum_given) {
+    const int64_t product = static_cast<int64_t>(c.micro_batch) * c.engine.grad_accum * ranks;
+    ZDP_CHECK(tbs == product, ConfigError,
+              "[config] train_batch_size {} != micro-batch {} x gradient accumulation {} x {} ranks = {}: make them "
+              "agree (DeepSpeed's rule), or leave one of them out to have it derived",
+              tbs, c.micro_batch, c.engine.grad_accum, ranks, product);
     return;
   }
-  ZDP_CHECK(c.train_batch_size == per_accum * c.engine.grad_accum, ConfigError,
-            "[config] train_batch_size {} != micro-batch {} x gradient accumulation {} x {} ranks = {}: make them "
-            "agree (DeepSpeed's rule)",
-            c.train_batch_size, c.micro_batch, c.engine.grad_accum, ranks, per_accum * c.engine.grad_accum);
+  if (micro_given) {
+    ZDP_CHECK(tbs % (c.micro_batch * ranks) == 0, ConfigError,
+              "[config] train_batch_size {} is not a multiple of micro-batch {} x {} ranks: change one of them",
+              tbs, c.micro_batch, ranks);
+    c.engine.grad_accum = tbs / (c.micro_batch * ranks);
+    c.grad_accum_given = true;
+    c.sources["grad-accum"] = fmt::format("derived: train_batch_size {} / (micro-batch {} x {} ranks)", tbs,
+                                          c.micro_batch, ranks);
+    return;
+  }
+  const int accum = c.grad_accum_given ? c.engine.grad_accum : 1;
+  ZDP_CHECK(tbs % (accum * ranks) == 0, ConfigError,
+            "[config] train_batch_size {} is not a multiple of gradient accumulation {} x {} ranks: change one of them",
+            tbs, accum, ranks);
+  c.micro_batch = tbs / (accum * ranks);
+  c.sources["micro-batch"] =
+      fmt::format("derived: train_batch_size {} / (gradient accumulation {} x {} ranks)", tbs, accum, ranks);
+  if (!c.grad_accum_given) {
+    c.engine.grad_accum = 1;
+    c.grad_accum_given = true;
+    c.sources["grad-accum"] = "DeepSpeed default with train_batch_size alone";
+  }
 }
 
 }  // namespace zerodp::train

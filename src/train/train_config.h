@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,10 +28,10 @@ struct TrainConfig {
 
   // Batch: train_batch_size = micro_batch * grad_accum * ranks.
   // DeepSpeed's train_batch_size when a config file gives it (0 = not
-  // given): checked against micro_batch * grad_accum * ranks once the ranks
-  // are known; with derive_grad_accum the accumulation is derived from it.
+  // given): once the ranks are known, resolve_batch derives what was not
+  // given (the micro-batch, or the accumulation) or checks the rule.
   int train_batch_size = 0;
-  bool derive_grad_accum = false;
+  bool grad_accum_given = false;  // by --grad-accum or gradient_accumulation_steps
   // 0 = not given: the data's default (apply_data_defaults), short windows
   // of many lines for the embedded arithmetic corpus, longer ones for text.
   // The CLI and config files refuse a given 0.
@@ -59,6 +60,14 @@ struct TrainConfig {
   int save_every = 0;
   int keep_last = 0;
 
+  // Where each setting came from, keyed by the setting's name, which is the
+  // train flag's name without dashes ("stage", "micro-batch", "lr"): "flag
+  // --stage", "config zero_optimization.stage", "checkpoint", "derived: ...".
+  // A setting not listed has the default named by `defaults`.
+  std::map<std::string, std::string> sources;
+  std::string defaults = "zerodp default";  // "DeepSpeed default" once a config file is applied
+  std::string source_of(const std::string& setting) const;
+
   static zero::EngineConfig default_engine();
 };
 
@@ -80,8 +89,13 @@ void apply_data_defaults(TrainConfig& config);
 // not fit together. REQUIRES ranks resolved (>= 1) for the batch-size rule.
 void validate(const TrainConfig& config);
 
-// Applies train_batch_size (derives grad_accum, or checks DeepSpeed's rule
-// train_batch_size = micro_batch * grad_accum * ranks) for `ranks` ranks.
+// DeepSpeed's batch rule, train_batch_size = micro_batch * grad_accum *
+// ranks, for `ranks` ranks, with DeepSpeed's derivations when
+// train_batch_size is given: with the micro-batch, the accumulation is
+// derived; with the accumulation, the micro-batch; with neither, the
+// accumulation is 1 and the micro-batch derived; with both, the rule is
+// checked. ConfigError when a division is not exact or the rule fails.
+// Idempotent: derived values count as given afterwards.
 void resolve_batch(TrainConfig& config, int ranks);
 
 }  // namespace zerodp::train

@@ -23,6 +23,7 @@
 #include "model/presets.h"
 #include "plan/predict.h"
 #include "train/corpus.h"
+#include "train/effective_config.h"
 #include "train/metrics.h"
 #include "train/progress.h"
 #include "train/sampler.h"
@@ -251,6 +252,7 @@ TrainOutcome run_training(const TrainConfig& input) {
                                          corpus.record_length);
     std::optional<MetricsWriter> metrics;
     std::optional<Progress> progress;
+    const std::vector<Setting> settings = effective_settings(config, n);
     if (lead) {
       fmt::print("zerodp train: {}\n", gpt.describe());
       fmt::print("data: {}\n", corpus.description);
@@ -270,6 +272,7 @@ TrainOutcome run_training(const TrainConfig& input) {
                  mib(process_plan.total()), mib(baseline), process_plan.ranks.size(),
                  process_plan.ranks.size() == 1 ? "" : "s",
                  limit.bytes == UINT64_MAX ? std::string("none") : gib(limit.bytes), limit.source);
+      fmt::print("{}", format_effective_config(settings));
       progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
     }
 
@@ -312,7 +315,10 @@ TrainOutcome run_training(const TrainConfig& input) {
     }
     // Created only now, once every input (a checkpoint included) was accepted:
     // a refused run must not truncate or leave a metrics file.
-    if (lead && !config.metrics_path.empty()) metrics.emplace(config.metrics_path);
+    if (lead && !config.metrics_path.empty()) {
+      metrics.emplace(config.metrics_path);
+      metrics->write(effective_config_record(settings));
+    }
     int64_t last_saved = -1;
     // data_step: the data position the checkpoint resumes at (steps done).
     auto save_now = [&](int64_t data_step) {
@@ -388,6 +394,12 @@ TrainOutcome run_training(const TrainConfig& input) {
       outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out, config.seq_len);
       fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n",
                  100.0 * outcome.held_out_accuracy, std::min<size_t>(config.held_out, corpus.held_out.size()));
+    }
+    if (metrics) {
+      // The final validation pass, so a report's best validation loss is this run's.
+      nlohmann::json final_record = {{"step", step}, {"val_loss", final_val}};
+      if (held_out) final_record["held_out_accuracy"] = outcome.held_out_accuracy;
+      metrics->write({{"final", final_record}});
     }
     RunStats stats;
     stats.model_description = gpt.describe();

@@ -46,7 +46,11 @@ TEST(DeepSpeedConfig, MapsTheKeysThatMeanSomethingHere) {
   EXPECT_EQ(c.train_batch_size, 32);
   EXPECT_EQ(c.micro_batch, 4);
   EXPECT_EQ(c.engine.grad_accum, 2);
-  EXPECT_FALSE(c.derive_grad_accum);
+  EXPECT_TRUE(c.grad_accum_given);
+  EXPECT_EQ(c.source_of("stage"), "config zero_optimization.stage");
+  EXPECT_EQ(c.source_of("lr"), "config optimizer.params.lr");
+  EXPECT_EQ(c.source_of("precision"), "config fp16.enabled");
+  EXPECT_EQ(c.source_of("seed"), "DeepSpeed default");
   EXPECT_EQ(c.log_every, 7);
   EXPECT_EQ(c.engine.clip_norm, 0.5);
   EXPECT_EQ(c.engine.stage, 2);
@@ -78,15 +82,64 @@ TEST(DeepSpeedConfig, AdamIsAdamWUnlessAdamWModeIsOff) {
 
 TEST(DeepSpeedConfig, BatchRuleIsCheckedOrDerivedOnceRanksAreKnown) {
   Applied derived = apply(R"({"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4})");
-  EXPECT_TRUE(derived.config.derive_grad_accum);
   resolve_batch(derived.config, 3);
   EXPECT_EQ(derived.config.engine.grad_accum, 4);  // 48 = 4 x 4 x 3
+  resolve_batch(derived.config, 3);                // idempotent
+  EXPECT_EQ(derived.config.engine.grad_accum, 4);
 
   Applied wrong = apply(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4,
                              "gradient_accumulation_steps": 2})");
   EXPECT_THROW(resolve_batch(wrong.config, 2), ConfigError);
   Applied indivisible = apply(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})");
   EXPECT_THROW(resolve_batch(indivisible.config, 2), ConfigError);
+}
+
+TEST(DeepSpeedConfig, BatchDerivationsAreDeepSpeeds) {
+  // train_batch_size + gradient_accumulation_steps: the micro-batch is derived (48 / (2 x 2) = 12).
+  Applied a = apply(R"({"train_batch_size": 48, "gradient_accumulation_steps": 2})");
+  apply_data_defaults(a.config);
+  resolve_batch(a.config, 2);
+  EXPECT_EQ(a.config.micro_batch, 12);
+  EXPECT_EQ(a.config.engine.grad_accum, 2);
+  EXPECT_NE(a.config.source_of("micro-batch").find("derived"), std::string::npos);
+  // train_batch_size alone: accumulation 1, micro-batch 64 / 2 = 32 (not the data's default 8 x 4).
+  Applied b = apply(R"({"train_batch_size": 64})");
+  b.config.data = "some.txt";
+  apply_data_defaults(b.config);
+  resolve_batch(b.config, 2);
+  EXPECT_EQ(b.config.micro_batch, 32);
+  EXPECT_EQ(b.config.engine.grad_accum, 1);
+  // Not divisible: refused, naming the numbers.
+  Applied c = apply(R"({"train_batch_size": 50, "gradient_accumulation_steps": 4})");
+  apply_data_defaults(c.config);
+  EXPECT_THROW(resolve_batch(c.config, 2), ConfigError);
+}
+
+TEST(DeepSpeedConfig, DefaultsAreDeepSpeedsWhenAConfigIsGiven) {
+  // No zero_optimization, no precision section: stage 0 in fp32, as DeepSpeed.
+  const TrainConfig c = apply(R"({"train_micro_batch_size_per_gpu": 4})").config;
+  EXPECT_EQ(c.engine.stage, 0);
+  EXPECT_EQ(c.engine.dtype, Dtype::fp32());
+  EXPECT_EQ(c.engine.clip_norm, 0.0);
+  EXPECT_EQ(c.engine.lr_schedule.kind, optim::LrScheduleKind::kConstant);
+  EXPECT_EQ(c.engine.optimizer.adam.lr, 1e-3);
+  EXPECT_EQ(c.log_every, 10);
+  EXPECT_EQ(c.source_of("stage"), "DeepSpeed default");
+  // A WarmupLR section without params: DeepSpeed's 1000 log warm-up steps to 0.001.
+  const TrainConfig w = apply(R"({"scheduler": {"type": "WarmupLR"}})").config;
+  EXPECT_EQ(w.engine.lr_schedule.warmup_steps, 1000);
+  EXPECT_EQ(w.engine.lr_schedule.warmup_type, optim::WarmupType::kLog);
+  EXPECT_EQ(w.engine.lr_schedule.max_lr, 0.001);
+  // Without a config file, zerodp's own defaults stay.
+  EXPECT_EQ(TrainConfig{}.engine.stage, 3);
+}
+
+TEST(DeepSpeedConfig, ActivationCheckpointingSectionTurnsItOn) {
+  const Applied a = apply(R"({"activation_checkpointing": {"partition_activations": false}})");
+  EXPECT_TRUE(a.config.activation_checkpointing);
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("activation_checkpointing.partition_activations"), std::string::npos);
+  EXPECT_TRUE(apply(R"({"activation_checkpointing": {}})").warnings.empty());
 }
 
 TEST(DeepSpeedConfig, DeepSpeedKeysThatDoNothingHereAreWarnedAbout) {
