@@ -28,11 +28,12 @@ struct TrainFlags {
 };
 
 template <typename T>
-void flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T& var, const std::string& help,
+CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T& var, const std::string& help,
           std::function<void(train::TrainConfig&)> apply, bool show_default = true) {
   CLI::Option* opt = cmd->add_option(name, var, help);
   if (show_default) opt->capture_default_str();
   f.overrides.emplace_back(opt, std::move(apply));
+  return opt;
 }
 
 // A given --micro-batch or --seq-len must be a count: 0 is what TrainConfig
@@ -159,7 +160,14 @@ void add_train_command(CLI::App& app) {
   flag(cmd, f, "--save", d.save_dir, "Save checkpoints under this folder (DIR/step-N, DIR/latest); at the end,\n"
        "and every --save-every steps", [&f](auto& c) { c.save_dir = f.c.save_dir; });
   flag(cmd, f, "--resume", d.resume_dir, "Resume from a checkpoint folder (or a --save folder: its latest), saved at\n"
-       "any number of ranks and any stage", [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
+       "any number of ranks and any stage; it continues the saved run: model, data, batch, optimizer,\n"
+       "schedule, seed and --steps come from the checkpoint unless given", [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
+  flag(cmd, f, "--resume-override", d.resume_overrides,
+       "With --resume: settings that may differ from the checkpoint's (e.g. data,lr); without it a\n"
+       "contradicting flag is refused. Names: model data val-data seq-len micro-batch grad-accum seed\n"
+       "optimizer lr betas eps weight-decay momentum schedule warmup min-lr-ratio clip",
+       [&f](auto& c) { c.resume_overrides = f.c.resume_overrides; }, false)
+      ->delimiter(',');
   flag(cmd, f, "--init-from", d.init_from, "Start from the weights of an llm.c model file (model.bin, fp32; e.g. one\n"
        "'zerodp ckpt consolidate' wrote) instead of --seed's; the file must hold --model's shape",
        [&f](auto& c) { c.init_from = f.c.init_from; });

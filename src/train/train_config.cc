@@ -39,6 +39,11 @@ void apply_data_defaults(TrainConfig& c) {
   if (c.seq_len == 0) c.seq_len = embedded ? kArithmeticSeqLen : kTextSeqLen;
 }
 
+void check_start_point(const TrainConfig& c) {
+  ZDP_CHECK(c.init_from.empty() || c.resume_dir.empty(), ConfigError,
+            "[train] --init-from and --resume were both given: a resume restores the weights it saved; pass one");
+}
+
 void validate(const TrainConfig& c) {
   ZDP_CHECK(c.ranks >= 1 || (c.ranks == 0 && c.backend == comm::Backend::kMpi), ConfigError,
             "[train] --ranks {} must be at least 1", c.ranks);
@@ -57,8 +62,7 @@ void validate(const TrainConfig& c) {
   ZDP_CHECK(c.held_out >= 0, ConfigError, "[train] --held-out {} must be >= 0 (0: no held-out sums)", c.held_out);
   ZDP_CHECK(c.save_every >= 0, ConfigError, "[train] --save-every {} must be >= 0", c.save_every);
   ZDP_CHECK(c.keep_last >= 0, ConfigError, "[train] --keep-last {} must be >= 0", c.keep_last);
-  ZDP_CHECK(c.init_from.empty() || c.resume_dir.empty(), ConfigError,
-            "[train] --init-from and --resume were both given: a resume restores the weights it saved; pass one");
+  check_start_point(c);
   zero::validate(c.engine);
 }
 

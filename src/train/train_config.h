@@ -57,6 +57,9 @@ struct TrainConfig {
   std::string save_dir;
   std::string resume_dir;
   std::string init_from;  // llm.c model file: the starting weights (instead of the seed's)
+  // Settings a resume may change although the checkpoint recorded others
+  // (--resume-override data,lr): by setting name, as in `sources`.
+  std::vector<std::string> resume_overrides;
   int save_every = 0;
   int keep_last = 0;
 
@@ -88,6 +91,9 @@ void apply_data_defaults(TrainConfig& config);
 // Throws ConfigError (one line: the problem and the fix) for values that do
 // not fit together. REQUIRES ranks resolved (>= 1) for the batch-size rule.
 void validate(const TrainConfig& config);
+// The part of validate() that needs no resolved values: one start point
+// (--init-from or --resume, not both). Checked before a resume reads its checkpoint.
+void check_start_point(const TrainConfig& config);
 
 // DeepSpeed's batch rule, train_batch_size = micro_batch * grad_accum *
 // ranks, for `ranks` ranks, with DeepSpeed's derivations when

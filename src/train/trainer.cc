@@ -26,6 +26,7 @@
 #include "train/effective_config.h"
 #include "train/metrics.h"
 #include "train/progress.h"
+#include "train/resume_config.h"
 #include "train/sampler.h"
 #include "train/summary.h"
 #include "train/warm_up.h"
@@ -179,6 +180,15 @@ std::string format_process_memory(const plan::ProcessPrediction& plan, uint64_t 
 TrainOutcome run_training(const TrainConfig& input) {
   return_large_frees_to_the_os();  // so that the process's peak is the ledger's (core/process_memory.h)
   TrainConfig config = input;
+  // A resume continues the run it saved: its model, data, batch, optimizer
+  // and schedule, unless flags say otherwise (resume_config.h).
+  std::string resume_notes;
+  std::string resume_path;
+  check_start_point(config);
+  if (!config.resume_dir.empty()) {
+    resume_path = ckpt::resolve_checkpoint(config.resume_dir);
+    resume_notes = apply_checkpoint_config(config, ckpt::read_manifest(resume_path), resume_path);
+  }
   apply_data_defaults(config);
   if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
     config.ranks = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -215,9 +225,9 @@ TrainOutcome run_training(const TrainConfig& input) {
   const bool consolidate = held_out || config.sample_tokens > 0;
   // A resume reads each record through one buffer of whole chunks.
   const uint64_t load_scratch =
-      config.resume_dir.empty()
-          ? 0
-          : ckpt::read_scratch_bytes(ckpt::read_manifest(ckpt::resolve_checkpoint(config.resume_dir)).chunk_bytes);
+      resume_path.empty() ? 0 : ckpt::read_scratch_bytes(ckpt::read_manifest(resume_path).chunk_bytes);
+  // What a checkpoint records of the data, to name a changed file at resume.
+  const DataFingerprint data_fingerprint = config.save_dir.empty() ? DataFingerprint{} : fingerprint_data(config.data);
 
   TrainOutcome outcome;
   comm::CommOptions comm_options;
@@ -306,12 +316,10 @@ TrainOutcome run_training(const TrainConfig& input) {
       const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);
       step = loaded.step;
       if (lead) {
-        progress->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {})", loaded.path,
-                                   loaded.step, loaded.saved_ranks, loaded.saved_stage, loaded.saved_dtype));
+        progress->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {}); {}", loaded.path,
+                                   loaded.step, loaded.saved_ranks, loaded.saved_stage, loaded.saved_dtype,
+                                   resume_notes));
       }
-      ZDP_CHECK(loaded.seed == config.seed, ConfigError,
-                "[train] {} was saved with --seed {} but this run has --seed {}: pass --seed {} to continue its data",
-                loaded.path, loaded.seed, config.seed, loaded.seed);
     }
     // Created only now, once every input (a checkpoint included) was accepted:
     // a refused run must not truncate or leave a metrics file.
@@ -326,7 +334,7 @@ TrainOutcome run_training(const TrainConfig& input) {
       options.seed = config.seed;
       options.data_step = data_step;
       options.keep_last = config.keep_last;
-      options.metadata = {{"model", config.model}, {"data", config.data.empty() ? "embedded" : config.data}};
+      options.metadata = run_record(config, data_fingerprint);
       const ckpt::SaveResult saved = ckpt::save(engine, config.save_dir, options);
       last_saved = data_step;
       if (lead) {

@@ -136,7 +136,8 @@ TEST_F(DamagedCheckpoints, LatestNamesNothing) {
 TEST_F(DamagedCheckpoints, AnotherModelOrOptimizer) {
   const fs::path dir = copy("foreign");
   expect_resume_refused(dir, "saved from a different model", " --model gpt-10m");
-  expect_resume_refused(dir, "saved with optimizer adamw, this run uses sgd", " --optimizer sgd");
+  expect_resume_refused(dir, "--optimizer sgd contradicts the checkpoint", " --optimizer sgd");
+  expect_resume_refused(dir, "saved with optimizer adamw, this run uses sgd", " --optimizer sgd --resume-override optimizer");
 }
 
 TEST_F(DamagedCheckpoints, NoSuchDirectory) {

@@ -3,6 +3,9 @@
 // the behaviours issue 14's trial asked for. Small runs of the default tiny
 // GPT on the embedded corpus, a few steps each.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "cli_run.h"
 
@@ -44,6 +47,62 @@ TEST(Workflow, SkippedFp16StepsCountAndAreMarked) {
   EXPECT_GE(steps, 10);
   EXPECT_GT(skipped, 0);
   fs::remove(config);
+}
+
+// "step N/N | loss X": the last step's line up to the loss.
+std::string last_step_line(const std::string& out, int steps) {
+  const std::string key = fmt::format("step {}/{} |", steps, steps);
+  const size_t at = out.find(key);
+  if (at == std::string::npos) return "";
+  return out.substr(at, out.find(" | ", out.find("loss", at)) - at);
+}
+
+class Resume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("zerodp_workflow_resume." + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    data_ = dir_ / "text.txt";
+    std::string text;
+    for (int i = 0; i < 300; ++i) text += "a line of text to learn, number " + std::to_string(i % 17) + "\n";
+    std::ofstream(data_) << text;
+    const Result r = run(fmt::format("train --data {} --steps 6 --save-every 3 --save {} --eval-every 0 {}",
+                                     data_.string(), (dir_ / "ckpt").string(), kQuick));
+    ASSERT_EQ(r.code, 0) << r.err;
+    straight_ = last_step_line(r.out, 6);
+    ASSERT_FALSE(straight_.empty()) << r.out;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string step3() const { return (dir_ / "ckpt" / "step-00000003").string(); }
+
+  fs::path dir_, data_;
+  std::string straight_;
+};
+
+TEST_F(Resume, TakesModelDataAndStepsFromTheCheckpoint) {
+  // No --data, no --steps: it used to train on the embedded corpus.
+  const Result r = run(fmt::format("train --resume {} {} --eval-every 0", step3(), kQuick));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("taken from the checkpoint"), std::string::npos) << r.out;
+  EXPECT_EQ(last_step_line(r.out, 6), straight_) << r.out;
+}
+
+TEST_F(Resume, AContradictingFlagIsRefusedUnlessOverridden) {
+  expect_refused(fmt::format("train --resume {} --lr 0.01", step3()), "--resume-override lr");
+  const Result r = run(fmt::format("train --resume {} --lr 0.01 --resume-override lr {}", step3(), kQuick));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("overridden (--resume-override): lr 0.01"), std::string::npos) << r.out;
+}
+
+TEST_F(Resume, AChangedDataFileIsNamed) {
+  std::ofstream(data_, std::ios::app) << "one more line\n";
+  expect_refused(fmt::format("train --resume {}", step3()), "has changed since the checkpoint");
+}
+
+TEST_F(Resume, NothingLeftToTrainIsRefused) {
+  expect_refused(fmt::format("train --resume {} --steps 3", step3()), "nothing to train");
+  expect_refused(fmt::format("train --resume {}", (dir_ / "ckpt").string()), "is at step 6");
 }
 
 }  // namespace

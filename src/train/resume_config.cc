@@ -1,0 +1,213 @@
+#include "train/resume_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "ckpt/crc32c.h"
+#include "core/error.h"
+
+namespace zerodp::train {
+namespace {
+
+using nlohmann::json;
+
+// A setting the checkpoint decides: how to read it from and write it into a
+// TrainConfig, as JSON.
+struct Field {
+  const char* name;
+  std::function<json(const TrainConfig&)> get;
+  std::function<void(TrainConfig&, const json&)> set;
+};
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> all = {
+      {"model", [](const TrainConfig& c) { return json(c.model); },
+       [](TrainConfig& c, const json& v) { c.model = v.get<std::string>(); }},
+      {"data", [](const TrainConfig& c) { return json(c.data); },
+       [](TrainConfig& c, const json& v) { c.data = v.get<std::string>(); }},
+      {"val-data", [](const TrainConfig& c) { return json(c.val_data); },
+       [](TrainConfig& c, const json& v) { c.val_data = v.get<std::string>(); }},
+      {"seq-len", [](const TrainConfig& c) { return json(c.seq_len); },
+       [](TrainConfig& c, const json& v) { c.seq_len = v.get<int>(); }},
+      {"micro-batch", [](const TrainConfig& c) { return json(c.micro_batch); },
+       [](TrainConfig& c, const json& v) { c.micro_batch = v.get<int>(); }},
+      {"grad-accum", [](const TrainConfig& c) { return json(c.engine.grad_accum); },
+       [](TrainConfig& c, const json& v) {
+         c.engine.grad_accum = v.get<int>();
+         c.grad_accum_given = true;
+       }},
+      {"seed", [](const TrainConfig& c) { return json(c.seed); },
+       [](TrainConfig& c, const json& v) { c.seed = v.get<uint64_t>(); }},
+      {"steps", [](const TrainConfig& c) { return json(c.steps); },
+       [](TrainConfig& c, const json& v) { c.steps = v.get<int>(); }},
+      {"optimizer", [](const TrainConfig& c) { return json(optim::optimizer_kind_name(c.engine.optimizer.kind)); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.kind = optim::parse_optimizer_kind(v.get<std::string>()); }},
+      {"lr", [](const TrainConfig& c) { return json(c.engine.lr_schedule.max_lr); },
+       [](TrainConfig& c, const json& v) {
+         c.engine.lr_schedule.max_lr = c.engine.optimizer.adam.lr = c.engine.optimizer.sgd.lr = v.get<double>();
+       }},
+      {"betas", [](const TrainConfig& c) { return json::array({c.engine.optimizer.adam.beta1, c.engine.optimizer.adam.beta2}); },
+       [](TrainConfig& c, const json& v) {
+         c.engine.optimizer.adam.beta1 = v.at(0).get<double>();
+         c.engine.optimizer.adam.beta2 = v.at(1).get<double>();
+       }},
+      {"eps", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.eps); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.eps = v.get<double>(); }},
+      {"weight-decay", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.weight_decay); },
+       [](TrainConfig& c, const json& v) {
+         c.engine.optimizer.adam.weight_decay = c.engine.optimizer.sgd.weight_decay = v.get<double>();
+       }},
+      {"momentum", [](const TrainConfig& c) { return json(c.engine.optimizer.sgd.momentum); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.sgd.momentum = v.get<double>(); }},
+      {"schedule", [](const TrainConfig& c) { return json(optim::lr_schedule_kind_name(c.engine.lr_schedule.kind)); },
+       [](TrainConfig& c, const json& v) {
+         c.engine.lr_schedule.kind = optim::parse_lr_schedule_kind(v.get<std::string>());
+       }},
+      {"warmup", [](const TrainConfig& c) { return json(c.engine.lr_schedule.warmup_steps); },
+       [](TrainConfig& c, const json& v) { c.engine.lr_schedule.warmup_steps = v.get<int64_t>(); }},
+      {"min-lr-ratio", [](const TrainConfig& c) { return json(c.engine.lr_schedule.cos_min_ratio); },
+       [](TrainConfig& c, const json& v) { c.engine.lr_schedule.cos_min_ratio = v.get<double>(); }},
+      {"clip", [](const TrainConfig& c) { return json(c.engine.clip_norm); },
+       [](TrainConfig& c, const json& v) { c.engine.clip_norm = v.get<double>(); }},
+  };
+  return all;
+}
+
+// The schedule's own length and shape details, kept as one record so that a
+// longer --steps continues the saved schedule instead of stretching it.
+json schedule_detail(const TrainConfig& c) {
+  const optim::LrScheduleConfig& lr = c.engine.lr_schedule;
+  return {{"total_steps", lr.total_steps > 0 ? lr.total_steps : c.steps},
+          {"min_lr", lr.min_lr},
+          {"warmup_type", lr.warmup_type == optim::WarmupType::kLog ? "log" : "linear"},
+          {"warmup_min_ratio", lr.warmup_min_ratio}};
+}
+
+bool given(const TrainConfig& c, const std::string& name) {
+  const auto it = c.sources.find(name);
+  return it != c.sources.end() && (it->second.rfind("flag ", 0) == 0 || it->second.rfind("config ", 0) == 0);
+}
+
+std::string show(const json& v) { return v.is_string() ? (v.get<std::string>().empty() ? "(none)" : v.get<std::string>()) : v.dump(); }
+
+// How the user gave a setting: "--data" or the config key.
+std::string spelled(const TrainConfig& c, const std::string& name) {
+  const std::string& src = c.sources.at(name);
+  return src.rfind("flag ", 0) == 0 ? src.substr(5) : src.substr(7) + " (in --config)";
+}
+
+}  // namespace
+
+DataFingerprint fingerprint_data(const std::string& path) {
+  DataFingerprint f;
+  if (path.empty()) return f;
+  std::ifstream in(path, std::ios::binary);
+  ZDP_CHECK(in.good(), ConfigError, "[train] cannot read the data file {}: check the path", path);
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    f.crc32c = ckpt::crc32c_extend(f.crc32c, buffer.data(), got);
+    f.bytes += got;
+  }
+  return f;
+}
+
+std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data) {
+  json settings = json::object();
+  for (const Field& f : fields()) settings[f.name] = f.get(config);
+  settings["schedule-detail"] = schedule_detail(config);
+  std::map<std::string, std::string> out = {{"train_config", settings.dump()},
+                                            {"model", config.model},
+                                            {"data", config.data.empty() ? "embedded" : config.data}};
+  if (!config.data.empty()) {
+    out["data_bytes"] = std::to_string(data.bytes);
+    out["data_crc32c"] = std::to_string(data.crc32c);
+  }
+  return out;
+}
+
+std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manifest, const std::string& path) {
+  const auto record = manifest.metadata.find("train_config");
+  std::string notes;
+  if (record == manifest.metadata.end()) {
+    // Saved before checkpoints recorded their run: only the model is known.
+    if (!given(c, "model")) c.model = manifest.model_json;
+    return fmt::format("{} does not record its run's settings (an older checkpoint): the flags given apply", path);
+  }
+  const json saved = json::parse(record->second);
+  std::vector<std::string> taken, overridden;
+  for (const Field& f : fields()) {
+    if (!saved.contains(f.name)) continue;
+    const json& was = saved.at(f.name);
+    if (!given(c, f.name)) {
+      // The model as the checkpoint recorded it, so a moved JSON file does not matter.
+      if (std::string(f.name) == "model") {
+        c.model = manifest.model_json;
+      } else {
+        f.set(c, was);
+      }
+      c.sources[f.name] = "checkpoint";
+      continue;
+    }
+    const json now = f.get(c);
+    if (now == was) continue;
+    // --steps may always grow: it says how far to train, not how.
+    if (std::string(f.name) == "steps") continue;
+    // The model is compared by the engine's own check (ckpt::load), which
+    // names the difference; the name may differ for the same model.
+    if (std::string(f.name) == "model") continue;
+    if (std::find(c.resume_overrides.begin(), c.resume_overrides.end(), f.name) != c.resume_overrides.end()) {
+      overridden.push_back(fmt::format("{} {} (saved: {})", f.name, show(now), show(was)));
+      continue;
+    }
+    ZDP_THROW(ConfigError,
+              "[train] {} {} contradicts the checkpoint {}, which was saved with {}: leave {} out to continue as "
+              "saved, or add --resume-override {} to change it",
+              spelled(c, f.name), show(now), path, show(was), spelled(c, f.name), f.name);
+  }
+  if (saved.contains("schedule-detail") && !given(c, "schedule")) {
+    const json& d = saved.at("schedule-detail");
+    optim::LrScheduleConfig& lr = c.engine.lr_schedule;
+    lr.total_steps = d.at("total_steps").get<int64_t>();
+    lr.min_lr = d.at("min_lr").get<double>();
+    lr.warmup_type = optim::parse_warmup_type(d.at("warmup_type").get<std::string>());
+    lr.warmup_min_ratio = d.at("warmup_min_ratio").get<double>();
+  }
+
+  // The data must be the bytes it was saved with.
+  if (!c.data.empty() && c.data == saved.value("data", std::string()) && manifest.metadata.count("data_crc32c") > 0) {
+    const DataFingerprint now = fingerprint_data(c.data);
+    const uint64_t bytes = std::stoull(manifest.metadata.at("data_bytes"));
+    const auto crc = static_cast<uint32_t>(std::stoul(manifest.metadata.at("data_crc32c")));
+    const bool overridden_data =
+        std::find(c.resume_overrides.begin(), c.resume_overrides.end(), "data") != c.resume_overrides.end();
+    if ((now.bytes != bytes || now.crc32c != crc) && !overridden_data) {
+      ZDP_THROW(ConfigError,
+                "[train] the data file {} has changed since the checkpoint {} was saved ({} bytes, CRC-32C {:08x}; "
+                "now {} bytes, {:08x}): restore it, or add --resume-override data to continue on the changed file",
+                c.data, path, bytes, crc, now.bytes, now.crc32c);
+    }
+    if (now.bytes != bytes || now.crc32c != crc) overridden.push_back(fmt::format("data {} (changed since the save)", c.data));
+  }
+
+  // Nothing left to train is refused, not a silent success.
+  ZDP_CHECK(c.steps > manifest.data_step, ConfigError,
+            "[train] {} is at step {} and this run's --steps is {}: nothing to train; give --steps above {} to "
+            "continue it",
+            path, manifest.data_step, c.steps, manifest.data_step);
+
+  for (const auto& [name, source] : c.sources) {
+    if (source == "checkpoint" && name != "model") taken.push_back(name);
+  }
+  notes = fmt::format("continuing as saved: {} taken from the checkpoint", taken.empty() ? "nothing" : fmt::format("{}", fmt::join(taken, ", ")));
+  if (!overridden.empty()) notes += fmt::format("; overridden (--resume-override): {}", fmt::join(overridden, "; "));
+  return notes;
+}
+
+}  // namespace zerodp::train

@@ -1,0 +1,43 @@
+// Resuming a run the way it was saved. A checkpoint records, beside the
+// engine state, the settings that decide what is trained (the model, the
+// data with its size and CRC-32C, the batch, the optimizer, the schedule,
+// clipping, the seed and the run's steps). A resume takes each of them from
+// the checkpoint unless the user gives it; a given value that contradicts
+// the checkpoint is refused unless --resume-override names it. What may
+// change freely: ranks, stage, precision, backend and everything that does
+// not change the trajectory (overlap, prefetch, logging, evaluation, saves).
+// Thread-safety: pure functions, except that they read the data file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ckpt/manifest.h"
+#include "train/train_config.h"
+
+namespace zerodp::train {
+
+// The data file's identity: its size and CRC-32C (empty path: the embedded
+// corpus, nothing to read). ConfigError when the file cannot be read.
+struct DataFingerprint {
+  uint64_t bytes = 0;
+  uint32_t crc32c = 0;
+};
+DataFingerprint fingerprint_data(const std::string& path);
+
+// The checkpoint metadata that records the run: "train_config" (JSON of the
+// settings above, by setting name) and, for a data file, "data_bytes" and
+// "data_crc32c". REQUIRES the batch resolved.
+std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data);
+
+// Applies the checkpoint's settings to `config` (before data defaults and
+// the batch are resolved), checking given ones against it and the data
+// file against its fingerprint. ConfigError (one line: the setting, both
+// values, how to keep the checkpoint's and how to override) on a
+// contradiction; also when --steps leaves nothing to train. Returns notes
+// for the log (what was taken, what was overridden).
+std::string apply_checkpoint_config(TrainConfig& config, const ckpt::Manifest& manifest,
+                                    const std::string& checkpoint_path);
+
+}  // namespace zerodp::train
