@@ -33,7 +33,11 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   const std::string ranks_source = c.sources.count("ranks") > 0 ? c.sources.at("ranks")
                                    : c.backend == comm::Backend::kMpi ? "mpirun -np"
                                                                       : "zerodp default: one per core";
-  out.push_back({"ranks", ranks, fmt::format("{}, {} backend", ranks_source, comm::backend_name(c.backend))});
+  const std::string backend =
+      c.sources.count("backend") > 0 && c.sources.at("backend").rfind("detected", 0) == 0
+          ? fmt::format("{} backend ({})", comm::backend_name(c.backend), c.sources.at("backend"))
+          : fmt::format("{} backend", comm::backend_name(c.backend));
+  out.push_back({"ranks", ranks, fmt::format("{}, {}", ranks_source, backend)});
   add("stage", e.stage);
   add("precision", std::string(e.dtype.name()));
   add("micro-batch", c.micro_batch);

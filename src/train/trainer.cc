@@ -13,6 +13,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/model_record.h"
 #include "ckpt/shard_reader.h"
+#include "comm/mpi.h"
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "core/simd.h"
@@ -175,6 +176,29 @@ std::string format_process_memory(const plan::ProcessPrediction& plan, uint64_t 
       plan.ranks.size() == 1 ? "" : "s", plan.ranks.size() == 1 ? "its" : "their", mib(ranks), mib(allocator), over);
 }
 
+// `mpirun -np N zerodp train` without --backend: N processes would each run
+// their own thread job. The launch is detected and the MPI backend used
+// (the effective configuration says so); an explicit --backend thread under
+// a multi-process launch is refused.
+void use_mpi_when_launched_by_mpirun(TrainConfig& config) {
+  if (!comm::mpi_launched() || config.backend == comm::Backend::kMpi) return;
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (size == nullptr) size = std::getenv("PMI_SIZE");
+  const int processes = size != nullptr ? std::atoi(size) : 0;
+  if (config.sources.count("backend") > 0) {
+    ZDP_CHECK(processes <= 1, ConfigError,
+              "[train] --backend thread under mpirun -np {}: each of the {} processes would train its own copy; "
+              "drop --backend thread (or pass --backend mpi) to train one job across them",
+              processes, processes);
+    return;
+  }
+  ZDP_CHECK(comm::mpi_available(), ConfigError,
+            "[train] started by mpirun, but this zerodp was built without MPI: install libopenmpi-dev and rebuild "
+            "(scripts/setup), or run without mpirun (--ranks N uses threads)");
+  config.backend = comm::Backend::kMpi;
+  config.sources["backend"] = fmt::format("detected: started by mpirun -np {}", processes);
+}
+
 }  // namespace
 
 TrainOutcome run_training(const TrainConfig& input) {
@@ -185,6 +209,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   std::string resume_notes;
   std::string resume_path;
   check_start_point(config);
+  use_mpi_when_launched_by_mpirun(config);
   if (!config.resume_dir.empty()) {
     resume_path = ckpt::resolve_checkpoint(config.resume_dir);
     resume_notes = apply_checkpoint_config(config, ckpt::read_manifest(resume_path), resume_path);
