@@ -2,6 +2,8 @@
 // TrainConfig, then train::run_training. Flags given on the command line
 // override the file; the file overrides the defaults.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -59,7 +61,12 @@ void run(TrainFlags& f) {
     apply(c);
     c.sources[setting_of(opt->get_name())] = "flag " + opt->get_name();
   }
-  train::run_training(c);
+  const train::TrainOutcome outcome = train::run_training(c);
+  if (outcome.interrupted_signal != 0) {
+    // Saved and told how to resume; the shell and the scheduler see the signal's status.
+    std::fflush(stdout);
+    std::exit(128 + outcome.interrupted_signal);
+  }
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "train/progress.h"
 #include "train/resume_config.h"
 #include "train/sampler.h"
+#include "train/stop_signal.h"
 #include "train/summary.h"
 #include "train/warm_up.h"
 #include "zero/engine.h"
@@ -199,6 +200,21 @@ void use_mpi_when_launched_by_mpirun(TrainConfig& config) {
   config.sources["backend"] = fmt::format("detected: started by mpirun -np {}", processes);
 }
 
+// Where an interrupted run without --save puts its checkpoint.
+constexpr const char* kInterruptedSaveDir = "zerodp-interrupted";
+
+// The flags a resumed run needs that its checkpoint does not record: where
+// to keep saving (the checkpoint brings model, data, batch, optimizer, schedule).
+std::string resume_flags(const TrainConfig& config, const std::string& root) {
+  std::string out = " --save " + root;
+  if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
+  if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);
+  if (config.backend == comm::Backend::kThread && config.sources.count("ranks") > 0) {
+    out += fmt::format(" --ranks {}", config.ranks);
+  }
+  return out;
+}
+
 }  // namespace
 
 TrainOutcome run_training(const TrainConfig& input) {
@@ -258,6 +274,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   comm::CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.comm_timeout_s * 1000));
 
+  const StopOnSignals stop_on_signals;  // SIGINT/SIGTERM: finish the step, save, exit (stop_signal.h)
   comm::run_ranks(config.backend, config.ranks, comm_options, [&, input_config = config](comm::Communicator& comm) {
     const bool lead = comm.rank() == 0;
     const int n = comm.size();
@@ -354,13 +371,13 @@ TrainOutcome run_training(const TrainConfig& input) {
     }
     int64_t last_saved = -1;
     // data_step: the data position the checkpoint resumes at (steps done).
-    auto save_now = [&](int64_t data_step) {
+    auto save_now = [&](int64_t data_step, const std::string& root) {
       ckpt::SaveOptions options;
       options.seed = config.seed;
       options.data_step = data_step;
       options.keep_last = config.keep_last;
       options.metadata = run_record(config, data_fingerprint);
-      const ckpt::SaveResult saved = ckpt::save(engine, config.save_dir, options);
+      const ckpt::SaveResult saved = ckpt::save(engine, root, options);
       last_saved = data_step;
       if (lead) {
         progress->note(fmt::format("saved {} ({:.1f} MB in {:.2f} s)", saved.path, saved.bytes_total / 1e6,
@@ -372,7 +389,12 @@ TrainOutcome run_training(const TrainConfig& input) {
     double train_seconds = 0;
     std::vector<double> losses;
     const int64_t first_step = step;
+    int interrupted = 0;  // the signal every rank agreed to stop on
     for (; step < config.steps; ++step) {
+      // One scalar all-reduce per step: every rank stops before the same step.
+      interrupted = static_cast<int>(
+          comm.all_reduce_scalar(static_cast<double>(StopOnSignals::requested()), comm::ReduceOp::kMax));
+      if (interrupted != 0) break;
       const comm::CommStats before = comm.stats();
       const auto t0 = Clock::now();
       const zero::StepResult r = engine.train_step(train_feed);
@@ -390,7 +412,7 @@ TrainOutcome run_training(const TrainConfig& input) {
         }
       }
       if (!config.save_dir.empty() && config.save_every > 0 && (step + 1) % config.save_every == 0) {
-        save_now(step + 1);
+        save_now(step + 1, config.save_dir);
       }
       std::vector<RankMemory> memory;
       std::vector<comm::CommStats> step_comm;
@@ -414,7 +436,23 @@ TrainOutcome run_training(const TrainConfig& input) {
         metrics->write(rec);
       }
     }
-    if (!config.save_dir.empty() && last_saved != step) save_now(step);
+    if (interrupted != 0) {
+      const std::string root = config.save_dir.empty() ? std::string(kInterruptedSaveDir) : config.save_dir;
+      if (lead) {
+        progress->note(fmt::format("{} received: every rank finished step {}; saving before exiting (a second "
+                                   "signal exits at once)",
+                                   signal_name(interrupted), step));
+      }
+      if (last_saved != step) save_now(step, root);
+      outcome.interrupted_signal = interrupted;
+      if (!lead) return;
+      progress->finish();
+      fmt::print("interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
+                 "  zerodp train --resume {}{}\n",
+                 signal_name(interrupted), step, config.steps, root, root, resume_flags(config, root));
+      return;
+    }
+    if (!config.save_dir.empty() && last_saved != step) save_now(step, config.save_dir);
     const double final_val = validate_now();
     const std::vector<RankMemory> memory = collect_memory(comm, engine);
     const std::vector<comm::CommStats> step_comm = collect_comm(comm, last_step_comm);

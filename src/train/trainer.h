@@ -25,6 +25,9 @@ struct TrainOutcome {
   uint64_t baseline_bytes = 0;
   uint64_t planned_bytes = 0;
   uint64_t peak_rss_bytes = 0;
+  // SIGINT or SIGTERM stopped the run after a checkpoint (stop_signal.h);
+  // the process should exit with 128 + this. 0: the run completed.
+  int interrupted_signal = 0;
 };
 
 TrainOutcome run_training(const TrainConfig& config);
