@@ -147,8 +147,10 @@ void add_train_command(CLI::App& app) {
        "and every --save-every steps", [&f](auto& c) { c.save_dir = f.c.save_dir; });
   flag(cmd, f, "--resume", d.resume_dir, "Resume from a checkpoint folder (or a --save folder: its latest), saved at\n"
        "any number of ranks and any stage", [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
-  flag(cmd, f, "--init-from", d.init_from, "Start from the weights of an llm.c model file (model.bin, fp32; e.g. one\n"
-       "'zerodp ckpt consolidate' wrote) instead of --seed's; the file must hold --model's shape",
+  flag(cmd, f, "--init-from", d.init_from, "Start from these weights instead of --seed's (fresh optimizer state): an\n"
+       "llm.c model file (model.bin, fp32), zerodp's model.safetensors or a Hugging Face\n"
+       "GPT-2 model.safetensors (F32; its config.json beside it is read), e.g. what\n"
+       "'zerodp ckpt consolidate' wrote; told apart by content. It must hold --model's shape",
        [&f](auto& c) { c.init_from = f.c.init_from; });
   flag(cmd, f, "--save-every", d.save_every, "Save every S steps (0 = only at the end)",
        [&f](auto& c) { c.save_every = f.c.save_every; });

@@ -55,7 +55,7 @@ struct TrainConfig {
   // Checkpoints.
   std::string save_dir;
   std::string resume_dir;
-  std::string init_from;  // llm.c model file: the starting weights (instead of the seed's)
+  std::string init_from;  // weights file (llm.c, zerodp or HF safetensors): the starting weights (instead of the seed's)
   int save_every = 0;
   int keep_last = 0;
 
