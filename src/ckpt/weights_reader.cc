@@ -218,7 +218,7 @@ struct GptWeightsReader::Impl {
       agree("n_positions", c.positions, config.max_seq_len, "wpe.weight");
       agree("n_layer", c.layers, config.layers, "layer count");
       config.heads = c.heads;
-      note = "with " + json;
+      note = "with config.json";
     } else {
       note = "without config.json: heads as --model's";
     }
@@ -273,10 +273,9 @@ GptWeightsReader::GptWeightsReader(const std::string& path, const model::GptConf
   }
   const model::GptConfig& held = impl_->config;
   ZDP_CHECK(held == expected, ConfigError,
-            "[init-from] {} holds a {} of a {}; this run trains a {}: pass the model it holds with --model '{}'{}",
-            path, weights_format_name(impl_->format), held.describe(), expected.describe(),
-            model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}),
-            impl_->note.empty() ? "" : " (" + impl_->note + ")");
+            "[init-from] {} ({}) holds a {}; this run trains a {}: pass the model it holds with --model '{}'", path,
+            description(), held.describe(), expected.describe(),
+            model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}));
 }
 
 GptWeightsReader::~GptWeightsReader() = default;

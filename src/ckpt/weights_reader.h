@@ -42,7 +42,7 @@ class GptWeightsReader {
 
   WeightsFormat format() const;
   const model::GptConfig& config() const;  // equals `expected`
-  // "Hugging Face GPT-2 safetensors with config.json", for the run's log.
+  // "Hugging Face GPT-2 safetensors, with config.json", for the run's log.
   std::string description() const;
   // Fills `out` with flat parameters [first, first + out.size()).
   void read(size_t first, std::span<float> out);
