@@ -62,21 +62,67 @@ std::vector<ExportTensor> mlp_tensors(const model::MlpConfig& m) {
   return out;
 }
 
-// Every piece of every tensor in order, each read into `buffer` (reserved
-// once at the largest piece, so it is allocated once) and appended.
-// Each piece streams through one buffer of at most kSliceElements, so a
-// vocabulary-sized tensor never needs a buffer of its own size.
-constexpr size_t kSliceElements = size_t{1} << 20;  // 4 MiB
+// Every piece of every tensor in order, streamed through `buffer` (at most
+// `slice` elements, allocated once) and written at its place: `at` is the
+// file offset of the first piece. A piece larger than the slice goes through
+// it in slices, so a vocabulary-sized tensor never needs a buffer of its own
+// size. A transposed piece ([R, K] in the flat buffer, [K, R] in the file) is
+// read a block of whole rows at a time; column k of the block is a run of
+// the file's row k, gathered into `run` and written where it belongs.
+struct Buffers {
+  std::vector<float> block, run;
+};
 
-void write_pieces(File& f, std::span<const ExportTensor> tensors, const PieceReader& read,
-                  std::vector<float>& buffer) {
+size_t rows_per_block(const ExportTensor::Piece& p, size_t slice) {
+  const size_t cols = p.count / p.rows;
+  return std::min(p.rows, std::max<size_t>(1, slice / cols));
+}
+
+Buffers reserve_buffers(std::span<const ExportTensor> tensors, size_t slice) {
+  size_t block = 0, run = 0;
   for (const auto& t : tensors) {
     for (const auto& p : t.pieces) {
-      for (size_t at = 0; at < p.count; at += buffer.size()) {
-        buffer.resize(std::min(kSliceElements, p.count - at));
-        read(p.offset + at, buffer);
-        f.append(std::as_bytes(std::span<const float>(buffer)));
+      if (p.rows == 0) {
+        block = std::max(block, std::min(slice, p.count));
+      } else {
+        ZDP_CHECK(p.count % p.rows == 0, Error, "[ckpt export] {}: a transposed piece of {} elements has {} rows",
+                  t.name, p.count, p.rows);
+        const size_t rows = rows_per_block(p, slice);
+        block = std::max(block, rows * (p.count / p.rows));
+        run = std::max(run, rows);
       }
+    }
+  }
+  Buffers b;
+  b.block.reserve(block);
+  b.run.reserve(run);
+  return b;
+}
+
+void write_pieces(File& f, uint64_t at, std::span<const ExportTensor> tensors, const PieceReader& read, size_t slice,
+                  Buffers& b) {
+  for (const auto& t : tensors) {
+    for (const auto& p : t.pieces) {
+      if (p.rows == 0) {
+        for (size_t done = 0; done < p.count; done += b.block.size()) {
+          b.block.resize(std::min(slice, p.count - done));
+          read(p.offset + done, b.block);
+          f.write_at(at + 4 * done, std::as_bytes(std::span<const float>(b.block)));
+        }
+      } else {
+        const size_t R = p.rows, K = p.count / p.rows, step = rows_per_block(p, slice);
+        for (size_t r0 = 0; r0 < R; r0 += step) {
+          const size_t nr = std::min(step, R - r0);
+          b.block.resize(nr * K);
+          read(p.offset + r0 * K, b.block);
+          b.run.resize(nr);
+          for (size_t k = 0; k < K; ++k) {
+            for (size_t r = 0; r < nr; ++r) b.run[r] = b.block[r * K + k];
+            f.write_at(at + 4 * (k * R + r0), std::as_bytes(std::span<const float>(b.run)));
+          }
+        }
+      }
+      at += 4 * uint64_t{p.count};
     }
   }
 }
@@ -110,7 +156,8 @@ size_t largest_piece(std::span<const ExportTensor> tensors) {
 }
 
 uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, const PieceReader& read,
-                           const std::map<std::string, std::string>& metadata, const std::string& prefix) {
+                           const std::map<std::string, std::string>& metadata, const std::string& prefix,
+                           size_t slice_elements) {
   nlohmann::ordered_json header;
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   for (const auto& [k, v] : metadata) meta[k] = v;
@@ -127,34 +174,32 @@ uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor
   std::array<std::byte, 8> len{};
   std::memcpy(len.data(), &length, 8);
 
-  std::vector<float> buffer;
-  buffer.reserve(std::min(kSliceElements, largest_piece(tensors)));
+  Buffers buffers = reserve_buffers(tensors, slice_elements);
   File f(path, File::Mode::kCreate);
   f.append(len);
   f.append(std::as_bytes(std::span(text.data(), text.size())));
-  write_pieces(f, tensors, read, buffer);
+  write_pieces(f, 8 + length, tensors, read, slice_elements, buffers);
   f.sync();
   f.close();
-  return 4ull * buffer.capacity();
+  return 4ull * (buffers.block.capacity() + buffers.run.capacity());
 }
 
 uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,
                           const PieceReader& read) {
   const std::array<int32_t, 256> h = model::llmc_model_header(c);
-  std::vector<float> buffer;
-  buffer.reserve(std::min(kSliceElements, largest_piece(tensors)));
+  Buffers buffers = reserve_buffers(tensors, kExportSliceElements);
   File f(path, File::Mode::kCreate);
   f.append(std::as_bytes(std::span(h)));
-  write_pieces(f, tensors, read, buffer);
+  write_pieces(f, sizeof(h), tensors, read, kExportSliceElements, buffers);
   f.sync();
   f.close();
-  return 4ull * buffer.capacity();
+  return 4ull * (buffers.block.capacity() + buffers.run.capacity());
 }
 
 uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors,
                            std::span<const float> flat, const std::map<std::string, std::string>& metadata,
-                           const std::string& prefix) {
-  return write_safetensors(path, tensors, flat_reader(flat), metadata, prefix);
+                           const std::string& prefix, size_t slice_elements) {
+  return write_safetensors(path, tensors, flat_reader(flat), metadata, prefix, slice_elements);
 }
 
 uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,

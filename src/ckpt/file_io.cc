@@ -79,6 +79,19 @@ void File::append(std::span<const std::byte> data) {
   }
 }
 
+void File::write_at(uint64_t offset, std::span<const std::byte> data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ZDP_THROW(IoError, "[ckpt] {}: write of {} bytes at offset {} failed ({})", path_, data.size(), offset,
+                errno_text(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
 void File::sync() {
   if (::fsync(fd_) != 0) ZDP_THROW(IoError, "[ckpt] {}: fsync failed ({})", path_, errno_text(errno));
 }

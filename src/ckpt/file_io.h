@@ -38,6 +38,9 @@ class File {
   void read_at(uint64_t offset, std::span<std::byte> out) const;
   // Appends at the current end (files opened with kCreate).
   void append(std::span<const std::byte> data);
+  // Writes exactly data.size() bytes at `offset` (files opened with kCreate);
+  // the position append uses does not move.
+  void write_at(uint64_t offset, std::span<const std::byte> data);
   void sync();
   void close();
 

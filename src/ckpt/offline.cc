@@ -10,6 +10,7 @@
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/export_format.h"
 #include "ckpt/file_io.h"
+#include "ckpt/hf_format.h"
 #include "ckpt/model_record.h"
 #include "ckpt/shard_writer.h"
 #include "core/error.h"
@@ -152,6 +153,17 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
       const uint64_t llmc = write_llmc_model(join_path(staged.dir(), "model.bin"), config.gpt, tensors, read);
       result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, llmc);
       result.files.push_back(join_path(out_dir, "model.bin"));
+    }
+    if (t == 0 && options.hf && config.kind == model::ModelKind::kGpt) {
+      const std::string hf = join_path(staged.dir(), "hf");
+      std::error_code ec;
+      std::filesystem::create_directory(hf, ec);
+      ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", hf, ec.message());
+      const uint64_t buffers = write_hf_gpt2(hf, config.gpt, read);
+      result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffers);
+      sync_directory(hf);
+      result.files.push_back(join_path(out_dir, std::string("hf/") + kHfWeightsName));
+      result.files.push_back(join_path(out_dir, std::string("hf/") + kHfConfigName));
     }
   }
   staged.commit();

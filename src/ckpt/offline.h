@@ -3,8 +3,9 @@
 //
 // consolidate streams export piece by export piece (one layer's tensor, or
 // wte): each is read from its unit's records into one reusable buffer and
-// appended to safetensors (and llm.c's model file for GPT), so the peak is the
-// largest piece plus the reader's batch, not the model.
+// appended to safetensors (and, for GPT, llm.c's model file and Hugging Face
+// GPT-2's layout in OUT/hf/, hf_format.h), so the peak is the largest piece
+// (at most a 4 MiB slice) plus the reader's batch, not the model.
 // reshard streams record by record (peak: the largest new record) into a new
 // checkpoint directory for M ranks, written to OUT.tmp and renamed when
 // complete; the result loads like a checkpoint saved at M ranks.
@@ -40,6 +41,7 @@ std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
 
 struct ConsolidateOptions {
   bool llmc = true;              // also model.bin in llm.c's format (GPT only)
+  bool hf = true;                // also hf/model.safetensors + hf/config.json (GPT only)
   bool optimizer_states = false; // also <state>.safetensors for every optimizer tensor
 };
 struct ConsolidateResult {
@@ -49,7 +51,8 @@ struct ConsolidateResult {
   uint64_t rss_before_bytes = 0;     // resident set before reading (this process)
   uint64_t peak_rss_bytes = 0;       // the process's high-water mark after
 };
-// Writes OUT/model.safetensors (and OUT/model.bin for GPT); OUT is created.
+// Writes OUT/model.safetensors (and OUT/model.bin, OUT/hf/model.safetensors,
+// OUT/hf/config.json for GPT); OUT is created.
 ConsolidateResult consolidate(const std::string& checkpoint, const std::string& out_dir,
                               const ConsolidateOptions& options = {});
 

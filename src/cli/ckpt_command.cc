@@ -47,8 +47,9 @@ void run_inspect(const std::string& path) {
   ZDP_CHECK(r.ok(), InputFileError, "[ckpt inspect] {}: damaged shard files (see above)", r.path);
 }
 
-void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc) {
-  const ckpt::ConsolidateResult r = ckpt::consolidate(path, out, {.llmc = !no_llmc, .optimizer_states = states});
+void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc, bool no_hf) {
+  const ckpt::ConsolidateResult r =
+      ckpt::consolidate(path, out, {.llmc = !no_llmc, .hf = !no_hf, .optimizer_states = states});
   fmt::print("consolidated {}\n", r.checkpoint);
   for (const auto& f : r.files) fmt::print("  wrote {}\n", f);
   fmt::print("memory: one {} buffer the tensors stream through; process resident before {}, peak {} "
@@ -79,15 +80,19 @@ void add_ckpt_command(CLI::App& app) {
 
   auto states = std::make_shared<bool>(false);
   auto no_llmc = std::make_shared<bool>(false);
+  auto no_hf = std::make_shared<bool>(false);
   auto* consolidate = ckpt->add_subcommand(
-      "consolidate", "Write the full fp32 weights as OUT/model.safetensors (and OUT/model.bin, llm.c's format, "
-                     "for GPT), streaming tensor by tensor: peak memory is the largest tensor "
-                     "(e.g. wte), not the model");
+      "consolidate", "Write the full fp32 weights as OUT/model.safetensors (zerodp's names) and, for GPT, "
+                     "OUT/model.bin (llm.c's format) and OUT/hf/ (Hugging Face GPT-2: model.safetensors and "
+                     "config.json, for GPT2LMHeadModel.from_pretrained), streaming tensor by tensor: peak memory is "
+                     "a 4 MiB slice of the largest tensor, not the model");
   consolidate->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
   consolidate->add_option("OUT", *out, "Output directory (created; must not exist or be empty)")->required();
   consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");
   consolidate->add_flag("--no-llmc", *no_llmc, "Skip the llm.c model file for GPT models");
-  consolidate->callback([path, out, states, no_llmc] { run_consolidate(*path, *out, *states, *no_llmc); });
+  consolidate->add_flag("--no-hf", *no_hf, "Skip the Hugging Face layout (OUT/hf/) for GPT models");
+  consolidate->callback(
+      [path, out, states, no_llmc, no_hf] { run_consolidate(*path, *out, *states, *no_llmc, *no_hf); });
 
   auto ranks = std::make_shared<int>(0);
   auto stage = std::make_shared<int>(-1);

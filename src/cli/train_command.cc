@@ -175,8 +175,10 @@ void add_train_command(CLI::App& app) {
        "optimizer lr betas eps weight-decay momentum schedule warmup min-lr-ratio clip",
        [&f](auto& c) { c.resume_overrides = f.c.resume_overrides; }, false)
       ->delimiter(',');
-  flag(cmd, f, "--init-from", d.init_from, "Start from the weights of an llm.c model file (model.bin, fp32; e.g. one\n"
-       "'zerodp ckpt consolidate' wrote) instead of --seed's; the file must hold --model's shape",
+  flag(cmd, f, "--init-from", d.init_from, "Start from these weights instead of --seed's (fresh optimizer state): an\n"
+       "llm.c model file (model.bin, fp32), zerodp's model.safetensors or a Hugging Face\n"
+       "GPT-2 model.safetensors (F32; its config.json beside it is read), e.g. what\n"
+       "'zerodp ckpt consolidate' wrote; told apart by content. It must hold --model's shape",
        [&f](auto& c) { c.init_from = f.c.init_from; });
   flag(cmd, f, "--save-every", d.save_every, "Save every S steps (0 = only at the end)",
        [&f](auto& c) { c.save_every = f.c.save_every; });

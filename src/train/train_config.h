@@ -56,7 +56,7 @@ struct TrainConfig {
   // Checkpoints.
   std::string save_dir;
   std::string resume_dir;
-  std::string init_from;  // llm.c model file: the starting weights (instead of the seed's)
+  std::string init_from;  // weights file (llm.c, zerodp or HF safetensors): the starting weights (instead of the seed's)
   // Settings a resume may change although the checkpoint recorded others
   // (--resume-override data,lr): by setting name, as in `sources`.
   std::vector<std::string> resume_overrides;

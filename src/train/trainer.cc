@@ -13,6 +13,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/model_record.h"
 #include "ckpt/shard_reader.h"
+#include "ckpt/weights_reader.h"
 #include "comm/mpi.h"
 #include "core/error.h"
 #include "core/process_memory.h"
@@ -253,13 +254,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   const auto& gpt = dynamic_cast<const model::Gpt&>(*model_ptr);
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
-  if (!config.init_from.empty()) {
-    const model::GptConfig held = model::LlmcModelReader(config.init_from).config();
-    ZDP_CHECK(held == gc, ConfigError,
-              "[train] {} holds a {}; this run trains a {}: pass the model it holds with --model '{}'",
-              config.init_from, held.describe(), gc.describe(),
-              ckpt::model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}));
-  }
+  if (!config.init_from.empty()) ckpt::GptWeightsReader(config.init_from, gc);  // any of its formats
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
   const bool held_out = config.held_out > 0 && !corpus.held_out.empty();
@@ -350,9 +345,9 @@ TrainOutcome run_training(const TrainConfig& input) {
     const double tokens_per_step =
         static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
     if (!config.init_from.empty()) {
-      model::LlmcModelReader reader(config.init_from);
+      ckpt::GptWeightsReader reader(config.init_from, gc);
       engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
-      if (lead) progress->note(fmt::format("initialised from {} (llm.c model file)", config.init_from));
+      if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
     }
     if (!config.resume_dir.empty()) {
       const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);

@@ -82,7 +82,8 @@ TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   EXPECT_EQ(r.stream_buffer_bytes, 4 * largest_piece(export_tensors(gpt_model(g))));
   EXPECT_LT(r.stream_buffer_bytes, 4 * gpt.num_params());
-  EXPECT_EQ(r.files.size(), 4u);  // model.safetensors, model.bin, exp_avg, exp_avg_sq
+  // model.safetensors, model.bin, hf/model.safetensors, hf/config.json, exp_avg, exp_avg_sq
+  EXPECT_EQ(r.files.size(), 6u);
 
   // llm.c: byte-identical to the model layer's own writer.
   model::save_llmc_model(dir / "reference.bin", g, master);
@@ -139,9 +140,11 @@ TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   const size_t fcw = 4 * 16 * 16;
   ASSERT_EQ(largest_piece(export_tensors(gpt_model(g))), fcw);
-  EXPECT_EQ(r.stream_buffer_bytes, 4 * fcw);
+  // The HF layout writes fcw transposed: the block (all 64 rows) plus one
+  // column of it, the run written at a time.
+  EXPECT_EQ(r.stream_buffer_bytes, 4 * (fcw + 4 * 16));
   EXPECT_LT(r.stream_buffer_bytes * g.layers, 4 * gpt.num_params());  // well under one full copy
-  EXPECT_EQ(r.files.size(), 4u);
+  EXPECT_EQ(r.files.size(), 6u);
 }
 
 // Streaming from the shards writes the same bytes as writing from one flat

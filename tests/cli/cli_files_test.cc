@@ -6,11 +6,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cli_run.h"
@@ -163,25 +167,39 @@ TEST_F(DamagedCheckpoints, CkptToolsRefuseAndWriteNothing) {
   }
 }
 
-// --init-from: the weights of an llm.c model file, here the one `ckpt
-// consolidate` wrote from the good checkpoint. (That every stage starts from
+// --init-from: the weights `ckpt consolidate` wrote from the good checkpoint,
+// in each of the three formats it reads (told apart by content: one copy of
+// the HF file has neither its name nor a config.json beside it). (That every stage starts from
 // exactly these weights is tests/zero/engine_test.cc's
 // SetMasterParamsStartsEveryStageFromTheGivenWeights.)
-TEST_F(DamagedCheckpoints, InitFromAnLlmcModelFile) {
+TEST_F(DamagedCheckpoints, InitFromEveryWeightsFormat) {
   const fs::path out = root_ / "weights";
   fs::remove_all(out);
   ASSERT_EQ(run("ckpt consolidate " + (root_ / "good").string() + " " + out.string()).code, 0);
   const fs::path bin = out / "model.bin";
-  // One step at a negligible learning rate: the final validation loss is the
-  // saved run's, so the weights are the ones it ended with.
-  const auto r = run("train " + std::string(kRun) + " --steps 1 --lr 1e-12 --init-from " + bin.string());
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("initialised from " + bin.string()), std::string::npos) << r.out;
-  EXPECT_EQ(validation_line(r.out), good_validation_) << r.out;
+  fs::copy_file(out / "hf/model.safetensors", out / "hf-weights");  // no config.json beside it
+  const struct {
+    fs::path file;
+    const char* format;
+  } files[] = {{bin, "(llm.c model file)"},
+               {out / "model.safetensors", "(zerodp safetensors)"},
+               {out / "hf-weights", "(Hugging Face GPT-2 safetensors, without config.json"},
+               {out / "hf/model.safetensors", "(Hugging Face GPT-2 safetensors, with "}};
+  for (const auto& f : files) {
+    // One step at a negligible learning rate: the final validation loss is
+    // the saved run's, so the weights are the ones it ended with.
+    const auto r = run("train " + std::string(kRun) + " --steps 1 --lr 1e-12 --init-from " + f.file.string());
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("initialised from " + f.file.string() + " " + f.format), std::string::npos) << r.out;
+    EXPECT_EQ(validation_line(r.out), good_validation_) << f.file << "\n" << r.out;
+  }
 
   const fs::path metrics = root_ / "never.init.jsonl";
   const std::string m = " --metrics " + metrics.string();
+  const std::string hf = (out / "hf/model.safetensors").string();
   expect_refused("train --init-from " + bin.string() + " --model gpt-10m" + m, "--model '{\"kind\":\"gpt\"");
+  expect_refused("train --init-from " + hf + " --model gpt-10m" + m,
+                 hf + " (Hugging Face GPT-2 safetensors, with config.json) holds a gpt L=4 NH=4 C=128 V=256");
   expect_refused("train --init-from " + bin.string() + " --resume " + (root_ / "good").string() + m,
                  "--init-from and --resume");
   expect_refused("train --init-from " + (root_ / "no-such.bin").string() + m, "no-such.bin");
@@ -191,7 +209,49 @@ TEST_F(DamagedCheckpoints, InitFromAnLlmcModelFile) {
   bytes[0] ^= 0x01;  // the magic number
   write_all(root_ / "magic.bin", bytes);
   expect_refused("train --init-from " + (root_ / "magic.bin").string() + m, "bad magic");
+  const std::string st = read_all(hf);
+  write_all(root_ / "short.safetensors", st.substr(0, st.size() - 1000));
+  expect_refused("train --init-from " + (root_ / "short.safetensors").string() + m, "truncated");
+  const fs::path manifest = step_dir(root_ / "good") / "manifest.json";
+  expect_refused("train --init-from " + manifest.string() + m, "not a weights file");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+}
+
+// The committed HF fixture (tests/ckpt/fixtures/hf_gpt2, which
+// tests/ckpt/hf_test.cc checks against torch) is what zerodp writes: the
+// same training run and consolidate, from the arguments the fixture records,
+// give the same config.json and safetensors header, and weights equal up to
+// the last bits of BLAS rounding (bitwise with the OpenBLAS kernel that made
+// the fixture; another kernel sums in another order).
+TEST(CliFiles, HfFixtureIsWhatZerodpWrites) {
+  const fs::path fixture = ZERODP_HF_FIXTURE_DIR;
+  const nlohmann::json ref = nlohmann::json::parse(read_all(fixture / "logits.json"));
+  std::string args;
+  for (const auto& a : ref.at("zerodp_train")) args += " '" + a.get<std::string>() + "'";
+  const fs::path dir = fs::temp_directory_path() / ("zerodp_cli_hf." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto r = run("train" + args + " --save " + (dir / "ckpt").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("ckpt consolidate " + (dir / "ckpt").string() + " " + (dir / "out").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_all(dir / "out/hf/config.json"), read_all(fixture / "config.json"));
+  const std::string got = read_all(dir / "out/hf/model.safetensors"), want = read_all(fixture / "model.safetensors");
+  ASSERT_EQ(got.size(), want.size());
+  uint64_t header = 0;
+  std::memcpy(&header, want.data(), 8);
+  EXPECT_EQ(got.substr(0, 8 + header), want.substr(0, 8 + header));
+  double diff = 0, scale = 0;
+  for (size_t at = 8 + header; at + 4 <= want.size(); at += 4) {
+    float a = 0, b = 0;
+    std::memcpy(&a, got.data() + at, 4);
+    std::memcpy(&b, want.data() + at, 4);
+    diff = std::max(diff, std::abs(double(a) - b));
+    scale = std::max(scale, std::abs(double(b)));
+  }
+  EXPECT_LE(diff, 1e-5 * scale);
+  std::printf("export vs fixture: %s (max |difference| %.3g, max |weight| %.3g)\n",
+              got == want ? "bitwise identical" : "within tolerance", diff, scale);
+  fs::remove_all(dir);
 }
 
 // llm.c token shards: int32 header[256] = {20240520, 1, count}, then count
