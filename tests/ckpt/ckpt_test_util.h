@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "model/gpt.h"
 #include "support/rank_harness.h"
 #include "zero/engine.h"
 #include "zero/engine_test_util.h"
@@ -154,6 +155,30 @@ inline void write_bytes(const std::string& path, const std::vector<char>& bytes)
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
+}
+
+// Trains one step of `g` on `ranks` ranks at `stage` in `dtype` (fixed
+// tokens), saves it to `path` and returns the master weights.
+inline std::vector<float> save_trained_gpt(const model::GptConfig& g, int ranks, int stage, Dtype dtype,
+                                           const std::string& path) {
+  const model::Gpt gpt(g);
+  std::vector<float> master;
+  zerodp::testing::run_on_ranks(ranks, [&](comm::Communicator& comm) {
+    zero::Engine engine(gpt, comm, test_config(stage, dtype), kSeed, 2, 8);
+    std::vector<int32_t> tokens(16), targets(16);
+    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7 + comm.rank()) % g.vocab, targets[i] = (i * 3 + 1) % g.vocab;
+    const zero::BatchFeeder feed = [&](model::Workspace& ws, int) {
+      model::Batch b;
+      b.tokens = tokens;
+      b.targets = targets;
+      ws.set_batch(b);
+    };
+    engine.train_step(feed);
+    auto m = engine.gather_master_params();
+    if (comm.rank() == 0) master = m;
+    save(engine, path);
+  });
+  return master;
 }
 
 }  // namespace zerodp::ckpt::testing

@@ -43,30 +43,6 @@ std::vector<float> tensor(const Safetensors& s, const std::string& name) {
   return out;
 }
 
-// Trains one step of `g` at `ranks` ranks, saves it to `path` and returns the
-// master weights.
-std::vector<float> save_trained_gpt(const model::GptConfig& g, int ranks, const std::string& path) {
-  const model::Gpt gpt(g);
-  std::vector<float> master;
-  zerodp::testing::run_on_ranks(ranks, [&](comm::Communicator& comm) {
-    zero::EngineConfig c = test_config(ranks, Dtype::bf16());
-    zero::Engine engine(gpt, comm, c, kSeed, 2, 8);
-    std::vector<int32_t> tokens(16), targets(16);
-    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7 + comm.rank()) % g.vocab, targets[i] = (i * 3 + 1) % g.vocab;
-    const zero::BatchFeeder feed = [&](model::Workspace& ws, int) {
-      model::Batch b;
-      b.tokens = tokens;
-      b.targets = targets;
-      ws.set_batch(b);
-    };
-    engine.train_step(feed);
-    auto m = engine.gather_master_params();
-    if (comm.rank() == 0) master = m;
-    save(engine, path);
-  });
-  return master;
-}
-
 model::ModelConfig gpt_model(const model::GptConfig& g) {
   model::ModelConfig c;
   c.kind = model::ModelKind::kGpt;
@@ -78,7 +54,7 @@ TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
   TempDir dir;
   const model::GptConfig g{.max_seq_len = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2, .channels = 8};
   const model::Gpt gpt(g);
-  const std::vector<float> master = save_trained_gpt(g, 3, dir / "ckpt");
+  const std::vector<float> master = save_trained_gpt(g, 3, 3, Dtype::bf16(), dir / "ckpt");
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   EXPECT_EQ(r.stream_buffer_bytes, 4 * largest_piece(export_tensors(gpt_model(g))));
   EXPECT_LT(r.stream_buffer_bytes, 4 * gpt.num_params());
@@ -136,7 +112,7 @@ TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {
   const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 12, .heads = 2,
                            .channels = 16};
   const model::Gpt gpt(g);
-  save_trained_gpt(g, 2, dir / "ckpt");
+  save_trained_gpt(g, 2, 2, Dtype::bf16(), dir / "ckpt");
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   const size_t fcw = 4 * 16 * 16;
   ASSERT_EQ(largest_piece(export_tensors(gpt_model(g))), fcw);
@@ -153,7 +129,7 @@ TEST(Consolidate, StreamedFilesEqualWritingFromAFlatCopy) {
   TempDir dir;
   const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 3, .heads = 2,
                            .channels = 8};
-  save_trained_gpt(g, 3, dir / "ckpt");
+  save_trained_gpt(g, 3, 3, Dtype::bf16(), dir / "ckpt");
   consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
 
   const std::string ckpt = resolve_checkpoint(dir / "ckpt");

@@ -306,23 +306,7 @@ TEST(HfImport, Refusals) {
 TEST(HfExport, ConsolidateWritesTheHfLayout) {
   TempDir dir;
   const model::GptConfig& g = kSmall;
-  const model::Gpt gpt(g);
-  std::vector<float> master;
-  zerodp::testing::run_on_ranks(3, [&](comm::Communicator& comm) {
-    zero::Engine engine(gpt, comm, test_config(3), kSeed, 2, 8);
-    std::vector<int32_t> tokens(16), targets(16);
-    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7 + comm.rank()) % g.vocab, targets[i] = (i * 3 + 1) % g.vocab;
-    const zero::BatchFeeder feed = [&](model::Workspace& ws, int) {
-      model::Batch b;
-      b.tokens = tokens;
-      b.targets = targets;
-      ws.set_batch(b);
-    };
-    engine.train_step(feed);
-    auto m = engine.gather_master_params();
-    if (comm.rank() == 0) master = m;
-    save(engine, dir / "ckpt");
-  });
+  const std::vector<float> master = save_trained_gpt(g, 3, 3, Dtype::fp32(), dir / "ckpt");
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out");
   ASSERT_EQ(r.files.size(), 4u);  // model.safetensors, model.bin, hf/model.safetensors, hf/config.json
   EXPECT_EQ(r.files[2], dir / "out/hf/model.safetensors");
