@@ -1,0 +1,44 @@
+#include "text/documents.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace zerodp::text {
+
+void encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vector<int32_t>& out) {
+  size_t at = 0;
+  while (true) {
+    const size_t blank = text.find("\n\n", at);
+    const size_t end = blank == std::string_view::npos ? text.size() : blank + 2;
+    out.push_back(tokenizer.end_of_text());
+    tokenizer.encode_into(text.substr(at, end - at), out);
+    if (blank == std::string_view::npos) break;
+    at = end;
+  }
+}
+
+TokenSplit split_validation(std::vector<int32_t> tokens, double fraction, int32_t document_start) {
+  const size_t n = tokens.size();
+  size_t held = static_cast<size_t>(std::floor(static_cast<double>(n) * fraction));
+  held = std::max<size_t>(1, std::min(held, n - 1));
+  const size_t target = n - held;
+  size_t cut = target;
+  size_t best = n;  // distance to the nearest document start in 1..n-1
+  for (size_t i = 1; i < n; ++i) {
+    if (tokens[i] != document_start) continue;
+    const size_t d = i > target ? i - target : target - i;
+    if (d < best) {
+      best = d;
+      cut = i;
+    }
+    if (i > target) break;
+  }
+  TokenSplit split;
+  split.val.assign(tokens.begin() + static_cast<std::ptrdiff_t>(cut), tokens.end());
+  tokens.resize(cut);
+  split.train = std::move(tokens);
+  return split;
+}
+
+}  // namespace zerodp::text
