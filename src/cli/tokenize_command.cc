@@ -2,8 +2,7 @@
 // GPT-2's BPE (--tokenizer gpt2 or a directory of its files). Documents
 // follow llm.c's data scripts (text/documents.h): each starts with the
 // end-of-text token 50256, and a blank line ends one. With --val-fraction F
-// the last F of the tokens (from the nearest document start) go to
-// OUT_val.bin and the rest to OUT_train.bin, which `zerodp train --data
+// the last F of the tokens go to OUT_val.bin and the rest to OUT_train.bin, which `zerodp train --data
 // OUT_train.bin` pairs again by name.
 #include <fmt/format.h>
 
@@ -74,7 +73,7 @@ void run(const TokenizeFlags& f) {
             "[tokenize] '{}' makes {} token: too few to split off --val-fraction {}; use --val-fraction 0", f.in,
             tokens.size(), f.val_fraction);
   const std::string stem = f.out.substr(0, f.out.size() - bin.size());
-  const text::TokenSplit split = text::split_validation(std::move(tokens), f.val_fraction, tokenizer->end_of_text());
+  const text::TokenSplit split = text::split_validation(std::move(tokens), f.val_fraction);
   write_shard(stem + "_train.bin", split.train);
   write_shard(stem + "_val.bin", split.val);
 }
@@ -96,8 +95,8 @@ void add_tokenize_command(CLI::App& app) {
                   "scripts/setup puts them) or a directory holding encoder.json and vocab.bpe")
       ->capture_default_str();
   cmd->add_option("--val-fraction", f->val_fraction,
-                  "Hold out the last F of the tokens (from the nearest document start) as OUT_val.bin and\n"
-                  "write the rest as OUT_train.bin; 0 writes OUT.bin alone")
+                  "Hold out the last F of the tokens as OUT_val.bin and write the rest as OUT_train.bin\n"
+                  "(what zerodp train --data IN --tokenizer does with 0.1); 0 writes OUT.bin alone")
       ->capture_default_str();
   cmd->callback([f] { run(*f); });
 }

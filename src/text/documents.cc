@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace zerodp::text {
 
@@ -18,25 +17,13 @@ void encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vecto
   }
 }
 
-TokenSplit split_validation(std::vector<int32_t> tokens, double fraction, int32_t document_start) {
+TokenSplit split_validation(std::vector<int32_t> tokens, double fraction) {
   const size_t n = tokens.size();
   size_t held = static_cast<size_t>(std::floor(static_cast<double>(n) * fraction));
   held = std::max<size_t>(1, std::min(held, n - 1));
-  const size_t target = n - held;
-  size_t cut = target;
-  size_t best = n;  // distance to the nearest document start in 1..n-1
-  for (size_t i = 1; i < n; ++i) {
-    if (tokens[i] != document_start) continue;
-    const size_t d = i > target ? i - target : target - i;
-    if (d < best) {
-      best = d;
-      cut = i;
-    }
-    if (i > target) break;
-  }
   TokenSplit split;
-  split.val.assign(tokens.begin() + static_cast<std::ptrdiff_t>(cut), tokens.end());
-  tokens.resize(cut);
+  split.val.assign(tokens.end() - static_cast<std::ptrdiff_t>(held), tokens.end());
+  tokens.resize(n - held);
   split.train = std::move(tokens);
   return split;
 }

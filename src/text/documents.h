@@ -23,10 +23,10 @@ struct TokenSplit {
   std::vector<int32_t> train, val;
 };
 
-// Holds out the last `fraction` of the tokens for validation, the cut moved
-// to the nearest document start (a `document_start` token) so validation
-// starts a document; without one past the first token, the cut is exact.
+// Holds out the last `fraction` of the tokens for validation, at least one
+// token on each side (an exact cut, as llm.c's scripts make theirs; a cut
+// moved to a document start could move far in text of few documents).
 // REQUIRES 0 < fraction < 1 and tokens.size() >= 2.
-TokenSplit split_validation(std::vector<int32_t> tokens, double fraction, int32_t document_start);
+TokenSplit split_validation(std::vector<int32_t> tokens, double fraction);
 
 }  // namespace zerodp::text

@@ -1,5 +1,5 @@
 // llm.c's document convention (end-of-text before every document, a blank
-// line ends one) and the validation split at a document start.
+// line ends one) and the validation split.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -35,26 +35,19 @@ TEST(Documents, EveryDocumentStartsWithEndOfText) {
   EXPECT_EQ(docs("Hello world\n\n\nnext\n\n"), want);
 }
 
-TEST(Documents, ValidationStartsAtTheNearestDocument) {
-  // 20 tokens, documents (9) at 0, 8 and 15: the last 10% (2 tokens) moves to 15.
-  Ids tokens(20, 1);
-  tokens[0] = tokens[8] = tokens[15] = 9;
-  auto s = split_validation(tokens, 0.1, 9);
-  EXPECT_EQ(s.train.size(), 15u);
-  EXPECT_EQ(s.val.size(), 5u);
-  EXPECT_EQ(s.val.front(), 9);
-  // 40%: the cut at 12 is nearer 15 than 8.
-  s = split_validation(tokens, 0.4, 9);
-  EXPECT_EQ(s.train.size(), 15u);
-  s = split_validation(tokens, 0.55, 9);
-  EXPECT_EQ(s.train.size(), 8u);
-  // One document: the exact cut; at least one token on each side.
-  s = split_validation(Ids(10, 1), 0.3, 9);
-  EXPECT_EQ(s.train.size(), 7u);
-  EXPECT_EQ(s.val.size(), 3u);
-  s = split_validation(Ids(10, 1), 0.01, 9);
+TEST(Documents, ValidationIsTheLastFractionOfTheTokens) {
+  Ids tokens(20);
+  for (int i = 0; i < 20; ++i) tokens[i] = i;
+  auto s = split_validation(tokens, 0.1);
+  EXPECT_EQ(s.train, Ids(tokens.begin(), tokens.begin() + 18));
+  EXPECT_EQ(s.val, (Ids{18, 19}));
+  s = split_validation(tokens, 0.55);
+  EXPECT_EQ(s.train.size(), 9u);
+  EXPECT_EQ(s.val.size(), 11u);
+  // At least one token on each side.
+  s = split_validation(Ids(10, 1), 0.01);
   EXPECT_EQ(s.val.size(), 1u);
-  s = split_validation(Ids{9, 1}, 0.9, 9);
+  s = split_validation(Ids{9, 1}, 0.9);
   EXPECT_EQ(s.train, Ids{9});
   EXPECT_EQ(s.val, Ids{1});
 }
