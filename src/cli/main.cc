@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
 
   // Subcommands register here, one line each, in the order --help lists them.
   zerodp::cli::add_train_command(app);
+  zerodp::cli::add_tokenize_command(app);
   zerodp::cli::add_plan_command(app);
   zerodp::cli::add_model_command(app);
   zerodp::cli::add_ckpt_command(app);

@@ -88,10 +88,15 @@ void add_train_command(CLI::App& app) {
 
   flag(cmd, f, "--model", d.model, "Model: a preset (zerodp model list), a .json file or inline JSON",
        [&f](auto& c) { c.model = f.c.model; });
-  flag(cmd, f, "--data", d.data, "Training data: a UTF-8 text file (bytes as tokens) or an llm.c .bin token shard;\n"
+  flag(cmd, f, "--data", d.data, "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
+       ".bin token shard, or a quoted glob of them ('fineweb_train_*.bin': sorted, concatenated);\n"
        "default: the embedded arithmetic corpus", [&f](auto& c) { c.data = f.c.data; });
-  flag(cmd, f, "--val-data", d.val_data, "Validation shard for .bin data (default: 'train' -> 'val' in the name,\n"
-       "else the last 10%)", [&f](auto& c) { c.val_data = f.c.val_data; });
+  flag(cmd, f, "--tokenizer", d.tokenizer, "Tokenize --data's text with GPT-2's BPE (vocab 50257): gpt2 (the files\n"
+       "scripts/setup installs; $ZERODP_DATA_DIR/gpt2 first) or a directory holding encoder.json\n"
+       "and vocab.bpe. With .bin shards (already tokens) it prints the sample as text",
+       [&f](auto& c) { c.tokenizer = f.c.tokenizer; }, false);
+  flag(cmd, f, "--val-data", d.val_data, "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"
+       "'_train_' -> '_val_' in a glob, else the last 10%)", [&f](auto& c) { c.val_data = f.c.val_data; });
   flag(cmd, f, "--backend", f.backend, "thread (ranks as threads, no launcher) or mpi (run under mpirun -np N)",
        [&f](auto& c) { c.backend = comm::parse_backend(f.backend); });
   flag(cmd, f, "--ranks", d.ranks, "Number of ranks (thread: default = CPU cores; mpi: what mpirun started)",
@@ -171,7 +176,7 @@ void add_train_command(CLI::App& app) {
        "schedule, seed and --steps come from the checkpoint unless given", [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
   flag(cmd, f, "--resume-override", d.resume_overrides,
        "With --resume: settings that may differ from the checkpoint's (e.g. data,lr); without it a\n"
-       "contradicting flag is refused. Names: model data val-data seq-len micro-batch grad-accum seed\n"
+       "contradicting flag is refused. Names: model data val-data tokenizer seq-len micro-batch grad-accum seed\n"
        "optimizer lr betas eps weight-decay momentum schedule warmup min-lr-ratio clip",
        [&f](auto& c) { c.resume_overrides = f.c.resume_overrides; }, false)
       ->delimiter(',');

@@ -1,5 +1,7 @@
 #include "train/corpus.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +10,10 @@
 
 #include "core/error.h"
 #include "model/llmc_io.h"
+#include "text/documents.h"
+#include "text/tokenizer_lookup.h"
+#include "text/utf8.h"
+#include "train/data_files.h"
 
 namespace zerodp::train {
 namespace {
@@ -51,6 +57,8 @@ std::vector<int32_t> shard_tokens(const std::string& path) {
   return {raw.begin(), raw.end()};
 }
 
+void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) { to.insert(to.end(), from.begin(), from.end()); }
+
 int vocab_of(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   int32_t top = 0;
   for (int32_t t : a) top = std::max(top, t);
@@ -92,21 +100,24 @@ Corpus arithmetic_corpus() {
   return corpus;
 }
 
-Corpus load_corpus(const std::string& path, const std::string& val_path) {
+Corpus load_corpus(const std::string& path, const std::string& val_path, const std::string& tokenizer) {
   Corpus corpus;
-  if (ends_with(path, ".bin")) {
-    corpus.train = shard_tokens(path);
-    std::string val = val_path;
-    if (val.empty()) {
-      const auto pos = path.rfind("train");
-      if (pos != std::string::npos) {
-        std::string candidate = path;
-        candidate.replace(pos, 5, "val");
-        if (std::filesystem::exists(candidate)) val = candidate;
-      }
-    }
+  const std::vector<std::string> files = data_files(path);
+  const bool shards = ends_with(files.front(), ".bin");
+  for (const std::string& f : files) {
+    ZDP_CHECK(ends_with(f, ".bin") == shards, ConfigError,
+              "[data] --data '{}' matches text files and .bin shards ({} and {}): give one kind", path,
+              files.front(), f);
+  }
+  std::shared_ptr<text::BpeTokenizer> bpe;
+  if (!tokenizer.empty()) bpe = text::load_tokenizer(tokenizer);
+  corpus.tokenizer = bpe;
+  const std::string what = files.size() == 1 ? files.front() : fmt::format("{} ({} files)", path, files.size());
+  if (shards) {
+    for (const std::string& f : files) append(corpus.train, shard_tokens(f));
+    const std::string val = val_path.empty() ? validation_pattern(path) : val_path;
     if (!val.empty()) {
-      corpus.val = shard_tokens(val);
+      for (const std::string& f : data_files(val, "--val-data")) append(corpus.val, shard_tokens(f));
     } else {
       const size_t cut = corpus.train.size() - corpus.train.size() / 10;
       corpus.val.assign(corpus.train.begin() + static_cast<std::ptrdiff_t>(cut), corpus.train.end());
@@ -114,19 +125,51 @@ Corpus load_corpus(const std::string& path, const std::string& val_path) {
     }
     corpus.byte_level = false;
     corpus.vocab = vocab_of(corpus.train, corpus.val);
-    corpus.description = fmt::format("llm.c shard {}: {} training tokens, {} validation tokens{}", path,
-                                     corpus.train.size(), corpus.val.size(), val.empty() ? " (last 10%)" : "");
+    if (bpe) {
+      ZDP_CHECK(corpus.vocab <= bpe->vocab_size(), ConfigError,
+                "[data] {} holds token ids up to {} but the tokenizer in {} has {} tokens: these shards were made with "
+                "another tokenizer; drop --tokenizer",
+                what, corpus.vocab - 1, bpe->dir(), bpe->vocab_size());
+    }
+    corpus.description = fmt::format("llm.c shard {}: {} training tokens, {} validation tokens{}", what,
+                                     corpus.train.size(), corpus.val.size(),
+                                     val.empty() ? " (last 10%)" : (val_path.empty() ? " (" + val + ")" : ""));
     return corpus;
   }
-  const std::string text = read_file(path);
-  ZDP_CHECK(!text.empty(), ConfigError, "[data] '{}' is empty: give --data a file with text in it", path);
+  std::vector<std::string> texts;
+  for (const std::string& f : files) {
+    texts.push_back(read_file(f));
+    ZDP_CHECK(!texts.back().empty(), ConfigError, "[data] '{}' is empty: give --data a file with text in it", f);
+  }
+  if (bpe) {
+    ZDP_CHECK(bpe->end_of_text() >= 0, ConfigError, "[data] the tokenizer in {} has no <|endoftext|> token", bpe->dir());
+    std::vector<int32_t> tokens;  // each file is documents of its own
+    for (const std::string& t : texts) text::encode_documents(*bpe, t, tokens);
+    text::TokenSplit split = text::split_validation(std::move(tokens), 0.1);
+    corpus.train = std::move(split.train);
+    corpus.val = std::move(split.val);
+    corpus.byte_level = false;
+    corpus.vocab = bpe->vocab_size();
+    corpus.description =
+        fmt::format("text file {} with GPT-2's BPE ({}): {} training tokens, {} validation tokens (last 10%)", what,
+                    bpe->dir(), corpus.train.size(), corpus.val.size());
+    return corpus;
+  }
+  std::string text;
+  for (const std::string& t : texts) text += t;
   const size_t cut = text.size() - text.size() / 10;
   corpus.train = text_to_tokens(text.substr(0, cut));
   corpus.val = text_to_tokens(text.substr(cut));
   corpus.vocab = 256;
   corpus.description = fmt::format("text file {} as bytes: {} training tokens, {} validation tokens (last 10%)",
-                                   path, corpus.train.size(), corpus.val.size());
+                                   what, corpus.train.size(), corpus.val.size());
   return corpus;
+}
+
+std::string sample_to_text(const Corpus& corpus, const std::vector<int32_t>& tokens) {
+  if (corpus.tokenizer) return text::to_valid_utf8(corpus.tokenizer->decode(tokens));
+  if (corpus.byte_level) return text::to_valid_utf8(tokens_to_text(tokens));
+  return fmt::format("{}", fmt::join(tokens, " "));
 }
 
 std::vector<int32_t> text_to_tokens(const std::string& text) {

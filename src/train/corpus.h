@@ -4,16 +4,22 @@
 //     as bytes, with held-out problems (never in training) for validation
 //     and an exact-match accuracy test of the answers (operands below 100);
 //   - any UTF-8 text file, tokenised as bytes (vocab 256), the last 10% held
-//     out;
+//     out; or, with a tokenizer, with GPT-2's BPE into llm.c's documents
+//     (text/documents.h: the tokens `zerodp tokenize` writes), the last 10%
+//     held out;
 //   - llm.c token shards (.bin: 256 int32 header, magic 20240520, uint16
 //     tokens), with the validation shard beside the training one.
+// --data may be a glob: the matching files, sorted, are concatenated.
 // Thread-safety: immutable after loading; shared by all rank threads.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "text/bpe_tokenizer.h"
 
 namespace zerodp::train {
 
@@ -31,17 +37,31 @@ struct Corpus {
   bool byte_level = true;         // tokens are bytes (printable as text)
   std::vector<ArithmeticProblem> held_out;  // the embedded corpus only
   int record_length = 1;          // windows start at multiples of this (10: one arithmetic line)
+  // The tokenizer of the ids (--tokenizer), which turns the sample into
+  // text; null for bytes, and for shards without --tokenizer.
+  std::shared_ptr<const text::BpeTokenizer> tokenizer;
 };
 
 // The embedded corpus, generated from a fixed seed (the same on every rank
 // and every run): all a+b with a, b < 1000; about 10% held out.
 Corpus arithmetic_corpus();
 
-// A text file (bytes) or an llm.c .bin shard, by extension; val_path may
-// name the validation shard (default: "train" -> "val" in the file name,
-// else the last 10% of the training tokens). Throws ConfigError for a
-// missing, empty or unreadable file, IoError for a malformed shard.
-Corpus load_corpus(const std::string& path, const std::string& val_path = "");
+// Text files or llm.c .bin shards, by extension; `path` and `val_path` may
+// be globs (data_files.h). val_path may name the validation shards
+// (default: validation_pattern(path), else the last 10% of the training
+// tokens). `tokenizer` ("gpt2" or a directory, text/tokenizer_lookup.h)
+// tokenises text with GPT-2's BPE; with shards, which are tokens already,
+// it only turns the sample into text (and must hold every id). Throws
+// ConfigError for a missing, empty or unreadable file, a glob that matches
+// nothing, text and shards mixed, or a tokenizer that is not found;
+// InputFileError for a malformed shard or tokenizer file.
+Corpus load_corpus(const std::string& path, const std::string& val_path = "", const std::string& tokenizer = "");
+
+// The sample's tokens as printable text: bytes or the tokenizer's
+// decoding, with every ill-formed UTF-8 sequence (a character cut by the
+// end, a byte model's invention) replaced by U+FFFD; ids joined by spaces
+// for shards without a tokenizer.
+std::string sample_to_text(const Corpus& corpus, const std::vector<int32_t>& tokens);
 
 // Bytes of text as tokens and back (byte-level tokenizer).
 std::vector<int32_t> text_to_tokens(const std::string& text);

@@ -30,6 +30,8 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) { c.model = v.get<std::string>(); }},
       {"data", [](const TrainConfig& c) { return json(c.data); },
        [](TrainConfig& c, const json& v) { c.data = v.get<std::string>(); }},
+      {"tokenizer", [](const TrainConfig& c) { return json(c.tokenizer); },
+       [](TrainConfig& c, const json& v) { c.tokenizer = v.get<std::string>(); }},
       {"val-data", [](const TrainConfig& c) { return json(c.val_data); },
        [](TrainConfig& c, const json& v) { c.val_data = v.get<std::string>(); }},
       {"seq-len", [](const TrainConfig& c) { return json(c.seq_len); },

@@ -62,6 +62,9 @@ void validate(const TrainConfig& c) {
   ZDP_CHECK(c.held_out >= 0, ConfigError, "[train] --held-out {} must be >= 0 (0: no held-out sums)", c.held_out);
   ZDP_CHECK(c.save_every >= 0, ConfigError, "[train] --save-every {} must be >= 0", c.save_every);
   ZDP_CHECK(c.keep_last >= 0, ConfigError, "[train] --keep-last {} must be >= 0", c.keep_last);
+  ZDP_CHECK(c.tokenizer.empty() || !c.data.empty(), ConfigError,
+            "[train] --tokenizer {} needs --data: the embedded arithmetic corpus is bytes; give --data a text file",
+            c.tokenizer);
   check_start_point(c);
   zero::validate(c.engine);
 }

@@ -115,12 +115,13 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
   g.seed = config.seed;
   g.context = config.seq_len;         // the positions the model was trained at
   g.align = corpus.record_length;     // windows start on a record, as in training
+  // With a tokenizer, the sample starts a document (after <|endoftext|>,
+  // which is not printed), as llm.c's samples do.
   std::vector<int32_t> prompt = corpus.byte_level ? text_to_tokens(prompt_text) : std::vector<int32_t>{0};
-  const auto out = model::generate(gpt, params, prompt, g);
-  if (!corpus.byte_level) {
-    return fmt::format("{}", fmt::join(out, " "));
-  }
-  return tokens_to_text(out);
+  if (corpus.tokenizer && corpus.tokenizer->end_of_text() >= 0) prompt = {corpus.tokenizer->end_of_text()};
+  auto out = model::generate(gpt, params, prompt, g);
+  if (corpus.tokenizer) out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
+  return sample_to_text(corpus, out);
 }
 
 plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated_copy, uint64_t load_scratch) {
@@ -237,7 +238,8 @@ TrainOutcome run_training(const TrainConfig& input) {
   }
   if (config.ranks >= 1) resolve_batch(config, config.ranks);
   validate(config);
-  const Corpus corpus = config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data);
+  const Corpus corpus =
+      config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
   const model::ModelConfig model_config = model::resolve_model_config(config.model);
   ZDP_CHECK(model_config.kind == model::ModelKind::kGpt, ConfigError,
             "[train] model '{}' is an MLP: zerodp train trains GPT models on token data; pick a gpt preset "

@@ -1,0 +1,35 @@
+#include "text/byte_unicode.h"
+
+#include <array>
+
+namespace zerodp::text {
+namespace {
+
+bool stands_for_itself(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
+
+std::array<char32_t, 256> make_table() {
+  std::array<char32_t, 256> table{};
+  char32_t next = 0x100;
+  for (int b = 0; b < 256; ++b) table[b] = stands_for_itself(b) ? static_cast<char32_t>(b) : next++;
+  return table;
+}
+
+const std::array<char32_t, 256>& table() {
+  static const std::array<char32_t, 256> t = make_table();
+  return t;
+}
+
+}  // namespace
+
+char32_t byte_to_unicode(uint8_t byte) { return table()[byte]; }
+
+int unicode_to_byte(char32_t c) {
+  if (c < 0x100) return stands_for_itself(static_cast<int>(c)) ? static_cast<int>(c) : -1;
+  const auto& t = table();
+  for (int b = 0; b < 256; ++b) {
+    if (t[b] == c) return b;
+  }
+  return -1;
+}
+
+}  // namespace zerodp::text
