@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -116,9 +117,13 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
   if (shards) {
     for (const std::string& f : files) append(corpus.train, shard_tokens(f));
     const std::string val = val_path.empty() ? validation_pattern(path) : val_path;
+    corpus.train_name = fmt::format("the training data ({})", what);
     if (!val.empty()) {
       for (const std::string& f : data_files(val, "--val-data")) append(corpus.val, shard_tokens(f));
+      corpus.val_name = fmt::format("the validation data ({})", val);
     } else {
+      corpus.train_name = fmt::format("the training split (the first 90% of {})", what);
+      corpus.val_name = fmt::format("the validation split (the last 10% of {})", what);
       const size_t cut = corpus.train.size() - corpus.train.size() / 10;
       corpus.val.assign(corpus.train.begin() + static_cast<std::ptrdiff_t>(cut), corpus.train.end());
       corpus.train.resize(cut);
@@ -136,6 +141,15 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
                                      val.empty() ? " (last 10%)" : (val_path.empty() ? " (" + val + ")" : ""));
     return corpus;
   }
+  // Text is validated on its own last tenth: a --val-data would not be read.
+  if (!val_path.empty()) {
+    std::fprintf(stderr,
+                 "zerodp: warning: --val-data %s is ignored: text data is validated on its last 10%%; for a "
+                 "validation file of your own, make shards of both (zerodp tokenize) and pass those\n",
+                 val_path.c_str());
+  }
+  corpus.train_name = fmt::format("the training split (the first 90% of {})", what);
+  corpus.val_name = fmt::format("the validation split (the last 10% of {})", what);
   std::vector<std::string> texts;
   for (const std::string& f : files) {
     texts.push_back(read_file(f));

@@ -37,6 +37,9 @@ struct Corpus {
   bool byte_level = true;         // tokens are bytes (printable as text)
   std::vector<ArithmeticProblem> held_out;  // the embedded corpus only
   int record_length = 1;          // windows start at multiples of this (10: one arithmetic line)
+  // The two splits as messages name them: "the validation split (the last 10% of notes.txt)".
+  std::string train_name = "the training split";
+  std::string val_name = "the validation split";
   // The tokenizer of the ids (--tokenizer), which turns the sample into
   // text; null for bytes, and for shards without --tokenizer.
   std::shared_ptr<const text::BpeTokenizer> tokenizer;

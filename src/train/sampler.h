@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace zerodp::train {
@@ -22,11 +23,13 @@ struct TokenBatch {
 
 class DistributedSampler {
  public:
-  // REQUIRES stream.size() > seq_len (ConfigError otherwise, naming both).
-  // Windows start at multiples of `alignment` (records of a fixed length,
-  // like the arithmetic corpus's lines, then always start at position 0).
+  // REQUIRES stream.size() > seq_len (ConfigError otherwise, naming the
+  // split, e.g. "the validation split (the last 10% of notes.txt)", and
+  // both numbers). Windows start at multiples of `alignment` (records of a
+  // fixed length, like the arithmetic corpus's lines, then always start at
+  // position 0).
   DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks, uint64_t seed,
-                     int alignment = 1);
+                     int alignment = 1, std::string_view split = "the data");
 
   // Rank r's micro-batch m of step s.
   TokenBatch batch(int64_t step, int micro, int rank) const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -238,6 +239,10 @@ TrainOutcome run_training(const TrainConfig& input) {
   }
   if (config.ranks >= 1) resolve_batch(config, config.ranks);
   validate(config);
+  if (config.data.empty() && !config.val_data.empty()) {
+    std::fprintf(stderr, "zerodp: warning: --val-data %s is ignored: the embedded corpus validates on its own "
+                 "held-out sums; give --data too\n", config.val_data.c_str());
+  }
   const Corpus corpus =
       config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
   const model::ModelConfig model_config = model::resolve_model_config(config.model);
@@ -296,9 +301,9 @@ TrainOutcome run_training(const TrainConfig& input) {
     zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                         config.activation_checkpointing);
     const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
-                                           corpus.record_length);
+                                           corpus.record_length, corpus.train_name);
     const DistributedSampler val_sampler(corpus.val, config.seq_len, config.micro_batch, n, config.seed + 1,
-                                         corpus.record_length);
+                                         corpus.record_length, corpus.val_name);
     std::optional<MetricsWriter> metrics;
     std::optional<Progress> progress;
     const std::vector<Setting> settings = effective_settings(config, n);

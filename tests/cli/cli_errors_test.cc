@@ -68,6 +68,11 @@ TEST(CliErrors, TrainRefusesDataFilesThatCannotServe) {
   const fs::path tiny = write_temp("zerodp_cli_tiny.txt", "just a few bytes");
   expect_refused("train --data " + empty.string(), "is empty");
   expect_refused("train --data " + tiny.string() + " --seq-len 64", "too few for one sequence");
+  // The split is named: 100 bytes leave 90 to train on and 10 to validate.
+  const fs::path short_val = write_temp("zerodp_cli_short_val.txt", std::string(100, 'x'));
+  expect_refused("train --data " + short_val.string() + " --seq-len 32",
+                 "the validation split (the last 10% of " + short_val.string() + ") has 10 tokens, too few");
+  fs::remove(short_val);
   fs::remove(empty);
   fs::remove(tiny);
 }

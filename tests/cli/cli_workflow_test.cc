@@ -57,6 +57,18 @@ std::string last_step_line(const std::string& out, int steps) {
   return out.substr(at, out.find(" | ", out.find("loss", at)) - at);
 }
 
+TEST(Workflow, AnIgnoredValDataIsWarnedAbout) {
+  const fs::path text = write_temp("zerodp_workflow_val.txt", std::string(4000, 'a'));
+  const Result r = run(fmt::format("train --data {} --val-data other.bin --steps 1 {}", text.string(), kQuick));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--val-data other.bin is ignored: text data is validated on its last 10%"), std::string::npos)
+      << r.err;
+  const Result embedded = run(fmt::format("train --val-data other.bin --steps 1 {}", kQuick));
+  EXPECT_NE(embedded.err.find("--val-data other.bin is ignored: the embedded corpus"), std::string::npos)
+      << embedded.err;
+  fs::remove(text);
+}
+
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
