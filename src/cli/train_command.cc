@@ -160,6 +160,13 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.metrics_path = f.c.metrics_path; });
   flag(cmd, f, "--sample-tokens", d.sample_tokens, "Tokens to generate after training (0 = none)",
        [&f](auto& c) { c.sample_tokens = f.c.sample_tokens; });
+  flag(cmd, f, "--prompt", d.prompt, "The sample's start (default: a held-out sum on the embedded corpus, else a\n"
+       "new document); text, through --tokenizer for GPT-2 ids",
+       [&f](auto& c) { c.prompt = f.c.prompt; }, false);
+  flag(cmd, f, "--temperature", d.temperature, "The sample's temperature (0 = greedy)",
+       [&f](auto& c) { c.temperature = f.c.temperature; });
+  flag(cmd, f, "--top-k", d.top_k, "The sample draws from the k likeliest tokens (0 = all)",
+       [&f](auto& c) { c.top_k = f.c.top_k; });
   flag(cmd, f, "--held-out", d.held_out, "Embedded data: unseen sums answered at each evaluation and at the end\n"
        "(0 = none). The sample and these answers run on rank 0 from one fp32 copy of the model",
        [&f](auto& c) { c.held_out = f.c.held_out; });

@@ -63,6 +63,14 @@ void BpeTokenizer::encode_into(std::string_view text, std::vector<int32_t>& out)
   }
 }
 
+std::vector<int32_t> BpeTokenizer::encode_uncached(std::string_view text) const {
+  std::vector<int32_t> out;
+  PreTokenizer cursor(text);
+  std::string_view piece;
+  while (cursor.next(piece)) encode_piece(piece, out);
+  return out;
+}
+
 // The symbols of the piece form a linked list; a min-heap holds the pairs
 // that have a rank, by (rank, position): the lowest rank first and, among
 // equal ranks (the same pair), the leftmost. An entry whose symbols have

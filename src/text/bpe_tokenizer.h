@@ -11,7 +11,8 @@
 // becomes U+FFFD. The bytes may end inside a UTF-8 sequence
 // (utf8.h's to_valid_utf8 repairs them for printing).
 // Thread-safety: encode() fills a cache, so one thread at a time per
-// tokenizer; decode() and the accessors are const and thread-safe.
+// tokenizer; encode_uncached(), decode() and the accessors are const and
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,9 @@ class BpeTokenizer {
   std::vector<int32_t> encode(std::string_view text);
   // Appends the ids of `text` to `out`.
   void encode_into(std::string_view text, std::vector<int32_t>& out);
+  // The same ids without the cache: const and thread-safe, for short texts
+  // (a prompt).
+  std::vector<int32_t> encode_uncached(std::string_view text) const;
   std::string decode(std::span<const int32_t> ids) const;
 
   int vocab_size() const { return static_cast<int>(vocab_.tokens.size()); }

@@ -59,6 +59,9 @@ void validate(const TrainConfig& c) {
   ZDP_CHECK(c.comm_timeout_s > 0 && std::isfinite(c.comm_timeout_s), ConfigError,
             "[train] --comm-timeout {} must be a positive number of seconds", c.comm_timeout_s);
   ZDP_CHECK(c.sample_tokens >= 0, ConfigError, "[train] --sample-tokens {} must be >= 0", c.sample_tokens);
+  ZDP_CHECK(c.temperature >= 0 && std::isfinite(c.temperature), ConfigError,
+            "[train] --temperature {} must be >= 0 (0 = greedy)", c.temperature);
+  ZDP_CHECK(c.top_k >= 0, ConfigError, "[train] --top-k {} must be >= 0 (0 = every token)", c.top_k);
   ZDP_CHECK(c.held_out >= 0, ConfigError, "[train] --held-out {} must be >= 0 (0: no held-out sums)", c.held_out);
   ZDP_CHECK(c.save_every >= 0, ConfigError, "[train] --save-every {} must be >= 0", c.save_every);
   ZDP_CHECK(c.keep_last >= 0, ConfigError, "[train] --keep-last {} must be >= 0", c.keep_last);

@@ -51,6 +51,9 @@ struct TrainConfig {
   int log_every = 100;   // a log line every K steps when not on a terminal
   std::string metrics_path;  // JSON Lines, one record per step
   int sample_tokens = 48;    // generated after training (GPT); 0 = none
+  std::string prompt;        // the sample's start ("" = a held-out prompt, or a new document)
+  double temperature = 0.8;  // the sample's; 0 = greedy
+  int top_k = 40;            // the sample draws from the k likeliest tokens; 0 = all
   int held_out = 100;        // embedded corpus: unseen sums answered at each evaluation and at the end; 0 = none
   double max_memory_bytes = 0;  // refuse before allocating when the plan exceeds it; 0 = no limit
 

@@ -106,22 +106,51 @@ double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, c
   return n > 0 ? static_cast<double>(correct) / n : 0.0;
 }
 
+// The sample's first tokens: --prompt (through the tokenizer, or as bytes),
+// else a held-out problem's prompt (embedded corpus) or a new document
+// (after <|endoftext|>, as llm.c's samples start). The first `hidden` of
+// them are not printed (the end-of-text token).
+struct SamplePrompt {
+  std::vector<int32_t> tokens;
+  size_t hidden = 0;
+};
+SamplePrompt sample_prompt(const Corpus& corpus, const TrainConfig& config) {
+  SamplePrompt p;
+  const bool document = corpus.tokenizer && corpus.tokenizer->end_of_text() >= 0;
+  if (document) {
+    p.tokens = {corpus.tokenizer->end_of_text()};
+    p.hidden = 1;
+  }
+  if (!config.prompt.empty()) {
+    ZDP_CHECK(corpus.byte_level || corpus.tokenizer, ConfigError,
+              "[train] --prompt needs a tokenizer to turn it into these shards' ids: give --tokenizer gpt2 (the one "
+              "the shards were made with)");
+    const std::vector<int32_t> ids =
+        corpus.tokenizer ? corpus.tokenizer->encode_uncached(config.prompt) : text_to_tokens(config.prompt);
+    p.tokens.insert(p.tokens.end(), ids.begin(), ids.end());
+    return p;
+  }
+  if (document) return p;
+  if (corpus.byte_level) {
+    p.tokens = text_to_tokens(corpus.held_out.empty() ? std::string("\n") : corpus.held_out[0].prompt());
+  } else {
+    p.tokens = {0};
+  }
+  return p;
+}
+
 std::string sample_text(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus,
                         const TrainConfig& config) {
-  const std::string prompt_text = corpus.held_out.empty() ? std::string("\n") : corpus.held_out[0].prompt();
+  const SamplePrompt prompt = sample_prompt(corpus, config);
   model::GenerateConfig g;
   g.max_new_tokens = config.sample_tokens;
-  g.temperature = 0.8f;
-  g.top_k = 40;
+  g.temperature = static_cast<float>(config.temperature);
+  g.top_k = config.top_k;
   g.seed = config.seed;
   g.context = config.seq_len;         // the positions the model was trained at
   g.align = corpus.record_length;     // windows start on a record, as in training
-  // With a tokenizer, the sample starts a document (after <|endoftext|>,
-  // which is not printed), as llm.c's samples do.
-  std::vector<int32_t> prompt = corpus.byte_level ? text_to_tokens(prompt_text) : std::vector<int32_t>{0};
-  if (corpus.tokenizer && corpus.tokenizer->end_of_text() >= 0) prompt = {corpus.tokenizer->end_of_text()};
-  auto out = model::generate(gpt, params, prompt, g);
-  if (corpus.tokenizer) out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
+  auto out = model::generate(gpt, params, prompt.tokens, g);
+  out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(prompt.hidden));
   return sample_to_text(corpus, out);
 }
 
@@ -245,6 +274,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   }
   const Corpus corpus =
       config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
+  if (config.sample_tokens > 0) (void)sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
   const model::ModelConfig model_config = model::resolve_model_config(config.model);
   ZDP_CHECK(model_config.kind == model::ModelKind::kGpt, ConfigError,
             "[train] model '{}' is an MLP: zerodp train trains GPT models on token data; pick a gpt preset "
@@ -492,7 +522,8 @@ TrainOutcome run_training(const TrainConfig& input) {
         train_seconds > 0 ? tokens_per_step * static_cast<double>(config.steps - first_step) / train_seconds : 0;
     fmt::print("{}", format_summary(stats));
     if (config.sample_tokens > 0) {
-      fmt::print("\nSample ({} tokens, temperature 0.8, top-k 40):\n{}\n", config.sample_tokens,
+      fmt::print("\nSample ({} tokens, temperature {:g}, top-k {}):\n{}\n", config.sample_tokens, config.temperature,
+                 config.top_k,
                  sample_text(gpt, params, corpus, config));
     }
     outcome.baseline_bytes = baseline;

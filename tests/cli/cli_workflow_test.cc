@@ -69,6 +69,15 @@ TEST(Workflow, AnIgnoredValDataIsWarnedAbout) {
   fs::remove(text);
 }
 
+TEST(Workflow, TheSampleTakesAPromptAndATemperature) {
+  const Result r = run("train --steps 2 --ranks 2 --held-out 0 --eval-every 0 --prompt 'hello 1+2=' --temperature 0 "
+                       "--top-k 5 --sample-tokens 4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Sample (4 tokens, temperature 0, top-k 5):\nhello 1+2="), std::string::npos) << r.out;
+  expect_refused("train --temperature -0.5", "--temperature -0.5 must be >= 0");
+  expect_refused("train --top-k -1", "--top-k -1 must be >= 0");
+}
+
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
