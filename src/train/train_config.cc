@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/value_checks.h"
 
 namespace zerodp::train {
 
@@ -47,6 +48,8 @@ void validate(const TrainConfig& c) {
   ZDP_CHECK(c.keep_last >= 0, ConfigError, "[train] --keep-last {} must be >= 0", c.keep_last);
   ZDP_CHECK(c.init_from.empty() || c.resume_dir.empty(), ConfigError,
             "[train] --init-from and --resume were both given: a resume restores the weights it saved; pass one");
+  // The engine's values, refused naming their flag and --config key.
+  check_engine_values(c);
   zero::validate(c.engine);
 }
 
