@@ -5,8 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <optional>
+#include <string>
 
 #include "cli/commands.h"
+#include "cli/unknown_option.h"
 #include "core/error.h"
 #include "core/simd.h"
 
@@ -46,7 +49,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "zerodp: {}\n", e.what());
+    // An unknown flag: name the subcommand and the flag that was meant.
+    const auto unknown = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr
+                             ? zerodp::cli::unknown_option_message(app, argc, argv)
+                             : std::nullopt;
+    fmt::print(stderr, "zerodp: {}\n", unknown.value_or(e.what()));
     fmt::print(stderr, "Run with --help for the options.\n");
     return 2;
   } catch (const zerodp::ConfigError& e) {

@@ -6,8 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/presets.h"
+#include "plan/model_shape.h"
 #include "plan/plan_format.h"
 #include "plan/planner.h"
 #include "plan/quantity.h"
@@ -47,67 +46,18 @@ std::string model_display_name(const std::string& spec) {
   return spec.find('{') == std::string::npos ? spec : "custom";
 }
 
-// src/model's config as plan's shape: wte has the padded vocab's rows, wpe
-// max_seq_len rows. Checked against the model's own count.
-plan::GptShape shape_from_model(const model::ModelConfig& m) {
-  const model::GptConfig& g = m.gpt;
-  plan::GptShape s{g.layers, g.heads, g.channels, g.padded_vocab, g.max_seq_len};
-  ZDP_CHECK_EQ(s.num_params(), model::num_params(m), Error, "[plan] plan's and src/model's parameter counts differ");
-  return s;
-}
-
-// --model: plan's presets and {"type":"gpt",...} configs, then src/model's
-// presets and {"kind":...} configs (the ones `zerodp train` takes). An MLP
-// gives Φ only.
+// --model: src/model's presets and JSON configs, the ones `zerodp model
+// list` prints and `zerodp train --model` takes. An MLP gives Φ only.
 void resolve_model_into(const std::string& spec, plan::PlanConfig& c) {
   c.model_name = model_display_name(spec);
-  if (auto preset = plan::find_preset(spec)) {
-    c.shape = *preset;
-    return;
+  const model::ModelConfig m = model::resolve_model_config(spec);
+  if (m.kind == model::ModelKind::kGpt) {
+    c.shape = plan::gpt_shape(m.gpt);
+    ZDP_CHECK_EQ(c.shape->num_params(), model::num_params(m), Error,
+                 "[plan] plan's and src/model's parameter counts differ");
+  } else {
+    c.num_params = model::num_params(m);
   }
-  const bool inline_json = spec.find_first_not_of(" \t\n") != std::string::npos &&
-                           spec[spec.find_first_not_of(" \t\n")] == '{';
-  std::error_code ec;
-  if (!inline_json && !std::filesystem::is_regular_file(spec, ec)) {
-    model::ModelConfig m;
-    try {
-      m = model::model_preset(spec);
-    } catch (const ConfigError&) {
-      std::string names;
-      for (const auto& p : plan::model_presets()) names += std::string(p.name) + ", ";
-      for (const auto& n : model::model_preset_names()) {
-        if (!plan::find_preset(n)) names += n + ", ";
-      }
-      ZDP_THROW(ConfigError,
-                "[plan] --model '{}' is neither a preset ({}) nor a JSON file nor inline JSON like "
-                "'{{\"type\":\"gpt\",\"layers\":12,...}}'",
-                spec, names.substr(0, names.size() - 2));
-    }
-    if (m.kind == model::ModelKind::kGpt) {
-      c.shape = shape_from_model(m);
-    } else {
-      c.num_params = model::num_params(m);
-    }
-    return;
-  }
-  // JSON: src/model's format has "kind", plan's has "type".
-  std::string text = spec;
-  if (!inline_json) {
-    std::ifstream in(spec);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    text = buf.str();
-  }
-  if (text.find("\"kind\"") != std::string::npos) {
-    const model::ModelConfig m = model::model_config_from_json(text);
-    if (m.kind == model::ModelKind::kGpt) {
-      c.shape = shape_from_model(m);
-    } else {
-      c.num_params = model::num_params(m);
-    }
-    return;
-  }
-  c.shape = plan::parse_gpt_shape_json(text);
 }
 
 plan::PlanConfig to_config(const PlanOptions& o) {
@@ -175,9 +125,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--params", opts->params,
                   "Number of parameters Φ: 7.5B, 124M, 1T, 7.5e9 or a plain integer (or give --model)");
   cmd->add_option("--model", opts->model,
-                  "A preset (gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, gpt-30m, and the train presets gpt-tiny, "
-                  "gpt-10m, gpt-bench, ...), a JSON file, or inline JSON {\"type\":\"gpt\",\"layers\":..,\"heads\":..,"
-                  "\"channels\":..,\"vocab\":..,\"context\":..} (or src/model's {\"kind\":\"gpt\",...,\"max_seq_len\":..})");
+                  "A preset (zerodp model list: gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, gpt-30m, gpt-tiny, ...), "
+                  "a .json file, or inline JSON as zerodp train takes it: {\"kind\":\"gpt\",\"layers\":..,\"heads\":..,"
+                  "\"channels\":..,\"vocab\":..,\"max_seq_len\":..}");
   cmd->add_option("--ranks", opts->ranks, "Number of ranks N, or a comma-separated list: 64 or 1,4,16,64")
       ->required();
   cmd->add_option("--precision", opts->precision,

@@ -2,6 +2,7 @@
 // TrainConfig, then train::run_training. Flags given on the command line
 // override the file; the file overrides the defaults.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -144,6 +145,8 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.clip_norm = f.clip; });
   flag(cmd, f, "--loss-scale", f.loss_scale, "fp16: a static loss scale (0 = dynamic, starting at 2^16)",
        [&f](auto& c) {
+         ZDP_CHECK(f.loss_scale >= 0 && std::isfinite(f.loss_scale), ConfigError,
+                   "[train] --loss-scale {} (fp16.loss_scale in --config) must be >= 0 (0: dynamic)", f.loss_scale);
          if (f.loss_scale > 0) {
            c.engine.loss_scaler.mode = optim::LossScaleMode::kStatic;
            c.engine.loss_scaler.initial_scale = f.loss_scale;

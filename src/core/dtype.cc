@@ -1,13 +1,18 @@
 #include "core/dtype.h"
 
+#include <cctype>
+#include <string>
+
 #include "core/error.h"
 
 namespace zerodp {
 
 Dtype Dtype::parse(std::string_view name) {
-  if (name == "fp32" || name == "float32") return fp32();
-  if (name == "fp16" || name == "float16") return fp16();
-  if (name == "bf16" || name == "bfloat16") return bf16();
+  std::string lower(name);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "fp32" || lower == "float32") return fp32();
+  if (lower == "fp16" || lower == "float16") return fp16();
+  if (lower == "bf16" || lower == "bfloat16") return bf16();
   ZDP_THROW(ConfigError, "[dtype] unknown dtype '{}': use fp32, fp16 or bf16", name);
 }
 

@@ -40,8 +40,9 @@ class Dtype {
   static constexpr Dtype fp16() { return Dtype(Kind::kFp16); }
   static constexpr Dtype bf16() { return Dtype(Kind::kBf16); }
 
-  // "fp32", "fp16" or "bf16" (also "float32", "float16", "bfloat16");
-  // throws ConfigError naming the accepted values otherwise.
+  // "fp32", "fp16" or "bf16" (also "float32", "float16", "bfloat16"), in
+  // any case ("BF16", "Fp32"); name() stays lowercase. Throws ConfigError
+  // naming the accepted values otherwise.
   static Dtype parse(std::string_view name);
 
   constexpr Kind kind() const { return kind_; }

@@ -22,6 +22,13 @@ ModelConfig gpt(std::string name, int layers, int heads, int channels, int vocab
   return c;
 }
 
+// A GPT whose embedding has exactly `vocab` rows, as PyTorch's GPT counts it.
+ModelConfig gpt_unpadded(std::string name, int layers, int heads, int channels, int vocab, int max_seq_len) {
+  ModelConfig c = gpt(std::move(name), layers, heads, channels, vocab, max_seq_len);
+  c.gpt.padded_vocab = vocab;
+  return c;
+}
+
 ModelConfig mlp(std::string name, std::vector<int> widths, MlpHead head) {
   ModelConfig c;
   c.name = std::move(name);
@@ -35,6 +42,7 @@ std::vector<ModelConfig> presets() {
       gpt("gpt-tiny", 4, 4, 128, 256, 128),
       gpt("gpt-10m", 6, 8, 320, 8192, 256),
       gpt("gpt-bench", 6, 6, 384, 50257, 64),
+      gpt_unpadded("gpt-30m", 6, 6, 384, 50257, 64),
       gpt("gpt2-124m", 12, 12, 768, 50257, 1024),
       gpt("gpt2-350m", 24, 16, 1024, 50257, 1024),
       gpt("gpt2-774m", 36, 20, 1280, 50257, 1024),
@@ -55,6 +63,10 @@ int get_int(const nlohmann::json& j, const char* key) {
 
 void check_keys(const nlohmann::json& j, const std::set<std::string>& allowed) {
   for (auto it = j.begin(); it != j.end(); ++it) {
+    // zerodp plan's former schema ({"type": "gpt", ..., "context": T}).
+    ZDP_CHECK(it.key() != "context" || allowed.count("max_seq_len") == 0, ConfigError,
+              "[model config] unknown key \"context\": write \"max_seq_len\" (the longest sequence; the model "
+              "schema is what `zerodp model info` and `zerodp train --model` take)");
     ZDP_CHECK(allowed.count(it.key()) > 0, ConfigError, "[model config] unknown key \"{}\"; allowed: {}", it.key(),
               fmt::join(allowed, ", "));
   }
@@ -84,6 +96,9 @@ ModelConfig model_config_from_json(std::string_view text) {
     ZDP_THROW(ConfigError, "[model config] not valid JSON: {}", e.what());
   }
   ZDP_CHECK(j.is_object(), ConfigError, "[model config] expected a JSON object, got {}", j.type_name());
+  ZDP_CHECK(!j.contains("type") || j.contains("kind"), ConfigError,
+            "[model config] unknown key \"type\": write \"kind\": \"gpt\" or \"mlp\" (and \"max_seq_len\" for "
+            "\"context\"; the model schema is what `zerodp model info` and `zerodp train --model` take)");
   ZDP_CHECK(j.contains("kind") && j["kind"].is_string(), ConfigError,
             "[model config] missing \"kind\": \"gpt\" or \"mlp\"");
   const std::string kind = j["kind"].get<std::string>();
@@ -121,7 +136,8 @@ ModelConfig model_config_from_json(std::string_view text) {
 }
 
 ModelConfig resolve_model_config(std::string_view s) {
-  if (!s.empty() && s.front() == '{') return model_config_from_json(s);
+  const size_t first = s.find_first_not_of(" \t\n\r");
+  if (first != std::string_view::npos && s[first] == '{') return model_config_from_json(s);
   if (s.size() > 5 && s.substr(s.size() - 5) == ".json") {
     std::ifstream in{std::string(s)};
     ZDP_CHECK(in.good(), ConfigError, "[model config] cannot open {}", s);

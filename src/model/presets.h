@@ -6,8 +6,12 @@
 //   gpt-10m     L6 NH8 C320, vocab 8192, maxT 256 (~10M)
 //   gpt-bench   L6 NH6 C384, vocab 50257 (padded 50304), maxT 64: the
 //               benchmark GPT of REFERENCE.md
+//   gpt-30m     gpt-bench without the vocab padding (50257 rows), as
+//               PyTorch counts REFERENCE.md's model: 29,970,816 parameters
 //   gpt2-124m   L12 NH12 C768, vocab 50257 (padded 50304), maxT 1024:
 //               124,475,904 parameters
+//   gpt2-350m, gpt2-774m, gpt2-1558m   GPT-2 medium, large, XL (vocab
+//               50257 padded to 50304, maxT 1024)
 //   mlp-small   [64, 256, 256, 10], classification
 //   mlp-10m     [1024, 1536 x4, 1024], regression (~10M)
 // JSON (a file whose name ends in .json, or an inline object):
@@ -15,8 +19,11 @@
 //    "max_seq_len": 64, "padded_vocab": 50304 (optional; default: the llm.c
 //    padding to a multiple of 128)}
 //   {"kind": "mlp", "widths": [64, 256, 10], "head": "classification" | "regression"}
-// Unknown names, unknown keys and bad values are ConfigErrors that say what
-// is accepted. Thread-safety: pure functions.
+// This is the one preset list and the one model schema: `zerodp plan
+// --model` reads both from here (plan/model_shape.h). zerodp plan's former
+// spellings "type" and "context" are refused naming "kind" and
+// "max_seq_len". Unknown names, unknown keys and bad values are ConfigErrors
+// that say what is accepted. Thread-safety: pure functions.
 #pragma once
 
 #include <memory>

@@ -10,10 +10,11 @@
 // (per block: ln1 2C, qkv 3C^2+3C, attention projection C^2+C, ln2 2C,
 // fc 4C^2+4C, fc projection 4C^2+C). gpt2-124m with V = 50304: 124,475,904.
 //
-// Shapes come from a JSON model config, {"type":"gpt","layers":12,"heads":12,
-// "channels":768,"vocab":50304,"context":1024}, or a preset name. The presets
-// here are plan's own small list; when src/model grows its preset registry,
-// find_preset() is the one function to point at it.
+// Shapes come from src/model (model/presets.h): its presets, the ones
+// `zerodp model list` prints and `zerodp train --model` takes, and its JSON
+// schema, {"kind":"gpt","layers":12,"heads":12,"channels":768,"vocab":50257,
+// "max_seq_len":1024} (vocab padded as the engine stores it). There is no
+// second list or schema here.
 // Thread-safety: all functions are pure.
 #pragma once
 
@@ -22,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/gpt_config.h"
 
 namespace zerodp::plan {
 
@@ -60,22 +63,17 @@ struct GptShape {
   uint64_t largest_module_params() const;
 };
 
-// Parses a JSON model config (the text of the object). ConfigError on a
-// missing/unknown key, a wrong type or a bad value, naming the key.
-GptShape parse_gpt_shape_json(std::string_view json_text);
+// src/model's GPT config as plan's shape: wte has the padded vocab's rows,
+// wpe max_seq_len rows.
+GptShape gpt_shape(const model::GptConfig& config);
 
-struct ModelPreset {
-  std::string_view name;
-  std::string_view description;
-  GptShape shape;
-};
-
-// plan's built-in presets (gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, ...).
-const std::vector<ModelPreset>& model_presets();
+// The shape of src/model's GPT preset `name`; nullopt for an unknown name or
+// an MLP preset.
 std::optional<GptShape> find_preset(std::string_view name);
 
-// --model's argument: inline JSON (starts with '{'), a preset name, or the
-// path of a JSON file. ConfigError names the presets when nothing matches.
+// A preset name, a .json file or inline JSON in src/model's schema
+// (model::resolve_model_config), as a GPT shape. ConfigError naming the
+// presets when nothing matches, or when the model is an MLP.
 GptShape resolve_model(std::string_view spec);
 
 }  // namespace zerodp::plan

@@ -221,13 +221,15 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"optimizer", std::string(optimizer_name(c.optimizer))}};
   if (c.device_memory) j["config"]["device_memory_bytes"] = *c.device_memory;
   if (c.shape) {
-    j["config"]["model"] = {{"type", "gpt"},
-                            {"name", c.model_name},
+    // src/model's schema (`zerodp train --model` takes it); vocab as stored.
+    j["config"]["model_name"] = c.model_name;
+    j["config"]["model"] = {{"kind", "gpt"},
                             {"layers", c.shape->layers},
                             {"heads", c.shape->heads},
                             {"channels", c.shape->channels},
                             {"vocab", c.shape->vocab},
-                            {"context", c.shape->context}};
+                            {"max_seq_len", c.shape->context},
+                            {"padded_vocab", c.shape->vocab}};
   }
   const BytesPerParam& b = r.bytes_per_param;
   j["bytes_per_param"] = {{"params", b.params}, {"grads", b.grads},         {"master", b.master},

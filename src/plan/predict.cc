@@ -30,10 +30,6 @@ Optimizer plan_optimizer(const optim::OptimizerConfig& config) {
   return Optimizer::kAdamW;
 }
 
-GptShape gpt_shape(const model::GptConfig& g) {
-  return GptShape{g.layers, g.heads, g.channels, g.padded_vocab, g.max_seq_len};
-}
-
 UnitSchedule unit_schedule(const model::ModelConfig& config) {
   if (config.kind == model::ModelKind::kGpt) return gpt_unit_schedule(gpt_shape(config.gpt));
   UnitSchedule s;

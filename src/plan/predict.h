@@ -67,8 +67,7 @@ struct ProcessPrediction {
 // momentum buffer, plain SGD none).
 Optimizer plan_optimizer(const optim::OptimizerConfig& config);
 
-// src/model's GPT config as plan's shape (wte has the padded vocab's rows).
-GptShape gpt_shape(const model::GptConfig& config);
+// gpt_shape (src/model's GPT config as plan's shape) is in plan/model_shape.h.
 
 // The units and ops of the model, in the engine's order: GPT embedding,
 // blocks, final layernorm, then the tied LM head reading the embedding

@@ -52,6 +52,11 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
     y_lo = std::min(y_lo, ty(r.value));
     y_hi = std::max(y_hi, ty(r.value));
   }
+  for (double m : chart.marks.at) {
+    ZDP_CHECK(std::isfinite(m), ShapeError, "[line_chart] '{}' has a vertical mark at x = {}", chart.labels.title, m);
+    x_lo = std::min(x_lo, m);
+    x_hi = std::max(x_hi, m);
+  }
   if (!std::isfinite(x_lo)) x_lo = 0, x_hi = 1;
   if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
   if (chart.y_from_zero && y_lo >= 0 && !chart.y_log) y_lo = 0;
@@ -70,6 +75,7 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
     }
   }
   for (const ReferenceLine& r : chart.reference_lines) legend.push_back(legend_entry(r));
+  if (!chart.marks.at.empty()) legend.push_back({chart.marks.label, chart.marks.color, true, "2 3"});
 
   doc.begin_group("line-chart");
   const Rect plot = plot_area(area, chart.labels, legend_width(legend));
@@ -96,6 +102,19 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
     doc.text({px, plot.bottom() + 16}, format_tick(v, xt.step), ts, "tick-label");
   }
   doc.end_group();
+
+  if (!chart.marks.at.empty()) {
+    doc.begin_group("vertical-marks");
+    Paint mark;
+    mark.stroke = chart.marks.color;
+    mark.dash = "2 3";
+    mark.opacity = 0.8;
+    for (double v : chart.marks.at) {
+      const double px = x(v);
+      doc.line({px, plot.y}, {px, plot.bottom()}, mark, chart.marks.css_class);
+    }
+    doc.end_group();
+  }
 
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const LineSeries& s = chart.series[i];
@@ -124,7 +143,26 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
       fill.opacity = 0.55;
       doc.polyline(band, fill, "band");
     }
-    doc.polyline(mapped, p, "series", data);
+    if (s.gaps.empty()) {
+      doc.polyline(mapped, p, "series", data);
+    } else {
+      // Runs between the gaps; a point alone in its run gets a dot.
+      std::vector<std::vector<Point>> runs(1);
+      size_t next_gap = 0;
+      for (size_t k = 0; k < mapped.size(); ++k) {
+        if (next_gap < s.gaps.size() && s.gaps[next_gap] == k) {
+          if (!runs.back().empty()) runs.emplace_back();
+          ++next_gap;
+        }
+        runs.back().push_back(mapped[k]);
+      }
+      doc.path(runs, p, "series", data + SvgDocument::attr("data-gaps", fmt::format("{}", s.gaps.size())));
+      Paint dot;
+      dot.fill = color(i);
+      for (const std::vector<Point>& run : runs) {
+        if (run.size() == 1 && !s.markers) doc.circle(run[0], 2, dot, "lone-point");
+      }
+    }
     if (s.markers) {
       Paint m;
       m.fill = color(i);

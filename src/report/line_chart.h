@@ -1,7 +1,11 @@
 // Line charts: several series of (x, y) points on shared linear axes, for
 // loss and validation-loss curves, tokens/s, loss scale and memory over time.
 // Each series is a <polyline class="series"> with data-series and
-// data-points attributes; points may be marked with circles.
+// data-points attributes; points may be marked with circles. A series with
+// gaps (a value missing between two points) is one <path class="series">
+// of several runs with a data-gaps attribute; a point alone between two gaps
+// gets a circle. Vertical marks (e.g. skipped steps) cross the plot at given
+// x values, with one legend entry.
 // Thread-safety: pure, drawing into a caller-owned document.
 #pragma once
 
@@ -20,12 +24,25 @@ struct LineSeries {
   std::vector<Point> points;  // data coordinates, drawn in the given order
   std::string dash;           // e.g. "6 4" for a dashed series
   bool markers = false;
+  // Indices k (0 < k < points.size(), ascending): no line from points[k-1]
+  // to points[k], because a value between them is missing.
+  std::vector<size_t> gaps;
+};
+
+// Thin vertical lines across the plot at `at` (data x values), one legend
+// entry `label`; each line has class `css_class`.
+struct VerticalMarks {
+  std::vector<double> at;
+  std::string label;
+  std::string css_class = "x-mark";
+  std::string color = "#c0392b";
 };
 
 struct LineChart {
   AxesLabels labels;
   std::vector<LineSeries> series;
   std::vector<ReferenceLine> reference_lines;
+  VerticalMarks marks;
   // Axis ranges; unset ends follow the data (y starts at 0 when all y >= 0
   // and `y_from_zero`).
   std::optional<double> x_min, x_max, y_min, y_max;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -98,8 +99,43 @@ std::vector<std::map<std::string, CollectiveBytes>> parse_comm(const json& v, co
   return out;
 }
 
+// {"config": {"precision": {"value": "bf16", "source": "..."}, ...}}: the
+// precision (also a plain string), lowercase; other settings are not drawn.
+std::optional<std::string> parse_config(const json& config, const Where& at) {
+  if (!config.is_object()) fail(at, fmt::format("\"config\" must be an object, got {}", config.type_name()));
+  const auto p = config.find("precision");
+  if (p == config.end() || p->is_null()) return std::nullopt;
+  const json* value = &*p;
+  if (p->is_object()) {
+    const auto v = p->find("value");
+    if (v == p->end()) fail(at, "\"config.precision\" has no \"value\"");
+    value = &*v;
+  }
+  if (!value->is_string()) {
+    fail(at, fmt::format("\"config.precision\" must be a dtype name like \"bf16\", got {}", value->dump()));
+  }
+  std::string name = value->get<std::string>();
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+// {"final": {"step": N, "val_loss": x}}.
+FinalRecord parse_final(const json& f, const Where& at) {
+  if (!f.is_object()) fail(at, fmt::format("\"final\" must be an object, got {}", f.type_name()));
+  FinalRecord r;
+  const auto step = f.find("step");
+  if (step == f.end()) fail(at, "missing \"final.step\"");
+  if (!step->is_number_integer()) fail(at, fmt::format("\"final.step\" must be an integer, got {}", step->dump()));
+  r.step = step->get<int64_t>();
+  const auto val = f.find("val_loss");
+  if (val != f.end() && !val->is_null()) {
+    if (!val->is_number()) fail(at, fmt::format("\"final.val_loss\" must be a number or null, got {}", val->dump()));
+    if (std::isfinite(val->get<double>())) r.val_loss = val->get<double>();
+  }
+  return r;
+}
+
 StepRecord parse_record(const json& j, const Where& at) {
-  if (!j.is_object()) fail(at, fmt::format("expected a JSON object, got {}", j.type_name()));
   StepRecord s;
   const auto step = j.find("step");
   if (step == j.end()) fail(at, "missing \"step\"");
@@ -125,26 +161,49 @@ StepRecord parse_record(const json& j, const Where& at) {
 RunMetrics parse_metrics(std::istream& in, std::string_view name) {
   RunMetrics run;
   run.source = std::string(name);
-  std::string line;
-  size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are allowed
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  auto blank = [](const std::string& l) { return l.find_first_not_of(" \t\r") == std::string::npos; };
+  size_t last = lines.size();  // the last line that is not blank
+  while (last > 0 && blank(lines[last - 1])) --last;
+  for (size_t i = 0; i < last; ++i) {
+    const size_t number = i + 1;
+    if (blank(lines[i])) continue;  // blank lines are allowed
     json j;
     try {
-      j = json::parse(line);
+      j = json::parse(lines[i]);
     } catch (const json::parse_error& e) {
       // nlohmann's message names the byte; keep the first clause short.
       std::string what = e.what();
       if (const size_t colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+      if (number == last) {
+        // The trainer flushes every line, so only the last can be cut short by a killed run.
+        run.warnings.push_back(fmt::format(
+            "[report] {} line {} is not valid JSON ({}): left out, as the last line of a run stopped while writing "
+            "it",
+            name, number, what));
+        break;
+      }
       fail({name, number}, fmt::format("not valid JSON ({})", what));
     }
-    run.steps.push_back(parse_record(j, {name, number}));
+    const Where at{name, number};
+    if (!j.is_object()) fail(at, fmt::format("expected a JSON object, got {}", j.type_name()));
+    if (!j.contains("step")) {
+      if (const auto c = j.find("config"); c != j.end()) {
+        run.precision = parse_config(*c, at);
+        continue;
+      }
+      if (const auto f = j.find("final"); f != j.end()) {
+        run.final_record = parse_final(*f, at);
+        continue;
+      }
+    }
+    run.steps.push_back(parse_record(j, at));
   }
   ZDP_CHECK(!run.steps.empty(), ConfigError,
             "[report] {} holds no records ({} lines): give the file `zerodp train --metrics PATH` wrote after at "
             "least one step",
-            name, number);
+            name, lines.size());
   return run;
 }
 

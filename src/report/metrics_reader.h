@@ -5,9 +5,14 @@
 //   skipped), loss_scale, skipped, clipped, tokens_per_s, step_seconds,
 //   memory: [per rank {category: {current, peak}, ..., model_states: bytes}],
 //   comm:   [per rank {collective: {calls, bytes_sent, bytes_received}}].
+// Two records are not steps: the first may be {"config": {"precision":
+// {"value": "bf16", "source": ...}, ...}} (the run's settings; only the
+// precision is read), the last {"final": {"step": N, "val_loss": x}} (the
+// validation pass after the last step).
 // Unknown keys are ignored (the trainer may add some); known keys of the
 // wrong type, bad JSON, a missing/unreadable/empty file are ConfigErrors of
-// one line naming the file, the line number and the fix.
+// one line naming the file, the line number and the fix. A last line that is
+// not valid JSON (a run killed while writing it) is left out with a warning.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -52,9 +57,20 @@ struct StepRecord {
   std::vector<std::map<std::string, CollectiveBytes>> comm;     // per rank, by collective name
 };
 
+// The validation pass after the last step.
+struct FinalRecord {
+  int64_t step = 0;
+  std::optional<double> val_loss;
+};
+
 struct RunMetrics {
   std::string source;  // the file name, for titles
   std::vector<StepRecord> steps;
+  std::optional<std::string> precision;  // "fp32", "fp16" or "bf16" (lowercase), from the config record
+  std::optional<FinalRecord> final_record;
+  // What the reader stepped over, one line each, naming the file and line:
+  // a last line cut short.
+  std::vector<std::string> warnings;
 };
 
 // `name` is used in messages ("m.jsonl line 3: ...").

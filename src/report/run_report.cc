@@ -17,7 +17,7 @@ namespace {
 
 constexpr double kWidth = 900;
 constexpr double kHeight = 340;
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kMB = 1e6;  // as `zerodp train` prints memory and traffic
 constexpr size_t kMaxRankCharts = 8;
 
 // The ledger's categories in its own order; unknown names follow, sorted.
@@ -68,21 +68,56 @@ LineChart step_chart(const std::string& title, const std::string& y_label) {
   return c;
 }
 
-// One series from an optional field of every step.
+// One series from an optional field of every step. With `gaps`, a step
+// without a value (a skipped step's gradient norm, a non-finite loss) breaks
+// the line there instead of joining its neighbours; sparse fields (the
+// validation loss) are drawn without gaps.
 template <typename Get>
-LineSeries series_of(const RunMetrics& m, const std::string& name, Get get) {
+LineSeries series_of(const RunMetrics& m, const std::string& name, Get get, bool gaps = true) {
   LineSeries s;
   s.name = name;
+  bool missing = false;
   for (const StepRecord& r : m.steps) {
-    if (const std::optional<double> v = get(r)) s.points.push_back({static_cast<double>(r.step), *v});
+    const std::optional<double> v = get(r);
+    if (!v) {
+      missing = true;
+      continue;
+    }
+    if (missing && gaps && !s.points.empty()) s.gaps.push_back(s.points.size());
+    missing = false;
+    s.points.push_back({static_cast<double>(r.step), *v});
   }
   return s;
+}
+
+// The steps fp16's scaler skipped (overflow), as marks across a chart.
+VerticalMarks skipped_steps(const RunMetrics& m) {
+  VerticalMarks marks;
+  marks.label = "skipped step (fp16 overflow)";
+  marks.css_class = "skipped-step";
+  for (const StepRecord& r : m.steps) {
+    if (r.skipped) marks.at.push_back(static_cast<double>(r.step));
+  }
+  return marks;
+}
+
+// bf16 and fp32 train without a loss scale (the trainer records 1): decided
+// by the run's config record, else by a scale that is ever not 1.
+bool has_dynamic_loss_scale(const RunMetrics& m) {
+  if (m.precision) return *m.precision == "fp16" || *m.precision == "float16";
+  return std::any_of(m.steps.begin(), m.steps.end(),
+                     [](const StepRecord& s) { return s.loss_scale && *s.loss_scale != 1.0; });
 }
 
 std::optional<ReportChart> loss_chart(const RunMetrics& m) {
   LineChart c = step_chart("Loss", "loss (cross-entropy, nats)");
   LineSeries train = series_of(m, "training loss", [](const StepRecord& r) { return r.loss; });
-  LineSeries val = series_of(m, "validation loss", [](const StepRecord& r) { return r.val_loss; });
+  LineSeries val = series_of(m, "validation loss", [](const StepRecord& r) { return r.val_loss; }, false);
+  // The validation pass after the last step ends the curve.
+  if (m.final_record && m.final_record->val_loss) {
+    const double x = static_cast<double>(m.final_record->step);
+    if (val.points.empty() || val.points.back().x != x) val.points.push_back({x, *m.final_record->val_loss});
+  }
   val.markers = true;
   val.dash = "6 4";
   if (train.points.empty() && val.points.empty()) return std::nullopt;
@@ -94,11 +129,15 @@ std::optional<ReportChart> loss_chart(const RunMetrics& m) {
 std::optional<ReportChart> simple_chart(const RunMetrics& m, const std::string& name, const std::string& title,
                                         const std::string& y_label, const std::string& series_name,
                                         std::optional<double> (*get)(const StepRecord&), bool log_y = false,
-                                        bool from_zero = false) {
+                                        bool from_zero = false, VerticalMarks marks = {}) {
   LineChart c = step_chart(title, y_label);
-  LineSeries s = series_of(m, series_name, get);
-  if (log_y) std::erase_if(s.points, [](const Point& p) { return p.y <= 0; });
+  // On a log axis a value <= 0 cannot be drawn: a gap, like a missing one.
+  LineSeries s = series_of(m, series_name, [&](const StepRecord& r) {
+    const std::optional<double> v = get(r);
+    return log_y && v && *v <= 0 ? std::nullopt : v;
+  });
   if (s.points.empty()) return std::nullopt;
+  c.marks = std::move(marks);
   c.series.push_back(std::move(s));
   c.y_log = log_y;
   c.y_from_zero = from_zero;
@@ -113,7 +152,7 @@ std::vector<ReportChart> memory_charts(const RunMetrics& m) {
   const size_t ranks = rank_count(m);
   for (size_t r = 0; r < std::min(ranks, kMaxRankCharts); ++r) {
     LineChart c = step_chart(fmt::format("Memory of rank {} by ledger category (peaks, stacked)", r),
-                             "MiB (2^20 bytes), stacked");
+                             "MB (10^6 bytes), stacked");
     c.y_from_zero = true;
     c.stacked = true;
     for (const std::string& cat : cats) {
@@ -124,7 +163,7 @@ std::vector<ReportChart> memory_charts(const RunMetrics& m) {
         if (r >= rec.memory.size()) continue;  // same x for every category, as stacking needs
         const auto it = rec.memory[r].categories.find(cat);
         const double bytes = it == rec.memory[r].categories.end() ? 0.0 : static_cast<double>(it->second.peak);
-        s.points.push_back({static_cast<double>(rec.step), bytes / kMiB});
+        s.points.push_back({static_cast<double>(rec.step), bytes / kMB});
       }
       if (!s.points.empty()) c.series.push_back(std::move(s));
     }
@@ -133,7 +172,7 @@ std::vector<ReportChart> memory_charts(const RunMetrics& m) {
   // Every rank at the last step that has memory, stacked by category.
   const auto last = std::find_if(m.steps.rbegin(), m.steps.rend(), [](const StepRecord& s) { return !s.memory.empty(); });
   BarChart b;
-  b.labels = {fmt::format("Memory per rank at step {} by category (peak)", last->step), "rank", "MiB (2^20 bytes)"};
+  b.labels = {fmt::format("Memory per rank at step {} by category (peak)", last->step), "rank", "MB (10^6 bytes)"};
   for (const std::string& cat : cats) b.series.push_back({cat, category_color(cat)});
   b.value_format = [](double v) { return fmt::format("{:.1f}", v); };
   for (size_t r = 0; r < last->memory.size(); ++r) {
@@ -141,7 +180,7 @@ std::vector<ReportChart> memory_charts(const RunMetrics& m) {
     for (size_t i = 0; i < cats.size(); ++i) {
       const auto it = last->memory[r].categories.find(cats[i]);
       if (it != last->memory[r].categories.end() && it->second.peak > 0) {
-        bar.segments.push_back({i, static_cast<double>(it->second.peak) / kMiB});
+        bar.segments.push_back({i, static_cast<double>(it->second.peak) / kMB});
       }
     }
     b.groups.push_back({fmt::format("rank {}", r), {bar}});
@@ -158,7 +197,7 @@ std::optional<ReportChart> comm_chart(const RunMetrics& m) {
     }
   }
   if (names.empty()) return std::nullopt;
-  LineChart c = step_chart("Bytes sent per step by collective (mean over ranks)", "MiB sent per rank per step");
+  LineChart c = step_chart("Bytes sent per step by collective (mean over ranks)", "MB sent per rank per step (10^6 bytes)");
   c.y_from_zero = true;
   for (const std::string& name : names) {
     LineSeries s;
@@ -170,7 +209,7 @@ std::optional<ReportChart> comm_chart(const RunMetrics& m) {
         const auto it = rank.find(name);
         if (it != rank.end()) sum += static_cast<double>(it->second.bytes_sent);
       }
-      s.points.push_back({static_cast<double>(rec.step), sum / static_cast<double>(rec.comm.size()) / kMiB});
+      s.points.push_back({static_cast<double>(rec.step), sum / static_cast<double>(rec.comm.size()) / kMB});
     }
     c.series.push_back(std::move(s));
   }
@@ -184,13 +223,20 @@ std::string summary_table(const RunMetrics& m) {
   const StepRecord& last = m.steps.back();
   std::optional<double> best_val;
   std::vector<double> tps;
+  double tokens = 0, seconds = 0;  // over the steps that recorded both
   int skipped = 0, clipped = 0;
   for (const StepRecord& s : m.steps) {
     if (s.val_loss) best_val = std::min(best_val.value_or(*s.val_loss), *s.val_loss);
     if (s.tokens_per_s) tps.push_back(*s.tokens_per_s);
+    if (s.tokens_per_s && s.step_seconds) {
+      tokens += *s.tokens_per_s * *s.step_seconds;
+      seconds += *s.step_seconds;
+    }
     skipped += s.skipped ? 1 : 0;
     clipped += s.clipped ? 1 : 0;
   }
+  const std::optional<double> final_val = m.final_record ? m.final_record->val_loss : std::nullopt;
+  if (final_val) best_val = std::min(best_val.value_or(*final_val), *final_val);
   std::string median = "–";
   if (!tps.empty()) {
     std::nth_element(tps.begin(), tps.begin() + static_cast<std::ptrdiff_t>(tps.size() / 2), tps.end());
@@ -203,13 +249,15 @@ std::string summary_table(const RunMetrics& m) {
   };
   row("steps", fmt::format("{} (step {} to {})", m.steps.size(), first.step, last.step));
   row("training loss, first → last", fmt::format("{} → {}", opt(first.loss), opt(last.loss)));
+  if (final_val) row(fmt::format("validation loss after step {}", m.final_record->step), opt(final_val));
   row("best validation loss", opt(best_val));
+  if (seconds > 0) row("throughput", fmt::format("{:.0f} tokens/s over {:.1f} s", tokens / seconds, seconds));
   row("median tokens/s", median);
   row("skipped steps (fp16 overflow) / clipped steps", fmt::format("{} / {}", skipped, clipped));
   const size_t ranks = rank_count(m);
   if (ranks > 0) row("ranks", fmt::format("{}", ranks));
   if (!last.memory.empty() && last.memory[0].model_states) {
-    row("model states of rank 0", fmt::format("{:.2f} MiB", static_cast<double>(*last.memory[0].model_states) / kMiB));
+    row("model states of rank 0", fmt::format("{:.2f} MB", static_cast<double>(*last.memory[0].model_states) / kMB));
   }
   return "<table>\n" + rows + "</table>\n";
 }
@@ -225,12 +273,14 @@ std::vector<ReportChart> report_charts(const RunMetrics& m) {
   add(loss_chart(m));
   add(simple_chart(m, "throughput", "Throughput", "tokens per second", "tokens/s",
                    [](const StepRecord& r) { return r.tokens_per_s; }, false, true));
-  add(simple_chart(m, "loss_scale", "Loss scale (log axis)", "loss scale (log10 axis)", "loss scale",
-                   [](const StepRecord& r) { return r.loss_scale; }, true));
+  if (has_dynamic_loss_scale(m)) {
+    add(simple_chart(m, "loss_scale", "Loss scale (log axis)", "loss scale (log10 axis)", "loss scale",
+                     [](const StepRecord& r) { return r.loss_scale; }, true, false, skipped_steps(m)));
+  }
   add(simple_chart(m, "lr", "Learning rate", "learning rate", "lr", [](const StepRecord& r) { return r.lr; },
                    false, true));
   add(simple_chart(m, "grad_norm", "Gradient norm (unscaled, before clipping)", "global L2 norm", "grad norm",
-                   [](const StepRecord& r) { return r.grad_norm; }, false, true));
+                   [](const StepRecord& r) { return r.grad_norm; }, false, true, skipped_steps(m)));
   for (ReportChart& c : memory_charts(m)) out.push_back(std::move(c));
   add(comm_chart(m));
   return out;

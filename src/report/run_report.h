@@ -2,11 +2,15 @@
 // --svg-dir DIR). From the trainer's metrics (metrics_reader.h) it draws
 //   loss        training loss and validation loss per step
 //   throughput  tokens per second per step
-//   loss scale  on a log axis (fp16's dynamic scaler; 1 otherwise)
+//   loss scale  on a log axis (fp16's dynamic scaler only: not for a bf16
+//               or fp32 run, told by the config record or a scale always 1)
 //   lr, grad norm
 //   memory      per rank, each ledger category's peak over the steps, and
-//               every rank's categories side by side at the last step
-//   comm        bytes sent per step by collective (mean over ranks)
+//               every rank's categories side by side at the last step (MB)
+//   comm        MB sent per step by collective (mean over ranks)
+// in `zerodp train`'s units (MB = 1e6 bytes, tokens/s, s). A step without a
+// value (a skipped fp16 step has no gradient norm) is a gap in its line,
+// and skipped steps are marked on the gradient-norm and loss-scale charts.
 // each chart a self-contained SVG with a title, axis labels with units and
 // a legend, and one self-contained HTML page holding them inline (no
 // scripts, no external files) with a summary table on top.

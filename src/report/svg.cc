@@ -100,6 +100,24 @@ void SvgDocument::polyline(std::span<const Point> points, const Paint& paint, st
                        data);
 }
 
+void SvgDocument::path(std::span<const std::vector<Point>> runs, const Paint& paint, std::string_view css_class,
+                       std::string_view data) {
+  std::string d;
+  for (const std::vector<Point>& run : runs) {
+    if (run.size() < 2) continue;
+    for (size_t i = 0; i < run.size(); ++i) {
+      check_finite(run[i].x, "path x");
+      check_finite(run[i].y, "path y");
+      if (!d.empty()) d += ' ';
+      d += i == 0 ? 'M' : 'L';
+      d += num(run[i].x);
+      d += ',';
+      d += num(run[i].y);
+    }
+  }
+  body_ += fmt::format("<path{}{}{}{}/>\n", class_attr(css_class), attr("d", d), paint_attrs(paint), data);
+}
+
 void SvgDocument::circle(Point center, double radius, const Paint& paint, std::string_view css_class) {
   check_finite(center.x, "circle x");
   check_finite(center.y, "circle y");

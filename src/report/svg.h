@@ -1,7 +1,8 @@
 // A small, dependency-free SVG writer: the drawing primitives charts need
-// (rectangles, lines, polylines, circles, text, groups, titles), with XML
-// escaping done here so callers pass plain strings. Numbers are written with
-// two decimals and '.' whatever the locale, so output is reproducible.
+// (rectangles, lines, polylines, paths of several runs, circles, text,
+// groups, titles), with XML escaping done here so callers pass plain
+// strings. Numbers are written with two decimals and '.' whatever the
+// locale, so output is reproducible.
 //
 // Contract: begin_group/end_group nest; str() REQUIRES every group closed
 // (Error otherwise) and returns a complete, well-formed SVG document.
@@ -13,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zerodp::report {
 
@@ -57,6 +59,10 @@ class SvgDocument {
   void line(Point a, Point b, const Paint& paint, std::string_view css_class = {});
   void polyline(std::span<const Point> points, const Paint& paint, std::string_view css_class = {},
                 std::string_view data = {});
+  // One <path> of several unconnected runs of points ("M ... L ... M ..."):
+  // a line with gaps. Runs of fewer than two points draw nothing.
+  void path(std::span<const std::vector<Point>> runs, const Paint& paint, std::string_view css_class = {},
+            std::string_view data = {});
   void circle(Point center, double radius, const Paint& paint, std::string_view css_class = {});
   void text(Point at, std::string_view content, const TextStyle& style, std::string_view css_class = {});
 

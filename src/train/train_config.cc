@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/value_checks.h"
 
 namespace zerodp::train {
 
@@ -69,6 +70,8 @@ void validate(const TrainConfig& c) {
             "[train] --tokenizer {} needs --data: the embedded arithmetic corpus is bytes; give --data a text file",
             c.tokenizer);
   check_start_point(c);
+  // The engine's values, refused naming their flag and --config key.
+  check_engine_values(c);
   zero::validate(c.engine);
 }
 

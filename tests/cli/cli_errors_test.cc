@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +32,7 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --optimizer lamb" + m, "lamb");
   expect_refused("train --model gpt-huge" + m, "gpt-huge");
   expect_refused("train --seq-len 4096" + m, "longer than the model's context");
-  expect_refused("train --clip -1" + m, "clipping -1");
+  expect_refused("train --clip -1" + m, "--clip -1");
   expect_refused("train --data /nonexistent/corpus.txt" + m, "does not exist");
   expect_refused("train --no-such-flag", "no-such-flag");
   // Thread ranks share the process: 2 ranks and the baseline (which a
@@ -43,6 +44,73 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   // memory), not met with std::bad_alloc.
   expect_refused("train --micro-batch 1000000" + m, "lower --micro-batch");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+}
+
+// A bad value is refused naming the flag the user typed (and the key of a
+// --config file that sets the same thing), not the module that checks it.
+TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
+  const fs::path metrics = fs::temp_directory_path() / "zerodp_cli_never_flags.jsonl";
+  fs::remove(metrics);
+  const struct {
+    std::string args;
+    std::string flag;
+    std::string key;  // the --config key the message also names
+  } cases[] = {
+      {"--lr -1", "--lr -1", "optimizer.params.lr"},
+      {"--optimizer sgd --lr -1", "--lr -1", "optimizer.params.lr"},
+      {"--weight-decay -1", "--weight-decay -1", "optimizer.params.weight_decay"},
+      {"--clip -1", "--clip -1", "gradient_clipping"},
+      {"--warmup -5", "--warmup -5", "scheduler.params.warmup_num_steps"},
+      {"--warmup 0", "--warmup 0", "scheduler.params.warmup_num_steps"},
+      {"--stage 7", "--stage 7", "zero_optimization.stage"},
+      {"--grad-accum 0", "--grad-accum 0", "gradient_accumulation_steps"},
+      {"--optimizer sgd --momentum 2", "--momentum 2", "optimizer.params.momentum"},
+      {"--momentum -0.5", "--momentum -0.5", "optimizer.params.momentum"},
+      {"--min-lr-ratio 2", "--min-lr-ratio 2", "scheduler.params.cos_min_ratio"},
+      {"--precision fp16 --loss-scale -1", "--loss-scale -1", "fp16.loss_scale"},
+  };
+  for (const auto& c : cases) {
+    // Short if a value were accepted: the test must not turn into a training run.
+    const std::string args = "train " + c.args + " --steps 2 --sample-tokens 0 --held-out 0 --eval-every 0 --metrics " +
+                             metrics.string();
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.flag), std::string::npos) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.key), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lr_schedule]", "[loss_scaler]", "[optimizer]",
+                            "[clip]", "internal error"}) {
+      EXPECT_EQ(r.err.find(tag), std::string::npos) << args << "\n" << r.err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
+}
+
+// The same refusals for values a --config file sets name its key.
+TEST(CliErrors, BadConfigValuesNameTheKey) {
+  const struct {
+    std::string json;
+    std::string key;
+  } cases[] = {
+      {R"({"optimizer": {"type": "AdamW", "params": {"lr": -1}}})", "optimizer.params.lr"},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [1.5, 0.999]}}})", "optimizer.params.betas"},
+      {R"({"zero_optimization": {"stage": 9}})", "zero_optimization.stage"},
+      {R"({"gradient_clipping": -2})", "gradient_clipping"},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 5, "warmup_max_lr": 1}}})",
+       "scheduler.params.warmup_min_lr"},
+      {R"({"fp16": {"enabled": true, "loss_scale_window": 0}})", "fp16.loss_scale_window"},
+  };
+  for (const auto& c : cases) {
+    const fs::path file = write_temp("zerodp_cli_bad_value.json", c.json);
+    const Result r = run("train --steps 1 --sample-tokens 0 --held-out 0 --config " + file.string());
+    EXPECT_EQ(r.code, 2) << c.json << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.key), std::string::npos) << c.json << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.json << "\n" << r.err;
+    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lr_schedule]", "[loss_scaler]"}) {
+      EXPECT_EQ(r.err.find(tag), std::string::npos) << c.json << "\n" << r.err;
+    }
+    fs::remove(file);
+  }
 }
 
 // A size without a unit is refused, not read as bytes (it was: 32 bytes).

@@ -25,6 +25,22 @@ TEST(Dtype, SizesNamesAndParsing) {
   EXPECT_EQ(dtype_of<Half>(), Dtype::fp16());
 }
 
+// Users write BF16 and FP16 as often as bf16: names are case-insensitive,
+// and the canonical name stays lowercase.
+TEST(Dtype, ParsingIgnoresCase) {
+  EXPECT_EQ(Dtype::parse("BF16"), Dtype::bf16());
+  EXPECT_EQ(Dtype::parse("FP16"), Dtype::fp16());
+  EXPECT_EQ(Dtype::parse("Fp32"), Dtype::fp32());
+  EXPECT_EQ(Dtype::parse("BFloat16"), Dtype::bf16());
+  EXPECT_EQ(Dtype::parse("BF16").name(), "bf16");
+  try {
+    Dtype::parse("FP8");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("'FP8'"), std::string::npos) << e.message();  // the user's spelling
+  }
+}
+
 TEST(Dtype, HalfKnownValues) {
   EXPECT_EQ(float_to_half(1.0f).bits, 0x3C00);
   EXPECT_EQ(float_to_half(-2.0f).bits, 0xC000);

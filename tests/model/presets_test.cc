@@ -25,6 +25,34 @@ TEST(Presets, ParameterCounts) {
   EXPECT_EQ(model_preset(kDefaultModel).name, "gpt-tiny");
 }
 
+// plan's presets live here too (one list for train and plan): gpt2-* and
+// gpt-30m, REFERENCE.md's PyTorch model, whose vocab is not padded.
+TEST(Presets, PlansPresetsAreHere) {
+  EXPECT_EQ(num_params(model_preset("gpt2-350m")), 354'871'296u);
+  EXPECT_EQ(num_params(model_preset("gpt2-774m")), 774'090'240u);
+  EXPECT_EQ(num_params(model_preset("gpt2-1558m")), 1'557'686'400u);
+  EXPECT_EQ(num_params(model_preset("gpt-30m")), 29'970'816u);
+  EXPECT_EQ(model_preset("gpt-30m").gpt.padded_vocab, 50257);
+}
+
+// One model schema: plan's old {"type": ..., "context": ...} spellings are
+// refused in one line naming the key to write.
+TEST(Presets, PlansOldSpellingsNameTheRightKey) {
+  auto message = [](const std::string& text) {
+    try {
+      resolve_model_config(text);
+    } catch (const ConfigError& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  const std::string type = message(R"({"type":"gpt","layers":2,"heads":2,"channels":16,"vocab":50,"context":8})");
+  EXPECT_NE(type.find("write \"kind\""), std::string::npos) << type;
+  const std::string context = message(R"({"kind":"gpt","layers":2,"heads":2,"channels":16,"vocab":50,"context":8})");
+  EXPECT_NE(context.find("write \"max_seq_len\""), std::string::npos) << context;
+  for (const std::string& m : {type, context}) EXPECT_EQ(m.find('\n'), std::string::npos);
+}
+
 TEST(Presets, UnknownNameListsTheChoices) {
   try {
     model_preset("gpt5");

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "model/presets.h"
 #include "plan/model_shape.h"
 
 namespace zerodp::plan {
@@ -38,11 +39,17 @@ TEST(ModelShape, UnitsSumToPhiAndEachUnitGathersItself) {
   EXPECT_EQ(s.num_params(), 11u * 8 + 5u * 8 + 3u * (12 * 64 + 13 * 8) + 16);
 }
 
-TEST(ModelShape, ParsesJsonConfig) {
-  const GptShape s = parse_gpt_shape_json(
-      R"({"type":"gpt","layers":12,"heads":12,"channels":768,"vocab":50304,"context":1024})");
-  EXPECT_EQ(s.num_params(), 124'475'904u);
-  EXPECT_EQ(resolve_model(R"( {"type":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").layers, 1);
+TEST(ModelShape, ReadsTheModelSchema) {
+  // The schema `zerodp train --model` takes and checkpoints record.
+  const GptShape s =
+      resolve_model(R"({"kind":"gpt","layers":12,"heads":12,"channels":768,"vocab":50257,"max_seq_len":1024})");
+  EXPECT_EQ(s.num_params(), 124'475'904u);  // vocab padded to 50304, as the engine stores it
+  EXPECT_EQ(s.vocab, 50304);
+  EXPECT_EQ(s.context, 1024);
+  EXPECT_EQ(resolve_model(
+                R"({"kind":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"max_seq_len":2,"padded_vocab":3})")
+                .vocab,
+            3);
 }
 
 TEST(ModelShape, ResolvesPresetsAndFiles) {
@@ -50,10 +57,28 @@ TEST(ModelShape, ResolvesPresetsAndFiles) {
   const std::string path = ::testing::TempDir() + "plan_model_shape_test.json";
   {
     std::ofstream out(path);
-    out << R"({"type":"gpt","name":"tiny","layers":2,"heads":2,"channels":8,"vocab":16,"context":4})";
+    out << R"({"kind":"gpt","layers":2,"heads":2,"channels":8,"vocab":16,"max_seq_len":4,"padded_vocab":16})";
   }
   EXPECT_EQ(resolve_model(path).vocab, 16);
   std::remove(path.c_str());
+}
+
+// plan and train share src/model's preset list: every GPT preset `zerodp
+// model list` prints has a shape here, and plan's old names are in it.
+TEST(ModelShape, PresetsAreTheModelPresets) {
+  for (const std::string& name : model::model_preset_names()) {
+    const model::ModelConfig m = model::model_preset(name);
+    if (m.kind != model::ModelKind::kGpt) {
+      EXPECT_FALSE(find_preset(name).has_value()) << name;
+      continue;
+    }
+    ASSERT_TRUE(find_preset(name).has_value()) << name;
+    EXPECT_EQ(find_preset(name)->num_params(), model::num_params(m)) << name;
+  }
+  for (const char* name : {"gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1558m", "gpt-30m", "gpt-tiny", "gpt-bench"}) {
+    EXPECT_TRUE(find_preset(name).has_value()) << name;
+  }
+  EXPECT_FALSE(find_preset("gpt-unknown").has_value());
 }
 
 TEST(ModelShape, BadConfigsNameTheProblem) {
@@ -66,17 +91,18 @@ TEST(ModelShape, BadConfigsNameTheProblem) {
     return std::string("no error");
   };
   EXPECT_NE(message("gpt-unknown").find("gpt2-124m"), std::string::npos);  // lists presets
-  EXPECT_NE(message(R"({"type":"gpt","layers":12})").find("\"heads\""), std::string::npos);
-  EXPECT_NE(message(R"({"type":"gpt","layers":2,"heads":3,"channels":8,"vocab":4,"context":4})").find("divisible"),
+  EXPECT_NE(message(R"({"kind":"gpt","layers":12})").find("\"heads\""), std::string::npos);
+  EXPECT_NE(message(R"({"kind":"gpt","layers":2,"heads":3,"channels":8,"vocab":4,"max_seq_len":4})").find("multiple of heads"),
             std::string::npos);
-  EXPECT_NE(message(R"({"type":"gpt","layers":2,"heads":2,"channels":8,"vocab":4,"context":4,"lyrs":1})")
+  EXPECT_NE(message(R"({"kind":"gpt","layers":2,"heads":2,"channels":8,"vocab":4,"max_seq_len":4,"lyrs":1})")
                 .find("\"lyrs\""),
             std::string::npos);
-  EXPECT_NE(message(R"({"type":"mlp"})").find("\"mlp\""), std::string::npos);
-  EXPECT_NE(message(R"({"type":"gpt","layers":-1,"heads":2,"channels":8,"vocab":4,"context":4})").find("layers"),
+  EXPECT_NE(message(R"({"kind":"mlp","widths":[4,8,2]})").find("MLP"), std::string::npos);
+  EXPECT_NE(message(R"({"kind":"gpt",)").find("not valid JSON"), std::string::npos);
+  // plan's old spellings are refused naming the key to write instead.
+  EXPECT_NE(message(R"({"type":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").find("\"kind\""),
             std::string::npos);
-  EXPECT_NE(message(R"({"type":"gpt",)").find("not valid JSON"), std::string::npos);
-  EXPECT_NE(message(R"({"type":"gpt","layers":2.5,"heads":2,"channels":8,"vocab":4,"context":4})").find("integer"),
+  EXPECT_NE(message(R"({"kind":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").find("\"max_seq_len\""),
             std::string::npos);
 }
 

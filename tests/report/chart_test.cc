@@ -57,7 +57,7 @@ TEST(BarChart, RejectsBadSegments) {
 TEST(LineChart, OnePolylinePerSeries) {
   LineChart c;
   c.labels = {"loss", "step", "loss (nats)"};
-  c.series = {{"train", "", {{0, 10}, {1, 8}, {2, 7}}, "", true}, {"val", "", {{0, 11}, {2, 9}}, "6 4", false}};
+  c.series = {{"train", "", {{0, 10}, {1, 8}, {2, 7}}, "", true, {}}, {"val", "", {{0, 11}, {2, 9}}, "6 4", false, {}}};
   const auto r = parse_xml(render_line_chart(c, 500, 300));
   ASSERT_EQ(r.error, "");
   const auto lines = find_elements(r, "polyline", "series");

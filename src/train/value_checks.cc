@@ -1,0 +1,93 @@
+#include "train/value_checks.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "optim/lr_schedule.h"
+
+namespace zerodp::train {
+namespace {
+
+bool non_negative(double v) { return std::isfinite(v) && v >= 0.0; }
+bool fraction(double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; }
+bool below_one(double v) { return std::isfinite(v) && v >= 0.0 && v < 1.0; }
+
+void check_optimizer(const optim::OptimizerConfig& o) {
+  const bool sgd = o.kind == optim::OptimizerKind::kSgd;
+  const double lr = sgd ? o.sgd.lr : o.adam.lr;
+  ZDP_CHECK(non_negative(lr), ConfigError,
+            "[train] --lr {} (optimizer.params.lr in --config) must be a finite number >= 0, e.g. 1.5e-3", lr);
+  const double decay = sgd ? o.sgd.weight_decay : o.adam.weight_decay;
+  ZDP_CHECK(non_negative(decay), ConfigError,
+            "[train] --weight-decay {} (optimizer.params.weight_decay in --config) must be >= 0 (0 turns it off)",
+            decay);
+  ZDP_CHECK(below_one(o.sgd.momentum), ConfigError,
+            "[train] --momentum {} (optimizer.params.momentum in --config) must be in [0, 1), e.g. 0.9 (0: plain SGD)",
+            o.sgd.momentum);
+  ZDP_CHECK(!sgd || !o.sgd.nesterov || o.sgd.momentum > 0.0, ConfigError,
+            "[train] optimizer.params.nesterov in --config needs a momentum > 0: set --momentum (or "
+            "optimizer.params.momentum) to e.g. 0.9, or turn nesterov off");
+  ZDP_CHECK(below_one(o.adam.beta1) && below_one(o.adam.beta2), ConfigError,
+            "[train] optimizer.params.betas [{}, {}] in --config must each be in [0, 1), e.g. [0.9, 0.999]",
+            o.adam.beta1, o.adam.beta2);
+  ZDP_CHECK(non_negative(o.adam.eps), ConfigError,
+            "[train] optimizer.params.eps {} in --config must be a finite number >= 0, e.g. 1e-8", o.adam.eps);
+}
+
+void check_schedule(const optim::LrScheduleConfig& s) {
+  ZDP_CHECK(non_negative(s.max_lr), ConfigError,
+            "[train] --lr {} (scheduler.params.warmup_max_lr in --config) must be a finite number >= 0, e.g. 1.5e-3",
+            s.max_lr);
+  ZDP_CHECK(non_negative(s.min_lr) && s.min_lr <= s.max_lr, ConfigError,
+            "[train] scheduler.params.warmup_min_lr {} in --config must be in [0, {}] (the peak: --lr or "
+            "scheduler.params.warmup_max_lr)",
+            s.min_lr, s.max_lr);
+  ZDP_CHECK(s.warmup_steps >= 0, ConfigError,
+            "[train] --warmup {} (scheduler.params.warmup_num_steps in --config) must be >= 0", s.warmup_steps);
+  ZDP_CHECK(s.kind == optim::LrScheduleKind::kConstant || s.warmup_steps >= 1, ConfigError,
+            "[train] --warmup {} (scheduler.params.warmup_num_steps in --config): the {} schedule needs at least 1 "
+            "warm-up step; use --schedule constant for none",
+            s.warmup_steps, optim::lr_schedule_kind_name(s.kind));
+  ZDP_CHECK(s.total_steps >= 0, ConfigError,
+            "[train] scheduler.params.total_num_steps {} in --config must be >= 1 (or leave it out: the run's --steps)",
+            s.total_steps);
+  ZDP_CHECK(fraction(s.cos_min_ratio), ConfigError,
+            "[train] --min-lr-ratio {} (scheduler.params.cos_min_ratio in --config) must be in [0, 1]",
+            s.cos_min_ratio);
+  ZDP_CHECK(fraction(s.warmup_min_ratio), ConfigError,
+            "[train] scheduler.params.warmup_min_ratio {} in --config must be in [0, 1]", s.warmup_min_ratio);
+}
+
+void check_loss_scaler(const optim::LossScalerConfig& s) {
+  ZDP_CHECK(std::isfinite(s.initial_scale) && s.initial_scale > 0.0, ConfigError,
+            "[train] fp16 loss scale {} (--loss-scale, or fp16.loss_scale / fp16.initial_scale_power in --config) "
+            "must be finite and > 0, e.g. 65536",
+            s.initial_scale);
+  if (s.mode == optim::LossScaleMode::kStatic) return;
+  ZDP_CHECK(s.window >= 1, ConfigError,
+            "[train] fp16.loss_scale_window {} in --config must be at least 1 (DeepSpeed's default: 1000)", s.window);
+  ZDP_CHECK(s.hysteresis >= 1, ConfigError,
+            "[train] fp16.hysteresis {} in --config must be at least 1 (DeepSpeed's default: 2)", s.hysteresis);
+  ZDP_CHECK(std::isfinite(s.min_scale) && s.min_scale > 0.0 && s.min_scale <= s.initial_scale, ConfigError,
+            "[train] fp16.min_loss_scale {} in --config must be > 0 and at most the initial loss scale {}",
+            s.min_scale, s.initial_scale);
+}
+
+}  // namespace
+
+void check_engine_values(const TrainConfig& c) {
+  const zero::EngineConfig& e = c.engine;
+  ZDP_CHECK(e.stage >= 0 && e.stage <= 3, ConfigError,
+            "[train] --stage {} (zero_optimization.stage in --config): ZeRO stage {} does not exist; use 0, 1, 2 or 3",
+            e.stage, e.stage);
+  ZDP_CHECK(e.grad_accum >= 1, ConfigError,
+            "[train] --grad-accum {} (gradient_accumulation_steps in --config) must be at least 1 (1: no accumulation)",
+            e.grad_accum);
+  ZDP_CHECK(non_negative(e.clip_norm), ConfigError,
+            "[train] --clip {} (gradient_clipping in --config) must be >= 0 (0 turns clipping off)", e.clip_norm);
+  check_optimizer(e.optimizer);
+  check_schedule(e.lr_schedule);
+  if (e.dtype == Dtype::fp16()) check_loss_scaler(e.loss_scaler);
+}
+
+}  // namespace zerodp::train

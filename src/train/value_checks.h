@@ -1,0 +1,18 @@
+// The refusals of a run's engine values (stage, accumulation, clipping,
+// optimizer, schedule, loss scaler) in the user's words: each names the
+// `zerodp train` flag and the --config key that set the value, e.g.
+//   [train] --lr -1 (optimizer.params.lr in --config) must be a finite number >= 0, e.g. 1.5e-3
+// instead of the module that would refuse it later ("[adamw] lr -1 ...").
+// The engine's and the optimizer's own checks stay, for callers that are
+// not the CLI.
+// Thread-safety: a pure function.
+#pragma once
+
+#include "train/train_config.h"
+
+namespace zerodp::train {
+
+// Throws ConfigError (one line) for the first value that cannot work.
+void check_engine_values(const TrainConfig& config);
+
+}  // namespace zerodp::train
