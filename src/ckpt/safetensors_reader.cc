@@ -72,8 +72,10 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
       }
       continue;
     }
+    // A copy: a lambda may not capture a structured binding before C++20's P1091 (clang 14).
+    const std::string& tensor_name = name;
     auto bad = [&](const std::string& what) {
-      ZDP_THROW(InputFileError, "[load] {}: tensor \"{}\" {} in the safetensors header", path, name, what);
+      ZDP_THROW(InputFileError, "[load] {}: tensor \"{}\" {} in the safetensors header", path, tensor_name, what);
     };
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
       bad("lacks dtype, shape or data_offsets");

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ckpt/checkpoint.h"
 #include "model/gpt.h"
 #include "support/rank_harness.h"
@@ -155,6 +157,34 @@ inline void write_bytes(const std::string& path, const std::vector<char>& bytes)
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
+}
+
+// A safetensors file read whole: its JSON header and its data bytes.
+struct Safetensors {
+  nlohmann::json header;
+  std::vector<char> data;
+};
+
+inline Safetensors parse_safetensors(const std::string& path) {
+  const auto bytes = read_bytes(path);
+  EXPECT_GE(bytes.size(), 8u);
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  Safetensors s;
+  s.header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n)));
+  s.data.assign(bytes.begin() + 8 + static_cast<long>(n), bytes.end());
+  return s;
+}
+
+// Tensor `name` of an F32 file.
+inline std::vector<float> tensor(const Safetensors& s, const std::string& name) {
+  const auto& t = s.header.at(name);
+  EXPECT_EQ(t.at("dtype"), "F32") << name;
+  const size_t b = t.at("data_offsets")[0], e = t.at("data_offsets")[1];
+  std::vector<float> out((e - b) / 4);
+  std::memcpy(out.data(), s.data.data() + b, e - b);
+  return out;
 }
 
 // Trains one step of `g` on `ranks` ranks at `stage` in `dtype` (fixed

@@ -17,32 +17,6 @@
 namespace zerodp::ckpt::testing {
 namespace {
 
-struct Safetensors {
-  nlohmann::json header;
-  std::vector<char> data;
-};
-
-Safetensors parse_safetensors(const std::string& path) {
-  const auto bytes = read_bytes(path);
-  EXPECT_GE(bytes.size(), 8u);
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  EXPECT_EQ(n % 8, 0u);
-  Safetensors s;
-  s.header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n)));
-  s.data.assign(bytes.begin() + 8 + static_cast<long>(n), bytes.end());
-  return s;
-}
-
-std::vector<float> tensor(const Safetensors& s, const std::string& name) {
-  const auto& t = s.header.at(name);
-  EXPECT_EQ(t.at("dtype"), "F32");
-  const size_t b = t.at("data_offsets")[0], e = t.at("data_offsets")[1];
-  std::vector<float> out((e - b) / 4);
-  std::memcpy(out.data(), s.data.data() + b, e - b);
-  return out;
-}
-
 model::ModelConfig gpt_model(const model::GptConfig& g) {
   model::ModelConfig c;
   c.kind = model::ModelKind::kGpt;

@@ -30,30 +30,6 @@ namespace {
 
 const std::string kFixture = ZERODP_HF_FIXTURE_DIR;
 
-struct Safetensors {
-  nlohmann::json header;
-  std::vector<char> data;
-};
-
-Safetensors parse(const std::string& path) {
-  const auto bytes = read_bytes(path);
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  Safetensors s;
-  s.header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n)));
-  s.data.assign(bytes.begin() + 8 + static_cast<long>(n), bytes.end());
-  return s;
-}
-
-std::vector<float> tensor(const Safetensors& s, const std::string& name) {
-  const auto& t = s.header.at(name);
-  EXPECT_EQ(t.at("dtype"), "F32") << name;
-  const size_t b = t.at("data_offsets")[0], e = t.at("data_offsets")[1];
-  std::vector<float> out((e - b) / 4);
-  std::memcpy(out.data(), s.data.data() + b, e - b);
-  return out;
-}
-
 // HF's tensors put into zerodp's flat order, written out by hand: Conv1D
 // weights [in, out] become Linear weights [out, in]; wte's padded rows are 0.
 std::vector<float> hf_to_flat(const model::GptConfig& g, const Safetensors& s, const std::string& p = "transformer.") {
@@ -132,7 +108,7 @@ TEST(HfExport, NamesShapesAndConv1dOrientation) {
   EXPECT_LE(small, 4u * (40 + 40));  // a block of whole rows <= the slice, plus one column of it
   EXPECT_GT(big, small);
 
-  const Safetensors s = parse(dir / "a/model.safetensors");
+  const Safetensors s = parse_safetensors(dir / "a/model.safetensors");
   EXPECT_EQ(s.header.size(), 1u + 2 + 12 * g.layers + 2);
   EXPECT_EQ(s.header.at("__metadata__"), nlohmann::json({{"format", "pt"}}));
   EXPECT_EQ(s.header.at("transformer.wte.weight").at("shape"), nlohmann::json({50, 8}));  // unpadded
@@ -317,7 +293,7 @@ TEST(HfExport, ConsolidateWritesTheHfLayout) {
   });
   EXPECT_EQ(read_bytes(dir / "out/hf/model.safetensors"), read_bytes(dir / "flat/model.safetensors"));
   EXPECT_EQ(read_bytes(dir / "out/hf/config.json"), read_bytes(dir / "flat/config.json"));
-  EXPECT_TRUE(bitwise_equal(hf_to_flat(g, parse(dir / "out/hf/model.safetensors")), master));
+  EXPECT_TRUE(bitwise_equal(hf_to_flat(g, parse_safetensors(dir / "out/hf/model.safetensors")), master));
 
   const ConsolidateResult without = consolidate(dir / "ckpt", dir / "out2", {.llmc = false, .hf = false});
   EXPECT_EQ(without.files.size(), 1u);
@@ -353,7 +329,7 @@ TEST(HfFixture, LoadsBitwiseAndRoundTripsToTheSameBytes) {
   TempDir dir;
   const Reference ref = load_reference();
   const model::GptConfig& g = ref.config;
-  const std::vector<float> want = hf_to_flat(g, parse(kFixture + "/model.safetensors"));
+  const std::vector<float> want = hf_to_flat(g, parse_safetensors(kFixture + "/model.safetensors"));
   const model::Gpt gpt(g);
   std::vector<float> loaded;
   zerodp::testing::run_on_ranks(2, [&](comm::Communicator& comm) {

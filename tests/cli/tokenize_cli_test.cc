@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "support/scratch_dir.h"
 
 namespace {
 
@@ -25,16 +26,7 @@ const std::string kSmallGpt2 =
     " --model '{\"kind\":\"gpt\",\"layers\":1,\"heads\":1,\"channels\":16,\"vocab\":50257,\"max_seq_len\":32}'"
     " --ranks 1 --steps 1 --seq-len 16 --micro-batch 2 --eval-batches 1 --held-out 0";
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "." + std::to_string(getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& file) const { return (path / file).string(); }
-};
+using TempDir = zerodp::testing::ScratchDir;
 
 std::string story() {
   std::string s;

@@ -18,6 +18,7 @@
 #include "text/documents.h"
 #include "text/gpt2_vocab.h"
 #include "train/corpus.h"
+#include "support/scratch_dir.h"
 #include "train/data_files.h"
 
 namespace zerodp::train {
@@ -26,16 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using Ids = std::vector<int32_t>;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "." + std::to_string(getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& file) const { return (path / file).string(); }
-};
+using TempDir = zerodp::testing::ScratchDir;
 
 void write_shard(const std::string& path, const Ids& ids) {
   const std::vector<uint16_t> narrow(ids.begin(), ids.end());
