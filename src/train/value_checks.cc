@@ -17,7 +17,7 @@ namespace {
 std::string spelled(const TrainConfig& c, const std::string& setting, const char* flag, const char* key) {
   const std::string source = c.source_of(setting);
   if (source.rfind("flag ", 0) == 0) return flag;
-  if (source.rfind("config ", 0) == 0) return fmt::format("{} in --config", source.substr(7));
+  if (source.rfind("config ", 0) == 0) return fmt::format("--config's {}", source.substr(7));
   return fmt::format("{} ({} in --config)", flag, key);
 }
 
