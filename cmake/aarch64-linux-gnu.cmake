@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cross-building zerodp for 64-bit ARM (aarch64) on a Debian x86-64 host with
 # Debian's cross toolchain and multiarch :arm64 libraries; the tests run under
 # qemu-user (scripts/test-arm64 installs all of it).

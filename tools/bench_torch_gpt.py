@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch baseline for `zerodp bench model`: the same GPT (default: the
 gpt-bench preset, 6 layers / 6 heads / 384 channels / vocab 50257 / maxT 64),
 fp32, one thread, forward + backward + AdamW, B=4, T=64; prints tokens/s and

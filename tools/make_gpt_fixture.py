@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the reference fixture for tests/model/fixture_test.cc.
 
 An independent GPT-2 implementation in PyTorch (Debian's python3-torch,

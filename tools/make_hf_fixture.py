@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the Hugging Face GPT-2 fixture for tests/ckpt/hf_test.cc.
 
 1. Trains a small GPT for a few steps with zerodp (fixed seed, one rank,

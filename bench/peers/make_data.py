@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the benchmark's token data as llm.c shards (256 int32 header: magic
 20240520, version 1, token count; then uint16 tokens): OUT/peers_train.bin and
 OUT/peers_val.bin. Both zerodp (`train --data OUT/peers_train.bin`, which finds

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Reruns the whole peer benchmark (issue 8) and writes OUT/results.md, the
 # tables of docs/benchmarks.md. About 12-15 minutes on the 2-core machine.
 #   bench/peers/run_all.sh [OUT_DIR]         (default /tmp/zerodp-peers)

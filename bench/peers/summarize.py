@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns the run folder of bench/peers/run_all.sh into the markdown tables of
 docs/benchmarks.md (printed to stdout).
   /usr/bin/python3 bench/peers/summarize.py OUT/runs > OUT/results.md

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch side of the peer benchmark: the gpt-bench GPT (model code from
 tools/bench_torch_gpt.py) trained by N processes on gloo, 1 thread each, fp32,
 AdamW, either

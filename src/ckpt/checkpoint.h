@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Saving and loading a zero::Engine's training state: the calls the trainer
 // makes. Both are collective (every rank calls them, with the same
 // arguments) and work with any number of ranks on either backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint root directory that training saves into:
 //
 //   ROOT/step-00000100/      complete checkpoints (each has manifest.json)

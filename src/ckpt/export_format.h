@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing consolidated fp32 weights for other tools: the safetensors format
 // (Hugging Face: u64 little-endian header length, a JSON header of
 // {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small POSIX file helpers for checkpoints: an owning file descriptor with
 // exact positional reads and writes, fsync of files and directories, and the
 // crash-safe "write a temporary, fsync, rename, fsync the directory" step.

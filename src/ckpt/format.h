@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The on-disk layout of a checkpoint's shard files (docs/checkpoint-format.md
 // is the byte-by-byte specification; this file is its code).
 //

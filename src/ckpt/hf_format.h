@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hugging Face transformers' GPT-2 layout (GPT2LMHeadModel): the names,
 // shapes and orientation of its safetensors weights and its config.json.
 //

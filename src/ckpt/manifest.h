@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint manifest (manifest.json): what was saved, by whom, and the
 // size and CRC32C of every shard file. A checkpoint directory is complete
 // exactly when its manifest exists (it is written last, atomically).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ckpt/model_record.h"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a checkpoint records its model: the model config as the JSON that
 // model::model_config_from_json reads back (so offline tools can rebuild the
 // model, or its llm.c header, from the manifest alone), and the checks that a

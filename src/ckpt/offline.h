@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The offline checkpoint tools behind `zerodp ckpt inspect|consolidate|
 // reshard`: they need no ranks and no engine, only the files.
 //

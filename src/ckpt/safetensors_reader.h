@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a safetensors file's header (the format: export_format.h): the
 // tensors' dtypes, shapes and byte ranges, checked against the file before
 // anything is read from it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CheckpointReader: reads any element range of any unit's state tensor from
 // a checkpoint directory, whatever the number of ranks that wrote it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ShardWriter: streams one rank's shard file, record by record in the
 // layout's order (unit-major, then tensor), computing each chunk's CRC32C
 // and the whole file's CRC32C on the way. The caller writes to a temporary

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ckpt/weights_reader.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The starting weights of `zerodp train --init-from`: a GPT's parameters
 // from any of three file formats, told apart by content, never by name:
 //   llm.c model file         int32 magic 20240326, fp32 (version 3)

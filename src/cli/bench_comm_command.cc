@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp bench comm`: an nccl-tests style table of the collectives on the
 // chosen backend, with two baselines measured in the same run: OpenMPI's own
 // collectives on the same sizes and a single-thread memcpy of the same bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zerodp bench engine: step time of each ZeRO stage on N ranks, thread and
 // MPI backends, with the ratio to stage 0 measured in the same run. The MPI
 // side runs this command again under mpirun (--mpi-child) and reads its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp bench model`: one rank, one thread, fp32 training throughput of a
 // model (forward + backward + AdamW), next to the sgemm rate measured in the
 // same run, with a per-kernel time profile. The sgemm rate bounds the model:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp ckpt inspect|consolidate|reshard`: the offline checkpoint tools.
 // They read a checkpoint directory (or a training root with `latest`) and
 // need no ranks. Bad paths and options are ConfigErrors (exit 2); damaged

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands of the zerodp executable. Each lives in its own file and
 // adds itself to its parent with add_*_command; main.cc wires them together.
 // A command's callback turns strings into typed configs once, then calls the

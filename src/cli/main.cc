@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zerodp's command-line entry point: builds the command tree, parses once,
 // and maps errors to exit codes (0 ok, 1 runtime failure, 2 bad input).
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp model info`: a model's shape, Φ, units and op schedule; `zerodp
 // model list`: the presets.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/mpi_launch.h"
 
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting this executable again under mpirun, for commands that compare the
 // MPI backend in the same run (bench engine; the child prints result lines
 // that the parent reads back).

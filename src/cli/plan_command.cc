@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp plan`: which ZeRO stage fits a model on N ranks, what each rank
 // holds by category, what it sends per step, and the chart of it. Strings
 // become a typed plan::PlanConfig here, once; plan/ does the arithmetic and

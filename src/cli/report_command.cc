@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp report METRICS.jsonl --out report.html [--svg-dir DIR]`: draws a
 // training run from the metrics file `zerodp train --metrics` wrote. Strings
 // become paths here; report/ reads and draws.

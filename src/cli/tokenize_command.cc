@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zerodp tokenize IN.txt OUT.bin: a text file into llm.c token shards with
 // GPT-2's BPE (--tokenizer gpt2 or a directory of its files). Documents
 // follow llm.c's data scripts (text/documents.h): each starts with the

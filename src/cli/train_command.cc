@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zerodp train: flags (and an optional DeepSpeed-style --config file) into a
 // TrainConfig, then train::run_training. Flags given on the command line
 // override the file; the file overrides the defaults.

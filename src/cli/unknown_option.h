@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `zerodp` says about a flag it does not know. CLI11's own message
 // ("The following arguments were not expected: fp16 --dtype") names neither
 // the subcommand nor what the user meant; this finds the subcommand the flag

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicator: the collectives one rank of a group calls (all-reduce,
 // reduce-scatter, all-gather, broadcast, barrier, scalar all-reduce), with the
 // same semantics on every backend (threads in one process, MPI processes).

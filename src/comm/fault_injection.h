@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection for reliability tests: make one rank fail on purpose at its
 // k-th collective call, so tests can show that the other ranks end promptly
 // with a CommError naming it instead of hanging.

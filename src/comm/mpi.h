@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI backend: one rank per process over OpenMPI, started with
 // `mpirun -np N`. Built from mpi_comm.cc and mpi_native.cc when CMake finds
 // MPI, else from no_mpi.cc (where mpi_available() is false and the rest

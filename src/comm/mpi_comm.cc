@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI backend (compiled only when CMake finds MPI); see mpi.h.
 #include <mpi.h>
 

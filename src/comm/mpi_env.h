@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-wide MPI state shared by mpi_comm.cc and mpi_native.cc (internal,
 // MPI builds only): one-time initialisation and finalisation at exit.
 // Thread-safety: ensure_mpi() is safe to call from any thread.

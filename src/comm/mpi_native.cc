@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpenMPI's own collectives, timed: the baseline `zerodp bench comm` compares
 // both backends against (MPI builds only; see mpi.h).
 #include <mpi.h>

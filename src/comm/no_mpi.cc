@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI entry points of a build without MPI: mpi_available() is false and
 // everything else explains how to get the backend.
 #include <cstdlib>

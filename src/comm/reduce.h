@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The local, ordered reduction every backend uses, so results are bitwise
 // the same everywhere: out[i] = op(in_0[i], in_1[i], ..., in_{n-1}[i]) with the
 // contributions combined left to right in fp32 (fp16/bf16 widened exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AVX2 level of the ordered reduction (built with the avx2 flags, see
 // CMakeLists.txt; called only when the CPU has them): the generic vector
 // code on two ymm registers per 16 lanes, streaming stores, and fp16 lanes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AVX-512 level of the ordered reduction (built with the avx512 flags,
 // see CMakeLists.txt; called only when the CPU has them): the generic vector
 // code on one zmm register per 16 lanes, streaming stores, and fp16 lanes

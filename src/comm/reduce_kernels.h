@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to comm/: the per-SIMD-level entries of the ordered reduction's
 // fused sum and of the collectives' bulk copy. One file per level
 // (reduce_scalar.cc; reduce_avx2.cc and reduce_avx512.cc on x86-64;

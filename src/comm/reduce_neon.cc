@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The neon level of the ordered reduction (aarch64 builds): the generic
 // vector code on four q registers per 16 lanes, ordinary stores, and fp16
 // lanes converted by FCVTL/FCVTN (the rounding of core/convert_neon.cc, which

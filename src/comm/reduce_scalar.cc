@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scalar level of the ordered reduction: the generic vector code for the
 // build's baseline target (SSE2 on x86-64, NEON on aarch64), ordinary
 // stores, and no fused fp16 path (reduce.cc widens fp16 through convert()).

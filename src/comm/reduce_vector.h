@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to comm/reduce_*.cc: the fused sum of the ordered reduction as
 // generic vector code (GCC vector extensions, 16 fp32 lanes), instantiated
 // once per SIMD level in that level's file with an `Isa` policy:

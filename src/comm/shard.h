@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a buffer of `count` elements is split among N ranks (the uneven-shard
 // rule, see docs/comm.md): ranks r < count % N hold ceil(count / N) elements,
 // the others floor(count / N), contiguous in rank order. So shard r starts at

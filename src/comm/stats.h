@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-collective counters a Communicator keeps for its own rank: calls, bytes
 // sent, bytes received and seconds spent inside the call.
 //

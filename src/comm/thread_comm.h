@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The thread backend: N ranks as threads of one process over shared memory.
 //
 // Every collective publishes its buffers' addresses, then reads the peers'

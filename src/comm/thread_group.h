@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ThreadGroup: the shared state of N thread ranks in one process (internal to
 // the thread backend). Each rank owns one cache-line-aligned slot holding its
 // phase counter and the description of its current call (pointers, count,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The value types every collective takes: the reduction operator, the kind of
 // collective (for statistics and error messages), and typed views of caller
 // memory (Buffer, ConstBuffer) over fp32, fp16 or bf16 elements.

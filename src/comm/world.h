@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting ranks: the thread backend's launcher (N threads in this process)
 // and one entry point that runs a body on the ranks of either backend.
 //

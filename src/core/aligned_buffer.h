@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AlignedBuffer<T>: an owning, 64-byte aligned, fixed-size array of trivially
 // copyable elements, zero-initialised. Move-only. The memory ledger (zero/)
 // accounts for buffers by their byte size; this type only owns memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bulk conversions between fp32 and fp16/bf16, vectorised.
 //
 // The instruction set is the SIMD level (core/simd.h): AVX-512, AVX2 + F16C,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVX2 + F16C conversion loops. Compiled with -mavx2 -mf16c (see
 // CMakeLists.txt) and only called when the CPU has both. No inline function
 // from a shared header is called here: one compiled with these flags could be

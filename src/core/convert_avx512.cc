@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVX-512F/BW conversion loops. Compiled with -mavx512f -mavx512bw (see
 // CMakeLists.txt) and only called when the CPU has both. Tails use masked
 // loads and stores; no inline function from a shared header is called here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the per-SIMD-level conversion loops behind convert.h (x86-64
 // builds have the avx2 and avx512 ones, aarch64 builds the neon ones).
 // Each function handles any count (vector body plus scalar tail).

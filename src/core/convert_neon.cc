@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NEON fp16 conversion loops for aarch64, where they pay: the portable
 // fp16 conversion is bit manipulation per element, while FCVTL/FCVTN
 // convert four lanes in one instruction. (bf16 stays with the portable

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The element types zerodp stores and communicates: fp32, fp16 and bf16.
 //
 // Dtype is a small value type (size, name, parsing). Half and BFloat16 are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The error hierarchy of zerodp and the check macros that throw it.
 //
 // Every failure is an exception derived from zerodp::Error; nothing aborts the

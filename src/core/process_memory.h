@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the operating system says about this process's memory and the
 // machine's: resident set size now and at its high-water mark (Linux
 // /proc/self/status VmRSS and VmHWM), and the machine's physical memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIMD levels: the one mechanism by which zerodp picks instruction sets.
 //
 // Every vectorised loop exists once per level, in its own file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // aarch64: Advanced SIMD (NEON) is part of the base architecture (ARMv8-A),
 // so every aarch64 CPU runs the neon level.
 #include "core/simd.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Any other architecture: the portable loops only.
 #include "core/simd.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // x86-64: the levels this build has files for, and the CPU checks behind
 // them (CPUID through GCC's builtins, plus F16C from CPUID directly).
 #include <cpuid.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Causal multi-head self-attention on a fused qkv tensor (GPT-2 layout):
 // qkv[B,T,3C] holds q, k and v side by side; head h uses channels
 // [h*hs, (h+1)*hs) of each, hs = C / NH. Per (batch, head):

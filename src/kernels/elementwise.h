@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small element-wise kernels: residual add, in-place accumulate and the MLP's
 // mean-squared-error loss.
 // Thread-safety: pure functions of their arguments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2 input embedding: out[b,t,:] = wte[token[b,t],:] + wpe[t,:].
 // Backward ACCUMULATES into dwte and dwpe (+=), rows in (b, t) order, so the
 // result is deterministic. Tokens are validated (ShapeError) against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GELU with GPT-2's tanh approximation:
 //   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 // Backward needs only the input. gelu_backward OVERWRITES dinp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one GEMM of zerodp: C = alpha * op(A) @ op(B) + beta * C, row-major
 // fp32, through OpenBLAS's cblas_sgemm. Every matrix product in the kernels
 // goes through gemm() so that there is one place that knows about the BLAS.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layer normalisation over the last dimension (eps 1e-5, as GPT-2):
 // out = (x - mean) * rstd * weight + bias. Forward keeps mean and rstd per
 // row, which is all backward needs besides the input.

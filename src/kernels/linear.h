@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fully connected layer (PyTorch's nn.Linear layout): out = inp @ weight^T + bias.
 // Weights are [out_features, in_features] row-major, as in GPT-2 / llm.c.
 // Both passes are GEMMs through gemm(); backward ACCUMULATES into dweight and

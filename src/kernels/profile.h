@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-kernel time accounting for `zerodp bench model`: a Profile accumulates
 // seconds and FLOPs per kernel kind; ScopedKernelTimer adds one call's time
 // when it goes out of scope, and costs nothing when the profile is null.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "kernels/softmax_xent.h"
 
 #include <cmath>

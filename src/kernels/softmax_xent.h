@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fused softmax + cross-entropy over the first `vocab` of `padded` columns
 // (llm.c pads GPT-2's vocabulary 50257 to 50304; padded columns get
 // probability 0 and gradient 0). Loss is the mean over the N rows.

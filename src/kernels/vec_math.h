@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vectorisable fp32 math for the kernels: exp and tanh written as straight-
 // line arithmetic the compiler turns into SIMD code (libm's expf/tanhf are
 // calls the vectoriser cannot see through without -ffast-math), plus lane-

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text generation from a GPT: autoregressive sampling with temperature and
 // top-k. Each step runs the model's forward ops up to the final layernorm on
 // a window of at most maxT tokens and projects only the last position through

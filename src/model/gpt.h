@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gpt: a GPT-2-family transformer (pre-LN, GELU-tanh MLP, causal attention,
 // tied token embedding / LM head) behind the Model interface.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One pre-LN transformer block, forward and backward, on a block unit's
 // parameter span (layout in gpt_config.h). Internal to src/model.
 //   res2 = x + attproj(attention(qkv(ln1(x))))

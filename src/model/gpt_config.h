@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shape of a GPT-2-family model and where each tensor lives in the flat
 // parameter buffer.
 //

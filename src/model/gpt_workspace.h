@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rank's mutable state for a Gpt: the micro-batch's tokens, the
 // activations backward needs, and the scratch for activation gradients. All
 // tensors are carved from one 64-byte-aligned arena allocated up front, each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, fully specified sequential random generator (SplitMix64) for
 // sampling: std::uniform_real_distribution is implementation-defined; this is
 // the same on every platform, so a seed means the same sample everywhere.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llm.c interoperability: GPT-2 model files, token shards, and the debug
 // state file the torch reference fixture uses.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mlp: a multi-layer perceptron behind the Model interface.
 // widths = [in, h1, ..., out]; layer l maps widths[l] -> widths[l+1] with a
 // weight [out, in] and bias [out]; GELU between layers, none after the last.

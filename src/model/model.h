@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model interface the ZeRO engine trains: parameters as units, a forward
 // schedule of ops, and per-rank workspaces.
 //

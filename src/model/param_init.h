@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parameter initialisation that any rank can do for any part of the model
 // alone: the value of flat parameter i depends only on (seed, i) and the rule
 // of the tensor that holds it, never on what else was generated first. So a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model configs by name or from JSON, and the factory that builds a Model.
 //
 // Presets (Φ checked by tests/model/presets_test.cc):

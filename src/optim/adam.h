@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adam and AdamW on a rank's flat fp32 shard, with PyTorch's formulas
 // (torch.optim.Adam / AdamW, amsgrad and maximize off). At step t, per
 // element, in float, in this order:

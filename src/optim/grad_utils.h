@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gradient helpers for the engine's step: overflow detection, the sum of
 // squares behind the global gradient norm, and the combined unscale/clip
 // coefficient (DeepSpeed style: one multiply per element).

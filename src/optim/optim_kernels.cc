@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scalar level's optimizer loops (optim_loops.h compiled for the
 // build's baseline target) and the choice of a level's set.
 #include "optim/optim_kernels.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the element-wise loops behind the optimizers and the gradient
 // helpers, one set per SIMD level (core/simd.h): the portable loops of
 // optim_loops.h compiled for the baseline (scalar) and with the AVX2 flags

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The avx2 level's optimizer loops: optim_loops.h compiled with the AVX2
 // flags (see CMakeLists.txt), which the compiler vectorises on eight lanes;
 // called only when the CPU has them. No fused multiply-add (the build

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVX-512 loops (compiled with the avx512 flags, see CMakeLists.txt; called only when the CPU has them). Each loop performs the
 // operations of its portable twin in optim_kernels.cc, in the same order, on
 // sixteen lanes; tails use masked loads and stores, and masked-off lanes are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to optim/: the portable element-wise loops, the reference form of
 // every optimizer kernel, with internal linkage so that each level's file
 // (optim_kernels.cc for scalar, optim_kernels_avx2.cc) compiles its own copy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimizer interface the ZeRO engine calls on a rank's owned shard of
 // the flat fp32 master parameters, with its configs and the factory.
 //

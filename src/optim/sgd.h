@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD with momentum on a rank's flat fp32 shard, with PyTorch's semantics
 // (torch.optim.SGD, dampening 0, maximize off). Per element, in float:
 //   d = grad * grad_scale

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An estimate of a model's activation memory per rank for one micro-batch:
 // the tensors the forward pass keeps for backward and the backward scratch,
 // listed one by one as src/model's workspaces allocate them (GptWorkspace,

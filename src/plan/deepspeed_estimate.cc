@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plan/deepspeed_estimate.h"
 
 #include "plan/memory_model.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeepSpeed's own model-state memory estimators, reproduced beside zerodp's
 // so a reader can see where the two models differ (REFERENCE.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What zero::Engine books in one rank's memory ledger, predicted from the
 // model's unit schedule alone, category by category (the ledger's names):
 //

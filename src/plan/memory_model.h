@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ZeRO paper's model of what each rank holds and sends (Rajbhandari et
 // al., SC20, arXiv 1910.02054, Fig. 1 and sections 5 and 7), generalised from
 // mixed-precision Adam to every precision x optimizer zerodp supports.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plan/model_shape.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shape of a GPT model as plan needs it: Φ (the parameter count), the
 // units the engine schedules (embeddings, each block, final layernorm + tied
 // head) and the largest of them (stage 3 gathers the current and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a PlanResult is shown: a text report (tables per N with bytes in GB =
 // 1e9, as the ZeRO paper, and GiB = 2^30, each labelled) and a JSON document
 // with every number in bytes or elements, for machines.

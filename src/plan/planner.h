@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The planner: from a typed PlanConfig (Φ or a GPT shape, N values,
 // precision, optimizer, device memory, activation settings) to a PlanResult
 // with, per N and per stage 0-3, the per-rank bytes by category, the

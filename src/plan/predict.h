@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-rank memory of a `zerodp train` run, predicted before anything is
 // allocated: src/model's ModelConfig (a GPT or an MLP) and the run's shape
 // in, the engine's ledger categories out (engine_memory.h), with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quantities a user types and reads: parameter counts ("7.5B", "124M",
 // "7.5e9", "124475904") and byte sizes ("32GB", "80GiB"), and the way plan
 // prints bytes (GB = 1e9 bytes as the ZeRO paper does, GiB = 2^30 bytes).

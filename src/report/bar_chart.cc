@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "report/bar_chart.h"
 
 #include <fmt/format.h>

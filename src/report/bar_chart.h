@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bar charts: groups along x, several bars per group, each bar a stack of
 // segments coloured by series (one legend entry per series). A plain bar
 // chart is groups of one bar with one segment; a grouped chart leaves stacks

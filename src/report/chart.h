@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parts every zerodp chart shares: the rectangle a chart is drawn into,
 // a linear scale, "nice" axis ticks (1, 2, 5 x 10^k), a colour palette that
 // stays readable for colour-blind readers (Okabe-Ito), the title, axis

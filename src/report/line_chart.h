@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Line charts: several series of (x, y) points on shared linear axes, for
 // loss and validation-loss curves, tokens/s, loss scale and memory over time.
 // Each series is a <polyline class="series"> with data-series and

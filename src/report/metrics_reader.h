@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the JSON Lines file `zerodp train --metrics PATH` writes
 // (src/train/metrics.h): one object per optimizer step with
 //   step (integer, required), loss (number, or null when not finite;

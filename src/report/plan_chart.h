@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The picture of `zerodp plan --chart out.svg`, after the ZeRO paper's
 // Figure 1: on the left one replica's model states by category (2Φ params,
 // 2Φ grads, KΦ optimizer for mixed-precision Adam), on the right the bytes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run report: `zerodp report METRICS.jsonl --out report.html` (and
 // --svg-dir DIR). From the trainer's metrics (metrics_reader.h) it draws
 //   loss        training loss and validation loss per step

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, dependency-free SVG writer: the drawing primitives charts need
 // (rectangles, lines, polylines, paths of several runs, circles, text,
 // groups, titles), with XML escaping done here so callers pass plain

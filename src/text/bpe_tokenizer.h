@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2's byte-level BPE tokenizer: text -> token ids -> bytes.
 // encode: the pre-tokenizer (pretokenizer.h) splits the text; each piece's
 // bytes start as one token per byte and the adjacent pair with the lowest

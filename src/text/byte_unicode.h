@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2's byte-to-unicode table: the 256 byte values as printable code
 // points, so encoder.json and vocab.bpe can write tokens (byte strings) as
 // text. The printable bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF stand for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text into training tokens the way llm.c's data scripts make them
 // (dev/data/tinyshakespeare.py): every document starts with the
 // end-of-text token, and a blank line ends a document. That is, the text

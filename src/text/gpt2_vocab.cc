@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "text/gpt2_vocab.h"
 
 #include <nlohmann/json.hpp>

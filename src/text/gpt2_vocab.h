@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2's vocabulary files, read and checked: encoder.json (token -> id,
 // tokens written with the byte-to-unicode table) and vocab.bpe (the merges,
 // one "left right" pair per line in rank order after a "#version" line).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2's pre-tokenizer: splits text into the pieces BPE encodes one at a
 // time, as the regex of GPT-2's encoder (and of the JavaScript reference,
 // npm's gpt-3-encoder) does:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a tokenizer's files are: `--tokenizer gpt2` or `--tokenizer DIR`.
 // "gpt2" is looked up, in order, in
 //   1. $ZERODP_DATA_DIR/gpt2 (when the variable is set),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The predicates over the generated ranges (unicode_tables.cc): ASCII by
 // hand (the common case), everything else by binary search.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The code-point classes of GPT-2's pre-tokenizer regex, as JavaScript's
 // /u regular expressions define them (the reference encoder, npm's
 // gpt-3-encoder, is JavaScript): \p{L} letters, \p{N} numbers, \s white

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UTF-8 decoding for the tokenizer: the next code point of a byte string,
 // strictly (no overlong forms, no surrogates, nothing above U+10FFFF), and
 // the repair of a byte string into valid UTF-8 for printing.

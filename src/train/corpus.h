@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: the token streams a run trains and validates on, from one of three
 // sources:
 //   - the embedded arithmetic corpus (no file needed): lines "347+85=432\n"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The files of --data and --val-data: a path, or a glob(3) pattern as llm.c
 // users give shards ('fineweb_train_*.bin'), whose matches are taken in
 // sorted order; and where validation data is found beside training data.

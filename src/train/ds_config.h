@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a DeepSpeed-style JSON config into a TrainConfig.
 //
 // Keys with a meaning here: train_batch_size, train_micro_batch_size_per_gpu,

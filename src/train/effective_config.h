@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The effective configuration of a run: every setting that decides what is
 // trained and how, with its value and where it came from (a default, a
 // config file key, a flag, the checkpoint it resumes, or derived from

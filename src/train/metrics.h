@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MetricsWriter: the --metrics file, JSON Lines, one object per step:
 // step, loss, val_loss (when computed), lr, grad_norm (unscaled, before
 // clipping), loss_scale, skipped, tokens_per_s, memory (per rank, by ledger

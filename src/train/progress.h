@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress output of rank 0: a live line redrawn in place on a terminal
 // (step/total, loss, val loss, tokens/s, ETA, loss scale under fp16), plain
 // log lines every K steps otherwise (CI, pipes, files).

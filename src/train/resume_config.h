@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resuming a run the way it was saved. A checkpoint records, beside the
 // engine state, the settings that decide what is trained (the model, the
 // data with its size and CRC-32C, the batch, the optimizer, the schedule,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DistributedSampler: which token windows make up each batch.
 //
 // The global batch of a step is a function of (seed, step) alone: sample j

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "train/stop_signal.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption: cluster schedulers send SIGTERM (and users press Ctrl-C)
 // before they kill a job. While a StopOnSignals lives, the first SIGINT or
 // SIGTERM only records the request: the trainer finishes the step in

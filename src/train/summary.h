@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The end-of-run summary: the ZeRO story told with this run's own numbers.
 // Φ and one full replica's 2Φ + 2Φ + KΦ = 16Φ bytes; what each rank actually
 // held (measured by its memory ledger) next to the paper's formula for this

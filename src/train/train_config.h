@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TrainConfig: one training run, as typed values. Filled once at the edge
 // (the CLI's flags, a DeepSpeed-style JSON config, or both: flags override
 // the file), then validated as a whole before anything is allocated.

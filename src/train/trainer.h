@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training loop behind `zerodp train`: loads the corpus, builds the model,
 // starts the ranks (threads or MPI processes), and on every rank drives a
 // zero::Engine through the steps; rank 0 prints progress, validation, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The refusals of a run's engine values (stage, accumulation, clipping,
 // optimizer, schedule, loss scaler) in the user's words: each names the
 // `zerodp train` flag and the --config key that set the value, e.g.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the ranks do before the process measures its baseline memory:
 // everything that makes memory resident once and keeps it, without booking
 // it in any ledger. OpenBLAS's per-thread packing buffers are filled with

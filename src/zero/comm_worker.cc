@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "zero/comm_worker.h"
 
 namespace zerodp::zero {

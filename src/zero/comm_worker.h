@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CommWorker: one background thread per rank that runs that rank's
 // collectives in submission order, so communication overlaps computation
 // (stage 0's bucketed all-reduce during backward, stage 3's prefetch of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine: trains one model with ZeRO on one rank of a communicator.
 //
 // It composes a PartitionPlan (who owns what), the model states of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineConfig: everything the ZeRO engine needs to know about one run, as
 // typed values (the CLI and the DeepSpeed-config reader fill it once).
 // Thread-safety: a plain value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Engine's views of its state for checkpoints and tests: per-unit
 // tensors a loader can fill, the counters, and consolidated (gathered)
 // parameter copies. Split from engine.cc, which drives training.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adding one micro-batch's reduced gradient into the gradient accumulator:
 // acc[i] = round(float(acc[i]) + float(x[i])) in the accumulator's dtype.
 // The same function at every stage, so accumulation gives the same bits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "zero/memory_ledger.h"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory ledger of one rank: every allocation of model states, buffers
 // and activations is booked under a category, and the ledger keeps current
 // and peak bytes per category and in total. The engine's summary and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PartitionPlan: which elements of the flat parameter buffer each rank owns.
 //
 // Every unit is split across all N ranks with comm::shard_range (the first

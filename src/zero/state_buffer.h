@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StateBuffer: one typed buffer of model state (parameters, gradients or fp32
 // master weights) in one of the two layouts of the partition plan:
 //   kFlat  — the whole flat buffer (Φ elements), indexed like the model's;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the checkpoint tests: a temporary directory, the small
 // MLP engine driver of tests/zero, and helpers that gather a rank-sharded
 // training state into full tensors (and put one back) so runs can be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A damaged or foreign checkpoint gives a clear error naming the file and
 // the problem — never a crash and never a silently wrong load.
 #include <gtest/gtest.h>

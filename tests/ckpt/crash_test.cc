@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crash safety: a save interrupted at any point — by an exception, or by
 // SIGKILL of the whole process — leaves the previous checkpoint and `latest`
 // loadable and intact; the new checkpoint is visible only when complete.

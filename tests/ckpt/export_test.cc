@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // consolidate: safetensors and llm.c files written from a sharded checkpoint
 // hold exactly the master weights, under the documented names and shapes.
 #include <gtest/gtest.h>

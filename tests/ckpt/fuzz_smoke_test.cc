@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the libFuzzer entry point of tests/fuzz/ckpt_fuzz.cc on a fixed set
 // of inputs (valid, random, and mutations of valid ones), so that the fuzz
 // target builds and runs clean in every build, clang or not. Any exception

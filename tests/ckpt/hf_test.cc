@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hugging Face GPT-2 export and the --init-from reader: the HF layout's names,
 // shapes and Conv1D orientation (checked against a mapping written out by
 // hand here, not the library's table), every flat range read back from each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The manifest: round trip, its own CRC, version and field checks, and the
 // shard layout arithmetic it implies.
 #include "ckpt/manifest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resharding: a checkpoint saved at N ranks and stage s loads at M ranks and
 // stage t with the same bits (compared by consolidating both), and training
 // then matches a run that started at M from that state; the offline

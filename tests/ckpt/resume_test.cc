@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact resume: training 2k steps straight gives the same bits as training
 // k, saving, destroying the engine, loading into a new one and training k
 // more — parameters, optimizer states, counters (fp16 loss scaler included)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input to `zerodp train` gets exit code 2 and one line on stderr that
 // names the problem and the fix; nothing is written.
 #include <gtest/gtest.h>

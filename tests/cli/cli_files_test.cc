@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Damaged or foreign files given to the CLI: checkpoints to `zerodp train
 // --resume` and to the `zerodp ckpt` tools, llm.c token shards to `--data`.
 // Each is refused with exit code 2 and one line naming the file and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One preset list and one model-JSON schema for every command: what `zerodp
 // model list` prints, `zerodp plan --model` takes; a JSON config `plan`
 // takes, `train` takes; plan's old spellings are refused the same way by both.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp report` on metrics files as runs leave them: a run killed while
 // writing leaves a cut last line (drawn, with a warning naming the file and
 // the line); a bad line before the end is refused (exit 2, one line).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the zerodp executable as a user would, for the CLI tests: its exit code
 // and stderr, and the check that a refusal is exit code 2 with one line.
 #pragma once

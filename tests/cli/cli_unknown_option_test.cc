@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A flag zerodp does not know is refused in one line that names the
 // subcommand and, where one is close, the flag that was meant: the names
 // DeepSpeed, torchrun and llm.c users type, and typos.

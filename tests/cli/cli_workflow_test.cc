@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A user's workflow through the zerodp executable: what a run says about
 // itself (step counts, metrics, the effective configuration), resumes, and
 // the behaviours issue 14's trial asked for. Small runs of the default tiny

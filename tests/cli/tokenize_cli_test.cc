@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `zerodp tokenize` and `zerodp train --tokenizer` as a user runs them: bad
 // input is exit code 2 with one line naming the fix (and nothing written);
 // a text tokenised into shards and the same text trained on with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `mpirun -np N zerodp train --backend mpi` and `zerodp train --ranks N` (threads)
 # must give bitwise the same losses: the metrics files' loss fields are compared
 # as text (they are printed with round-trip precision).

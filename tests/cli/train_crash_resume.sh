@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Kill -9 a training run at a random point after its first checkpoint,
 # resume from the last complete checkpoint, and the final weights equal an
 # uninterrupted run's bit for bit (consolidated safetensors compared with cmp).

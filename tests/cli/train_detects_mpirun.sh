@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `mpirun -np 2 zerodp train` without --backend trains one job on the MPI
 # backend (it used to run two independent thread jobs), and says so; an
 # explicit --backend thread under mpirun is refused with exit code 2.

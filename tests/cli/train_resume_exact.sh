@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Train 16 steps straight == train 8, save, exit, resume (at another N and
 # stage), train 8: the losses of steps 9-16 and the final validation loss are
 # bitwise the same (compared as round-trip text), because the resumed run

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Preemption: SIGTERM in the middle of a run makes every rank finish its
 # step, save and exit with 143; `zerodp train --resume DIR` (nothing else:
 # the checkpoint brings the run's settings) then ends bitwise equal to an

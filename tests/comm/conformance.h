@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective conformance suite, shared by the thread-backend tests
 // (comm_test) and the MPI tests (comm_mpi_test, under mpirun): one case is
 // one collective call on every rank with inputs every rank can regenerate,

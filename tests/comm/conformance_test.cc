@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conformance suite on the thread backend: every collective x N in
 // {1, 2, 3, 4, 7} x dtype x count, bitwise against the reference, with the
 // byte accounting; plus run-to-run determinism.

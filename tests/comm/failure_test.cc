@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failure, not hang: for every collective, a rank that fails poisons the
 // group, a rank that never comes makes the others time out naming it, a rank
 // that leaves is noticed, and mismatched calls fail with a clear CommError.

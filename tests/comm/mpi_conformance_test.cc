@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conformance suite on the MPI backend (this process is one rank), and
 // the bitwise comparison with the thread backend: for the small cases each
 // process also runs the same call on N thread ranks in-process and compares

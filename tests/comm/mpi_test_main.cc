@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // main() of comm_mpi_test, run as `mpirun -np N comm_mpi_test`: every rank
 // runs the same tests in the same order (the collectives pair up across
 // processes). Rank 0 prints GoogleTest's usual output; the other ranks print

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The local ordered reduction against the scalar definition, on every fp16
 // and bf16 bit pattern (NaNs, infinities, subnormals) and on fp32 edges, at
 // every SIMD level: each level's vector code must give the scalar loop's

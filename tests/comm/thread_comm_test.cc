@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thread backend behaviour beyond the conformance suite: scalars, byte
 // accounting totals, argument checks, many calls in a row, and collectives
 // run from a helper thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the operating system says about memory: this process's resident set
 // and the limits a run is checked against (the machine's, a cgroup's).
 #include "core/process_memory.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SIMD level vocabulary: names, the best and supported levels, the
 // ZERODP_SIMD rules, and the scoped override the level tests use.
 #include "core/simd.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the checkpoint readers (build with -DZERODP_FUZZ=ON
 // and clang; tests/ckpt's fuzz_smoke_test also runs it on fixed inputs).
 //

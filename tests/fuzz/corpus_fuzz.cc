@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the training-data readers: llm.c token shards and
 // text files (load_corpus, read_token_shard). The first input byte picks:
 //   0: the rest is a text file (.txt) for load_corpus;

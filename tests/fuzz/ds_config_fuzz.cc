@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the DeepSpeed config parser (apply_deepspeed_config):
 // the input is the JSON text. Every outcome must be a zerodp::Error (a
 // refused config) or an accepted config; a crash, a sanitizer report or

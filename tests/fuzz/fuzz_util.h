@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the libFuzzer targets whose readers take a path: one
 // scratch file per process (in /dev/shm when present, so writing it each
 // iteration costs little), rewritten with every input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the llm.c model reader (load_llmc_model). The first
 // input byte picks:
 //   0: the rest is the whole file (raw bytes);

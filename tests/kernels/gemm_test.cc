@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm(): correctness against a naive product for every transpose case, and
 // the thread-safety claim: rank threads calling it at once get the same bits
 // as serial calls.

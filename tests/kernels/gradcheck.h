@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finite-difference gradient checking for the kernel tests.
 // The objective is J = sum(out * r) for a fixed random r, evaluated in double
 // from fp32 kernel outputs; central differences with step eps. fp32 rounding

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finite-difference gradient checks for every kernel with a backward pass, on
 // odd shapes. Tolerances in gradcheck.h. Each test also checks that backward
 // accumulates (or overwrites) as its header promises.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Accuracy of the vectorisable exp / tanh used by softmax and GELU.
 #include "kernels/vec_math.h"
 

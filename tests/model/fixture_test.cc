@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zerodp against an independent implementation: tools/make_gpt_fixture.py ran
 // the same GPT in PyTorch (float64 math on fp32 weights) and committed its
 // logits, loss and every parameter gradient. Tolerance: each tensor's max

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generation: greedy is deterministic and equals top-k 1; sampling honours
 // top-k; a model trained on a repeating pattern continues it.
 #include "model/generate.h"

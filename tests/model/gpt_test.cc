@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gpt: unit/op structure, init, whole-model finite-difference gradients,
 // gradient accumulation and scaling, activation checkpointing (bitwise), rank
 // threads sharing one model, and learning on a memorisable batch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llm.c model files and token shards: round trips and malformed files.
 #include "model/llmc_io.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mlp: structure, finite-difference gradients for both heads, learning.
 #include "model/mlp.h"
 

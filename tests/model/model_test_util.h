@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the model tests: random batches and full-buffer passes.
 #pragma once
 

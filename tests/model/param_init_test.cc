@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Partitioned initialisation: any slice of the model, generated alone, has
 // the bits of the full initialisation; the generator is pinned to values that
 // must come out the same on every CPU and build (the arm64 CI step runs this

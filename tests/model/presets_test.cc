@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Presets (Φ of each, gpt2-124m exactly 124,475,904) and JSON configs.
 #include "model/presets.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adam/AdamW against an independent double-precision reference written from
 // the textbook form (m_hat = m/(1-b1^t), v_hat = v/(1-b2^t),
 // p -= lr*m_hat/(sqrt(v_hat)+eps)), plus the exact (bitwise) properties the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gradient helpers: sum of squares (deterministic, identical across SIMD
 // paths and input dtypes), non-finite detection in every position, and the
 // combined unscale/clip coefficient.

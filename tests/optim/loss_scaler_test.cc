@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dynamic loss scaler follows DeepSpeed's rules step by step, fails
 // clearly when stuck at the floor, and round-trips its state.
 #include <gtest/gtest.h>

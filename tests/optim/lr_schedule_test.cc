@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Learning-rate schedules against values worked out by hand from DeepSpeed's
 // WarmupLR / WarmupDecayLR / WarmupCosineLR formulas.
 #include <gtest/gtest.h>

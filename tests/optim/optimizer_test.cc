@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimizer interface: parsing, validation, K, shard ranges, size checks.
 #include <gtest/gtest.h>
 

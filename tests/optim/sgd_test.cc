@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD with momentum against a double-precision reference of PyTorch's rules
 // (buffer = g on the first step, then momentum*buffer + g; nesterov
 // g + momentum*buffer; L2 decay into the gradient).

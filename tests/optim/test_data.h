@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the optimizer tests: reproducible random vectors and
 // bitwise comparison.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The underflow lesson: fp16 has about three decimal digits, so adding a tiny
 // update lr*g to an fp16 weight rounds straight back to the weight. Updating
 // an fp32 master copy and rounding it to fp16 afterwards lets the tiny updates

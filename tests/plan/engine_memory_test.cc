@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine memory model by hand, on schedules small enough to count.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory and communication model held against the ZeRO paper
 // (Rajbhandari, Rasley, Ruwase, He: "ZeRO: Memory Optimizations Toward
 // Training Trillion Parameter Models", SC20, arXiv 1910.02054):

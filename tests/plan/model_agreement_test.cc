@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan's closed-form Φ and unit sizes against src/model, which lays out the
 // real flat buffer: for every GPT preset `zerodp train` takes, the two must
 // agree exactly, or plan would predict bytes the engine never allocates.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan held against the engine: for GPT and MLP models, stages 0-3, N = 1..4
 // thread ranks, fp32 and bf16, one zero::Engine train_step per rank, and
 // every rank's ledger compared with plan's prediction for that rank:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The predictor `zerodp train --max-memory` calls: src/model's configs in,
 // the busiest rank's ledger out, and the smallest stage that fits.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults at every collective site of every ZeRO stage: rank 1 of 3 fails
 // (throws, or hangs) at its k-th collective while the small MLP trains, and
 // every other rank must end with a CommError that names rank 1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ZERODP_FAULT format and the plain-collective behaviour of each action
 // on thread ranks (the engine-level tests are in engine_fault_test.cc).
 #include "comm/fault_injection.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # An MPI job where one process dies (ZERODP_FAULT action=exit: _Exit at its
 # 5th collective, like a crash) or hangs (action=hang: sleeps forever) must
 # end as a whole, with a clear message, within the comm timeout (5 s) plus

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The MPI backend across two hosts: two network namespaces joined by a veth
 # pair (192.0.2.0/24, TEST-NET-1, exists only inside them), each with its own
 # host name; mpirun runs on host a and starts host b's daemon through

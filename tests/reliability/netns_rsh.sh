@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # mpirun's remote-shell agent for hosts that are network namespaces on this
 # machine: stands in for ssh. mpirun calls it as `netns_rsh.sh HOST COMMAND...`
 # (plm_rsh_agent); ZDP_NETNS_HOSTS maps addresses to namespaces and host names,

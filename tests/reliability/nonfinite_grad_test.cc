@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inf in the gradients of ONE rank only (its micro-batch holds an Inf
 // feature at one step): under fp16 every rank skips that step together (the
 // overflow flag is all-reduced, so the loss scalers stay identical and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A fault in the middle of a checkpoint save (ZERODP_FAULT save=3,point=P):
 # `exit` ends the whole process at once, as a crash would; `hang` stops one
 # rank until the others time out. Either way the run fails, `latest` still

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Soak: train a small model for many steps (default 5000) on thread ranks,
 # with evaluation and periodic checkpoints, and sample the process's RSS
 # once a second from /proc. Prints the samples' summary: RSS after warm-up,

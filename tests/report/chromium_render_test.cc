@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders zerodp's charts in headless Chromium (Debian's `chromium`) and
 // checks the screenshots are not blank: the plan figure as a bare SVG and a
 // run report as its HTML page. A white page is screenshotted too, as the

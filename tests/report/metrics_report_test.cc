@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The metrics reader and the run report: what the trainer writes is read
 // back field by field, bad files are one-line ConfigErrors naming the line,
 // and the report's charts are well-formed SVG with the series they promise.

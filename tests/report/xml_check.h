@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A strict little XML reader for tests: checks that a document is
 // well-formed (one root, balanced tags, quoted attributes without '<',
 // entities among the five predefined or numeric, no duplicate attributes)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test harness: runs one GoogleTest body on N thread ranks (or on this
 // process's MPI rank) and turns a failure on any rank into a test failure.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fresh directory for one test, named after it and the process (CTest
 // runs tests in parallel), removed with its contents at the end.
 #pragma once

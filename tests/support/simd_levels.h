@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support: run a test suite at every SIMD level this CPU and build
 // support (core/simd.h). A fixture derived from AtEverySimdLevel makes its
 // parameter the active level for the test's duration, so code that takes

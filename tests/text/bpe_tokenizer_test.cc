@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2's BPE: ids the reference JavaScript encoder (npm gpt-3-encoder's
 // encode) gives for these strings, and decode(encode(x)) == x. The whole
 // texts are compared with the reference by tokenize_matches_reference.sh.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llm.c's document convention (end-of-text before every document, a blank
 // line ends one) and the validation split.
 #include <gtest/gtest.h>

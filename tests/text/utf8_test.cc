@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict UTF-8 decoding and the repair of bytes for printing.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data files beyond one: globs of llm.c shards (sorted, concatenated, with
 // their validation shards found by '_train_' -> '_val_'), text with GPT-2's
 // BPE (the tokens `zerodp tokenize` writes), the round trip of those tokens

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The ZeRO memory promise, measured: for each model, stage and rank count,
 # `zerodp train` (thread ranks, one process) ends with its measured peak
 # resident set (VmHWM) and the plan (the baseline measured at start-up plus

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ZeRO engine's promises, measured on the small MLP with thread ranks:
 // identical bits at every stage, the paper's model-state bytes and
 // communication volume, learning, and agreement with a single rank.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the engine tests: a learnable synthetic classification
 // task for the MLP whose global batch depends only on (seed, step, micro),
 // and a driver that trains on N thread ranks and returns what rank 0 saw.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory ledger: per-category and total current/peak bytes, the RAII
 // LedgerBuffer, optimizer state booking, JSON snapshot, and concurrent use
 // from two threads (a rank's compute and comm threads).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "zero/partition_plan.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Partitioned initialisation: no rank builds the whole model at start. This
 // binary replaces the global operator new to see the largest single heap
 // allocation any thread makes while the engines are built (the model states
