@@ -17,6 +17,7 @@
 #include "ckpt/shard_reader.h"
 #include "ckpt/shard_writer.h"
 #include "comm/fault_injection.h"
+#include "core/build_info.h"
 #include "core/error.h"
 
 namespace zerodp::ckpt {
@@ -105,7 +106,7 @@ Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string
   const auto counters = engine.counters();
   Manifest m;
   m.save_id = save_id;
-  m.created_by = "zerodp 0.1.0";
+  m.created_by = "zerodp " + build_info().version + " (" + build_info().commit + ")";
   m.model_kind = model.kind();
   m.model_json = model_config_json(model_config_of(model));
   m.model_description = model.describe();

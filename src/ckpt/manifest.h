@@ -37,7 +37,7 @@ struct UnitEntry {
 struct Manifest {
   uint32_t format_version = kFormatVersion;
   uint64_t save_id = 0;            // also in every shard header: files of one save belong together
-  std::string created_by;          // "zerodp 0.1.0"
+  std::string created_by;          // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
   // The model: model_json is what model::model_config_from_json accepts.
   std::string model_kind;          // "gpt" or "mlp"

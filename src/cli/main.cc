@@ -12,17 +12,26 @@
 #include "cli/commands.h"
 #include "cli/unknown_option.h"
 #include "core/error.h"
+#include "core/build_info.h"
 #include "core/simd.h"
+#include "train/run_facts.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "zerodp: data-parallel training with ZeRO (stages 0-3), on CPU ranks as threads or MPI processes.\n"
       "Every run measures what each rank holds and sends next to the ZeRO paper's formulas."};
   app.set_version_flag("--version", [] {
+    // The first and the SIMD line keep their form: scripts read them.
     std::string levels;
     for (zerodp::SimdLevel l : zerodp::supported_simd_levels()) levels += fmt::format(" {}", zerodp::simd_level_name(l));
-    return fmt::format("zerodp 0.1.0\nSIMD levels this CPU runs:{} (best {}; ZERODP_SIMD forces a lower one)", levels,
-                       zerodp::simd_level_name(zerodp::best_simd_level()));
+    std::string text = fmt::format("zerodp {}\nSIMD levels this CPU runs:{} (best {}; ZERODP_SIMD forces a lower one)\n",
+                                   zerodp::build_info().version, levels,
+                                   zerodp::simd_level_name(zerodp::best_simd_level()));
+    for (const auto& [name, value] : zerodp::train::run_facts()) {
+      if (name != "version") text += fmt::format("{:<9} {}\n", name + ":", value);
+    }
+    text.pop_back();
+    return text;
   });
   app.require_subcommand(1);
   app.fallthrough();

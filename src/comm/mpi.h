@@ -35,6 +35,9 @@ namespace zerodp::comm {
 bool mpi_available();
 // Whether this process was started by mpirun (looks at its environment).
 bool mpi_launched();
+// The MPI library's version line ("Open MPI v4.1.4, ..."; MPI_Get_library_version,
+// which needs no MPI_Init); "" in a build without MPI.
+std::string mpi_library_version();
 // mpirun's path found at configure time; the environment variable
 // ZERODP_MPIRUN overrides it. Empty when unknown.
 std::string mpiexec_path();

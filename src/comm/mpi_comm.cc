@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -357,6 +358,16 @@ class MpiCommunicator final : public Communicator {
 }  // namespace
 
 bool mpi_available() { return true; }
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string line(text, static_cast<size_t>(std::max(0, length)));
+  line.resize(std::strlen(line.c_str()));  // the length may count the terminating NUL
+  if (const size_t end = line.find_first_of("\r\n"); end != std::string::npos) line.resize(end);
+  return line;
+}
 
 bool mpi_launched() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;

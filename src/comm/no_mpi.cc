@@ -20,6 +20,8 @@ namespace {
 
 bool mpi_available() { return false; }
 
+std::string mpi_library_version() { return ""; }
+
 bool mpi_launched() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
 }

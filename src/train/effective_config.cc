@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "train/run_facts.h"
+
 namespace zerodp::train {
 namespace {
 
@@ -135,7 +137,9 @@ std::string format_effective_config(const std::vector<Setting>& settings) {
 nlohmann::json effective_config_record(const std::vector<Setting>& settings) {
   nlohmann::json config = nlohmann::json::object();
   for (const Setting& s : settings) config[s.name] = {{"value", s.value}, {"source", s.source}};
-  return {{"config", config}};
+  nlohmann::json build = nlohmann::json::object();
+  for (const auto& [name, value] : run_facts()) build[name] = value;
+  return {{"config", config}, {"build", build}};
 }
 
 }  // namespace zerodp::train

@@ -30,7 +30,8 @@ std::vector<Setting> effective_settings(const TrainConfig& config, int ranks);
 // "  config file: stage 2 (zero_optimization.stage), ...".
 std::string format_effective_config(const std::vector<Setting>& settings);
 
-// {"config": {"stage": {"value": 2, "source": "..."}, ...}}: the metrics file's first record.
+// {"config": {"stage": {"value": 2, "source": "..."}, ...}, "build": {run_facts()}}:
+// the metrics file's first record.
 nlohmann::json effective_config_record(const std::vector<Setting>& settings);
 
 }  // namespace zerodp::train

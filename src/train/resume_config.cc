@@ -11,6 +11,7 @@
 
 #include "ckpt/crc32c.h"
 #include "core/error.h"
+#include "train/run_facts.h"
 
 namespace zerodp::train {
 namespace {
@@ -128,6 +129,7 @@ std::map<std::string, std::string> run_record(const TrainConfig& config, const D
   std::map<std::string, std::string> out = {{"train_config", settings.dump()},
                                             {"model", config.model},
                                             {"data", config.data.empty() ? "embedded" : config.data}};
+  for (const auto& [name, value] : run_facts()) out["build." + name] = value;
   if (!config.data.empty()) {
     out["data_bytes"] = std::to_string(data.bytes);
     out["data_crc32c"] = std::to_string(data.crc32c);

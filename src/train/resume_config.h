@@ -28,8 +28,9 @@ struct DataFingerprint {
 DataFingerprint fingerprint_data(const std::string& path);
 
 // The checkpoint metadata that records the run: "train_config" (JSON of the
-// settings above, by setting name) and, for a data file, "data_bytes" and
-// "data_crc32c". REQUIRES the batch resolved.
+// settings above, by setting name), "build.<fact>" (run_facts.h: version,
+// commit, compiler, SIMD level, CPU, OpenBLAS, MPI) and, for a data file,
+// "data_bytes" and "data_crc32c". REQUIRES the batch resolved.
 std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data);
 
 // Applies the checkpoint's settings to `config` (before data defaults and

@@ -79,6 +79,31 @@ TEST(Workflow, TheSampleTakesAPromptAndATemperature) {
   expect_refused("train --top-k -1", "--top-k -1 must be >= 0");
 }
 
+TEST(Workflow, VersionMetricsAndCheckpointsTellWhatReproducesARun) {
+  const Result v = run("--version");
+  ASSERT_EQ(v.code, 0) << v.err;
+  for (const char* line : {"zerodp ", "SIMD levels this CPU runs:", "commit:", "compiler:", "build:", "simd:", "cpu:",
+                           "openblas:", "mpi:"}) {
+    EXPECT_NE(v.out.find(line), std::string::npos) << line << "\n" << v.out;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("zerodp_workflow_facts." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Result r = run(fmt::format("train --steps 1 {} --metrics {} --save {}", kQuick, (dir / "m.jsonl").string(),
+                                   (dir / "ckpt").string()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string first = lines_of(take_file(dir / "m.jsonl")).front();
+  for (const char* key : {"\"build\":{", "\"commit\":", "\"cpu\":", "\"openblas\":", "\"simd\":"}) {
+    EXPECT_NE(first.find(key), std::string::npos) << key << "\n" << first;
+  }
+  std::ifstream manifest(dir / "ckpt" / "step-00000001" / "manifest.json");
+  const std::string m{std::istreambuf_iterator<char>(manifest), std::istreambuf_iterator<char>()};
+  for (const char* key : {"\"build.commit\"", "\"build.cpu\"", "\"build.openblas\"", "\"build.mpi\""}) {
+    EXPECT_NE(m.find(key), std::string::npos) << key;
+  }
+  fs::remove_all(dir);
+}
+
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
