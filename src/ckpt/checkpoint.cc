@@ -100,8 +100,8 @@ std::vector<std::string> tensor_names(const std::vector<zero::Engine::StateView>
   return names;
 }
 
-Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string>& tensors,
-                       const SaveOptions& options, uint64_t save_id) {
+Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string>& tensors, const SaveOptions& options,
+                       uint64_t save_id) {
   const auto& model = engine.model();
   const auto counters = engine.counters();
   Manifest m;
@@ -147,8 +147,7 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   const std::string final_dir = join_path(root, name);
   const std::string tmp_dir = final_dir + ".tmp";
   ZDP_CHECK(valid_chunk_bytes(options.chunk_bytes), ConfigError,
-            "[ckpt save] chunk size {} must be a positive multiple of 4 up to {}", options.chunk_bytes,
-            kMaxChunkBytes);
+            "[ckpt save] chunk size {} must be a positive multiple of 4 up to {}", options.chunk_bytes, kMaxChunkBytes);
   reach(options, SavePoint::kBegin, comm);
 
   on_every_rank(comm, [&] {
@@ -187,8 +186,8 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
       const auto& v = views[i];
       // The plan shard, also at stage 0 where the view is the whole unit.
       const comm::ShardRange own = plan.shard(v.unit, rank);
-      ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count,
-                ShapeError, "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
+      ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count, ShapeError,
+                "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
       writer.write_record(v.unit, i % tensors.size(), v.data.subspan(own.offset - v.range.offset, own.count));
       if (i == 0) reach(options, SavePoint::kShardPartial, comm);
     }
@@ -203,8 +202,7 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   // exactly as floats.
   std::vector<float> crcs(2 * static_cast<size_t>(ranks));
   const float halves[2] = {static_cast<float>(mine.crc32c >> 16), static_cast<float>(mine.crc32c & 0xFFFFu)};
-  comm.all_gather(comm::ConstBuffer(halves, 2, Dtype::fp32()),
-                  comm::Buffer(crcs.data(), crcs.size(), Dtype::fp32()));
+  comm.all_gather(comm::ConstBuffer(halves, 2, Dtype::fp32()), comm::Buffer(crcs.data(), crcs.size(), Dtype::fp32()));
 
   uint64_t total = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -269,7 +267,8 @@ LoadResult load(zero::Engine& engine, const std::string& path) {
     const std::vector<std::string> tensors = tensor_names(views, engine.plan().num_units());
     ZDP_CHECK(tensors == m.tensors, ConfigError,
               "[ckpt load] {}: saved state tensors [{}], this run's optimizer keeps [{}] (e.g. SGD momentum on/off): "
-              "use the saved optimizer settings", manifest_path, fmt::join(m.tensors, ", "), fmt::join(tensors, ", "));
+              "use the saved optimizer settings",
+              manifest_path, fmt::join(m.tensors, ", "), fmt::join(tensors, ", "));
     CheckpointReader reader(result.path, m);
     for (size_t i = 0; i < views.size(); ++i) {
       reader.read(views[i].unit, i % tensors.size(), views[i].range, views[i].data);

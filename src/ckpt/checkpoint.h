@@ -46,19 +46,19 @@ enum class SavePoint {
 };
 
 struct SaveOptions {
-  uint64_t seed = 0;              // the run's seed, recorded with the data position
+  uint64_t seed = 0;  // the run's seed, recorded with the data position
   // The data position: the trainer's step counter, which counts skipped fp16
   // overflow steps too. -1 = the engine's step counter. It names the
   // directory (step-<data_step>).
   int64_t data_step = -1;
-  int keep_last = 0;              // keep this many newest checkpoints; 0 keeps all
-  uint32_t chunk_bytes = kDefaultChunkBytes;  // CRC granularity of the records
-  std::map<std::string, std::string> metadata = {};  // recorded as-is (e.g. the data path)
+  int keep_last = 0;                                             // keep this many newest checkpoints; 0 keeps all
+  uint32_t chunk_bytes = kDefaultChunkBytes;                     // CRC granularity of the records
+  std::map<std::string, std::string> metadata = {};              // recorded as-is (e.g. the data path)
   std::function<void(SavePoint point, int rank)> on_point = {};  // testing hook; may throw or kill
 };
 
 struct SaveResult {
-  std::string path;          // ROOT/step-XXXXXXXX
+  std::string path;  // ROOT/step-XXXXXXXX
   int64_t step = 0;
   uint64_t bytes_this_rank = 0;
   uint64_t bytes_total = 0;  // all shard files
@@ -72,7 +72,7 @@ struct LoadResult {
   int64_t step = 0;          // the data position (SaveOptions::data_step): continue with this step
   int64_t engine_steps = 0;  // Engine::Counters::steps, as restored
   int64_t optimizer_steps = 0;
-  uint64_t seed = 0;         // the seed it was saved with
+  uint64_t seed = 0;  // the seed it was saved with
   int saved_ranks = 0;
   int saved_stage = 0;
   std::string saved_dtype;

@@ -67,7 +67,8 @@ std::string read_latest(const std::string& root) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   ZDP_CHECK(parse_step(text).has_value(), InputFileError,
             "[ckpt] {}: does not name a step-* checkpoint (\"{}\"): the file is corrupt; remove it to fall back to the "
-            "highest complete checkpoint", path, text);
+            "highest complete checkpoint",
+            path, text);
   return text;
 }
 
@@ -77,16 +78,20 @@ void write_latest(const std::string& root, const std::string& name) {
 
 std::string resolve_checkpoint(const std::string& path) {
   std::error_code ec;
-  ZDP_CHECK(fs::exists(path, ec), ConfigError, "[ckpt] {} does not exist: pass a checkpoint directory or the "
-            "directory that training saved into", path);
+  ZDP_CHECK(fs::exists(path, ec), ConfigError,
+            "[ckpt] {} does not exist: pass a checkpoint directory or the "
+            "directory that training saved into",
+            path);
   if (is_complete_checkpoint(path)) return path;
   const std::string latest = read_latest(path);
   if (!latest.empty()) {
     const std::string dir = join_path(path, latest);
     if (is_complete_checkpoint(dir)) return dir;
     if (is_complete_checkpoint(dir + ".prev")) return dir + ".prev";  // a save of the same step was interrupted
-    ZDP_THROW(InputFileError, "[ckpt] {}/latest names {}, which is missing or incomplete: pass one of the step-* "
-              "directories explicitly", path, latest);
+    ZDP_THROW(InputFileError,
+              "[ckpt] {}/latest names {}, which is missing or incomplete: pass one of the step-* "
+              "directories explicitly",
+              path, latest);
   }
   const auto all = list_checkpoints(path);
   ZDP_CHECK(!all.empty(), ConfigError,

@@ -35,9 +35,8 @@ uint32_t raw_portable(uint32_t c, const unsigned char* p, size_t n) {
     std::memcpy(&w, p, 8);  // little-endian: byte 0 is the low byte
     const uint32_t lo = static_cast<uint32_t>(w) ^ c;
     const uint32_t hi = static_cast<uint32_t>(w >> 32);
-    c = kTables[7][lo & 0xFF] ^ kTables[6][(lo >> 8) & 0xFF] ^ kTables[5][(lo >> 16) & 0xFF] ^
-        kTables[4][lo >> 24] ^ kTables[3][hi & 0xFF] ^ kTables[2][(hi >> 8) & 0xFF] ^
-        kTables[1][(hi >> 16) & 0xFF] ^ kTables[0][hi >> 24];
+    c = kTables[7][lo & 0xFF] ^ kTables[6][(lo >> 8) & 0xFF] ^ kTables[5][(lo >> 16) & 0xFF] ^ kTables[4][lo >> 24] ^
+        kTables[3][hi & 0xFF] ^ kTables[2][(hi >> 8) & 0xFF] ^ kTables[1][(hi >> 16) & 0xFF] ^ kTables[0][hi >> 24];
     p += 8;
     n -= 8;
   }

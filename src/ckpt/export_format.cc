@@ -197,9 +197,9 @@ uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, st
   return 4ull * (buffers.block.capacity() + buffers.run.capacity());
 }
 
-uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors,
-                           std::span<const float> flat, const std::map<std::string, std::string>& metadata,
-                           const std::string& prefix, size_t slice_elements) {
+uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, std::span<const float> flat,
+                           const std::map<std::string, std::string>& metadata, const std::string& prefix,
+                           size_t slice_elements) {
   return write_safetensors(path, tensors, flat_reader(flat), metadata, prefix, slice_elements);
 }
 

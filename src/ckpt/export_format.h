@@ -78,9 +78,9 @@ uint64_t write_llmc_model(const std::string& path, const model::GptConfig& confi
 
 // The same from a flat copy of the Φ parameters (ShapeError when a piece
 // reaches past it); the bytes written are identical.
-uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors,
-                           std::span<const float> flat, const std::map<std::string, std::string>& metadata,
-                           const std::string& prefix = "", size_t slice_elements = kExportSliceElements);
+uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, std::span<const float> flat,
+                           const std::map<std::string, std::string>& metadata, const std::string& prefix = "",
+                           size_t slice_elements = kExportSliceElements);
 uint64_t write_llmc_model(const std::string& path, const model::GptConfig& config,
                           std::span<const ExportTensor> tensors, std::span<const float> flat);
 

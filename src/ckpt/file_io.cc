@@ -62,8 +62,10 @@ void File::read_at(uint64_t offset, std::span<std::byte> out) const {
       ZDP_THROW(IoError, "[ckpt] {}: read of {} bytes at offset {} failed ({})", path_, out.size(), offset,
                 errno_text(errno));
     }
-    ZDP_CHECK(n > 0, InputFileError, "[ckpt] {}: the file ends at {} bytes, before the {} bytes needed at offset {}: it is "
-              "truncated", path_, size(), out.size(), offset);
+    ZDP_CHECK(n > 0, InputFileError,
+              "[ckpt] {}: the file ends at {} bytes, before the {} bytes needed at offset {}: it is "
+              "truncated",
+              path_, size(), out.size(), offset);
     done += static_cast<size_t>(n);
   }
 }
@@ -110,8 +112,8 @@ void sync_directory(const std::string& dir) {
   const int err = errno;
   ::close(fd);
   // Some file systems do not support fsync on directories; that is not an error.
-  ZDP_CHECK(rc == 0 || err == EINVAL || err == ENOTSUP, IoError, "[ckpt] {}: fsync of the directory failed ({})",
-            dir, errno_text(err));
+  ZDP_CHECK(rc == 0 || err == EINVAL || err == ENOTSUP, IoError, "[ckpt] {}: fsync of the directory failed ({})", dir,
+            errno_text(err));
 }
 
 void rename_path(const std::string& from, const std::string& to) {
@@ -133,8 +135,8 @@ void write_file_atomically(const std::string& path, std::string_view data) {
 std::string read_small_file(const std::string& path, size_t max_bytes) {
   File f(path, File::Mode::kRead);
   const uint64_t size = f.size();
-  ZDP_CHECK(size <= max_bytes, InputFileError, "[ckpt] {}: {} bytes is larger than the {} bytes such a file may have", path,
-            size, max_bytes);
+  ZDP_CHECK(size <= max_bytes, InputFileError, "[ckpt] {}: {} bytes is larger than the {} bytes such a file may have",
+            path, size, max_bytes);
   std::string text(size, '\0');
   f.read_at(0, std::as_writable_bytes(std::span(text.data(), text.size())));
   return text;

@@ -111,9 +111,7 @@ uint32_t num_chunks(uint64_t count, uint32_t chunk_bytes) {
 }
 
 uint64_t ShardLayout::Record::crc_position() const { return position + kRecordHeaderBytes; }
-uint64_t ShardLayout::Record::payload_position() const {
-  return crc_position() + 4ull * header.num_chunks;
-}
+uint64_t ShardLayout::Record::payload_position() const { return crc_position() + 4ull * header.num_chunks; }
 
 ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank, size_t num_tensors,
                          uint32_t chunk_bytes)

@@ -81,8 +81,8 @@ uint32_t num_chunks(uint64_t count, uint32_t chunk_bytes);
 class ShardLayout {
  public:
   struct Record {
-    RecordHeader header;   // what the record header must say
-    uint64_t position = 0; // byte offset of the record header in the file
+    RecordHeader header;                // what the record header must say
+    uint64_t position = 0;              // byte offset of the record header in the file
     uint64_t crc_position() const;      // the chunk CRC table
     uint64_t payload_position() const;  // the first float
   };

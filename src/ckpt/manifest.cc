@@ -48,8 +48,8 @@ class Fields {
 
   int64_t integer(const char* key, int64_t lo, int64_t hi) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_number_integer(), InputFileError, "[ckpt] {}: field \"{}{}\" must be an integer, got {}", path_, prefix_,
-              key, v.dump());
+    ZDP_CHECK(v.is_number_integer(), InputFileError, "[ckpt] {}: field \"{}{}\" must be an integer, got {}", path_,
+              prefix_, key, v.dump());
     int64_t x = 0;
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
@@ -59,8 +59,8 @@ class Fields {
     } else {
       x = v.get<int64_t>();
     }
-    ZDP_CHECK(x >= lo && x <= hi, InputFileError, "[ckpt] {}: field \"{}{}\" = {} is outside [{}, {}]", path_, prefix_, key,
-              x, lo, hi);
+    ZDP_CHECK(x >= lo && x <= hi, InputFileError, "[ckpt] {}: field \"{}{}\" = {} is outside [{}, {}]", path_, prefix_,
+              key, x, lo, hi);
     return x;
   }
   uint64_t unsigned_integer(const char* key) const {
@@ -85,15 +85,15 @@ class Fields {
   }
   bool boolean(const char* key) const {
     const Json& v = at(key);
-    ZDP_CHECK(v.is_boolean(), InputFileError, "[ckpt] {}: field \"{}{}\" must be true or false, got {}", path_, prefix_, key,
-              v.dump());
+    ZDP_CHECK(v.is_boolean(), InputFileError, "[ckpt] {}: field \"{}{}\" must be true or false, got {}", path_, prefix_,
+              key, v.dump());
     return v.get<bool>();
   }
   const Json& array(const char* key, size_t max_size) const {
     const Json& v = at(key);
     ZDP_CHECK(v.is_array(), InputFileError, "[ckpt] {}: field \"{}{}\" must be an array", path_, prefix_, key);
-    ZDP_CHECK(v.size() <= max_size, InputFileError, "[ckpt] {}: field \"{}{}\" has {} entries, more than {}", path_, prefix_,
-              key, v.size(), max_size);
+    ZDP_CHECK(v.size() <= max_size, InputFileError, "[ckpt] {}: field \"{}{}\" has {} entries, more than {}", path_,
+              prefix_, key, v.size(), max_size);
     return v;
   }
   Fields object(const char* key) const { return Fields(at(key), path_, prefix_ + key + "."); }
@@ -229,7 +229,8 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   const int64_t version = f.integer("format_version", 1, std::numeric_limits<uint32_t>::max());
   ZDP_CHECK(version <= kFormatVersion, ConfigError,
             "[ckpt] {}: checkpoint format version {} is newer than this zerodp reads (up to {}): load it with a newer "
-            "zerodp", path, version, kFormatVersion);
+            "zerodp",
+            path, version, kFormatVersion);
   {
     const uint32_t stored = static_cast<uint32_t>(f.integer(kCrcKey, 0, std::numeric_limits<uint32_t>::max()));
     Json body = j;

@@ -24,9 +24,9 @@
 namespace zerodp::ckpt {
 
 struct ShardFileInfo {
-  std::string file;    // shard_file_name(rank, ranks), relative to the directory
-  uint64_t bytes = 0;  // exact file size
-  uint32_t crc32c = 0; // of the whole file
+  std::string file;     // shard_file_name(rank, ranks), relative to the directory
+  uint64_t bytes = 0;   // exact file size
+  uint32_t crc32c = 0;  // of the whole file
 };
 
 struct UnitEntry {
@@ -36,29 +36,29 @@ struct UnitEntry {
 
 struct Manifest {
   uint32_t format_version = kFormatVersion;
-  uint64_t save_id = 0;            // also in every shard header: files of one save belong together
-  std::string created_by;          // "zerodp 0.1.0 (4785fdf)": core/build_info.h
+  uint64_t save_id = 0;    // also in every shard header: files of one save belong together
+  std::string created_by;  // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
   // The model: model_json is what model::model_config_from_json accepts.
-  std::string model_kind;          // "gpt" or "mlp"
+  std::string model_kind;  // "gpt" or "mlp"
   std::string model_json;
   std::string model_description;
-  uint64_t num_params = 0;         // Φ
-  std::vector<UnitEntry> units;    // flat order; counts sum to Φ
+  uint64_t num_params = 0;       // Φ
+  std::vector<UnitEntry> units;  // flat order; counts sum to Φ
 
   // How it was trained and sharded.
-  int ranks = 1;                   // N: shard files and plan shards
-  int stage = 0;                   // informational: any stage loads any checkpoint
-  std::string dtype = "fp32";      // parameter dtype of the run
+  int ranks = 1;                     // N: shard files and plan shards
+  int stage = 0;                     // informational: any stage loads any checkpoint
+  std::string dtype = "fp32";        // parameter dtype of the run
   std::vector<std::string> tensors;  // "master", then the optimizer's state names
   optim::OptimizerConfig optimizer;
-  std::string engine_json;         // the rest of the engine config (informational)
+  std::string engine_json;  // the rest of the engine config (informational)
   uint32_t chunk_bytes = kDefaultChunkBytes;
 
   // Where training stands.
-  int64_t steps = 0;               // Engine::Counters::steps
-  int64_t optimizer_steps = 0;     // Engine::Counters::optimizer_steps
-  int64_t data_step = 0;           // the trainer's step (skipped fp16 steps included): where the data resumes
+  int64_t steps = 0;            // Engine::Counters::steps
+  int64_t optimizer_steps = 0;  // Engine::Counters::optimizer_steps
+  int64_t data_step = 0;        // the trainer's step (skipped fp16 steps included): where the data resumes
   optim::LossScalerState scaler;
   uint64_t seed = 0;
   std::map<std::string, std::string> metadata;  // free-form, from the caller

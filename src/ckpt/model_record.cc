@@ -55,13 +55,15 @@ void check_same_model(const Manifest& manifest, const model::Model& model, const
   const auto& units = model.units();
   ZDP_CHECK(manifest.num_params == model.num_params() && manifest.units.size() == units.size(), ConfigError,
             "[ckpt] {}: saved from a different model ({}, {} parameters in {} units); this run trains {} ({} "
-            "parameters in {} units): use the same --model as the saved run", path, manifest.model_description,
-            manifest.num_params, manifest.units.size(), model.describe(), model.num_params(), units.size());
+            "parameters in {} units): use the same --model as the saved run",
+            path, manifest.model_description, manifest.num_params, manifest.units.size(), model.describe(),
+            model.num_params(), units.size());
   for (size_t u = 0; u < units.size(); ++u) {
     ZDP_CHECK(manifest.units[u].count == units[u].count && manifest.units[u].name == units[u].name, ConfigError,
               "[ckpt] {}: saved from a different model: unit {} is \"{}\" with {} parameters there, \"{}\" with {} "
-              "here ({} vs {}): use the same --model as the saved run", path, u, manifest.units[u].name,
-              manifest.units[u].count, units[u].name, units[u].count, manifest.model_description, model.describe());
+              "here ({} vs {}): use the same --model as the saved run",
+              path, u, manifest.units[u].name, manifest.units[u].count, units[u].name, units[u].count,
+              manifest.model_description, model.describe());
   }
   const std::string here = model_config_json(model_config_of(model));
   const std::string there = model_config_json(manifest_model_config(manifest, path));

@@ -90,7 +90,6 @@ class UnitIndex {
 
 }  // namespace
 
-
 bool InspectReport::ok() const {
   for (const auto& f : files) {
     if (!f.ok) return false;
@@ -132,11 +131,10 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
   const std::vector<ExportTensor> tensors = export_tensors(config);
 
   StagedOutput staged(without_trailing_slashes(out_dir), "consolidate");
-  const std::map<std::string, std::string> metadata = {
-      {"format", "pt"},
-      {"source", "zerodp checkpoint"},
-      {"step", std::to_string(manifest.steps)},
-      {"model", manifest.model_json}};
+  const std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                       {"source", "zerodp checkpoint"},
+                                                       {"step", std::to_string(manifest.steps)},
+                                                       {"model", manifest.model_json}};
 
   CheckpointReader reader(result.checkpoint, manifest);
   const UnitIndex units(manifest.unit_counts());
@@ -202,9 +200,13 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
   std::vector<float> buffer;
   for (int r = 0; r < out.ranks; ++r) {
     const ShardLayout layout(counts, out.ranks, r, out.tensors.size(), out.chunk_bytes);
-    const FileHeader header{kFormatVersion, static_cast<uint32_t>(r), static_cast<uint32_t>(out.ranks),
-                            static_cast<uint32_t>(counts.size()), static_cast<uint32_t>(out.tensors.size()),
-                            out.chunk_bytes, out.save_id};
+    const FileHeader header{kFormatVersion,
+                            static_cast<uint32_t>(r),
+                            static_cast<uint32_t>(out.ranks),
+                            static_cast<uint32_t>(counts.size()),
+                            static_cast<uint32_t>(out.tensors.size()),
+                            out.chunk_bytes,
+                            out.save_id};
     const std::string name = shard_file_name(r, out.ranks);
     ShardWriter writer(join_path(tmp, name + ".tmp"), header, layout);
     for (size_t u = 0; u < counts.size(); ++u) {

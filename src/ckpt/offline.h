@@ -24,7 +24,7 @@ namespace zerodp::ckpt {
 
 // ---- inspect ----
 struct InspectReport {
-  std::string path;             // the checkpoint directory
+  std::string path;  // the checkpoint directory
   Manifest manifest;
   std::vector<FileCheck> files;  // one per rank
   bool ok() const;
@@ -41,9 +41,9 @@ InspectReport inspect_checkpoint(const std::string& path);
 std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
 
 struct ConsolidateOptions {
-  bool llmc = true;              // also model.bin in llm.c's format (GPT only)
-  bool hf = true;                // also hf/model.safetensors + hf/config.json (GPT only)
-  bool optimizer_states = false; // also <state>.safetensors for every optimizer tensor
+  bool llmc = true;               // also model.bin in llm.c's format (GPT only)
+  bool hf = true;                 // also hf/model.safetensors + hf/config.json (GPT only)
+  bool optimizer_states = false;  // also <state>.safetensors for every optimizer tensor
 };
 struct ConsolidateResult {
   std::string checkpoint;            // the directory read
@@ -59,9 +59,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
 
 // ---- reshard ----
 struct ReshardOptions {
-  int ranks = 1;            // M
-  int stage = -1;           // recorded stage; -1 keeps the saved one
-  uint32_t chunk_bytes = 0; // 0 keeps the saved chunk size
+  int ranks = 1;             // M
+  int stage = -1;            // recorded stage; -1 keeps the saved one
+  uint32_t chunk_bytes = 0;  // 0 keeps the saved chunk size
 };
 struct ReshardResult {
   std::string path;

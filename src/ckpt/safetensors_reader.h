@@ -19,7 +19,7 @@
 namespace zerodp::ckpt {
 
 struct SafetensorsEntry {
-  std::string dtype;           // "F32", "BF16", ...
+  std::string dtype;  // "F32", "BF16", ...
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // absolute byte offsets in the file
 };

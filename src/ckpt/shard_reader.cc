@@ -43,8 +43,8 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
   File file(path, File::Mode::kRead);
   ShardLayout layout(unit_counts_, manifest_.ranks, rank, manifest_.tensors.size(), manifest_.chunk_bytes);
   const uint64_t size = file.size();
-  ZDP_CHECK(size >= info.bytes, InputFileError, "[ckpt] {}: truncated: the file has {} bytes, the manifest says {}", path,
-            size, info.bytes);
+  ZDP_CHECK(size >= info.bytes, InputFileError, "[ckpt] {}: truncated: the file has {} bytes, the manifest says {}",
+            path, size, info.bytes);
   ZDP_CHECK(size == info.bytes, InputFileError, "[ckpt] {}: the file has {} bytes, more than the {} the manifest says",
             path, size, info.bytes);
   ZDP_CHECK(size == layout.file_size(), InputFileError,
@@ -64,12 +64,13 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
                         manifest_.save_id};
   ZDP_CHECK(h.save_id == want.save_id, InputFileError,
             "[ckpt] {}: belongs to a different save (save id {:#x}, the manifest's is {:#x}): the directory mixes "
-            "files of two checkpoints", path, h.save_id, want.save_id);
+            "files of two checkpoints",
+            path, h.save_id, want.save_id);
   ZDP_CHECK(h == want, InputFileError,
             "[ckpt] {}: header says version {}, rank {} of {}, {} units, {} tensors, {}-byte chunks; the manifest "
-            "expects version {}, rank {} of {}, {} units, {} tensors, {}-byte chunks", path, h.version, h.rank,
-            h.ranks, h.num_units, h.num_tensors, h.chunk_bytes, want.version, want.rank, want.ranks, want.num_units,
-            want.num_tensors, want.chunk_bytes);
+            "expects version {}, rank {} of {}, {} units, {} tensors, {}-byte chunks",
+            path, h.version, h.rank, h.ranks, h.num_units, h.num_tensors, h.chunk_bytes, want.version, want.rank,
+            want.ranks, want.num_units, want.num_tensors, want.chunk_bytes);
   const size_t records = unit_counts_.size() * manifest_.tensors.size();
   slot = std::make_unique<OpenShard>(OpenShard{std::move(file), std::move(layout), std::vector<bool>(records)});
   return *slot;
@@ -107,8 +108,9 @@ void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t 
               record_name(unit, tensor), rec.position);
     ZDP_CHECK(h == rec.header, InputFileError,
               "[ckpt] {}: the record at byte {} says unit {} tensor {} elements [{}, +{}); expected unit {} tensor {} "
-              "elements [{}, +{})", path, rec.position, h.unit, h.tensor, h.offset, h.count, rec.header.unit,
-              rec.header.tensor, rec.header.offset, rec.header.count);
+              "elements [{}, +{})",
+              path, rec.position, h.unit, h.tensor, h.offset, h.count, rec.header.unit, rec.header.tensor,
+              rec.header.offset, rec.header.count);
     s.header_checked[index] = true;
   }
   const uint64_t cb = manifest_.chunk_bytes;
@@ -130,8 +132,8 @@ void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t 
       const uint32_t computed = crc32c(scratch_.data() + b, std::min(cb, end - begin - b));
       ZDP_CHECK(computed == stored[c - c0], InputFileError,
                 "[ckpt] {}: chunk {} of {} fails its CRC32C (stored {:#010x}, computed {:#010x}): the file is "
-                "corrupt; restore it or load another checkpoint", path, c, record_name(unit, tensor), stored[c - c0],
-                computed);
+                "corrupt; restore it or load another checkpoint",
+                path, c, record_name(unit, tensor), stored[c - c0], computed);
     }
     const uint64_t copy_begin = std::max(begin, want_begin);
     const uint64_t copy_end = std::min(end, want_end);

@@ -33,10 +33,10 @@ inline uint64_t read_scratch_bytes(uint64_t chunk_bytes) {
 }
 
 struct FileCheck {
-  std::string file;        // path
-  uint64_t bytes = 0;      // actual size (0 when missing)
+  std::string file;    // path
+  uint64_t bytes = 0;  // actual size (0 when missing)
   bool ok = false;
-  std::string problem;     // empty when ok
+  std::string problem;  // empty when ok
 };
 
 class CheckpointReader {

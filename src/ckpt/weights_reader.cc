@@ -79,7 +79,8 @@ class PieceFileReader {
       if (cached_ != &p || row < row0_ || row >= row0_ + nrows_) fill_cache(p, row);
       const size_t from = skip + done - row0_ * K;
       const size_t n = std::min(out.size() - done, nrows_ * K - from);
-      std::copy_n(cache_.begin() + static_cast<std::ptrdiff_t>(from), n, out.begin() + static_cast<std::ptrdiff_t>(done));
+      std::copy_n(cache_.begin() + static_cast<std::ptrdiff_t>(from), n,
+                  out.begin() + static_cast<std::ptrdiff_t>(done));
       done += n;
     }
   }
@@ -122,8 +123,8 @@ std::vector<FilePiece> file_pieces(const SafetensorsHeader& h, const std::vector
   std::vector<FilePiece> pieces;
   for (const ExportTensor& t : tensors) {
     const auto it = h.tensors.find(t.name);
-    ZDP_CHECK(it != h.tensors.end(), InputFileError, "[load] {}: has no tensor \"{}\", which a {} of a {} has",
-              h.path, t.name, format, held.describe());
+    ZDP_CHECK(it != h.tensors.end(), InputFileError, "[load] {}: has no tensor \"{}\", which a {} of a {} has", h.path,
+              t.name, format, held.describe());
     const SafetensorsEntry& e = it->second;
     ZDP_CHECK(e.dtype == "F32", InputFileError,
               "[load] {}: tensor \"{}\" is {}; zerodp reads F32 weights (save the model in float32)", h.path, t.name,
@@ -186,8 +187,9 @@ struct GptWeightsReader::Impl {
       const auto& ln1w = h.tensors.at("ln1w").shape;
       ZDP_CHECK(ln1w.size() == 2 && ln1w[0] >= 1 && ln1w[0] < (1 << 20), InputFileError,
                 "[load] {}: tensor \"ln1w\" is {}, not [layers, channels]", h.path, shape_text(ln1w));
-      config = {wpe[0], expected.padded_vocab == wte[0] ? expected.vocab : wte[0], wte[0],
-                static_cast<int>(ln1w[0]), expected.heads, wte[1]};
+      config = {wpe[0],         expected.padded_vocab == wte[0] ? expected.vocab : wte[0],
+                wte[0],         static_cast<int>(ln1w[0]),
+                expected.heads, wte[1]};
       note = "without zerodp's metadata: vocabulary and heads as --model's";
     }
     validate_held(h.path);

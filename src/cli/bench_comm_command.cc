@@ -74,8 +74,8 @@ size_t parse_size(const std::string& text, const char* flag) {
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char ch) { return std::toupper(ch); });
   if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB") unit = unit.substr(0, unit.size() - 2);
   if (unit == "B") unit.clear();
-  const std::map<std::string, size_t> scale{{"", 1}, {"K", size_t{1} << 10}, {"M", size_t{1} << 20},
-                                            {"G", size_t{1} << 30}};
+  const std::map<std::string, size_t> scale{
+      {"", 1}, {"K", size_t{1} << 10}, {"M", size_t{1} << 20}, {"G", size_t{1} << 30}};
   const auto it = scale.find(unit);
   ZDP_CHECK(pos > 0 && it != scale.end() && value > 0, ConfigError,
             "[bench comm] {} '{}' is not a size: use bytes or K/M/G (KiB/MiB/GiB), e.g. 1K or 256M", flag, text);
@@ -83,13 +83,12 @@ size_t parse_size(const std::string& text, const char* flag) {
 }
 
 Collective parse_collective(const std::string& name) {
-  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast}) {
+  for (Collective c :
+       {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast}) {
     if (name == comm::collective_name(c)) return c;
   }
   ZDP_THROW(ConfigError,
-            "[bench comm] unknown collective '{}': use all_reduce, reduce_scatter, all_gather, broadcast or all",
-            name);
+            "[bench comm] unknown collective '{}': use all_reduce, reduce_scatter, all_gather, broadcast or all", name);
 }
 
 Plan make_plan(const BenchCommOptions& o) {
@@ -144,13 +143,20 @@ double time_ours(comm::Communicator& c, Collective kind, Dtype dtype, size_t cou
   comm::Buffer dst(out.data(), count, dtype);
   auto once = [&] {
     switch (kind) {
-      case Collective::kAllReduce: c.all_reduce(src, dst, comm::ReduceOp::kSum); break;
+      case Collective::kAllReduce:
+        c.all_reduce(src, dst, comm::ReduceOp::kSum);
+        break;
       case Collective::kReduceScatter:
         c.reduce_scatter(src, comm::Buffer(out.data(), own.count, dtype), comm::ReduceOp::kSum);
         break;
-      case Collective::kAllGather: c.all_gather(comm::ConstBuffer(in.data(), own.count, dtype), dst); break;
-      case Collective::kBroadcast: c.broadcast(dst, 0); break;
-      default: break;
+      case Collective::kAllGather:
+        c.all_gather(comm::ConstBuffer(in.data(), own.count, dtype), dst);
+        break;
+      case Collective::kBroadcast:
+        c.broadcast(dst, 0);
+        break;
+      default:
+        break;
     }
   };
   using Clock = std::chrono::steady_clock;
@@ -214,10 +220,15 @@ void measure_native(const Plan& p, Results& results, bool print_lines) {
 }
 
 std::vector<std::string> child_args(const BenchCommOptions& o, const Plan& p, bool baseline_child) {
-  std::vector<std::string> args{"bench", "comm", "--backend", baseline_child ? "mpi" : o.backend, "--ranks",
-                                std::to_string(p.ranks), "--dtype", o.dtype, "--min-bytes", o.min_bytes,
-                                "--max-bytes", o.max_bytes, "--iters", std::to_string(o.iters), "--baseline",
-                                o.baseline, "--timeout", fmt::format("{}", o.timeout_s)};
+  std::vector<std::string> args{"bench",       "comm",
+                                "--backend",   baseline_child ? "mpi" : o.backend,
+                                "--ranks",     std::to_string(p.ranks),
+                                "--dtype",     o.dtype,
+                                "--min-bytes", o.min_bytes,
+                                "--max-bytes", o.max_bytes,
+                                "--iters",     std::to_string(o.iters),
+                                "--baseline",  o.baseline,
+                                "--timeout",   fmt::format("{}", o.timeout_s)};
   args.emplace_back("--collective");
   std::string joined;
   for (const auto& c : o.collectives) joined += (joined.empty() ? "" : ",") + c;
@@ -258,8 +269,9 @@ void print_table(const Plan& p, const Results& results, const std::string& basel
   const int n = p.ranks;
   fmt::print("# zerodp bench comm: backend {}, {} ranks, {}; baseline: {}; memcpy: one thread, same bytes\n",
              comm::backend_name(p.backend), n, p.dtype.name(), baseline_note);
-  fmt::print("# algbw = S/t, busbw = algbw * factor (all_reduce 2(n-1)/n, reduce_scatter and all_gather (n-1)/n, "
-             "broadcast 1); GB/s = 1e9 bytes/s\n");
+  fmt::print(
+      "# algbw = S/t, busbw = algbw * factor (all_reduce 2(n-1)/n, reduce_scatter and all_gather (n-1)/n, "
+      "broadcast 1); GB/s = 1e9 bytes/s\n");
   for (Collective kind : p.collectives) {
     fmt::print("\n# {}\n", comm::collective_name(kind));
     fmt::print("{:>10} {:>11} {:>5} {:>11} {:>8} {:>8} {:>10} {:>8} {:>10} {:>9}\n", "size", "count", "type",
@@ -270,8 +282,8 @@ void print_table(const Plan& p, const Results& results, const std::string& basel
       const Row& r = it->second;
       const double algbw = bytes / r.ours_s / 1e9;
       const double busbw = algbw * bus_factor(kind, n);
-      const std::string size = bytes >= (size_t{1} << 20) ? fmt::format("{}MiB", bytes >> 20)
-                                                          : fmt::format("{}KiB", bytes >> 10);
+      const std::string size =
+          bytes >= (size_t{1} << 20) ? fmt::format("{}MiB", bytes >> 20) : fmt::format("{}KiB", bytes >> 10);
       std::string mpi = "-", vs_mpi = "-";
       if (r.mpi_s > 0) {
         const double mpi_busbw = r.mpi_count * p.dtype.size() / r.mpi_s / 1e9 * bus_factor(kind, n);
@@ -290,42 +302,41 @@ void print_table(const Plan& p, const Results& results, const std::string& basel
 // fills `results`.
 void measure_ours(const Plan& p, const comm::CommOptions& options, Results& results, bool with_native) {
   const size_t max_bytes = p.sizes.empty() ? 0 : p.sizes.back();
-  comm::run_ranks(p.backend, p.ranks, options,
-                  [&](comm::Communicator& c) {
-                    AlignedBuffer<std::byte> in(max_bytes), out(max_bytes);
-                    // Inputs of 1.0: sums stay finite and ordinary in every dtype.
-                    const size_t max_count = max_bytes / p.dtype.size();
-                    std::vector<float> ones(std::min<size_t>(max_count, 1 << 16), 1.0f);
-                    for (size_t at = 0; at < max_count; at += ones.size()) {
-                      const size_t n = std::min(ones.size(), max_count - at);
-                      convert(ones.data(), Dtype::fp32(), in.data() + at * p.dtype.size(), p.dtype, n);
-                    }
-                    for (Collective kind : p.collectives) {
-                      for (size_t bytes : p.sizes) {
-                        const size_t count = bytes / p.dtype.size();
-                        const double t = time_ours(c, kind, p.dtype, count, p, in, out);
-                        // memcpy right after, on rank 0 alone while the others
-                        // wait: the pair sees the same machine load.
-                        if (c.rank() == 0) {
-                          Row& row = results[{kind, bytes}];
-                          row.ours_s = t;
-                          row.count = count;
-                          row.memcpy_s = time_memcpy(bytes, p, in, out);
-                        }
-                        c.barrier();
-                      }
-                    }
-                    if (with_native) {
-                      Results native;
-                      measure_native(p, native, false);
-                      if (c.rank() == 0) {
-                        for (const auto& [key, row] : native) {
-                          results[key].mpi_s = row.mpi_s;
-                          results[key].mpi_count = row.mpi_count;
-                        }
-                      }
-                    }
-                  });
+  comm::run_ranks(p.backend, p.ranks, options, [&](comm::Communicator& c) {
+    AlignedBuffer<std::byte> in(max_bytes), out(max_bytes);
+    // Inputs of 1.0: sums stay finite and ordinary in every dtype.
+    const size_t max_count = max_bytes / p.dtype.size();
+    std::vector<float> ones(std::min<size_t>(max_count, 1 << 16), 1.0f);
+    for (size_t at = 0; at < max_count; at += ones.size()) {
+      const size_t n = std::min(ones.size(), max_count - at);
+      convert(ones.data(), Dtype::fp32(), in.data() + at * p.dtype.size(), p.dtype, n);
+    }
+    for (Collective kind : p.collectives) {
+      for (size_t bytes : p.sizes) {
+        const size_t count = bytes / p.dtype.size();
+        const double t = time_ours(c, kind, p.dtype, count, p, in, out);
+        // memcpy right after, on rank 0 alone while the others
+        // wait: the pair sees the same machine load.
+        if (c.rank() == 0) {
+          Row& row = results[{kind, bytes}];
+          row.ours_s = t;
+          row.count = count;
+          row.memcpy_s = time_memcpy(bytes, p, in, out);
+        }
+        c.barrier();
+      }
+    }
+    if (with_native) {
+      Results native;
+      measure_native(p, native, false);
+      if (c.rank() == 0) {
+        for (const auto& [key, row] : native) {
+          results[key].mpi_s = row.mpi_s;
+          results[key].mpi_count = row.mpi_count;
+        }
+      }
+    }
+  });
 }
 
 void run_bench_comm(const BenchCommOptions& o) {
@@ -402,13 +413,11 @@ void add_bench_comm_command(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--min-bytes", o->min_bytes, "smallest buffer S (bytes, or K/M/G = KiB/MiB/GiB)")
       ->capture_default_str();
-  cmd->add_option("--max-bytes", o->max_bytes, "largest buffer S; sizes double from min to max")
-      ->capture_default_str();
+  cmd->add_option("--max-bytes", o->max_bytes, "largest buffer S; sizes double from min to max")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed calls per batch; 0 = automatic (about 0.2 s per size in all, 3..2000)")
       ->capture_default_str();
   cmd->add_flag("--quick", o->quick, "sizes step by 4x and about 0.05 s per size (a smoke run)");
-  cmd->add_option("--baseline", o->baseline,
-                  "OpenMPI baseline: auto (when MPI and mpirun exist), mpi (required), none")
+  cmd->add_option("--baseline", o->baseline, "OpenMPI baseline: auto (when MPI and mpirun exist), mpi (required), none")
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds a collective may wait for a peer before failing")
       ->capture_default_str();

@@ -117,15 +117,28 @@ void run(const BenchEngineOptions& o) {
     }
     return;
   }
-  fmt::print("bench engine: {} on {} ranks, {}, micro-batch {} x seq {}, median of {} steps (after 1 warm-up);\n"
-             "a step's time is its slowest rank's\n",
-             o.model, o.ranks, o.precision, o.micro_batch, o.seq_len, o.steps);
+  fmt::print(
+      "bench engine: {} on {} ranks, {}, micro-batch {} x seq {}, median of {} steps (after 1 warm-up);\n"
+      "a step's time is its slowest rank's\n",
+      o.model, o.ranks, o.precision, o.micro_batch, o.seq_len, o.steps);
   if (o.backend != "mpi") print_table(o, "thread", run_side(o, comm::Backend::kThread));
   if (o.backend == "thread") return;
-  std::vector<std::string> args{"bench", "engine", "--mpi-child", "--model", o.model, "--ranks",
-                                std::to_string(o.ranks), "--precision", o.precision, "--micro-batch",
-                                std::to_string(o.micro_batch), "--seq-len", std::to_string(o.seq_len), "--steps",
-                                std::to_string(o.steps), "--stages"};
+  std::vector<std::string> args{"bench",
+                                "engine",
+                                "--mpi-child",
+                                "--model",
+                                o.model,
+                                "--ranks",
+                                std::to_string(o.ranks),
+                                "--precision",
+                                o.precision,
+                                "--micro-batch",
+                                std::to_string(o.micro_batch),
+                                "--seq-len",
+                                std::to_string(o.seq_len),
+                                "--steps",
+                                std::to_string(o.steps),
+                                "--stages"};
   for (int s : o.stages) args.push_back(std::to_string(s));
   const auto lines = run_and_read_lines(mpirun_command(o.ranks, args, "bench engine"), "bench engine");
   std::map<int, StageTiming> mpi;
@@ -136,8 +149,8 @@ void run(const BenchEngineOptions& o) {
     StageTiming t;
     if (in >> tag >> stage >> t.median_ms >> t.min_ms >> t.max_ms && tag == "RESULT") mpi[stage] = t;
   }
-  ZDP_CHECK(mpi.size() == o.stages.size(), Error, "[bench engine] the MPI run returned {} of {} results",
-            mpi.size(), o.stages.size());
+  ZDP_CHECK(mpi.size() == o.stages.size(), Error, "[bench engine] the MPI run returned {} of {} results", mpi.size(),
+            o.stages.size());
   print_table(o, "mpi", mpi);
 }
 
@@ -157,8 +170,7 @@ void add_bench_engine_command(CLI::App& bench) {
   cmd->add_option("--micro-batch", o->micro_batch, "Sequences per rank")->capture_default_str();
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence")->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps per stage (after one warm-up)")->capture_default_str();
-  cmd->add_flag("--mpi-child", o->mpi_child, "Internal: this process is one rank of the MPI side")
-      ->group("");
+  cmd->add_flag("--mpi-child", o->mpi_child, "Internal: this process is one rank of the MPI side")->group("");
   cmd->callback([o] { run(*o); });
 }
 

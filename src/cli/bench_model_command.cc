@@ -48,8 +48,7 @@ double measure_sgemm_gflops(int n) {
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = Clock::now();
-    kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
-                  n);
+    kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     best = std::max(best, 2.0 * n * n * n / seconds_since(t0) / 1e9);
   }
   return best;
@@ -175,9 +174,10 @@ void run(const BenchModelOptions& o) {
   fmt::print("fwd+bwd      {:9.1f} {}/s  ({:.1f} GFLOP/s = {:.0f}% of sgemm)\n", tps_fb, unit, achieved,
              100 * achieved / sgemm);
   fmt::print("sgemm bound  {:9.1f} {}/s  (model FLOPs at the sgemm rate)\n", bound_tps, unit);
-  fmt::print("targets      fwd+bwd at {:.0f}% of the sgemm bound (target >= 80%); train vs PyTorch: run\n"
-             "             /usr/bin/python3 tools/bench_torch_gpt.py on the same machine (target >= 1.2x)\n",
-             100 * tps_fb / bound_tps);
+  fmt::print(
+      "targets      fwd+bwd at {:.0f}% of the sgemm bound (target >= 80%); train vs PyTorch: run\n"
+      "             /usr/bin/python3 tools/bench_torch_gpt.py on the same machine (target >= 1.2x)\n",
+      100 * tps_fb / bound_tps);
   fmt::print("loss         {:.4f}\n", loss);
   fmt::print("\nmean step    forward {:.1f} ms, backward {:.1f} ms, AdamW {:.1f} ms\n", 1e3 * t_fwd / steps,
              1e3 * t_bwd / steps, 1e3 * t_opt / steps);

@@ -11,9 +11,9 @@
 
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/offline.h"
-#include "core/process_memory.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 
 namespace zerodp::cli {
 namespace {
@@ -29,11 +29,11 @@ void run_inspect(const std::string& path) {
   fmt::print("  saved at {} ranks, ZeRO stage {}, {} parameters, optimizer {}\n", m.ranks, m.stage, m.dtype,
              optim::optimizer_kind_name(m.optimizer.kind));
   fmt::print("  tensors per unit: {}\n", fmt::join(m.tensors, ", "));
-  fmt::print("  data step {} (engine steps {}, optimizer steps {}), seed {}\n", m.data_step, m.steps,
-             m.optimizer_steps, m.seed);
+  fmt::print("  data step {} (engine steps {}, optimizer steps {}), seed {}\n", m.data_step, m.steps, m.optimizer_steps,
+             m.seed);
   if (m.dtype == "fp16") {
-    fmt::print("  loss scale {} (iteration {}, {} overflows, hysteresis left {})\n", m.scaler.scale,
-               m.scaler.iteration, m.scaler.total_overflows, m.scaler.hysteresis_left);
+    fmt::print("  loss scale {} (iteration {}, {} overflows, hysteresis left {})\n", m.scaler.scale, m.scaler.iteration,
+               m.scaler.total_overflows, m.scaler.hysteresis_left);
   }
   for (const auto& [k, v] : m.metadata) fmt::print("  metadata {} = {}\n", k, v);
   uint64_t total = 0;
@@ -53,16 +53,17 @@ void run_consolidate(const std::string& path, const std::string& out, bool state
       ckpt::consolidate(path, out, {.llmc = !no_llmc, .hf = !no_hf, .optimizer_states = states});
   fmt::print("consolidated {}\n", r.checkpoint);
   for (const auto& f : r.files) fmt::print("  wrote {}\n", f);
-  fmt::print("memory: one {} buffer the tensors stream through; process resident before {}, peak {} "
-             "(peak - before = {})\n",
-             mib(r.stream_buffer_bytes), mib(r.rss_before_bytes), mib(r.peak_rss_bytes),
-             mib(r.peak_rss_bytes - std::min(r.peak_rss_bytes, r.rss_before_bytes)));
+  fmt::print(
+      "memory: one {} buffer the tensors stream through; process resident before {}, peak {} "
+      "(peak - before = {})\n",
+      mib(r.stream_buffer_bytes), mib(r.rss_before_bytes), mib(r.peak_rss_bytes),
+      mib(r.peak_rss_bytes - std::min(r.peak_rss_bytes, r.rss_before_bytes)));
 }
 
 void run_reshard(const std::string& path, const std::string& out, int ranks, int stage) {
   const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = stage});
-  fmt::print("resharded {} to {} ranks: {} ({} in all; streamed through a {} buffer)\n",
-             ckpt::resolve_checkpoint(path), ranks, r.path, mib(r.bytes_total), mib(r.largest_record_bytes));
+  fmt::print("resharded {} to {} ranks: {} ({} in all; streamed through a {} buffer)\n", ckpt::resolve_checkpoint(path),
+             ranks, r.path, mib(r.bytes_total), mib(r.largest_record_bytes));
   fmt::print("peak resident memory of this process: {}\n", mib(peak_rss_bytes()));
 }
 
@@ -83,10 +84,11 @@ void add_ckpt_command(CLI::App& app) {
   auto no_llmc = std::make_shared<bool>(false);
   auto no_hf = std::make_shared<bool>(false);
   auto* consolidate = ckpt->add_subcommand(
-      "consolidate", "Write the full fp32 weights as OUT/model.safetensors (zerodp's names) and, for GPT, "
-                     "OUT/model.bin (llm.c's format) and OUT/hf/ (Hugging Face GPT-2: model.safetensors and "
-                     "config.json, for GPT2LMHeadModel.from_pretrained), streaming tensor by tensor: peak memory is "
-                     "a 4 MiB slice of the largest tensor, not the model");
+      "consolidate",
+      "Write the full fp32 weights as OUT/model.safetensors (zerodp's names) and, for GPT, "
+      "OUT/model.bin (llm.c's format) and OUT/hf/ (Hugging Face GPT-2: model.safetensors and "
+      "config.json, for GPT2LMHeadModel.from_pretrained), streaming tensor by tensor: peak memory is "
+      "a 4 MiB slice of the largest tensor, not the model");
   consolidate->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
   consolidate->add_option("OUT", *out, "Output directory (created; must not exist or be empty)")->required();
   consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");
@@ -100,10 +102,14 @@ void add_ckpt_command(CLI::App& app) {
   auto* reshard = ckpt->add_subcommand("reshard", "Write the checkpoint for M ranks into OUT (streaming)");
   reshard->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
   reshard->add_option("OUT", *out, "Output checkpoint directory (created; must not exist or be empty)")->required();
-  reshard->add_option("--ranks", *ranks, "M, the number of ranks to shard for")->required()->check(
-      CLI::Range(1, 1 << 20));
-  reshard->add_option("--stage", *stage, "ZeRO stage to record (default: the saved one; any stage loads any "
-                                         "checkpoint)")->check(CLI::Range(0, 3));
+  reshard->add_option("--ranks", *ranks, "M, the number of ranks to shard for")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
+  reshard
+      ->add_option("--stage", *stage,
+                   "ZeRO stage to record (default: the saved one; any stage loads any "
+                   "checkpoint)")
+      ->check(CLI::Range(0, 3));
   reshard->callback([path, out, ranks, stage] { run_reshard(*path, *out, *ranks, *stage); });
 }
 

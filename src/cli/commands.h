@@ -9,14 +9,14 @@
 
 namespace zerodp::cli {
 
-void add_plan_command(CLI::App& app);  // zerodp plan (plan_command.cc)
-void add_report_command(CLI::App& app);  // zerodp report (report_command.cc)
-void add_train_command(CLI::App& app);  // zerodp train (train_command.cc)
+void add_plan_command(CLI::App& app);            // zerodp plan (plan_command.cc)
+void add_report_command(CLI::App& app);          // zerodp report (report_command.cc)
+void add_train_command(CLI::App& app);           // zerodp train (train_command.cc)
 void add_bench_engine_command(CLI::App& bench);  // zerodp bench engine (bench_engine_command.cc)
-void add_bench_model_command(CLI::App& bench);  // zerodp bench model (bench_model_command.cc)
-void add_model_command(CLI::App& app);  // zerodp model info|list (model_command.cc)
-void add_bench_comm_command(CLI::App& bench);  // zerodp bench comm (bench_comm_command.cc)
-void add_ckpt_command(CLI::App& app);  // zerodp ckpt inspect|consolidate|reshard (ckpt_command.cc)
-void add_tokenize_command(CLI::App& app);  // zerodp tokenize (tokenize_command.cc)
+void add_bench_model_command(CLI::App& bench);   // zerodp bench model (bench_model_command.cc)
+void add_model_command(CLI::App& app);           // zerodp model info|list (model_command.cc)
+void add_bench_comm_command(CLI::App& bench);    // zerodp bench comm (bench_comm_command.cc)
+void add_ckpt_command(CLI::App& app);            // zerodp ckpt inspect|consolidate|reshard (ckpt_command.cc)
+void add_tokenize_command(CLI::App& app);        // zerodp tokenize (tokenize_command.cc)
 
 }  // namespace zerodp::cli

@@ -11,8 +11,8 @@
 
 #include "cli/commands.h"
 #include "cli/unknown_option.h"
-#include "core/error.h"
 #include "core/build_info.h"
+#include "core/error.h"
 #include "core/simd.h"
 #include "train/run_facts.h"
 
@@ -23,10 +23,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", [] {
     // The first and the SIMD line keep their form: scripts read them.
     std::string levels;
-    for (zerodp::SimdLevel l : zerodp::supported_simd_levels()) levels += fmt::format(" {}", zerodp::simd_level_name(l));
-    std::string text = fmt::format("zerodp {}\nSIMD levels this CPU runs:{} (best {}; ZERODP_SIMD forces a lower one)\n",
-                                   zerodp::build_info().version, levels,
-                                   zerodp::simd_level_name(zerodp::best_simd_level()));
+    for (zerodp::SimdLevel l : zerodp::supported_simd_levels())
+      levels += fmt::format(" {}", zerodp::simd_level_name(l));
+    std::string text =
+        fmt::format("zerodp {}\nSIMD levels this CPU runs:{} (best {}; ZERODP_SIMD forces a lower one)\n",
+                    zerodp::build_info().version, levels, zerodp::simd_level_name(zerodp::best_simd_level()));
     for (const auto& [name, value] : zerodp::train::run_facts()) {
       if (name != "version") text += fmt::format("{:<9} {}\n", name + ":", value);
     }

@@ -129,25 +129,28 @@ void add_plan_command(CLI::App& app) {
                   "A preset (zerodp model list: gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, gpt-30m, gpt-tiny, ...), "
                   "a .json file, or inline JSON as zerodp train takes it: {\"kind\":\"gpt\",\"layers\":..,\"heads\":..,"
                   "\"channels\":..,\"vocab\":..,\"max_seq_len\":..}");
-  cmd->add_option("--ranks", opts->ranks, "Number of ranks N, or a comma-separated list: 64 or 1,4,16,64")
-      ->required();
+  cmd->add_option("--ranks", opts->ranks, "Number of ranks N, or a comma-separated list: 64 or 1,4,16,64")->required();
   cmd->add_option("--precision", opts->precision,
                   "Training dtype of params, grads and communication: bf16, fp16 (both with fp32 master weights) or "
                   "fp32")
       ->capture_default_str();
-  cmd->add_option("--optimizer", opts->optimizer, "adamw, adam, sgd-momentum or sgd (sets K, the optimizer bytes per parameter)")
+  cmd->add_option("--optimizer", opts->optimizer,
+                  "adamw, adam, sgd-momentum or sgd (sets K, the optimizer bytes per parameter)")
       ->capture_default_str();
   cmd->add_option("--device-memory", opts->device_memory,
                   "Memory per rank, e.g. 32GB (1e9 bytes) or 80GiB (2^30 bytes): enables fits, the recommendation and "
                   "the largest model per stage");
   cmd->add_option("--grad-accum", opts->grad_accum,
                   "Micro-batches per step (stage 1 then keeps a flat gradient staging buffer)");
-  cmd->add_option("--micro-batch", opts->micro_batch, "Micro-batch size B per rank for the activation estimate (needs --model)");
-  cmd->add_option("--seq-len", opts->seq_len, "Sequence length T for the activation estimate (default: the model's context)");
+  cmd->add_option("--micro-batch", opts->micro_batch,
+                  "Micro-batch size B per rank for the activation estimate (needs --model)");
+  cmd->add_option("--seq-len", opts->seq_len,
+                  "Sequence length T for the activation estimate (default: the model's context)");
   cmd->add_flag("--activation-checkpointing", opts->checkpointing,
                 "Keep only block outputs and recompute one block at a time in backward");
-  cmd->add_option("--compare", opts->compare,
-                  "Also print another tool's estimate: deepspeed (its estimate_zero2/3_model_states_mem_needs, in GiB)");
+  cmd->add_option(
+      "--compare", opts->compare,
+      "Also print another tool's estimate: deepspeed (its estimate_zero2/3_model_states_mem_needs, in GiB)");
   cmd->add_flag("--json", opts->json, "Print machine-readable JSON (all sizes in bytes) instead of tables");
   cmd->add_option("--chart", opts->chart, "Write an SVG chart: one replica's states and per-rank bars per stage and N");
   cmd->callback([opts] { run_plan(*opts); });

@@ -43,8 +43,9 @@ void run_report(const ReportOptions& o) {
 void add_report_command(CLI::App& app) {
   auto opts = std::make_shared<ReportOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Draw a training run (loss, validation loss, tokens/s, loss scale, memory per rank by category, "
-                "bytes per collective) from `zerodp train --metrics` JSON Lines");
+      "report",
+      "Draw a training run (loss, validation loss, tokens/s, loss scale, memory per rank by category, "
+      "bytes per collective) from `zerodp train --metrics` JSON Lines");
   cmd->add_option("metrics", opts->metrics, "The metrics file (JSON Lines) zerodp train --metrics wrote")->required();
   cmd->add_option("--out,-o", opts->out, "Write one self-contained HTML page with inline SVG charts");
   cmd->add_option("--svg-dir", opts->svg_dir, "Also write each chart as DIR/<name>.svg (the folder must exist)");

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "plan/quantity.h"
 #include "core/error.h"
+#include "plan/quantity.h"
 #include "train/ds_config.h"
 #include "train/trainer.h"
 
@@ -23,7 +23,7 @@ namespace {
 struct TrainFlags {
   train::TrainConfig c;
   std::string config_path, backend = "thread", precision = "bf16", optimizer = "adamw", schedule = "warmup-cosine",
-              max_memory;
+                           max_memory;
   int stage = 3, grad_accum = 1, warmup = 20;
   double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.9;
   bool no_prefetch = false, no_overlap = false;
@@ -33,7 +33,7 @@ struct TrainFlags {
 
 template <typename T>
 CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T& var, const std::string& help,
-          std::function<void(train::TrainConfig&)> apply, bool show_default = true) {
+                  std::function<void(train::TrainConfig&)> apply, bool show_default = true) {
   CLI::Option* opt = cmd->add_option(name, var, help);
   if (show_default) opt->capture_default_str();
   f.overrides.emplace_back(opt, std::move(apply));
@@ -90,15 +90,21 @@ void add_train_command(CLI::App& app) {
 
   flag(cmd, f, "--model", d.model, "Model: a preset (zerodp model list), a .json file or inline JSON",
        [&f](auto& c) { c.model = f.c.model; });
-  flag(cmd, f, "--data", d.data, "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
+  flag(cmd, f, "--data", d.data,
+       "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
        ".bin token shard, or a quoted glob of them ('fineweb_train_*.bin': sorted, concatenated);\n"
-       "default: the embedded arithmetic corpus", [&f](auto& c) { c.data = f.c.data; });
-  flag(cmd, f, "--tokenizer", d.tokenizer, "Tokenize --data's text with GPT-2's BPE (vocab 50257): gpt2 (the files\n"
-       "scripts/setup installs; $ZERODP_DATA_DIR/gpt2 first) or a directory holding encoder.json\n"
-       "and vocab.bpe. With .bin shards (already tokens) it prints the sample as text",
-       [&f](auto& c) { c.tokenizer = f.c.tokenizer; }, false);
-  flag(cmd, f, "--val-data", d.val_data, "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"
-       "'_train_' -> '_val_' in a glob, else the last 10%)", [&f](auto& c) { c.val_data = f.c.val_data; });
+       "default: the embedded arithmetic corpus",
+       [&f](auto& c) { c.data = f.c.data; });
+  flag(
+      cmd, f, "--tokenizer", d.tokenizer,
+      "Tokenize --data's text with GPT-2's BPE (vocab 50257): gpt2 (the files\n"
+      "scripts/setup installs; $ZERODP_DATA_DIR/gpt2 first) or a directory holding encoder.json\n"
+      "and vocab.bpe. With .bin shards (already tokens) it prints the sample as text",
+      [&f](auto& c) { c.tokenizer = f.c.tokenizer; }, false);
+  flag(cmd, f, "--val-data", d.val_data,
+       "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"
+       "'_train_' -> '_val_' in a glob, else the last 10%)",
+       [&f](auto& c) { c.val_data = f.c.val_data; });
   flag(cmd, f, "--backend", f.backend, "thread (ranks as threads, no launcher) or mpi (run under mpirun -np N)",
        [&f](auto& c) { c.backend = comm::parse_backend(f.backend); });
   flag(cmd, f, "--ranks", d.ranks, "Number of ranks (thread: default = CPU cores; mpi: what mpirun started)",
@@ -111,17 +117,18 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.stage = f.stage; });
   flag(cmd, f, "--precision", f.precision, "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",
        [&f](auto& c) { c.engine.dtype = Dtype::parse(f.precision); });
-  flag(cmd, f, "--micro-batch", d.micro_batch,
-       "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
-       [&f](auto& c) { c.micro_batch = positive_flag(f.c.micro_batch, "--micro-batch"); }, false);
-  flag(cmd, f, "--grad-accum", f.grad_accum, "Micro-batches per optimizer step",
-       [&f](auto& c) {
-         c.engine.grad_accum = f.grad_accum;
-         c.grad_accum_given = true;
-       });
-  flag(cmd, f, "--seq-len", d.seq_len,
-       "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
-       [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);
+  flag(
+      cmd, f, "--micro-batch", d.micro_batch,
+      "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
+      [&f](auto& c) { c.micro_batch = positive_flag(f.c.micro_batch, "--micro-batch"); }, false);
+  flag(cmd, f, "--grad-accum", f.grad_accum, "Micro-batches per optimizer step", [&f](auto& c) {
+    c.engine.grad_accum = f.grad_accum;
+    c.grad_accum_given = true;
+  });
+  flag(
+      cmd, f, "--seq-len", d.seq_len,
+      "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
+      [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);
   flag(cmd, f, "--steps", d.steps, "Optimizer steps", [&f](auto& c) { c.steps = f.c.steps; });
   flag(cmd, f, "--lr", f.lr, "Peak learning rate", [&f](auto& c) {
     c.engine.optimizer.adam.lr = f.lr;
@@ -136,12 +143,12 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.lr_schedule.cos_min_ratio = f.min_lr_ratio; });
   flag(cmd, f, "--optimizer", f.optimizer, "adamw, adam or sgd",
        [&f](auto& c) { c.engine.optimizer.kind = optim::parse_optimizer_kind(f.optimizer); });
-  flag(cmd, f, "--momentum", f.momentum, "SGD momentum", [&f](auto& c) { c.engine.optimizer.sgd.momentum = f.momentum; });
-  flag(cmd, f, "--weight-decay", f.weight_decay, "Weight decay (decoupled for AdamW, L2 for Adam/SGD)",
-       [&f](auto& c) {
-         c.engine.optimizer.adam.weight_decay = f.weight_decay;
-         c.engine.optimizer.sgd.weight_decay = f.weight_decay;
-       });
+  flag(cmd, f, "--momentum", f.momentum, "SGD momentum",
+       [&f](auto& c) { c.engine.optimizer.sgd.momentum = f.momentum; });
+  flag(cmd, f, "--weight-decay", f.weight_decay, "Weight decay (decoupled for AdamW, L2 for Adam/SGD)", [&f](auto& c) {
+    c.engine.optimizer.adam.weight_decay = f.weight_decay;
+    c.engine.optimizer.sgd.weight_decay = f.weight_decay;
+  });
   flag(cmd, f, "--clip", f.clip, "Global gradient-norm clipping (0 = off)",
        [&f](auto& c) { c.engine.clip_norm = f.clip; });
   flag(cmd, f, "--loss-scale", f.loss_scale, "fp16: a static loss scale (0 = dynamic, starting at 2^16)",
@@ -164,34 +171,44 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.metrics_path = f.c.metrics_path; });
   flag(cmd, f, "--sample-tokens", d.sample_tokens, "Tokens to generate after training (0 = none)",
        [&f](auto& c) { c.sample_tokens = f.c.sample_tokens; });
-  flag(cmd, f, "--prompt", d.prompt, "The sample's start (default: a held-out sum on the embedded corpus, else a\n"
-       "new document); text, through --tokenizer for GPT-2 ids",
-       [&f](auto& c) { c.prompt = f.c.prompt; }, false);
+  flag(
+      cmd, f, "--prompt", d.prompt,
+      "The sample's start (default: a held-out sum on the embedded corpus, else a\n"
+      "new document); text, through --tokenizer for GPT-2 ids",
+      [&f](auto& c) { c.prompt = f.c.prompt; }, false);
   flag(cmd, f, "--temperature", d.temperature, "The sample's temperature (0 = greedy)",
        [&f](auto& c) { c.temperature = f.c.temperature; });
   flag(cmd, f, "--top-k", d.top_k, "The sample draws from the k likeliest tokens (0 = all)",
        [&f](auto& c) { c.top_k = f.c.top_k; });
-  flag(cmd, f, "--held-out", d.held_out, "Embedded data: unseen sums answered at each evaluation and at the end\n"
+  flag(cmd, f, "--held-out", d.held_out,
+       "Embedded data: unseen sums answered at each evaluation and at the end\n"
        "(0 = none). The sample and these answers run on rank 0 from one fp32 copy of the model",
        [&f](auto& c) { c.held_out = f.c.held_out; });
   flag(cmd, f, "--comm-timeout", d.comm_timeout_s, "Seconds a collective waits for its peers before failing",
        [&f](auto& c) { c.comm_timeout_s = f.c.comm_timeout_s; });
-  flag(cmd, f, "--max-memory", f.max_memory, "Refuse to start when this process's planned memory (its thread ranks and its\n"
+  flag(cmd, f, "--max-memory", f.max_memory,
+       "Refuse to start when this process's planned memory (its thread ranks and its\n"
        "baseline) exceeds this, e.g. 20GB; default: this machine's memory or the cgroup's\n"
        "limit if smaller (shared among the Open MPI processes on it)",
        [&f](auto& c) { c.max_memory_bytes = static_cast<double>(plan::parse_bytes(f.max_memory, "--max-memory")); });
-  flag(cmd, f, "--save", d.save_dir, "Save checkpoints under this folder (DIR/step-N, DIR/latest); at the end,\n"
-       "and every --save-every steps", [&f](auto& c) { c.save_dir = f.c.save_dir; });
-  flag(cmd, f, "--resume", d.resume_dir, "Resume from a checkpoint folder (or a --save folder: its latest), saved at\n"
+  flag(cmd, f, "--save", d.save_dir,
+       "Save checkpoints under this folder (DIR/step-N, DIR/latest); at the end,\n"
+       "and every --save-every steps",
+       [&f](auto& c) { c.save_dir = f.c.save_dir; });
+  flag(cmd, f, "--resume", d.resume_dir,
+       "Resume from a checkpoint folder (or a --save folder: its latest), saved at\n"
        "any number of ranks and any stage; it continues the saved run: model, data, batch, optimizer,\n"
-       "schedule, seed and --steps come from the checkpoint unless given", [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
-  flag(cmd, f, "--resume-override", d.resume_overrides,
-       "With --resume: settings that may differ from the checkpoint's (e.g. data,lr); without it a\n"
-       "contradicting flag is refused. Names: model data val-data tokenizer seq-len micro-batch grad-accum seed\n"
-       "optimizer lr betas eps weight-decay momentum schedule warmup min-lr-ratio clip",
-       [&f](auto& c) { c.resume_overrides = f.c.resume_overrides; }, false)
+       "schedule, seed and --steps come from the checkpoint unless given",
+       [&f](auto& c) { c.resume_dir = f.c.resume_dir; });
+  flag(
+      cmd, f, "--resume-override", d.resume_overrides,
+      "With --resume: settings that may differ from the checkpoint's (e.g. data,lr); without it a\n"
+      "contradicting flag is refused. Names: model data val-data tokenizer seq-len micro-batch grad-accum seed\n"
+      "optimizer lr betas eps weight-decay momentum schedule warmup min-lr-ratio clip",
+      [&f](auto& c) { c.resume_overrides = f.c.resume_overrides; }, false)
       ->delimiter(',');
-  flag(cmd, f, "--init-from", d.init_from, "Start from these weights instead of --seed's (fresh optimizer state): an\n"
+  flag(cmd, f, "--init-from", d.init_from,
+       "Start from these weights instead of --seed's (fresh optimizer state): an\n"
        "llm.c model file (model.bin, fp32), zerodp's model.safetensors or a Hugging Face\n"
        "GPT-2 model.safetensors (F32; its config.json beside it is read), e.g. what\n"
        "'zerodp ckpt consolidate' wrote; told apart by content. It must hold --model's shape",

@@ -25,31 +25,40 @@ bool partially_overlaps(const void* a, size_t a_bytes, const void* b, size_t b_b
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAvg: return "avg";
-    case ReduceOp::kMax: return "max";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kMax:
+      return "max";
   }
   return "?";
 }
 
 std::string_view collective_name(Collective kind) {
   switch (kind) {
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kBarrier: return "barrier";
-    case Collective::kScalarAllReduce: return "all_reduce_scalar";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kBarrier:
+      return "barrier";
+    case Collective::kScalarAllReduce:
+      return "all_reduce_scalar";
   }
   return "?";
 }
 
 Communicator::Communicator(int rank, int size, const CommOptions& options)
     : rank_(rank), size_(size), options_(options) {
-  ZDP_CHECK(size >= 1 && rank >= 0 && rank < size, ConfigError,
-            "[communicator] rank {} is out of range for {} ranks", rank, size);
-  ZDP_CHECK(options.timeout.count() > 0, ConfigError,
-            "[communicator] timeout must be positive, got {} ms", options.timeout.count());
+  ZDP_CHECK(size >= 1 && rank >= 0 && rank < size, ConfigError, "[communicator] rank {} is out of range for {} ranks",
+            rank, size);
+  ZDP_CHECK(options.timeout.count() > 0, ConfigError, "[communicator] timeout must be positive, got {} ms",
+            options.timeout.count());
 }
 
 Communicator::~Communicator() = default;
@@ -103,10 +112,10 @@ void Communicator::all_reduce(ConstBuffer in, Buffer out, ReduceOp op) {
   const uint64_t n = static_cast<uint64_t>(size_);
   // Reduce-scatter, then all-gather: see stats.h.
   run(kind, (full - shard) + (n - 1) * shard, (n - 1) * shard + (full - shard), [&] {
-    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}",
-              message_prefix(kind), in.dtype.name(), out.dtype.name());
-    ZDP_CHECK(in.count == out.count, CommError, "{}: input has {} elements but output has {}",
-              message_prefix(kind), in.count, out.count);
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}", message_prefix(kind),
+              in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(in.count == out.count, CommError, "{}: input has {} elements but output has {}", message_prefix(kind),
+              in.count, out.count);
     ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()), CommError,
               "{}: input and output overlap partially (only in == out is allowed)", message_prefix(kind));
     ZDP_CHECK(out.count == 0 || (in.data != nullptr && out.data != nullptr), CommError,
@@ -120,15 +129,14 @@ void Communicator::reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
   const ShardRange own = shard_range(in.count, size_, rank_);
   const uint64_t shard = own.count * in.dtype.size();
   run(kind, in.bytes() - shard, static_cast<uint64_t>(size_ - 1) * shard, [&] {
-    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}",
-              message_prefix(kind), in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}", message_prefix(kind),
+              in.dtype.name(), out.dtype.name());
     ZDP_CHECK(out.count == own.count, CommError,
               "{}: output has {} elements but this rank's shard of {} elements over {} ranks has {}",
               message_prefix(kind), out.count, in.count, size_, own.count);
     const ConstBuffer own_in = in.slice(own.offset, own.count);
-    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_in.data == out.data,
-              CommError, "{}: output overlaps the input other than as this rank's own shard",
-              message_prefix(kind));
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_in.data == out.data, CommError,
+              "{}: output overlaps the input other than as this rank's own shard", message_prefix(kind));
     ZDP_CHECK(in.count == 0 || (in.data != nullptr && (own.count == 0 || out.data != nullptr)), CommError,
               "{}: null buffer with {} elements", message_prefix(kind), in.count);
     do_reduce_scatter(in, out, op);
@@ -140,15 +148,14 @@ void Communicator::all_gather(ConstBuffer in, Buffer out) {
   const ShardRange own = shard_range(out.count, size_, rank_);
   const uint64_t shard = own.count * out.dtype.size();
   run(kind, static_cast<uint64_t>(size_ - 1) * shard, out.bytes() - shard, [&] {
-    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}",
-              message_prefix(kind), in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}", message_prefix(kind),
+              in.dtype.name(), out.dtype.name());
     ZDP_CHECK(in.count == own.count, CommError,
               "{}: input has {} elements but this rank's shard of {} elements over {} ranks has {}",
               message_prefix(kind), in.count, out.count, size_, own.count);
     const Buffer own_out = out.slice(own.offset, own.count);
-    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_out.data == in.data,
-              CommError, "{}: input overlaps the output other than as this rank's own shard",
-              message_prefix(kind));
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_out.data == in.data, CommError,
+              "{}: input overlaps the output other than as this rank's own shard", message_prefix(kind));
     ZDP_CHECK(out.count == 0 || (out.data != nullptr && (own.count == 0 || in.data != nullptr)), CommError,
               "{}: null buffer with {} elements", message_prefix(kind), out.count);
     do_all_gather(in, out);
@@ -159,8 +166,8 @@ void Communicator::broadcast(Buffer buf, int root) {
   const Collective kind = Collective::kBroadcast;
   const bool is_root = root == rank_;
   run(kind, is_root ? static_cast<uint64_t>(size_ - 1) * buf.bytes() : 0, is_root ? 0 : buf.bytes(), [&] {
-    ZDP_CHECK(root >= 0 && root < size_, CommError, "{}: root {} is out of range for {} ranks",
-              message_prefix(kind), root, size_);
+    ZDP_CHECK(root >= 0 && root < size_, CommError, "{}: root {} is out of range for {} ranks", message_prefix(kind),
+              root, size_);
     ZDP_CHECK(buf.count == 0 || buf.data != nullptr, CommError, "{}: null buffer with {} elements",
               message_prefix(kind), buf.count);
     do_broadcast(buf, root);

@@ -23,10 +23,10 @@ constexpr std::string_view kFormat =
 
 struct State {
   std::mutex mutex;
-  bool initialised = false;          // guarded by mutex: env read or set_fault called
-  std::optional<FaultSpec> fault;    // guarded by mutex
-  std::string env_error;             // guarded by mutex: a malformed ZERODP_FAULT
-  std::map<int, uint64_t> saves;     // guarded by mutex: saves begun per rank
+  bool initialised = false;        // guarded by mutex: env read or set_fault called
+  std::optional<FaultSpec> fault;  // guarded by mutex
+  std::string env_error;           // guarded by mutex: a malformed ZERODP_FAULT
+  std::map<int, uint64_t> saves;   // guarded by mutex: saves begun per rank
   // Fast path: false when there is certainly nothing to do. Starts true so
   // the first call reads the environment.
   std::atomic<bool> maybe_armed{true};
@@ -69,8 +69,7 @@ FaultSpec parse_fault_spec(std::string_view text) {
     const std::string_view item = text.substr(0, comma);
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     const size_t eq = item.find('=');
-    ZDP_CHECK(eq != std::string_view::npos, ConfigError, "[fault] '{}' is not key=value (format: {})", item,
-              kFormat);
+    ZDP_CHECK(eq != std::string_view::npos, ConfigError, "[fault] '{}' is not key=value (format: {})", item, kFormat);
     const std::string_view key = item.substr(0, eq);
     const std::string_view value = item.substr(eq + 1);
     if (key == "rank") {
@@ -155,7 +154,8 @@ std::optional<FaultSpec> current_fault(const std::function<void(State&)>& on_loc
   const char* verb = action == FaultAction::kThrow ? "failure" : action == FaultAction::kExit ? "exit" : "hang";
   const std::string where = fmt::format("[fault] rank {}: injected {} at {}", rank, verb, at);
   switch (action) {
-    case FaultAction::kThrow: ZDP_THROW(CommError, "{}", where);
+    case FaultAction::kThrow:
+      ZDP_THROW(CommError, "{}", where);
     case FaultAction::kExit:
       std::fprintf(stderr, "%s: exiting with code %d\n", where.c_str(), kFaultExitCode);
       std::fflush(stderr);

@@ -49,8 +49,8 @@ struct FaultSpec {
 };
 
 // The checkpoint save points a fault may name, in the order a save reaches them.
-inline constexpr std::string_view kSavePointNames[] = {"begin",           "shard-partial", "shard-written",
-                                                       "manifest-written", "dir-renamed",  "latest-written"};
+inline constexpr std::string_view kSavePointNames[] = {
+    "begin", "shard-partial", "shard-written", "manifest-written", "dir-renamed", "latest-written"};
 
 // The process exit code of action=exit.
 inline constexpr int kFaultExitCode = 86;

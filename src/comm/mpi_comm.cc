@@ -297,8 +297,7 @@ class MpiCommunicator final : public Communicator {
       }
     }
     ZDP_THROW(CommTimeoutError, "{}: timed out after {} ms waiting for rank {} ({})", message_prefix(kind),
-              options().timeout.count(), peer,
-              receiving ? "its data never arrived" : "it never took this rank's data");
+              options().timeout.count(), peer, receiving ? "its data never arrived" : "it never took this rank's data");
   }
 
   // out = this rank's shard of the ordered reduction of `in` over ranks.
@@ -311,7 +310,9 @@ class MpiCommunicator final : public Communicator {
     if (staging_.size() < staging_bytes) staging_ = AlignedBuffer<std::byte>(staging_bytes);
     const int tag = make_tag(kind, in.dtype, op, in.count);
     // Peer k's contribution lands in staging slot (k - rank - 1) mod N.
-    auto slot = [&](int k) { return staging_.data() + static_cast<size_t>((k - rank() - 1 + size()) % size()) * shard_bytes; };
+    auto slot = [&](int k) {
+      return staging_.data() + static_cast<size_t>((k - rank() - 1 + size()) % size()) * shard_bytes;
+    };
     for (int i = 1; i < size(); ++i) {
       const int k = (rank() - i + size()) % size();
       recv(k, slot(k), shard_bytes, kind);
@@ -369,9 +370,7 @@ std::string mpi_library_version() {
   return line;
 }
 
-bool mpi_launched() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
-}
+bool mpi_launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
 
 std::string mpiexec_path() {
   const char* env = std::getenv("ZERODP_MPIRUN");

@@ -33,7 +33,8 @@ NativeType native_type(Dtype dtype) {
   static MPI_Op half_sum = MPI_OP_NULL;
   static MPI_Op bf16_sum = MPI_OP_NULL;
   switch (dtype.kind()) {
-    case Dtype::Kind::kFp32: return {MPI_FLOAT, MPI_SUM};
+    case Dtype::Kind::kFp32:
+      return {MPI_FLOAT, MPI_SUM};
     case Dtype::Kind::kFp16:
       if (half_sum == MPI_OP_NULL) MPI_Op_create(&sum_16bit<Half, half_to_float, float_to_half>, 1, &half_sum);
       return {MPI_UINT16_T, half_sum};
@@ -59,8 +60,8 @@ NativeTiming mpi_native_time(Collective kind, Dtype dtype, size_t count, int ite
   const bool blocked = kind == Collective::kReduceScatter || kind == Collective::kAllGather;
   const size_t full = blocked ? count / n * n : count;
   const size_t block = full / n;
-  ZDP_CHECK(full <= static_cast<size_t>(INT32_MAX), ConfigError, "[bench] {} elements are too many for MPI's int counts",
-            full);
+  ZDP_CHECK(full <= static_cast<size_t>(INT32_MAX), ConfigError,
+            "[bench] {} elements are too many for MPI's int counts", full);
   AlignedBuffer<std::byte> send(std::max<size_t>(full * esize, 1));
   AlignedBuffer<std::byte> recv(std::max<size_t>(full * esize, 1));
   // Small values (1.0 / bit pattern of 1.0) keep sums finite.
@@ -72,15 +73,20 @@ NativeTiming mpi_native_time(Collective kind, Dtype dtype, size_t count, int ite
     const int c = static_cast<int>(full);
     const int b = static_cast<int>(block);
     switch (kind) {
-      case Collective::kAllReduce: MPI_Allreduce(send.data(), recv.data(), c, t.type, t.sum, MPI_COMM_WORLD); break;
+      case Collective::kAllReduce:
+        MPI_Allreduce(send.data(), recv.data(), c, t.type, t.sum, MPI_COMM_WORLD);
+        break;
       case Collective::kReduceScatter:
         MPI_Reduce_scatter_block(send.data(), recv.data(), b, t.type, t.sum, MPI_COMM_WORLD);
         break;
       case Collective::kAllGather:
         MPI_Allgather(send.data(), b, t.type, recv.data(), b, t.type, MPI_COMM_WORLD);
         break;
-      case Collective::kBroadcast: MPI_Bcast(send.data(), c, t.type, 0, MPI_COMM_WORLD); break;
-      default: ZDP_THROW(ConfigError, "[bench] no OpenMPI baseline for {}", collective_name(kind));
+      case Collective::kBroadcast:
+        MPI_Bcast(send.data(), c, t.type, 0, MPI_COMM_WORLD);
+        break;
+      default:
+        ZDP_THROW(ConfigError, "[bench] no OpenMPI baseline for {}", collective_name(kind));
     }
   };
   once();  // warm-up: first-touch pages, connection setup

@@ -22,9 +22,7 @@ bool mpi_available() { return false; }
 
 std::string mpi_library_version() { return ""; }
 
-bool mpi_launched() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
-}
+bool mpi_launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
 
 std::string mpiexec_path() {
   const char* env = std::getenv("ZERODP_MPIRUN");

@@ -58,21 +58,28 @@ void combine_block(float* acc, float* tmp, size_t len, size_t n, ReduceOp op, Lo
 const reduce_kernels::LevelKernels& kernels_for(SimdLevel level) {
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return reduce_kernels::kAvx512;
-    case SimdLevel::kAvx2: return reduce_kernels::kAvx2;
+    case SimdLevel::kAvx512:
+      return reduce_kernels::kAvx512;
+    case SimdLevel::kAvx2:
+      return reduce_kernels::kAvx2;
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon: return reduce_kernels::kNeon;
+    case SimdLevel::kNeon:
+      return reduce_kernels::kNeon;
 #endif
-    default: return reduce_kernels::kScalar;
+    default:
+      return reduce_kernels::kScalar;
   }
 }
 
 reduce_kernels::DtypeBits bits_of(Dtype dtype) {
   switch (dtype.kind()) {
-    case Dtype::Kind::kFp32: return reduce_kernels::DtypeBits::kFp32;
-    case Dtype::Kind::kBf16: return reduce_kernels::DtypeBits::kBf16;
-    case Dtype::Kind::kFp16: return reduce_kernels::DtypeBits::kFp16;
+    case Dtype::Kind::kFp32:
+      return reduce_kernels::DtypeBits::kFp32;
+    case Dtype::Kind::kBf16:
+      return reduce_kernels::DtypeBits::kBf16;
+    case Dtype::Kind::kFp16:
+      return reduce_kernels::DtypeBits::kFp16;
   }
   return reduce_kernels::DtypeBits::kFp32;
 }
@@ -109,18 +116,20 @@ void reduce_blocked(std::span<const void* const> ins, std::span<void* const> out
 
 }  // namespace
 
-void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* const> outs, size_t count,
-                             Dtype dtype, ReduceOp op, SimdLevel level) {
+void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* const> outs, size_t count, Dtype dtype,
+                             ReduceOp op, SimdLevel level) {
   ZDP_CHECK(!ins.empty() && !outs.empty(), CommError, "[reduce] no contributions or no outputs");
-  if (op != ReduceOp::kMax &&
-      kernels_for(level).sum(ins.data(), ins.size(), outs.data(), outs.size(), count, bits_of(dtype),
-                             op == ReduceOp::kAvg)) {
+  if (op != ReduceOp::kMax && kernels_for(level).sum(ins.data(), ins.size(), outs.data(), outs.size(), count,
+                                                     bits_of(dtype), op == ReduceOp::kAvg)) {
     return;
   }
   switch (dtype.kind()) {
-    case Dtype::Kind::kFp32: return reduce_blocked<float>(ins, outs, count, op, level);
-    case Dtype::Kind::kFp16: return reduce_blocked<Half>(ins, outs, count, op, level);
-    case Dtype::Kind::kBf16: return reduce_blocked<BFloat16>(ins, outs, count, op, level);
+    case Dtype::Kind::kFp32:
+      return reduce_blocked<float>(ins, outs, count, op, level);
+    case Dtype::Kind::kFp16:
+      return reduce_blocked<Half>(ins, outs, count, op, level);
+    case Dtype::Kind::kBf16:
+      return reduce_blocked<BFloat16>(ins, outs, count, op, level);
   }
 }
 

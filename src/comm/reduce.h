@@ -28,8 +28,8 @@ void reduce_ordered(std::span<const void* const> ins, void* out, size_t count, D
 // all-reduce writes each rank's output at once). Each output may be exactly
 // one of the inputs; outputs must not overlap each other.
 // (A distinct name: an array of outputs would silently convert to void*.)
-void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* const> outs, size_t count,
-                             Dtype dtype, ReduceOp op, SimdLevel level = active_simd_level());
+void reduce_ordered_into_all(std::span<const void* const> ins, std::span<void* const> outs, size_t count, Dtype dtype,
+                             ReduceOp op, SimdLevel level = active_simd_level());
 
 // memcpy for the collectives' copies: large copies (4 MiB and more) use
 // streaming stores where the level has them. REQUIRES no overlap.

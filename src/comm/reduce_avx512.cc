@@ -26,8 +26,8 @@ struct Avx512Isa {
         _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
   }
   static void store_fp16x16(uint16_t* p, Vec16 v) {
-    const __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, reinterpret_cast<__m512>(v),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i h =
+        _mm512_maskz_cvtps_ph(0xFFFF, reinterpret_cast<__m512>(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
   }
 };

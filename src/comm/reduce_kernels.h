@@ -17,8 +17,8 @@ enum class DtypeBits { kFp32, kBf16, kFp16 };
 // out[o][i] = sum over k of in[k][i] (divided by n when average) for o < m,
 // i < count, per reduce.h's rule. Returns false, touching nothing, when the
 // level has no fused path for the dtype (fp16 without conversion hardware).
-using SumFn = bool (*)(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count,
-                       DtypeBits dtype, bool average);
+using SumFn = bool (*)(const void* const* ins, size_t n, void* const* outs, size_t m, size_t count, DtypeBits dtype,
+                       bool average);
 // memcpy; large copies with streaming stores where the level has them.
 using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
 

@@ -184,17 +184,17 @@ bool sum_any(const void* const* ins, size_t n, void* const* outs, size_t m, size
              bool average) {
   switch (dtype) {
     case DtypeBits::kFp32:
-      sum_fused<Isa>(reinterpret_cast<const float* const*>(ins), n, reinterpret_cast<float* const*>(outs), m,
-                     count, average);
+      sum_fused<Isa>(reinterpret_cast<const float* const*>(ins), n, reinterpret_cast<float* const*>(outs), m, count,
+                     average);
       return true;
     case DtypeBits::kBf16:
-      sum_fused<Isa>(reinterpret_cast<const Bf16Bits* const*>(ins), n, reinterpret_cast<Bf16Bits* const*>(outs),
-                     m, count, average);
+      sum_fused<Isa>(reinterpret_cast<const Bf16Bits* const*>(ins), n, reinterpret_cast<Bf16Bits* const*>(outs), m,
+                     count, average);
       return true;
     case DtypeBits::kFp16:
       if constexpr (Isa::kFp16) {
-        sum_fused<Isa>(reinterpret_cast<const Fp16Bits* const*>(ins), n,
-                       reinterpret_cast<Fp16Bits* const*>(outs), m, count, average);
+        sum_fused<Isa>(reinterpret_cast<const Fp16Bits* const*>(ins), n, reinterpret_cast<Fp16Bits* const*>(outs), m,
+                       count, average);
         return true;
       }
       return false;

@@ -9,8 +9,7 @@ namespace zerodp::comm {
 
 ShardRange shard_range(size_t count, int ranks, int rank) {
   ZDP_CHECK(ranks >= 1, ConfigError, "[shard_range] ranks must be at least 1, got {}", ranks);
-  ZDP_CHECK(rank >= 0 && rank < ranks, ConfigError, "[shard_range] rank {} is out of range for {} ranks", rank,
-            ranks);
+  ZDP_CHECK(rank >= 0 && rank < ranks, ConfigError, "[shard_range] rank {} is out of range for {} ranks", rank, ranks);
   const size_t n = static_cast<size_t>(ranks);
   const size_t r = static_cast<size_t>(rank);
   const size_t base = count / n;

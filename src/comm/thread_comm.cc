@@ -20,9 +20,9 @@ std::string describe(const CallInfo& c) {
     case Collective::kAllGather:
       return fmt::format("{} of {} {} elements", collective_name(c.kind), c.count, c.dtype.name());
     case Collective::kBroadcast:
-      return fmt::format("{} of {} {} elements from root {}", collective_name(c.kind), c.count, c.dtype.name(),
-                         c.root);
-    case Collective::kBarrier: return "barrier";
+      return fmt::format("{} of {} {} elements from root {}", collective_name(c.kind), c.count, c.dtype.name(), c.root);
+    case Collective::kBarrier:
+      return "barrier";
     case Collective::kScalarAllReduce:
       return fmt::format("{} (op {})", collective_name(c.kind), reduce_op_name(c.op));
   }
@@ -33,11 +33,16 @@ bool same_call(const CallInfo& a, const CallInfo& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case Collective::kAllReduce:
-    case Collective::kReduceScatter: return a.count == b.count && a.dtype == b.dtype && a.op == b.op;
-    case Collective::kAllGather: return a.count == b.count && a.dtype == b.dtype;
-    case Collective::kBroadcast: return a.count == b.count && a.dtype == b.dtype && a.root == b.root;
-    case Collective::kBarrier: return true;
-    case Collective::kScalarAllReduce: return a.op == b.op;
+    case Collective::kReduceScatter:
+      return a.count == b.count && a.dtype == b.dtype && a.op == b.op;
+    case Collective::kAllGather:
+      return a.count == b.count && a.dtype == b.dtype;
+    case Collective::kBroadcast:
+      return a.count == b.count && a.dtype == b.dtype && a.root == b.root;
+    case Collective::kBarrier:
+      return true;
+    case Collective::kScalarAllReduce:
+      return a.op == b.op;
   }
   return false;
 }

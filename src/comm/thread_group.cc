@@ -72,8 +72,7 @@ void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, st
   auto check_failures = [&] {
     if (poisoned_.load(std::memory_order_acquire)) throw_poisoned(what());
     const Slot& peer = slots_[waiting_for];
-    if (peer.departed.load(std::memory_order_acquire) &&
-        peer.phase.load(std::memory_order_acquire) < target) {
+    if (peer.departed.load(std::memory_order_acquire) && peer.phase.load(std::memory_order_acquire) < target) {
       ZDP_THROW(CommError,
                 "{}: peer rank {} finished its work without making this call (ranks made different "
                 "sequences of collective calls)",

@@ -84,9 +84,9 @@ class ThreadGroup {
   std::atomic<int> sleepers_{0};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  bool oversubscribed_;  // more ranks than cores: barely spin
-  int failed_rank_ = -1;        // guarded by mutex_
-  std::string failed_reason_;   // guarded by mutex_
+  bool oversubscribed_;        // more ranks than cores: barely spin
+  int failed_rank_ = -1;       // guarded by mutex_
+  std::string failed_reason_;  // guarded by mutex_
 };
 
 }  // namespace zerodp::comm

@@ -64,9 +64,9 @@ struct Buffer {
 
   Buffer() = default;
   Buffer(void* data_in, size_t count_in, Dtype dtype_in) : data(data_in), count(count_in), dtype(dtype_in) {}
-  Buffer(std::span<float> s) : Buffer(s.data(), s.size(), Dtype::fp32()) {}      // NOLINT
-  Buffer(std::span<Half> s) : Buffer(s.data(), s.size(), Dtype::fp16()) {}       // NOLINT
-  Buffer(std::span<BFloat16> s) : Buffer(s.data(), s.size(), Dtype::bf16()) {}   // NOLINT
+  Buffer(std::span<float> s) : Buffer(s.data(), s.size(), Dtype::fp32()) {}     // NOLINT
+  Buffer(std::span<Half> s) : Buffer(s.data(), s.size(), Dtype::fp16()) {}      // NOLINT
+  Buffer(std::span<BFloat16> s) : Buffer(s.data(), s.size(), Dtype::bf16()) {}  // NOLINT
 
   operator ConstBuffer() const { return {data, count, dtype}; }  // NOLINT: a view, by design
   size_t bytes() const { return count * dtype.size(); }

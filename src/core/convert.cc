@@ -24,13 +24,17 @@ void convert(std::span<const float> src, std::span<Half> dst, SimdLevel level) {
   check_sizes(src.size(), dst.size());
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return convert_kernels::float_to_half_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2: return convert_kernels::float_to_half_avx2(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx512:
+      return convert_kernels::float_to_half_avx512(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx2:
+      return convert_kernels::float_to_half_avx2(src.data(), dst.data(), src.size());
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon: return convert_kernels::float_to_half_neon(src.data(), dst.data(), src.size());
+    case SimdLevel::kNeon:
+      return convert_kernels::float_to_half_neon(src.data(), dst.data(), src.size());
 #endif
-    default: return scalar_loop(src.data(), dst.data(), src.size(), float_to_half);
+    default:
+      return scalar_loop(src.data(), dst.data(), src.size(), float_to_half);
   }
 }
 
@@ -38,13 +42,17 @@ void convert(std::span<const Half> src, std::span<float> dst, SimdLevel level) {
   check_sizes(src.size(), dst.size());
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return convert_kernels::half_to_float_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2: return convert_kernels::half_to_float_avx2(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx512:
+      return convert_kernels::half_to_float_avx512(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx2:
+      return convert_kernels::half_to_float_avx2(src.data(), dst.data(), src.size());
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon: return convert_kernels::half_to_float_neon(src.data(), dst.data(), src.size());
+    case SimdLevel::kNeon:
+      return convert_kernels::half_to_float_neon(src.data(), dst.data(), src.size());
 #endif
-    default: return scalar_loop(src.data(), dst.data(), src.size(), half_to_float);
+    default:
+      return scalar_loop(src.data(), dst.data(), src.size(), half_to_float);
   }
 }
 
@@ -52,10 +60,13 @@ void convert(std::span<const float> src, std::span<BFloat16> dst, SimdLevel leve
   check_sizes(src.size(), dst.size());
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return convert_kernels::float_to_bf16_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2: return convert_kernels::float_to_bf16_avx2(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx512:
+      return convert_kernels::float_to_bf16_avx512(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx2:
+      return convert_kernels::float_to_bf16_avx2(src.data(), dst.data(), src.size());
 #endif
-    default: return scalar_loop(src.data(), dst.data(), src.size(), float_to_bfloat16);
+    default:
+      return scalar_loop(src.data(), dst.data(), src.size(), float_to_bfloat16);
   }
 }
 
@@ -63,10 +74,13 @@ void convert(std::span<const BFloat16> src, std::span<float> dst, SimdLevel leve
   check_sizes(src.size(), dst.size());
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return convert_kernels::bf16_to_float_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2: return convert_kernels::bf16_to_float_avx2(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx512:
+      return convert_kernels::bf16_to_float_avx512(src.data(), dst.data(), src.size());
+    case SimdLevel::kAvx2:
+      return convert_kernels::bf16_to_float_avx2(src.data(), dst.data(), src.size());
 #endif
-    default: return scalar_loop(src.data(), dst.data(), src.size(), bfloat16_to_float);
+    default:
+      return scalar_loop(src.data(), dst.data(), src.size(), bfloat16_to_float);
   }
 }
 

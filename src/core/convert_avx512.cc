@@ -11,9 +11,7 @@ namespace {
 
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
-__mmask16 tail_mask(size_t remaining) {
-  return static_cast<__mmask16>((1u << remaining) - 1u);
-}
+__mmask16 tail_mask(size_t remaining) { return static_cast<__mmask16>((1u << remaining) - 1u); }
 
 // Sixteen fp32 (as bits) to sixteen bf16: round to nearest even, NaNs quieted.
 __m256i to_bf16(__m512i x) {

@@ -19,9 +19,12 @@ Dtype Dtype::parse(std::string_view name) {
 
 std::string_view Dtype::name() const {
   switch (kind_) {
-    case Kind::kFp32: return "fp32";
-    case Kind::kFp16: return "fp16";
-    case Kind::kBf16: return "bf16";
+    case Kind::kFp32:
+      return "fp32";
+    case Kind::kFp16:
+      return "fp16";
+    case Kind::kBf16:
+      return "bf16";
   }
   return "?";
 }

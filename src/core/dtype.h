@@ -61,11 +61,17 @@ class Dtype {
 template <typename T>
 constexpr Dtype dtype_of();
 template <>
-constexpr Dtype dtype_of<float>() { return Dtype::fp32(); }
+constexpr Dtype dtype_of<float>() {
+  return Dtype::fp32();
+}
 template <>
-constexpr Dtype dtype_of<Half>() { return Dtype::fp16(); }
+constexpr Dtype dtype_of<Half>() {
+  return Dtype::fp16();
+}
 template <>
-constexpr Dtype dtype_of<BFloat16>() { return Dtype::bf16(); }
+constexpr Dtype dtype_of<BFloat16>() {
+  return Dtype::bf16();
+}
 
 // ---- scalar conversions (the reference for every vectorised path) ----
 

@@ -20,8 +20,7 @@ class Error : public std::runtime_error {
   // what() is "message (file:line)" when a location is given; message() is
   // the bare sentence, which is what a user-facing one-line error prints.
   explicit Error(const std::string& message, const std::string& location = "")
-      : std::runtime_error(location.empty() ? message : message + " (" + location + ")"),
-        message_(message) {}
+      : std::runtime_error(location.empty() ? message : message + " (" + location + ")"), message_(message) {}
   const std::string& message() const noexcept { return message_; }
 
  private:
@@ -73,23 +72,22 @@ std::string location(const char* file, int line);
   throw ErrorType(::fmt::format(__VA_ARGS__), ::zerodp::detail::location(__FILE__, __LINE__))
 
 // ZDP_CHECK(cond, ErrorType, "[op] format {}", args...): throws unless cond.
-#define ZDP_CHECK(cond, ErrorType, ...)   \
-  do {                                    \
-    if (!(cond)) [[unlikely]] {           \
-      ZDP_THROW(ErrorType, __VA_ARGS__);  \
-    }                                     \
+#define ZDP_CHECK(cond, ErrorType, ...)  \
+  do {                                   \
+    if (!(cond)) [[unlikely]] {          \
+      ZDP_THROW(ErrorType, __VA_ARGS__); \
+    }                                    \
   } while (0)
 
 // ZDP_CHECK_OP(a, op, b, ErrorType, "[op] what"): throws unless (a op b),
 // naming both values: "[op] what: expected a == b, got 3 vs 4 (file:line)".
-#define ZDP_CHECK_OP(a, op, b, ErrorType, what)                                       \
-  do {                                                                                \
-    const auto& zdp_a_ = (a);                                                         \
-    const auto& zdp_b_ = (b);                                                         \
-    if (!(zdp_a_ op zdp_b_)) [[unlikely]] {                                           \
-      ZDP_THROW(ErrorType, "{}: expected {} {} {}, got {} vs {}", what, #a, #op, #b,  \
-                zdp_a_, zdp_b_);                                                      \
-    }                                                                                 \
+#define ZDP_CHECK_OP(a, op, b, ErrorType, what)                                                       \
+  do {                                                                                                \
+    const auto& zdp_a_ = (a);                                                                         \
+    const auto& zdp_b_ = (b);                                                                         \
+    if (!(zdp_a_ op zdp_b_)) [[unlikely]] {                                                           \
+      ZDP_THROW(ErrorType, "{}: expected {} {} {}, got {} vs {}", what, #a, #op, #b, zdp_a_, zdp_b_); \
+    }                                                                                                 \
   } while (0)
 
 #define ZDP_CHECK_EQ(a, b, ErrorType, what) ZDP_CHECK_OP(a, ==, b, ErrorType, what)

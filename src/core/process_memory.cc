@@ -42,7 +42,7 @@ uint64_t cgroup_memory_limit_bytes(const char* v2_max, const char* v1_limit) {
     try {
       const uint64_t bytes = std::stoull(value);
       if (bytes > 0 && bytes < (uint64_t{1} << 62)) return bytes;  // v1 writes ~2^63 for "no limit"
-    } catch (const std::exception&) {  // not a number: no limit we can read
+    } catch (const std::exception&) {                              // not a number: no limit we can read
     }
   }
   return 0;

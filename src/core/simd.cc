@@ -29,13 +29,14 @@ SimdLevel resolve_simd_level(std::string_view requested) {
   const std::string value(requested);
   const std::optional<SimdLevel> level = parse_simd_level(value);
   if (!level) {
-    ZDP_THROW(ConfigError, "[simd] ZERODP_SIMD={} is not a level; use one of: {} (or unset it for the best, {})",
-              value, names_of(supported_simd_levels()), simd_level_name(best_simd_level()));
+    ZDP_THROW(ConfigError, "[simd] ZERODP_SIMD={} is not a level; use one of: {} (or unset it for the best, {})", value,
+              names_of(supported_simd_levels()), simd_level_name(best_simd_level()));
   }
   const std::vector<SimdLevel> built = built_simd_levels();
   if (std::find(built.begin(), built.end(), *level) == built.end()) {
-    ZDP_THROW(ConfigError, "[simd] ZERODP_SIMD={}: this build has no {} code (it has: {}); unset it or use one of those",
-              value, value, names_of(supported_simd_levels()));
+    ZDP_THROW(ConfigError,
+              "[simd] ZERODP_SIMD={}: this build has no {} code (it has: {}); unset it or use one of those", value,
+              value, names_of(supported_simd_levels()));
   }
   if (!simd_detail::cpu_runs(*level)) {
     ZDP_THROW(ConfigError, "[simd] ZERODP_SIMD={}: this CPU lacks the {} instructions; use one of: {}", value, value,
@@ -77,10 +78,14 @@ SimdLevel active_simd_level() {
 
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
-    case SimdLevel::kScalar: return "scalar";
-    case SimdLevel::kAvx2: return "avx2";
-    case SimdLevel::kAvx512: return "avx512";
-    case SimdLevel::kNeon: return "neon";
+    case SimdLevel::kScalar:
+      return "scalar";
+    case SimdLevel::kAvx2:
+      return "avx2";
+    case SimdLevel::kAvx512:
+      return "avx512";
+    case SimdLevel::kNeon:
+      return "neon";
   }
   return "?";
 }

@@ -33,10 +33,14 @@ std::vector<SimdLevel> arch_levels() { return {SimdLevel::kScalar, SimdLevel::kA
 
 bool cpu_runs(SimdLevel level) {
   switch (level) {
-    case SimdLevel::kScalar: return true;
-    case SimdLevel::kAvx2: return cpu_has_avx2();
-    case SimdLevel::kAvx512: return cpu_has_avx512();
-    case SimdLevel::kNeon: return false;
+    case SimdLevel::kScalar:
+      return true;
+    case SimdLevel::kAvx2:
+      return cpu_has_avx2();
+    case SimdLevel::kAvx512:
+      return cpu_has_avx512();
+    case SimdLevel::kNeon:
+      return false;
   }
   return false;
 }

@@ -12,18 +12,15 @@ namespace zerodp::kernels {
 namespace {
 
 void check(std::span<const float> qkv, std::span<const float> att, AttentionShape s) {
-  ZDP_CHECK(s.batch >= 0 && s.seq > 0 && s.channels > 0 && s.heads > 0 && s.channels % s.heads == 0,
-            ShapeError, "[attention] bad shape B={} T={} C={} NH={} (C must divide by NH)", s.batch,
-            s.seq, s.channels, s.heads);
+  ZDP_CHECK(s.batch >= 0 && s.seq > 0 && s.channels > 0 && s.heads > 0 && s.channels % s.heads == 0, ShapeError,
+            "[attention] bad shape B={} T={} C={} NH={} (C must divide by NH)", s.batch, s.seq, s.channels, s.heads);
   ZDP_CHECK_EQ(qkv.size(), size_t(s.batch) * s.seq * 3 * s.channels, ShapeError, "[attention] qkv size");
-  ZDP_CHECK_EQ(att.size(), size_t(s.batch) * s.heads * s.seq * s.seq, ShapeError,
-               "[attention] att size");
+  ZDP_CHECK_EQ(att.size(), size_t(s.batch) * s.heads * s.seq * s.seq, ShapeError, "[attention] att size");
 }
 
 }  // namespace
 
-void attention_forward(std::span<float> out, std::span<float> att, std::span<const float> qkv,
-                       AttentionShape s) {
+void attention_forward(std::span<float> out, std::span<float> att, std::span<const float> qkv, AttentionShape s) {
   check(qkv, att, s);
   ZDP_CHECK_EQ(out.size(), size_t(s.batch) * s.seq * s.channels, ShapeError, "[attention] output size");
   const int T = s.seq, C = s.channels, NH = s.heads, hs = C / NH;
@@ -32,9 +29,9 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
   for (int b = 0; b < s.batch; ++b) {
     const float* qkv_b = qkv.data() + size_t(b) * T * C3;  // [T,3C]
     for (int h = 0; h < NH; ++h) {
-      const float* q = qkv_b + h * hs;          // [T,hs], row stride 3C
-      const float* k = qkv_b + C + h * hs;      // [T,hs], row stride 3C
-      const float* v = qkv_b + 2 * C + h * hs;  // [T,hs], row stride 3C
+      const float* q = qkv_b + h * hs;                       // [T,hs], row stride 3C
+      const float* k = qkv_b + C + h * hs;                   // [T,hs], row stride 3C
+      const float* v = qkv_b + 2 * C + h * hs;               // [T,hs], row stride 3C
       float* a = att.data() + (size_t(b) * NH + h) * T * T;  // [T,T]
       // a = scale * q @ k^T (the upper triangle is computed and then masked)
       gemm(Trans::kNo, Trans::kYes, T, T, hs, scale, q, C3, k, C3, 0.0f, a, T);
@@ -47,8 +44,7 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
         for (int j = n; j < T; ++j) row[j] = 0.0f;
       }
       // out[b, :, h*hs:(h+1)*hs] = a @ v
-      gemm(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, v, C3, 0.0f,
-           out.data() + size_t(b) * T * C + h * hs, C);
+      gemm(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, v, C3, 0.0f, out.data() + size_t(b) * T * C + h * hs, C);
     }
   }
 }
@@ -57,8 +53,7 @@ void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::sp
                         std::span<const float> qkv, std::span<const float> att, AttentionShape s) {
   check(qkv, att, s);
   ZDP_CHECK_EQ(dqkv.size(), qkv.size(), ShapeError, "[attention] qkv gradient size");
-  ZDP_CHECK_EQ(dout.size(), size_t(s.batch) * s.seq * s.channels, ShapeError,
-               "[attention] output gradient size");
+  ZDP_CHECK_EQ(dout.size(), size_t(s.batch) * s.seq * s.channels, ShapeError, "[attention] output gradient size");
   ZDP_CHECK_EQ(scratch.size(), size_t(s.seq) * s.seq, ShapeError, "[attention] scratch size");
   const int T = s.seq, C = s.channels, NH = s.heads, hs = C / NH;
   const int C3 = 3 * C;
@@ -75,7 +70,7 @@ void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::sp
       float* dk = dqkv_b + C + h * hs;
       float* dv = dqkv_b + 2 * C + h * hs;
       const float* a = att.data() + (size_t(b) * NH + h) * T * T;  // [T,T]
-      const float* dy = dout.data() + size_t(b) * T * C + h * hs;   // [T,hs], stride C
+      const float* dy = dout.data() + size_t(b) * T * C + h * hs;  // [T,hs], stride C
       // d(att) = dy @ v^T ; dv = att^T @ dy
       gemm(Trans::kNo, Trans::kYes, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
       gemm(Trans::kYes, Trans::kNo, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
@@ -95,8 +90,6 @@ void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::sp
   }
 }
 
-double attention_flops(AttentionShape s) {
-  return 4.0 * s.batch * double(s.seq) * s.seq * s.channels;
-}
+double attention_flops(AttentionShape s) { return 4.0 * s.batch * double(s.seq) * s.seq * s.channels; }
 
 }  // namespace zerodp::kernels

@@ -22,8 +22,7 @@ struct AttentionShape {
 };
 
 // out[B,T,C], att[B,NH,T,T] <- qkv[B,T,3C]
-void attention_forward(std::span<float> out, std::span<float> att, std::span<const float> qkv,
-                       AttentionShape s);
+void attention_forward(std::span<float> out, std::span<float> att, std::span<const float> qkv, AttentionShape s);
 
 // dqkv[B,T,3C] = <- dout[B,T,C], qkv[B,T,3C], att[B,NH,T,T]; scratch[T*T]
 void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::span<const float> dout,

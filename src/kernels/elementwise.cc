@@ -33,8 +33,7 @@ float mse_forward(std::span<const float> pred, std::span<const float> target) {
   return pred.empty() ? 0.0f : static_cast<float>(total / pred.size());
 }
 
-void mse_backward(std::span<float> dpred, std::span<const float> pred, std::span<const float> target,
-                  float dloss) {
+void mse_backward(std::span<float> dpred, std::span<const float> pred, std::span<const float> target, float dloss) {
   ZDP_CHECK_EQ(pred.size(), target.size(), ShapeError, "[mse] prediction and target sizes");
   ZDP_CHECK_EQ(dpred.size(), pred.size(), ShapeError, "[mse] gradient size");
   const float k = 2.0f * dloss / static_cast<float>(pred.size());

@@ -17,7 +17,6 @@ void accumulate(std::span<float> acc, std::span<const float> x);
 // loss = mean over all elements of (pred - target)^2 (PyTorch's MSELoss).
 float mse_forward(std::span<const float> pred, std::span<const float> target);
 // dpred[n] = 2 (pred - target) / n * dloss  (overwrites)
-void mse_backward(std::span<float> dpred, std::span<const float> pred, std::span<const float> target,
-                  float dloss);
+void mse_backward(std::span<float> dpred, std::span<const float> pred, std::span<const float> target, float dloss);
 
 }  // namespace zerodp::kernels

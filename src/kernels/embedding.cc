@@ -12,21 +12,19 @@ void check(std::span<const int32_t> tokens, size_t wte_size, size_t wpe_size, Em
   ZDP_CHECK(s.batch >= 0 && s.seq > 0 && s.channels > 0 && s.vocab > 0, ShapeError,
             "[embedding] bad shape B={} T={} C={} V={}", s.batch, s.seq, s.channels, s.vocab);
   ZDP_CHECK_EQ(tokens.size(), size_t(s.batch) * s.seq, ShapeError, "[embedding] tokens size");
-  ZDP_CHECK(wte_size >= size_t(s.vocab) * s.channels, ShapeError,
-            "[embedding] token table has {} elements, needs {}", wte_size, size_t(s.vocab) * s.channels);
+  ZDP_CHECK(wte_size >= size_t(s.vocab) * s.channels, ShapeError, "[embedding] token table has {} elements, needs {}",
+            wte_size, size_t(s.vocab) * s.channels);
   ZDP_CHECK(wpe_size >= size_t(s.seq) * s.channels, ShapeError,
-            "[embedding] sequence length {} exceeds the position table ({} rows)", s.seq,
-            wpe_size / s.channels);
+            "[embedding] sequence length {} exceeds the position table ({} rows)", s.seq, wpe_size / s.channels);
   for (int32_t t : tokens) {
-    ZDP_CHECK(t >= 0 && t < s.vocab, ShapeError, "[embedding] token {} outside the vocabulary [0, {})", t,
-              s.vocab);
+    ZDP_CHECK(t >= 0 && t < s.vocab, ShapeError, "[embedding] token {} outside the vocabulary [0, {})", t, s.vocab);
   }
 }
 
 }  // namespace
 
-void embedding_forward(std::span<float> out, std::span<const int32_t> tokens,
-                       std::span<const float> wte, std::span<const float> wpe, EmbeddingShape s) {
+void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, std::span<const float> wte,
+                       std::span<const float> wpe, EmbeddingShape s) {
   check(tokens, wte.size(), wpe.size(), s);
   const size_t C = s.channels;
   ZDP_CHECK_EQ(out.size(), size_t(s.batch) * s.seq * C, ShapeError, "[embedding] output size");

@@ -19,8 +19,8 @@ struct EmbeddingShape {
 };
 
 // out[B,T,C] <- tokens[B,T], wte[>=V,C], wpe[>=T,C]
-void embedding_forward(std::span<float> out, std::span<const int32_t> tokens,
-                       std::span<const float> wte, std::span<const float> wpe, EmbeddingShape s);
+void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, std::span<const float> wte,
+                       std::span<const float> wpe, EmbeddingShape s);
 
 // dwte[tokens] += dout, dwpe[t] += dout <- dout[B,T,C]
 void embedding_backward(std::span<float> dwte, std::span<float> dwpe, std::span<const float> dout,

@@ -23,12 +23,11 @@ CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::kYes ? CblasTrans : Cblas
 
 }  // namespace
 
-void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
+void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc) {
   ensure_single_threaded();
   if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
-              beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 BlasInfo blas_info() {
@@ -44,9 +43,12 @@ BlasInfo blas_info() {
 std::string better_blas_coretype() {
   if (blas_info().core != "Prescott") return "";
   switch (best_simd_level()) {
-    case SimdLevel::kAvx512: return "SkylakeX";
-    case SimdLevel::kAvx2: return "Haswell";
-    default: return "";
+    case SimdLevel::kAvx512:
+      return "SkylakeX";
+    case SimdLevel::kAvx2:
+      return "Haswell";
+    default:
+      return "";
   }
 }
 

@@ -19,14 +19,14 @@ enum class Trans { kNo, kYes };
 
 // Row-major: op(A) is [m, k], op(B) is [k, n], C is [m, n]; lda/ldb/ldc are
 // the row strides of A, B and C as stored.
-void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc);
+void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc);
 
 struct BlasInfo {
-  std::string config;     // openblas_get_config()
-  std::string core;       // openblas_get_corename()
-  int parallel = 0;       // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
-  int threads = 0;        // openblas_get_num_threads() after zerodp set it to 1
+  std::string config;  // openblas_get_config()
+  std::string core;    // openblas_get_corename()
+  int parallel = 0;    // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+  int threads = 0;     // openblas_get_num_threads() after zerodp set it to 1
 };
 BlasInfo blas_info();
 

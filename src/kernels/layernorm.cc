@@ -22,9 +22,8 @@ void check(std::span<const float> inp, std::span<const float> weight, std::span<
 
 }  // namespace
 
-void layernorm_forward(std::span<float> out, std::span<float> mean, std::span<float> rstd,
-                       std::span<const float> inp, std::span<const float> weight,
-                       std::span<const float> bias, int rows, int channels) {
+void layernorm_forward(std::span<float> out, std::span<float> mean, std::span<float> rstd, std::span<const float> inp,
+                       std::span<const float> weight, std::span<const float> bias, int rows, int channels) {
   check(inp, weight, bias, mean, rstd, rows, channels);
   ZDP_CHECK_EQ(out.size(), inp.size(), ShapeError, "[layernorm] output size");
   const size_t c = channels;
@@ -56,9 +55,8 @@ void layernorm_forward(std::span<float> out, std::span<float> mean, std::span<fl
 }
 
 void layernorm_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
-                        std::span<const float> dout, std::span<const float> inp,
-                        std::span<const float> weight, std::span<const float> mean,
-                        std::span<const float> rstd, int rows, int channels) {
+                        std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
+                        std::span<const float> mean, std::span<const float> rstd, int rows, int channels) {
   check(inp, weight, dbias, mean, rstd, rows, channels);
   ZDP_CHECK_EQ(dinp.size(), inp.size(), ShapeError, "[layernorm] input gradient size");
   ZDP_CHECK_EQ(dout.size(), inp.size(), ShapeError, "[layernorm] output gradient size");

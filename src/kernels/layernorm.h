@@ -13,14 +13,12 @@ namespace zerodp::kernels {
 inline constexpr float kLayerNormEps = 1e-5f;
 
 // out[N,C], mean[N], rstd[N] <- inp[N,C], weight[C], bias[C]
-void layernorm_forward(std::span<float> out, std::span<float> mean, std::span<float> rstd,
-                       std::span<const float> inp, std::span<const float> weight,
-                       std::span<const float> bias, int rows, int channels);
+void layernorm_forward(std::span<float> out, std::span<float> mean, std::span<float> rstd, std::span<const float> inp,
+                       std::span<const float> weight, std::span<const float> bias, int rows, int channels);
 
 // dinp[N,C] +=, dweight[C] +=, dbias[C] += <- dout[N,C], inp[N,C], weight[C], mean[N], rstd[N]
 void layernorm_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
-                        std::span<const float> dout, std::span<const float> inp,
-                        std::span<const float> weight, std::span<const float> mean,
-                        std::span<const float> rstd, int rows, int channels);
+                        std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
+                        std::span<const float> mean, std::span<const float> rstd, int rows, int channels);
 
 }  // namespace zerodp::kernels

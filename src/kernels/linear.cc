@@ -11,10 +11,10 @@
 namespace zerodp::kernels {
 namespace {
 
-void check_shapes(std::span<const float> inp, std::span<const float> weight,
-                  std::span<const float> bias, LinearShape s) {
-  ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}",
-            s.rows, s.in, s.out);
+void check_shapes(std::span<const float> inp, std::span<const float> weight, std::span<const float> bias,
+                  LinearShape s) {
+  ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
+            s.out);
   ZDP_CHECK_EQ(inp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input size");
   ZDP_CHECK_EQ(weight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight size");
   ZDP_CHECK(bias.empty() || bias.size() == size_t(s.out), ShapeError,
@@ -34,14 +34,13 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
     for (int i = 0; i < s.rows; ++i) std::copy(bias.begin(), bias.end(), out.begin() + size_t(i) * s.out);
     beta = 1.0f;
   }
-  gemm(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta,
-       out.data(), s.out);
+  gemm(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta, out.data(),
+       s.out);
 }
 
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
-                     std::span<const float> dout, std::span<const float> inp,
-                     std::span<const float> weight, LinearShape s, bool accumulate_dinp,
-                     float dout_scale) {
+                     std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
+                     LinearShape s, bool accumulate_dinp, float dout_scale) {
   check_shapes(inp, weight, dbias, s);
   ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
   ZDP_CHECK_EQ(dweight.size(), weight.size(), ShapeError, "[linear] weight gradient size");

@@ -28,9 +28,8 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
 // dbias[OC] += column sums of g. dinp may be empty (not needed); dbias may
 // be empty (no bias).
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
-                     std::span<const float> dout, std::span<const float> inp,
-                     std::span<const float> weight, LinearShape s, bool accumulate_dinp,
-                     float dout_scale = 1.0f);
+                     std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
+                     LinearShape s, bool accumulate_dinp, float dout_scale = 1.0f);
 
 // 2 * N * C * OC: FLOPs of one forward GEMM (backward is twice that).
 double linear_flops(LinearShape s);

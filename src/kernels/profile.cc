@@ -5,14 +5,22 @@ namespace zerodp::kernels {
 
 std::string_view kernel_name(KernelKind kind) {
   switch (kind) {
-    case KernelKind::kMatmul: return "matmul";
-    case KernelKind::kAttention: return "attention";
-    case KernelKind::kLayerNorm: return "layernorm";
-    case KernelKind::kGelu: return "gelu";
-    case KernelKind::kSoftmaxXent: return "softmax_xent";
-    case KernelKind::kEmbedding: return "embedding";
-    case KernelKind::kResidual: return "residual";
-    case KernelKind::kCount: break;
+    case KernelKind::kMatmul:
+      return "matmul";
+    case KernelKind::kAttention:
+      return "attention";
+    case KernelKind::kLayerNorm:
+      return "layernorm";
+    case KernelKind::kGelu:
+      return "gelu";
+    case KernelKind::kSoftmaxXent:
+      return "softmax_xent";
+    case KernelKind::kEmbedding:
+      return "embedding";
+    case KernelKind::kResidual:
+      return "residual";
+    case KernelKind::kCount:
+      break;
   }
   return "?";
 }

@@ -11,16 +11,7 @@
 
 namespace zerodp::kernels {
 
-enum class KernelKind {
-  kMatmul,
-  kAttention,
-  kLayerNorm,
-  kGelu,
-  kSoftmaxXent,
-  kEmbedding,
-  kResidual,
-  kCount
-};
+enum class KernelKind { kMatmul, kAttention, kLayerNorm, kGelu, kSoftmaxXent, kEmbedding, kResidual, kCount };
 std::string_view kernel_name(KernelKind kind);
 
 class Profile {

@@ -11,13 +11,12 @@ namespace zerodp::kernels {
 namespace {
 
 void check(std::span<const float> buf, std::span<const int32_t> targets, XentShape s) {
-  ZDP_CHECK(s.rows >= 0 && s.vocab > 0 && s.padded >= s.vocab, ShapeError,
-            "[softmax_xent] bad shape N={} V={} Vp={}", s.rows, s.vocab, s.padded);
+  ZDP_CHECK(s.rows >= 0 && s.vocab > 0 && s.padded >= s.vocab, ShapeError, "[softmax_xent] bad shape N={} V={} Vp={}",
+            s.rows, s.vocab, s.padded);
   ZDP_CHECK_EQ(buf.size(), size_t(s.rows) * s.padded, ShapeError, "[softmax_xent] logits size");
   ZDP_CHECK_EQ(targets.size(), size_t(s.rows), ShapeError, "[softmax_xent] targets size");
   for (int32_t t : targets) {
-    ZDP_CHECK(t >= 0 && t < s.vocab, ShapeError, "[softmax_xent] target {} outside the vocabulary [0, {})",
-              t, s.vocab);
+    ZDP_CHECK(t >= 0 && t < s.vocab, ShapeError, "[softmax_xent] target {} outside the vocabulary [0, {})", t, s.vocab);
   }
 }
 
@@ -57,18 +56,17 @@ float xent_rows(std::span<float> buf, std::span<float> losses, std::span<const i
 
 }  // namespace
 
-float softmax_xent_forward(std::span<float> buf, std::span<float> losses,
-                           std::span<const int32_t> targets, XentShape s) {
+float softmax_xent_forward(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
+                           XentShape s) {
   return xent_rows<false>(buf, losses, targets, 0.0f, s);
 }
 
-float softmax_xent_fused(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
-                         float dloss, XentShape s) {
+float softmax_xent_fused(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets, float dloss,
+                         XentShape s) {
   return xent_rows<true>(buf, losses, targets, dloss, s);
 }
 
-void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> targets, float dloss,
-                           XentShape s) {
+void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> targets, float dloss, XentShape s) {
   check(buf, targets, s);
   const size_t V = s.vocab;
   for (int i = 0; i < s.rows; ++i) {

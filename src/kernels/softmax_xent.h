@@ -22,13 +22,12 @@ struct XentShape {
 // buf[N,Vp]: logits in, probabilities out; losses[N] = -log p[target].
 // Returns the mean loss (summed in double, in row order). Targets must lie in
 // [0, V) (ShapeError otherwise).
-float softmax_xent_forward(std::span<float> buf, std::span<float> losses,
-                           std::span<const int32_t> targets, XentShape s);
+float softmax_xent_forward(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
+                           XentShape s);
 
 // buf[N,Vp]: probabilities in, d(logits) out = (p - onehot(target)) * dloss,
 // where dloss is d(total objective)/d(each row's loss), e.g. scale / N for a mean.
-void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> targets, float dloss,
-                           XentShape s);
+void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> targets, float dloss, XentShape s);
 
 // Forward and backward in one pass over each row, for a caller that will run
 // backward anyway (the GPT's LM head): buf[N,Vp] logits in, d(logits) out =
@@ -37,7 +36,7 @@ void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> target
 // caller applies its final scale as the alpha of the GEMMs that consume the
 // result, so no pass over the [N, Vp] buffer is left for backward. Returns
 // the mean loss, as softmax_xent_forward; the probabilities are not kept.
-float softmax_xent_fused(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
-                         float dloss, XentShape s);
+float softmax_xent_fused(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets, float dloss,
+                         XentShape s);
 
 }  // namespace zerodp::kernels

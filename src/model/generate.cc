@@ -58,8 +58,8 @@ std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, s
   const int context = gc.context > 0 ? std::min(gc.context, c.max_seq_len) : c.max_seq_len;
   ZDP_CHECK(gc.context >= 0, ConfigError, "[generate] context is {}, must be >= 0 (0 = the model's {})", gc.context,
             c.max_seq_len);
-  ZDP_CHECK(gc.align >= 1 && gc.align <= context, ConfigError, "[generate] align is {}, must be in [1, {}]",
-            gc.align, context);
+  ZDP_CHECK(gc.align >= 1 && gc.align <= context, ConfigError, "[generate] align is {}, must be in [1, {}]", gc.align,
+            context);
   std::vector<int32_t> out(prompt.begin(), prompt.end());
   if (gc.max_new_tokens == 0) return out;
   const int window = static_cast<int>(std::min<size_t>(context, out.size() + gc.max_new_tokens));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/gpt.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 #include <algorithm>
 
@@ -89,17 +89,15 @@ std::vector<TensorInfo> Gpt::tensors() const {
   return t;
 }
 
-std::string Gpt::describe() const {
-  return fmt::format("{}, {} parameters", config_.describe(), num_params_);
-}
+std::string Gpt::describe() const { return fmt::format("{}, {} parameters", config_.describe(), num_params_); }
 
 std::unique_ptr<Workspace> Gpt::make_workspace(int micro_batch, int seq_len, bool checkpointing) const {
   return std::make_unique<GptWorkspace>(config_, micro_batch, seq_len, checkpointing);
 }
 
 void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})",
-            op_index, ops_.size());
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})", op_index,
+            ops_.size());
   const Op& op = ops_[op_index];
   ZDP_CHECK_EQ(params.size(), units_[op.unit].count, ShapeError, "[gpt] forward: parameter span size");
   GptWorkspace& ws = as_gpt(base);
@@ -121,8 +119,8 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
     }
     case OpKind::kFinalNorm: {
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-      kernels::layernorm_forward(ws.lnf(), ws.lnf_mean(), ws.lnf_rstd(), ws.resid(config_.layers),
-                                 params.subspan(0, C), params.subspan(C, C), N, C);
+      kernels::layernorm_forward(ws.lnf(), ws.lnf_mean(), ws.lnf_rstd(), ws.resid(config_.layers), params.subspan(0, C),
+                                 params.subspan(C, C), N, C);
       break;
     }
     case OpKind::kLmHead: {
@@ -145,10 +143,9 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
   }
 }
 
-void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads,
-                   Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})",
-            op_index, ops_.size());
+void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})", op_index,
+            ops_.size());
   const Op& op = ops_[op_index];
   ZDP_CHECK_EQ(params.size(), units_[op.unit].count, ShapeError, "[gpt] backward: parameter span size");
   ZDP_CHECK_EQ(grads.size(), units_[op.unit].count, ShapeError, "[gpt] backward: gradient span size");
@@ -172,8 +169,7 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
       std::fill(ws.dresid().begin(), ws.dresid().end(), 0.0f);
       kernels::layernorm_backward(ws.dresid(), grads.subspan(0, C), grads.subspan(C, C), ws.dln(),
-                                  ws.resid(config_.layers), params.subspan(0, C), ws.lnf_mean(), ws.lnf_rstd(), N,
-                                  C);
+                                  ws.resid(config_.layers), params.subspan(0, C), ws.lnf_mean(), ws.lnf_rstd(), N, C);
       break;
     }
     case OpKind::kBlock: {
@@ -202,7 +198,11 @@ std::vector<kernels::LinearShape> Gpt::linear_shapes(int micro_batch, int seq_le
   const int rows = micro_batch * seq_len, C = config_.channels;
   // The blocks' and the head's linears; attention's per-head products
   // (T x T scores from T x hs, and back) have a linear's three shapes too.
-  return {{rows, C, 3 * C},        {rows, C, C}, {rows, C, 4 * C}, {rows, 4 * C, C}, {rows, C, config_.padded_vocab},
+  return {{rows, C, 3 * C},
+          {rows, C, C},
+          {rows, C, 4 * C},
+          {rows, 4 * C, C},
+          {rows, C, config_.padded_vocab},
           {seq_len, C / config_.heads, seq_len}};
 }
 

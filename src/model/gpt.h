@@ -38,8 +38,7 @@ class Gpt final : public Model {
   // GPT-2 init: all weights N(0, 0.02), residual projections (attprojw,
   // fcprojw) N(0, 0.02 / sqrt(2L)), biases 0, layernorm weights 1; the padded
   // rows of wte (ids >= V) are 0. One random stream per tensor.
-  std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len,
-                                            bool checkpointing) const override;
+  std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;

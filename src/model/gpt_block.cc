@@ -16,9 +16,7 @@ using kernels::ScopedKernelTimer;
 
 namespace {
 
-std::span<const float> slice(std::span<const float> p, size_t offset, size_t count) {
-  return p.subspan(offset, count);
-}
+std::span<const float> slice(std::span<const float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
 std::span<float> slice(std::span<float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
 
 }  // namespace
@@ -32,8 +30,8 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   const kernels::AttentionShape att_shape{ws.micro_batch(), ws.seq_len(), C, cfg.heads};
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, slice(params, lay.ln1w, c),
-                               slice(params, lay.ln1b, c), N, C);
+    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, slice(params, lay.ln1w, c), slice(params, lay.ln1b, c),
+                               N, C);
   }
   {
     const LinearShape s{N, C, 3 * C};
@@ -70,8 +68,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   {
     const LinearShape s{N, 4 * C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-    kernels::linear_forward(out, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c),
-                            slice(params, lay.fcprojb, c), s);
+    kernels::linear_forward(out, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), slice(params, lay.fcprojb, c), s);
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kResidual);
@@ -79,8 +76,8 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   }
 }
 
-void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params,
-                    std::span<float> grads, std::span<const float> x, LayerActs& a, GptWorkspace& ws) {
+void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params, std::span<float> grads,
+                    std::span<const float> x, LayerActs& a, GptWorkspace& ws) {
   const int N = ws.rows();
   const int C = cfg.channels;
   const size_t c = C;
@@ -91,8 +88,8 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
     // out = res2 + fcproj(fch_gelu): d(fch_gelu) = d(out) @ Wfcproj
     const LinearShape s{N, 4 * C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
-    kernels::linear_backward(ws.dfch_gelu(), slice(grads, lay.fcprojw, 4 * c * c), slice(grads, lay.fcprojb, c),
-                             dres, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), s, false);
+    kernels::linear_backward(ws.dfch_gelu(), slice(grads, lay.fcprojw, 4 * c * c), slice(grads, lay.fcprojb, c), dres,
+                             a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), s, false);
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);
@@ -101,8 +98,8 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
   {
     const LinearShape s{N, C, 4 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
-    kernels::linear_backward(ws.dln(), slice(grads, lay.fcw, 4 * c * c), slice(grads, lay.fcb, 4 * c), ws.dfch(),
-                             a.ln2, slice(params, lay.fcw, 4 * c * c), s, false);
+    kernels::linear_backward(ws.dln(), slice(grads, lay.fcw, 4 * c * c), slice(grads, lay.fcb, 4 * c), ws.dfch(), a.ln2,
+                             slice(params, lay.fcw, 4 * c * c), s, false);
   }
   {
     // d(res2) = d(out) (residual) + ln2 backward: accumulate in place.
@@ -113,8 +110,8 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
   {
     const LinearShape s{N, C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
-    kernels::linear_backward(ws.datty(), slice(grads, lay.attprojw, c * c), slice(grads, lay.attprojb, c), dres,
-                             a.atty, slice(params, lay.attprojw, c * c), s, false);
+    kernels::linear_backward(ws.datty(), slice(grads, lay.attprojw, c * c), slice(grads, lay.attprojb, c), dres, a.atty,
+                             slice(params, lay.attprojw, c * c), s, false);
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, 2 * kernels::attention_flops(att_shape));

@@ -20,7 +20,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
                    std::span<const float> x, LayerActs& acts, std::span<float> out, GptWorkspace& ws);
 
 // x: the block's input [N, C]; acts as filled by block_forward.
-void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params,
-                    std::span<float> grads, std::span<const float> x, LayerActs& acts, GptWorkspace& ws);
+void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params, std::span<float> grads,
+                    std::span<const float> x, LayerActs& acts, GptWorkspace& ws);
 
 }  // namespace zerodp::model::detail

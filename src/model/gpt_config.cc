@@ -27,8 +27,8 @@ void GptConfig::validate() const {
 }
 
 std::string GptConfig::describe() const {
-  return fmt::format("gpt L={} NH={} C={} V={} (padded {}) maxT={}", layers, heads, channels, vocab,
-                     padded_vocab, max_seq_len);
+  return fmt::format("gpt L={} NH={} C={} V={} (padded {}) maxT={}", layers, heads, channels, vocab, padded_vocab,
+                     max_seq_len);
 }
 
 int padded_vocab_for(int vocab) {
@@ -42,25 +42,35 @@ BlockLayout block_layout(int channels) {
   const size_t C = channels;
   BlockLayout b{};
   size_t o = 0;
-  b.ln1w = o; o += C;
-  b.ln1b = o; o += C;
-  b.qkvw = o; o += 3 * C * C;
-  b.qkvb = o; o += 3 * C;
-  b.attprojw = o; o += C * C;
-  b.attprojb = o; o += C;
-  b.ln2w = o; o += C;
-  b.ln2b = o; o += C;
-  b.fcw = o; o += 4 * C * C;
-  b.fcb = o; o += 4 * C;
-  b.fcprojw = o; o += 4 * C * C;
-  b.fcprojb = o; o += C;
+  b.ln1w = o;
+  o += C;
+  b.ln1b = o;
+  o += C;
+  b.qkvw = o;
+  o += 3 * C * C;
+  b.qkvb = o;
+  o += 3 * C;
+  b.attprojw = o;
+  o += C * C;
+  b.attprojb = o;
+  o += C;
+  b.ln2w = o;
+  o += C;
+  b.ln2b = o;
+  o += C;
+  b.fcw = o;
+  o += 4 * C * C;
+  b.fcb = o;
+  o += 4 * C;
+  b.fcprojw = o;
+  o += 4 * C * C;
+  b.fcprojb = o;
+  o += C;
   b.count = o;  // 12 C^2 + 13 C
   return b;
 }
 
-size_t embedding_unit_params(const GptConfig& c) {
-  return (size_t(c.padded_vocab) + c.max_seq_len) * c.channels;
-}
+size_t embedding_unit_params(const GptConfig& c) { return (size_t(c.padded_vocab) + c.max_seq_len) * c.channels; }
 
 size_t gpt_num_params(const GptConfig& c) {
   return embedding_unit_params(c) + size_t(c.layers) * block_layout(c.channels).count + 2 * size_t(c.channels);

@@ -47,8 +47,7 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
   config.validate();
   ZDP_CHECK(micro_batch >= 1, ConfigError, "[gpt] micro batch is {}, must be at least 1", micro_batch);
   ZDP_CHECK(seq_len >= 1 && seq_len <= config.max_seq_len, ConfigError,
-            "[gpt] sequence length {} must be in [1, {}] (the model's max_seq_len)", seq_len,
-            config.max_seq_len);
+            "[gpt] sequence length {} must be in [1, {}] (the model's max_seq_len)", seq_len, config.max_seq_len);
   const size_t N = size_t(micro_batch) * seq_len;
   const size_t C = config.channels;
   const size_t T = seq_len;
@@ -96,17 +95,17 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
 void GptWorkspace::set_batch(const Batch& batch) {
   const size_t N = size_t(batch_) * seq_;
   ZDP_CHECK(batch.tokens.size() == N, ShapeError,
-            "[gpt] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}",
-            batch.tokens.size(), batch_, seq_, N);
+            "[gpt] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}", batch.tokens.size(),
+            batch_, seq_, N);
   ZDP_CHECK(batch.targets.empty() || batch.targets.size() == N, ShapeError,
             "[gpt] batch has {} targets, expected {} (one per token) or none", batch.targets.size(), N);
   for (int32_t t : batch.tokens) {
-    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] token id {} outside the vocabulary [0, {})",
-              t, config_.vocab);
+    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] token id {} outside the vocabulary [0, {})", t,
+              config_.vocab);
   }
   for (int32_t t : batch.targets) {
-    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] target id {} outside the vocabulary [0, {})",
-              t, config_.vocab);
+    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] target id {} outside the vocabulary [0, {})", t,
+              config_.vocab);
   }
   std::copy(batch.tokens.begin(), batch.tokens.end(), tokens_.begin());
   has_targets_ = !batch.targets.empty();

@@ -14,9 +14,7 @@ class InitRng {
  public:
   explicit InitRng(uint64_t seed) : state_(seed) {}
   // An independent stream for (seed, stream): e.g. one per tensor.
-  InitRng(uint64_t seed, uint64_t stream) : state_(seed ^ (0x9E3779B97F4A7C15ull * (stream + 1))) {
-    next_u64();
-  }
+  InitRng(uint64_t seed, uint64_t stream) : state_(seed ^ (0x9E3779B97F4A7C15ull * (stream + 1))) { next_u64(); }
 
   uint64_t next_u64() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);

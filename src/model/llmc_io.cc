@@ -77,12 +77,13 @@ std::array<Stacked, 12> stacked_tensors(const GptConfig& c) {
 template <bool kToFlat>
 void permute(const GptConfig& c, std::span<const float> src, std::span<float> dst) {
   const size_t n = gpt_num_params(c);
-  ZDP_CHECK(src.size() == n && dst.size() == n, ShapeError, "[llmc] parameter buffers have {} and {} elements, expected {}",
-            src.size(), dst.size(), n);
+  ZDP_CHECK(src.size() == n && dst.size() == n, ShapeError,
+            "[llmc] parameter buffers have {} and {} elements, expected {}", src.size(), dst.size(), n);
   for (const LlmcPiece& p : llmc_pieces(c)) {
     const size_t from = kToFlat ? p.file : p.flat;
     const size_t to = kToFlat ? p.flat : p.file;
-    std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), p.count, dst.begin() + static_cast<std::ptrdiff_t>(to));
+    std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), p.count,
+                dst.begin() + static_cast<std::ptrdiff_t>(to));
   }
 }
 
@@ -91,16 +92,16 @@ std::ifstream open_llmc_model(const std::string& path, GptConfig& config) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
-  ZDP_CHECK(h[0] == kLlmcModelMagic, InputFileError, "[load] {}: bad magic {} (an llm.c model file starts with {})", path,
-            h[0], kLlmcModelMagic);
+  ZDP_CHECK(h[0] == kLlmcModelMagic, InputFileError, "[load] {}: bad magic {} (an llm.c model file starts with {})",
+            path, h[0], kLlmcModelMagic);
   ZDP_CHECK(h[1] == kLlmcModelVersionFp32, InputFileError,
             "[load] {}: version {} is not supported; zerodp reads fp32 model files (version {})", path, h[1],
             kLlmcModelVersionFp32);
   config = config_from_header(h, path);
   const size_t n = gpt_num_params(config);
   const uintmax_t want = kHeaderBytes + uintmax_t(n) * sizeof(float);
-  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header ({}) needs {} ({} parameters)", path,
-            size, config.describe(), want, n);
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header ({}) needs {} ({} parameters)",
+            path, size, config.describe(), want, n);
   return in;
 }
 
@@ -116,7 +117,8 @@ std::vector<LlmcPiece> llmc_pieces(const GptConfig& c) {
   pieces.push_back({0, 0, emb});
   size_t file_offset = emb;
   for (const Stacked& t : stacked_tensors(c)) {
-    for (size_t l = 0; l < L; ++l) pieces.push_back({emb + l * block + t.block_offset, file_offset + l * t.per_layer, t.per_layer});
+    for (size_t l = 0; l < L; ++l)
+      pieces.push_back({emb + l * block + t.block_offset, file_offset + l * t.per_layer, t.per_layer});
     file_offset += L * t.per_layer;
   }
   pieces.push_back({n - 2 * size_t(c.channels), n - 2 * size_t(c.channels), 2 * size_t(c.channels)});
@@ -137,8 +139,8 @@ LlmcModelReader::LlmcModelReader(const std::string& path) : path_(path), in_(ope
 
 void LlmcModelReader::read(size_t first, std::span<float> out) {
   const size_t n = gpt_num_params(config_);
-  ZDP_CHECK(first <= n && out.size() <= n - first, ShapeError, "[load] {}: elements [{}, {}) lie past its {} parameters",
-            path_, first, first + out.size(), n);
+  ZDP_CHECK(first <= n && out.size() <= n - first, ShapeError,
+            "[load] {}: elements [{}, {}) lie past its {} parameters", path_, first, first + out.size(), n);
   // The last piece starting at or before `first`, then on in flat order.
   auto it = std::upper_bound(pieces_.begin(), pieces_.end(), first,
                              [](size_t at, const LlmcPiece& p) { return at < p.flat; });
@@ -196,14 +198,14 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
-  ZDP_CHECK(h[0] == kLlmcShardMagic, InputFileError, "[load] {}: bad magic {} (an llm.c token shard starts with {})", path,
-            h[0], kLlmcShardMagic);
-  ZDP_CHECK(h[1] == kLlmcShardVersion, InputFileError, "[load] {}: token shard version {} is not supported (expected {})",
-            path, h[1], kLlmcShardVersion);
+  ZDP_CHECK(h[0] == kLlmcShardMagic, InputFileError, "[load] {}: bad magic {} (an llm.c token shard starts with {})",
+            path, h[0], kLlmcShardMagic);
+  ZDP_CHECK(h[1] == kLlmcShardVersion, InputFileError,
+            "[load] {}: token shard version {} is not supported (expected {})", path, h[1], kLlmcShardVersion);
   ZDP_CHECK(h[2] >= 0, InputFileError, "[load] {}: negative token count {}", path, h[2]);
   const uintmax_t want = kHeaderBytes + uintmax_t(h[2]) * sizeof(uint16_t);
-  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header says {} tokens ({} bytes)", path, size,
-            h[2], want);
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header says {} tokens ({} bytes)", path,
+            size, h[2], want);
   std::vector<uint16_t> tokens(static_cast<size_t>(h[2]));
   read_exact(in, tokens.data(), tokens.size() * sizeof(uint16_t), path, "tokens");
   return tokens;
@@ -227,8 +229,8 @@ DebugState read_debug_state(const std::string& path, const GptConfig& c) {
   Header h{};
   uintmax_t size = 0;
   std::ifstream in = open_with_header(path, h, size);
-  ZDP_CHECK(h[0] == kDebugStateMagic, InputFileError, "[load] {}: bad magic {} (a debug state starts with {})", path, h[0],
-            kDebugStateMagic);
+  ZDP_CHECK(h[0] == kDebugStateMagic, InputFileError, "[load] {}: bad magic {} (a debug state starts with {})", path,
+            h[0], kDebugStateMagic);
   ZDP_CHECK(h[1] == kDebugStateVersion, InputFileError, "[load] {}: debug state version {} (expected {})", path, h[1],
             kDebugStateVersion);
   DebugState s;
@@ -244,8 +246,8 @@ DebugState read_debug_state(const std::string& path, const GptConfig& c) {
   const size_t bt = size_t(s.batch) * s.seq;
   const size_t n = gpt_num_params(c);
   const uintmax_t want = kHeaderBytes + bt * 8 + bt * size_t(s.padded_vocab) * 4 + 4 + n * 4;
-  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes, expected {} for this model and batch", path, size,
-            want);
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes, expected {} for this model and batch", path,
+            size, want);
   s.tokens.resize(bt);
   s.targets.resize(bt);
   s.logits.resize(bt * s.padded_vocab);

@@ -20,8 +20,8 @@
 #pragma once
 
 #include <array>
-#include <fstream>
 #include <cstdint>
+#include <fstream>
 #include <span>
 #include <string>
 #include <vector>

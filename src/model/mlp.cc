@@ -20,8 +20,7 @@ using kernels::KernelKind;
 using kernels::ScopedKernelTimer;
 
 void MlpConfig::validate() const {
-  ZDP_CHECK(widths.size() >= 2, ConfigError,
-            "[mlp] widths needs at least [in, out], got {} entries", widths.size());
+  ZDP_CHECK(widths.size() >= 2, ConfigError, "[mlp] widths needs at least [in, out], got {} entries", widths.size());
   for (int w : widths) {
     ZDP_CHECK(w >= 1, ConfigError, "[mlp] width {} must be at least 1", w);
   }
@@ -55,7 +54,7 @@ class MlpWorkspace final : public Workspace {
     dpre_.resize(L);
     h_[0] = AlignedBuffer<float>(B * c.widths[0]);  // [B, in] features
     for (size_t l = 0; l < L; ++l) {
-      pre_[l] = AlignedBuffer<float>(B * c.widths[l + 1]);  // [B, w_{l+1}] linear output
+      pre_[l] = AlignedBuffer<float>(B * c.widths[l + 1]);                   // [B, w_{l+1}] linear output
       if (l + 1 < L) h_[l + 1] = AlignedBuffer<float>(B * c.widths[l + 1]);  // gelu(pre)
       dpre_[l] = AlignedBuffer<float>(B * c.widths[l + 1]);
       if (l + 1 < L) dh_[l + 1] = AlignedBuffer<float>(B * c.widths[l + 1]);
@@ -78,12 +77,11 @@ class MlpWorkspace final : public Workspace {
     std::copy(batch.features.begin(), batch.features.end(), h_[0].data());
     if (config_.head == MlpHead::kRegression) {
       ZDP_CHECK(batch.values.size() == B * config_.widths.back(), ShapeError,
-                "[mlp] batch has {} target values, expected micro batch {} x {} outputs", batch.values.size(),
-                B, config_.widths.back());
+                "[mlp] batch has {} target values, expected micro batch {} x {} outputs", batch.values.size(), B,
+                config_.widths.back());
       std::copy(batch.values.begin(), batch.values.end(), values_.data());
     } else {
-      ZDP_CHECK(batch.labels.size() == B, ShapeError, "[mlp] batch has {} labels, expected {}",
-                batch.labels.size(), B);
+      ZDP_CHECK(batch.labels.size() == B, ShapeError, "[mlp] batch has {} labels, expected {}", batch.labels.size(), B);
       for (int32_t y : batch.labels) {
         ZDP_CHECK(y >= 0 && y < config_.widths.back(), ShapeError, "[mlp] label {} outside [0, {})", y,
                   config_.widths.back());
@@ -133,9 +131,17 @@ std::vector<TensorInfo> Mlp::tensors() const {
   for (size_t l = 0; l < units_.size(); ++l) {
     const int in = config_.widths[l], out = config_.widths[l + 1];
     // N(0, 1/in) weights (variance-preserving for the inputs), zero biases.
-    t.push_back({fmt::format("fc{}.w", l), units_[l].offset, size_t(in) * out, {out, in}, true,
+    t.push_back({fmt::format("fc{}.w", l),
+                 units_[l].offset,
+                 size_t(in) * out,
+                 {out, in},
+                 true,
                  TensorInit::normal(1.0 / std::sqrt(double(in)))});
-    t.push_back({fmt::format("fc{}.b", l), units_[l].offset + size_t(in) * out, size_t(out), {out}, false,
+    t.push_back({fmt::format("fc{}.b", l),
+                 units_[l].offset + size_t(in) * out,
+                 size_t(out),
+                 {out},
+                 false,
                  TensorInit::constant(0.0f)});
   }
   return t;
@@ -150,8 +156,8 @@ std::unique_ptr<Workspace> Mlp::make_workspace(int micro_batch, int /*seq_len*/,
 }
 
 void Mlp::forward(int op_index, std::span<const float> params, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[mlp] op {} out of range [0, {})",
-            op_index, ops_.size());
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[mlp] op {} out of range [0, {})", op_index,
+            ops_.size());
   ZDP_CHECK_EQ(params.size(), units_[op_index].count, ShapeError, "[mlp] forward: parameter span size");
   MlpWorkspace& ws = as_mlp(base);
   const size_t l = op_index;
@@ -180,8 +186,8 @@ void Mlp::forward(int op_index, std::span<const float> params, Workspace& base) 
 }
 
 void Mlp::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[mlp] op {} out of range [0, {})",
-            op_index, ops_.size());
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[mlp] op {} out of range [0, {})", op_index,
+            ops_.size());
   ZDP_CHECK_EQ(params.size(), units_[op_index].count, ShapeError, "[mlp] backward: parameter span size");
   ZDP_CHECK_EQ(grads.size(), units_[op_index].count, ShapeError, "[mlp] backward: gradient span size");
   MlpWorkspace& ws = as_mlp(base);

@@ -41,8 +41,7 @@ class Mlp final : public Model {
   std::vector<TensorInfo> tensors() const override;
   // Weights N(0, 1/in) (variance-preserving), biases 0; one stream per layer.
   // seq_len is ignored (use 1); checkpointing is not supported (ConfigError).
-  std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len,
-                                            bool checkpointing) const override;
+  std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;

@@ -9,16 +9,14 @@ namespace zerodp::model {
 
 std::span<const float> Model::unit_span(std::span<const float> all, int unit) const {
   const auto& us = units();
-  ZDP_CHECK(unit >= 0 && size_t(unit) < us.size(), ShapeError, "[model] unit {} out of range [0, {})",
-            unit, us.size());
+  ZDP_CHECK(unit >= 0 && size_t(unit) < us.size(), ShapeError, "[model] unit {} out of range [0, {})", unit, us.size());
   ZDP_CHECK_EQ(all.size(), num_params(), ShapeError, "[model] parameter buffer size");
   return all.subspan(us[unit].offset, us[unit].count);
 }
 
 std::span<float> Model::unit_span(std::span<float> all, int unit) const {
   const auto& us = units();
-  ZDP_CHECK(unit >= 0 && size_t(unit) < us.size(), ShapeError, "[model] unit {} out of range [0, {})",
-            unit, us.size());
+  ZDP_CHECK(unit >= 0 && size_t(unit) < us.size(), ShapeError, "[model] unit {} out of range [0, {})", unit, us.size());
   ZDP_CHECK_EQ(all.size(), num_params(), ShapeError, "[model] parameter buffer size");
   return all.subspan(us[unit].offset, us[unit].count);
 }
@@ -27,8 +25,7 @@ void Model::init_range(std::span<float> out, size_t first, uint64_t seed) const 
   init_range(tensors(), out, first, seed);
 }
 
-void Model::init_range(std::span<const TensorInfo> tensors, std::span<float> out, size_t first,
-                       uint64_t seed) const {
+void Model::init_range(std::span<const TensorInfo> tensors, std::span<float> out, size_t first, uint64_t seed) const {
   ZDP_CHECK(first <= num_params() && out.size() <= num_params() - first, ShapeError,
             "[model] init: elements [{}, {}) lie past the model's {} parameters", first, first + out.size(),
             num_params());
@@ -60,8 +57,7 @@ float forward_all(const Model& model, std::span<const float> params, Workspace& 
   return ws.loss();
 }
 
-void backward_all(const Model& model, std::span<const float> params, std::span<float> grads,
-                  Workspace& ws) {
+void backward_all(const Model& model, std::span<const float> params, std::span<float> grads, Workspace& ws) {
   const auto& ops = model.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     model.backward(i, model.unit_span(params, ops[i].unit), model.unit_span(grads, ops[i].unit), ws);

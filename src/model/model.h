@@ -38,15 +38,15 @@
 namespace zerodp::model {
 
 struct UnitInfo {
-  std::string name;  // "embedding", "block3", "ln_f", "fc0", ...
+  std::string name;   // "embedding", "block3", "ln_f", "fc0", ...
   size_t offset = 0;  // first element in the flat parameter buffer
   size_t count = 0;   // number of parameters
 };
 
 // One named tensor inside the flat buffer (it lies inside one unit).
 struct TensorInfo {
-  std::string name;        // "wte", "block3.qkvw", "ln_f.b", "fc1.w", ...
-  size_t offset = 0;       // first element in the flat buffer
+  std::string name;   // "wte", "block3.qkvw", "ln_f.b", "fc1.w", ...
+  size_t offset = 0;  // first element in the flat buffer
   size_t count = 0;
   std::vector<int> shape;  // row-major, e.g. {3C, C}
   bool decay = false;      // weight decay applies (matrices: yes; biases and layernorm: no, as GPT-2 / nanoGPT)
@@ -62,7 +62,7 @@ enum class OpKind {
 };
 
 struct Op {
-  int unit = 0;      // index into units(); the op's params/grads are this unit's range
+  int unit = 0;  // index into units(); the op's params/grads are this unit's range
   OpKind kind = OpKind::kDense;
   int layer = 0;     // block index (kBlock) or layer index (kDense), else 0
   std::string name;  // for logs and profiles
@@ -145,8 +145,7 @@ class Model {
   // tokens (ignored by the MLP); checkpointing recomputes each block in
   // backward instead of keeping its activations (GPT only; ConfigError for
   // the MLP).
-  virtual std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len,
-                                                    bool checkpointing) const = 0;
+  virtual std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const = 0;
 
   virtual void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const = 0;
   virtual void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
@@ -172,7 +171,6 @@ class Model {
 // Runs every forward op over a full flat parameter buffer; returns ws.loss().
 float forward_all(const Model& model, std::span<const float> params, Workspace& ws);
 // Runs every backward op in reverse, accumulating into the full flat grads.
-void backward_all(const Model& model, std::span<const float> params, std::span<float> grads,
-                  Workspace& ws);
+void backward_all(const Model& model, std::span<const float> params, std::span<float> grads, Workspace& ws);
 
 }  // namespace zerodp::model

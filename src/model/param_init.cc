@@ -41,7 +41,7 @@ NormalPair counter_normal_pair(uint64_t seed, uint64_t pair) {
 
 double portable_log(double x) {
   int e = 0;
-  double m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1): exact
+  double m = std::frexp(x, &e);      // x = m * 2^e, m in [0.5, 1): exact
   if (m < 0.70710678118654752440) {  // m in [sqrt(1/2), sqrt(2)) keeps the series short
     m *= 2.0;
     e -= 1;

@@ -26,9 +26,9 @@ namespace zerodp::model {
 struct TensorInit {
   enum class Kind { kConstant, kNormal };
   Kind kind = Kind::kConstant;
-  float value = 0.0f;               // kConstant
-  double std = 0.0;                 // kNormal
-  size_t random_count = SIZE_MAX;   // kNormal: elements past it are zero
+  float value = 0.0f;              // kConstant
+  double std = 0.0;                // kNormal
+  size_t random_count = SIZE_MAX;  // kNormal: elements past it are zero
 
   static TensorInit constant(float v) { return {Kind::kConstant, v, 0.0, SIZE_MAX}; }
   static TensorInit normal(double std, size_t random_count = SIZE_MAX) {

@@ -85,8 +85,8 @@ ModelConfig model_preset(std::string_view name) {
   for (auto& p : presets()) {
     if (p.name == name) return p;
   }
-  ZDP_THROW(ConfigError, "[model] unknown model \"{}\"; use one of {} or a JSON config (file.json or '{{...}}')",
-            name, fmt::join(model_preset_names(), ", "));
+  ZDP_THROW(ConfigError, "[model] unknown model \"{}\"; use one of {} or a JSON config (file.json or '{{...}}')", name,
+            fmt::join(model_preset_names(), ", "));
 }
 
 ModelConfig model_config_from_json(std::string_view text) {

@@ -43,8 +43,8 @@ enum class ModelKind { kGpt, kMlp };
 struct ModelConfig {
   std::string name;  // preset name, or "custom"
   ModelKind kind = ModelKind::kGpt;
-  GptConfig gpt;     // when kind == kGpt
-  MlpConfig mlp;     // when kind == kMlp
+  GptConfig gpt;  // when kind == kGpt
+  MlpConfig mlp;  // when kind == kMlp
 };
 
 inline constexpr std::string_view kDefaultModel = "gpt-tiny";

@@ -78,8 +78,8 @@ void scale(std::span<float> x, float factor, SimdLevel level) {
 }
 
 ClipResult unscale_and_clip(double global_sum_of_squares, double loss_scale, double max_norm) {
-  ZDP_CHECK(std::isfinite(loss_scale) && loss_scale > 0.0, ConfigError,
-            "[clip] loss scale {} must be finite and > 0", loss_scale);
+  ZDP_CHECK(std::isfinite(loss_scale) && loss_scale > 0.0, ConfigError, "[clip] loss scale {} must be finite and > 0",
+            loss_scale);
   ClipResult r;
   r.grad_norm = std::sqrt(global_sum_of_squares) / loss_scale;
   r.finite = std::isfinite(r.grad_norm);

@@ -10,22 +10,17 @@ namespace zerodp::optim {
 
 void validate(const LossScalerConfig& c) {
   ZDP_CHECK(std::isfinite(c.initial_scale) && c.initial_scale > 0.0, ConfigError,
-            "[loss_scaler] initial scale {} must be finite and > 0; use a power of two like 65536",
-            c.initial_scale);
+            "[loss_scaler] initial scale {} must be finite and > 0; use a power of two like 65536", c.initial_scale);
   if (c.mode == LossScaleMode::kStatic) {
-    ZDP_CHECK(c.floor_patience >= 0, ConfigError, "[loss_scaler] floor patience {} must be >= 0",
-              c.floor_patience);
+    ZDP_CHECK(c.floor_patience >= 0, ConfigError, "[loss_scaler] floor patience {} must be >= 0", c.floor_patience);
     return;
   }
-  ZDP_CHECK(c.window >= 1, ConfigError, "[loss_scaler] window {} must be >= 1; DeepSpeed's default is 1000",
-            c.window);
+  ZDP_CHECK(c.window >= 1, ConfigError, "[loss_scaler] window {} must be >= 1; DeepSpeed's default is 1000", c.window);
   ZDP_CHECK(c.hysteresis >= 1, ConfigError, "[loss_scaler] hysteresis {} must be >= 1; DeepSpeed's default is 2",
             c.hysteresis);
   ZDP_CHECK(std::isfinite(c.min_scale) && c.min_scale > 0.0 && c.min_scale <= c.initial_scale, ConfigError,
-            "[loss_scaler] minimum scale {} must be > 0 and <= the initial scale {}", c.min_scale,
-            c.initial_scale);
-  ZDP_CHECK(c.floor_patience >= 0, ConfigError, "[loss_scaler] floor patience {} must be >= 0",
-            c.floor_patience);
+            "[loss_scaler] minimum scale {} must be > 0 and <= the initial scale {}", c.min_scale, c.initial_scale);
+  ZDP_CHECK(c.floor_patience >= 0, ConfigError, "[loss_scaler] floor patience {} must be >= 0", c.floor_patience);
 }
 
 LossScaler::LossScaler(const LossScalerConfig& config) : config_(config) {
@@ -77,8 +72,8 @@ bool LossScaler::update(bool overflow) {
 void LossScaler::load_state(const LossScalerState& s) {
   ZDP_CHECK(std::isfinite(s.scale) && s.scale > 0.0, ConfigError, "[loss_scaler.load_state] scale {} must be > 0",
             s.scale);
-  ZDP_CHECK(s.iteration >= 0 && s.last_overflow_iteration >= -1 && s.last_overflow_iteration < s.iteration,
-            ConfigError, "[loss_scaler.load_state] iteration {} and last overflow {} are inconsistent", s.iteration,
+  ZDP_CHECK(s.iteration >= 0 && s.last_overflow_iteration >= -1 && s.last_overflow_iteration < s.iteration, ConfigError,
+            "[loss_scaler.load_state] iteration {} and last overflow {} are inconsistent", s.iteration,
             s.last_overflow_iteration);
   ZDP_CHECK(s.hysteresis_left >= 1 && s.floor_overflows >= 0 && s.total_overflows >= 0, ConfigError,
             "[loss_scaler.load_state] hysteresis {} must be >= 1 and counters >= 0", s.hysteresis_left);

@@ -41,7 +41,7 @@ struct LossScalerConfig {
   int hysteresis = 2;              // DeepSpeed hysteresis (delayed_shift)
   double min_scale = 1.0;          // DeepSpeed min_loss_scale
   bool consecutive_hysteresis = false;
-  int floor_patience = 0;          // overflows in a row tolerated at the floor
+  int floor_patience = 0;  // overflows in a row tolerated at the floor
 };
 
 // Throws ConfigError for a scale <= 0 or not finite, window < 1,
@@ -51,11 +51,11 @@ void validate(const LossScalerConfig& config);
 // Everything a checkpoint needs to resume the scaler exactly.
 struct LossScalerState {
   double scale = 65536.0;
-  int64_t iteration = 0;            // update() calls so far
+  int64_t iteration = 0;  // update() calls so far
   int64_t last_overflow_iteration = -1;
   int hysteresis_left = 2;
-  int floor_overflows = 0;          // overflows in a row at the floor
-  int64_t total_overflows = 0;      // skipped steps so far
+  int floor_overflows = 0;      // overflows in a row at the floor
+  int64_t total_overflows = 0;  // skipped steps so far
   friend bool operator==(const LossScalerState&, const LossScalerState&) = default;
 };
 

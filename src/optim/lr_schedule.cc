@@ -25,10 +25,14 @@ LrScheduleKind parse_lr_schedule_kind(std::string_view name) {
 
 std::string_view lr_schedule_kind_name(LrScheduleKind kind) {
   switch (kind) {
-    case LrScheduleKind::kConstant: return "constant";
-    case LrScheduleKind::kWarmup: return "warmup";
-    case LrScheduleKind::kWarmupLinearDecay: return "warmup-linear";
-    case LrScheduleKind::kWarmupCosine: return "warmup-cosine";
+    case LrScheduleKind::kConstant:
+      return "constant";
+    case LrScheduleKind::kWarmup:
+      return "warmup";
+    case LrScheduleKind::kWarmupLinearDecay:
+      return "warmup-linear";
+    case LrScheduleKind::kWarmupCosine:
+      return "warmup-cosine";
   }
   return "?";
 }
@@ -53,8 +57,7 @@ LrSchedule::LrSchedule(const LrScheduleConfig& config) : config_(config) {
   ZDP_CHECK(!decays || c.total_steps >= 1, ConfigError,
             "[lr_schedule] {} needs the total number of steps (got {}); set it to the run's step count",
             lr_schedule_kind_name(c.kind), c.total_steps);
-  ZDP_CHECK(c.warmup_min_ratio >= 0.0 && c.warmup_min_ratio <= 1.0 && c.cos_min_ratio >= 0.0 &&
-                c.cos_min_ratio <= 1.0,
+  ZDP_CHECK(c.warmup_min_ratio >= 0.0 && c.warmup_min_ratio <= 1.0 && c.cos_min_ratio >= 0.0 && c.cos_min_ratio <= 1.0,
             ConfigError, "[lr_schedule] warm-up min ratio {} and cosine min ratio {} must be in [0, 1]",
             c.warmup_min_ratio, c.cos_min_ratio);
   warmup_ = std::max<int64_t>(2, c.warmup_steps);
@@ -62,7 +65,8 @@ LrSchedule::LrSchedule(const LrScheduleConfig& config) : config_(config) {
 
 double LrSchedule::warmup_factor(int64_t step) const {
   const double t = static_cast<double>(step);
-  if (config_.warmup_type == WarmupType::kLog) return std::log(t + 1.0) * (1.0 / std::log(static_cast<double>(warmup_)));
+  if (config_.warmup_type == WarmupType::kLog)
+    return std::log(t + 1.0) * (1.0 / std::log(static_cast<double>(warmup_)));
   return t / static_cast<double>(warmup_);
 }
 
@@ -73,7 +77,8 @@ double LrSchedule::lr_at(int64_t step) const {
   const double total = static_cast<double>(c.total_steps);
   const double warm = static_cast<double>(warmup_);
   switch (c.kind) {
-    case LrScheduleKind::kConstant: return c.max_lr;
+    case LrScheduleKind::kConstant:
+      return c.max_lr;
     case LrScheduleKind::kWarmup:
       return step < warmup_ ? c.min_lr + delta * warmup_factor(step) : c.max_lr;
     case LrScheduleKind::kWarmupLinearDecay: {
@@ -86,8 +91,7 @@ double LrSchedule::lr_at(int64_t step) const {
       if (step < warmup_) {
         ratio = c.warmup_min_ratio + warmup_factor(step) * (1.0 - c.warmup_min_ratio);
       } else {
-        const double progress =
-            std::min(1.0, static_cast<double>(step - warmup_ + 1) / std::max(1.0, total - warm));
+        const double progress = std::min(1.0, static_cast<double>(step - warmup_ + 1) / std::max(1.0, total - warm));
         const double cosine = (1.0 + std::cos(std::numbers::pi * progress)) / 2.0;
         ratio = std::max(0.0, c.cos_min_ratio + (1.0 - c.cos_min_ratio) * cosine);
       }

@@ -31,9 +31,9 @@ namespace zerodp::optim {
 
 enum class LrScheduleKind : uint8_t {
   kConstant = 0,
-  kWarmup = 1,              // DeepSpeed WarmupLR
-  kWarmupLinearDecay = 2,   // DeepSpeed WarmupDecayLR
-  kWarmupCosine = 3,        // DeepSpeed WarmupCosineLR
+  kWarmup = 1,             // DeepSpeed WarmupLR
+  kWarmupLinearDecay = 2,  // DeepSpeed WarmupDecayLR
+  kWarmupCosine = 3,       // DeepSpeed WarmupCosineLR
 };
 enum class WarmupType : uint8_t { kLinear = 0, kLog = 1 };
 
@@ -47,13 +47,13 @@ WarmupType parse_warmup_type(std::string_view name);
 
 struct LrScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::kConstant;
-  double max_lr = 1e-3;         // the peak (and constant) rate; WarmupCosineLR's optimizer lr
-  double min_lr = 0.0;          // WarmupLR/WarmupDecayLR warmup_min_lr (start and end of decay)
-  int64_t warmup_steps = 0;     // W >= 1 for the warm-up kinds (used as max(2, W), as DeepSpeed)
-  int64_t total_steps = 0;      // T, for the decaying schedules
+  double max_lr = 1e-3;      // the peak (and constant) rate; WarmupCosineLR's optimizer lr
+  double min_lr = 0.0;       // WarmupLR/WarmupDecayLR warmup_min_lr (start and end of decay)
+  int64_t warmup_steps = 0;  // W >= 1 for the warm-up kinds (used as max(2, W), as DeepSpeed)
+  int64_t total_steps = 0;   // T, for the decaying schedules
   WarmupType warmup_type = WarmupType::kLinear;
-  double warmup_min_ratio = 0.0;   // WarmupCosineLR
-  double cos_min_ratio = 0.0001;   // WarmupCosineLR (DeepSpeed default)
+  double warmup_min_ratio = 0.0;  // WarmupCosineLR
+  double cos_min_ratio = 0.0001;  // WarmupCosineLR (DeepSpeed default)
 };
 
 class LrSchedule {

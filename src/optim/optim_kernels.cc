@@ -12,10 +12,13 @@ const KernelSet kScalarKernels = kGenericKernels;
 const KernelSet& kernel_set(SimdLevel level) {
   switch (level) {
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512: return kAvx512Kernels;
-    case SimdLevel::kAvx2: return kAvx2Kernels;
+    case SimdLevel::kAvx512:
+      return kAvx512Kernels;
+    case SimdLevel::kAvx2:
+      return kAvx2Kernels;
 #endif
-    default: return kScalarKernels;
+    default:
+      return kScalarKernels;
   }
 }
 

@@ -30,16 +30,16 @@ enum class DecayMode : uint8_t {
 // Per-step scalars of Adam/AdamW, already rounded to float once (in double
 // on the host, as PyTorch computes its Python-float scalars).
 struct AdamScalars {
-  float grad_scale = 1.0f;             // g = grad * grad_scale (unscale and clip)
-  float l2 = 0.0f;                     // kL2: g = g + l2 * p
-  float decay_factor = 1.0f;           // kDecoupled: p = p * decay_factor
+  float grad_scale = 1.0f;    // g = grad * grad_scale (unscale and clip)
+  float l2 = 0.0f;            // kL2: g = g + l2 * p
+  float decay_factor = 1.0f;  // kDecoupled: p = p * decay_factor
   float beta1 = 0.9f;
   float one_minus_beta1 = 0.1f;
   float beta2 = 0.999f;
   float one_minus_beta2 = 0.001f;
   float bias_correction2_sqrt = 1.0f;  // sqrt(1 - beta2^t)
   float eps = 1e-8f;
-  float neg_step_size = 0.0f;          // -lr / (1 - beta1^t)
+  float neg_step_size = 0.0f;  // -lr / (1 - beta1^t)
 };
 
 // Per-step scalars of SGD with momentum (dampening 0).
@@ -66,8 +66,8 @@ struct KernelSet {
   // p, m, v updated in place; g read only. n elements each.
   void (*adam)(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s, DecayMode mode);
   // buf may be null when mode is kNone.
-  void (*sgd)(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
-              MomentumMode mode, bool nesterov);
+  void (*sgd)(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay, MomentumMode mode,
+              bool nesterov);
   void (*sum_squares)(const float* x, size_t n, double* acc);
   // True when some element has all exponent bits set (infinity or NaN).
   bool (*nonfinite_f32)(const float* x, size_t n);

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// AVX-512 loops (compiled with the avx512 flags, see CMakeLists.txt; called only when the CPU has them). Each loop performs the
-// operations of its portable twin in optim_kernels.cc, in the same order, on
-// sixteen lanes; tails use masked loads and stores, and masked-off lanes are
-// never stored. No FMA instructions are used.
+// AVX-512 loops (compiled with the avx512 flags, see CMakeLists.txt; called only when the CPU has them). Each loop
+// performs the operations of its portable twin in optim_kernels.cc, in the same order, on sixteen lanes; tails use
+// masked loads and stores, and masked-off lanes are never stored. No FMA instructions are used.
 #include <immintrin.h>
 
 #include "optim/optim_kernels.h"
@@ -15,8 +14,7 @@ constexpr size_t kLanes = 16;
 __mmask16 tail_mask(size_t remaining) { return static_cast<__mmask16>((1u << remaining) - 1u); }
 
 struct AdamVec {
-  __m512 grad_scale, l2, decay_factor, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps,
-      neg_step_size;
+  __m512 grad_scale, l2, decay_factor, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
   explicit AdamVec(const AdamScalars& s)
       : grad_scale(_mm512_set1_ps(s.grad_scale)),
         l2(_mm512_set1_ps(s.l2)),
@@ -119,24 +117,28 @@ template <DecayMode kDecay>
 void sgd_momentum(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, MomentumMode mode,
                   bool nesterov) {
   switch (mode) {
-    case MomentumMode::kNone: return sgd_loop<kDecay, MomentumMode::kNone, false>(p, g, buf, n, s);
-    case MomentumMode::kFirst: return sgd_nesterov<kDecay, MomentumMode::kFirst>(p, g, buf, n, s, nesterov);
+    case MomentumMode::kNone:
+      return sgd_loop<kDecay, MomentumMode::kNone, false>(p, g, buf, n, s);
+    case MomentumMode::kFirst:
+      return sgd_nesterov<kDecay, MomentumMode::kFirst>(p, g, buf, n, s, nesterov);
     case MomentumMode::kRunning:
       return sgd_nesterov<kDecay, MomentumMode::kRunning>(p, g, buf, n, s, nesterov);
   }
 }
 
-void adam_avx512(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
-                 DecayMode mode) {
+void adam_avx512(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s, DecayMode mode) {
   switch (mode) {
-    case DecayMode::kNone: return adam_loop<DecayMode::kNone>(p, g, m, v, n, s);
-    case DecayMode::kDecoupled: return adam_loop<DecayMode::kDecoupled>(p, g, m, v, n, s);
-    case DecayMode::kL2: return adam_loop<DecayMode::kL2>(p, g, m, v, n, s);
+    case DecayMode::kNone:
+      return adam_loop<DecayMode::kNone>(p, g, m, v, n, s);
+    case DecayMode::kDecoupled:
+      return adam_loop<DecayMode::kDecoupled>(p, g, m, v, n, s);
+    case DecayMode::kL2:
+      return adam_loop<DecayMode::kL2>(p, g, m, v, n, s);
   }
 }
 
-void sgd_avx512(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
-                MomentumMode mode, bool nesterov) {
+void sgd_avx512(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay, MomentumMode mode,
+                bool nesterov) {
   if (decay == DecayMode::kL2) return sgd_momentum<DecayMode::kL2>(p, g, buf, n, s, mode, nesterov);
   sgd_momentum<DecayMode::kNone>(p, g, buf, n, s, mode, nesterov);
 }
@@ -212,7 +214,7 @@ void scale_avx512(float* x, size_t n, float factor) {
 
 }  // namespace
 
-const KernelSet kAvx512Kernels = {adam_avx512,        sgd_avx512,           sum_squares_avx512,
+const KernelSet kAvx512Kernels = {adam_avx512,          sgd_avx512,           sum_squares_avx512,
                                   nonfinite_f32_avx512, nonfinite_u16_avx512, scale_avx512};
 
 }  // namespace zerodp::optim::kernels

@@ -58,24 +58,28 @@ template <DecayMode kDecay>
 void sgd_momentum(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, MomentumMode mode,
                   bool nesterov) {
   switch (mode) {
-    case MomentumMode::kNone: return sgd_loop<kDecay, MomentumMode::kNone, false>(p, g, buf, n, s);
-    case MomentumMode::kFirst: return sgd_nesterov<kDecay, MomentumMode::kFirst>(p, g, buf, n, s, nesterov);
+    case MomentumMode::kNone:
+      return sgd_loop<kDecay, MomentumMode::kNone, false>(p, g, buf, n, s);
+    case MomentumMode::kFirst:
+      return sgd_nesterov<kDecay, MomentumMode::kFirst>(p, g, buf, n, s, nesterov);
     case MomentumMode::kRunning:
       return sgd_nesterov<kDecay, MomentumMode::kRunning>(p, g, buf, n, s, nesterov);
   }
 }
 
-void adam_generic(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s,
-                   DecayMode mode) {
+void adam_generic(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s, DecayMode mode) {
   switch (mode) {
-    case DecayMode::kNone: return adam_loop<DecayMode::kNone>(p, g, m, v, n, s);
-    case DecayMode::kDecoupled: return adam_loop<DecayMode::kDecoupled>(p, g, m, v, n, s);
-    case DecayMode::kL2: return adam_loop<DecayMode::kL2>(p, g, m, v, n, s);
+    case DecayMode::kNone:
+      return adam_loop<DecayMode::kNone>(p, g, m, v, n, s);
+    case DecayMode::kDecoupled:
+      return adam_loop<DecayMode::kDecoupled>(p, g, m, v, n, s);
+    case DecayMode::kL2:
+      return adam_loop<DecayMode::kL2>(p, g, m, v, n, s);
   }
 }
 
 void sgd_generic(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay,
-                  MomentumMode mode, bool nesterov) {
+                 MomentumMode mode, bool nesterov) {
   if (decay == DecayMode::kL2) return sgd_momentum<DecayMode::kL2>(p, g, buf, n, s, mode, nesterov);
   sgd_momentum<DecayMode::kNone>(p, g, buf, n, s, mode, nesterov);
 }
@@ -106,7 +110,7 @@ void scale_generic(float* x, size_t n, float factor) {
   for (size_t i = 0; i < n; ++i) x[i] = x[i] * factor;
 }
 
-constexpr KernelSet kGenericKernels = {adam_generic,        sgd_generic,           sum_squares_generic,
+constexpr KernelSet kGenericKernels = {adam_generic,          sgd_generic,           sum_squares_generic,
                                        nonfinite_f32_generic, nonfinite_u16_generic, scale_generic};
 
 }  // namespace

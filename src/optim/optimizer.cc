@@ -17,16 +17,16 @@ namespace {
 // a multiple of the vector width so blocks split no vector.
 constexpr size_t kWidenBlock = 4096;
 
-void check_range(double value, double low, double high, bool high_open, std::string_view op,
-                 std::string_view name, std::string_view hint) {
+void check_range(double value, double low, double high, bool high_open, std::string_view op, std::string_view name,
+                 std::string_view hint) {
   const bool ok = std::isfinite(value) && value >= low && (high_open ? value < high : value <= high);
-  ZDP_CHECK(ok, ConfigError, "[{}] {} {} is outside [{}, {}{}; {}", op, name, value, low, high,
-            high_open ? ")" : "]", hint);
+  ZDP_CHECK(ok, ConfigError, "[{}] {} {} is outside [{}, {}{}; {}", op, name, value, low, high, high_open ? ")" : "]",
+            hint);
 }
 
 void check_non_negative(double value, std::string_view op, std::string_view name, std::string_view hint) {
-  ZDP_CHECK(std::isfinite(value) && value >= 0.0, ConfigError, "[{}] {} {} must be finite and >= 0; {}", op,
-            name, value, hint);
+  ZDP_CHECK(std::isfinite(value) && value >= 0.0, ConfigError, "[{}] {} {} must be finite and >= 0; {}", op, name,
+            value, hint);
 }
 
 }  // namespace
@@ -40,18 +40,24 @@ OptimizerKind parse_optimizer_kind(std::string_view name) {
 
 std::string_view optimizer_kind_name(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::kAdamW: return "adamw";
-    case OptimizerKind::kAdam: return "adam";
-    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kAdamW:
+      return "adamw";
+    case OptimizerKind::kAdam:
+      return "adam";
+    case OptimizerKind::kSgd:
+      return "sgd";
   }
   return "?";
 }
 
 std::string_view state_kind_name(StateKind kind) {
   switch (kind) {
-    case StateKind::kExpAvg: return "exp_avg";
-    case StateKind::kExpAvgSq: return "exp_avg_sq";
-    case StateKind::kMomentum: return "momentum_buffer";
+    case StateKind::kExpAvg:
+      return "exp_avg";
+    case StateKind::kExpAvgSq:
+      return "exp_avg_sq";
+    case StateKind::kMomentum:
+      return "momentum_buffer";
   }
   return "?";
 }
@@ -101,8 +107,10 @@ std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> rang
 size_t optimizer_state_bytes_per_param(const OptimizerConfig& config) {
   switch (config.kind) {
     case OptimizerKind::kAdamW:
-    case OptimizerKind::kAdam: return 2 * sizeof(float);
-    case OptimizerKind::kSgd: return config.sgd.momentum > 0.0 ? sizeof(float) : 0;
+    case OptimizerKind::kAdam:
+      return 2 * sizeof(float);
+    case OptimizerKind::kSgd:
+      return config.sgd.momentum > 0.0 ? sizeof(float) : 0;
   }
   return 0;
 }
@@ -115,8 +123,8 @@ Optimizer::Optimizer(size_t size, ShardOptions options)
     : size_(size), accountant_(std::move(options.accountant)), simd_(options.simd) {
   for (const ElementRange& r : options.no_decay) {
     ZDP_CHECK(r.offset <= size && r.count <= size - r.offset, ShapeError,
-              "[optimizer] no-decay range [{}, {}) lies outside the shard of {} elements", r.offset,
-              r.offset + r.count, size);
+              "[optimizer] no-decay range [{}, {}) lies outside the shard of {} elements", r.offset, r.offset + r.count,
+              size);
   }
   no_decay_ = ranges_within_shard(options.no_decay, 0, size);
 }
@@ -192,8 +200,8 @@ void Optimizer::step_impl(std::span<float> params, std::span<const G> grads, dou
   const std::string_view op = optimizer_kind_name(kind());
   ZDP_CHECK(params.size() == size_, ShapeError, "[{}.step] params have {} elements, the shard has {}", op,
             params.size(), size_);
-  ZDP_CHECK(grads.size() == size_, ShapeError, "[{}.step] grads have {} elements, the shard has {}", op,
-            grads.size(), size_);
+  ZDP_CHECK(grads.size() == size_, ShapeError, "[{}.step] grads have {} elements, the shard has {}", op, grads.size(),
+            size_);
   ZDP_CHECK(std::isfinite(lr) && lr >= 0.0, ConfigError,
             "[{}.step] learning rate {} must be finite and >= 0; check the lr schedule", op, lr);
   ++step_count_;
@@ -220,15 +228,15 @@ void Optimizer::step(std::span<float> params, std::span<const BFloat16> grads, d
   step_impl(params, grads, lr, grad_scale);
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t shard_size,
-                                          ShardOptions options) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t shard_size, ShardOptions options) {
   validate(config);
   switch (config.kind) {
     case OptimizerKind::kAdamW:
       return std::make_unique<Adam>(config.adam, AdamVariant::kAdamW, shard_size, std::move(options));
     case OptimizerKind::kAdam:
       return std::make_unique<Adam>(config.adam, AdamVariant::kAdam, shard_size, std::move(options));
-    case OptimizerKind::kSgd: return std::make_unique<Sgd>(config.sgd, shard_size, std::move(options));
+    case OptimizerKind::kSgd:
+      return std::make_unique<Sgd>(config.sgd, shard_size, std::move(options));
   }
   ZDP_THROW(ConfigError, "[optimizer] unknown optimizer kind {}", static_cast<int>(config.kind));
 }

@@ -87,9 +87,9 @@ std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> rang
 
 // The optimizer's state buffers, for the ledger and for checkpoints.
 enum class StateKind : uint8_t {
-  kExpAvg = 0,     // Adam m (first moment)
-  kExpAvgSq = 1,   // Adam v (second moment)
-  kMomentum = 2,   // SGD momentum buffer
+  kExpAvg = 0,    // Adam m (first moment)
+  kExpAvgSq = 1,  // Adam v (second moment)
+  kMomentum = 2,  // SGD momentum buffer
 };
 std::string_view state_kind_name(StateKind kind);  // "exp_avg", "exp_avg_sq", "momentum_buffer"
 
@@ -200,7 +200,6 @@ class Optimizer {
 
 // Builds the optimizer of config.kind for a shard of `shard_size` elements;
 // validates the config first (ConfigError).
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t shard_size,
-                                          ShardOptions options = {});
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t shard_size, ShardOptions options = {});
 
 }  // namespace zerodp::optim

@@ -23,8 +23,8 @@ class TermList {
   void add(const Rule& r, const char* role, uint64_t count, const std::string& prefix = "") {
     const uint64_t align = static_cast<uint64_t>(est_.config.align_elements);
     const uint64_t padded = (r.elements + align - 1) / align * align;
-    ActivationTerm term{prefix + r.name, r.shape, role, r.elements, count,
-                        padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
+    ActivationTerm term{prefix + r.name, r.shape, role,
+                        r.elements,      count,   padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
     est_.total_bytes += term.bytes;
     est_.terms.push_back(std::move(term));
   }
@@ -109,8 +109,7 @@ ActivationEstimate estimate_activations(const GptShape& shape, const ActivationC
 }
 
 ActivationEstimate estimate_mlp_activations(std::span<const int> widths, const ActivationConfig& config) {
-  ZDP_CHECK(widths.size() >= 2, ConfigError, "[plan] an MLP needs at least [in, out] widths, got {}",
-            widths.size());
+  ZDP_CHECK(widths.size() >= 2, ConfigError, "[plan] an MLP needs at least [in, out] widths, got {}", widths.size());
   ActivationEstimate est;
   est.config = config;
   est.config.seq_len = 1;

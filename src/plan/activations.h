@@ -56,22 +56,22 @@
 namespace zerodp::plan {
 
 struct ActivationConfig {
-  int micro_batch = 1;             // B
-  int seq_len = 0;                 // T; 0 means the model's context
-  bool checkpointing = false;      // keep only block outputs, recompute blocks
+  int micro_batch = 1;         // B
+  int seq_len = 0;             // T; 0 means the model's context
+  bool checkpointing = false;  // keep only block outputs, recompute blocks
   bool include_backward_scratch = true;
-  int element_bytes = 4;           // fp32 compute
-  int align_elements = 16;         // each tensor padded to a multiple (GptWorkspace: 64 bytes)
+  int element_bytes = 4;    // fp32 compute
+  int align_elements = 16;  // each tensor padded to a multiple (GptWorkspace: 64 bytes)
 };
 
 // One line of the estimate: `count` tensors of `elements` each.
 struct ActivationTerm {
   std::string name;
-  std::string shape;     // "B*T*3C"
-  std::string role;      // "kept", "checkpoint", "recompute" or "backward scratch"
-  uint64_t elements = 0; // one tensor, before padding
-  uint64_t count = 0;    // how many are live at the peak (L per-block tensors, or 1)
-  uint64_t bytes = 0;    // padded elements * count * element_bytes
+  std::string shape;      // "B*T*3C"
+  std::string role;       // "kept", "checkpoint", "recompute" or "backward scratch"
+  uint64_t elements = 0;  // one tensor, before padding
+  uint64_t count = 0;     // how many are live at the peak (L per-block tensors, or 1)
+  uint64_t bytes = 0;     // padded elements * count * element_bytes
 };
 
 struct ActivationEstimate {

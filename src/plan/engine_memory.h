@@ -83,10 +83,10 @@ struct EngineRun {
   Dtype dtype = Dtype::fp32();
   Optimizer optimizer = Optimizer::kAdamW;
   int grad_accum = 1;
-  bool prefetch = true;  // stage 3
+  bool prefetch = true;                 // stage 3
   uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)
-  bool consolidated_copy = false;  // rank 0 gathers an fp32 copy of the model at the end
-  uint64_t load_scratch = 0;       // a resume's checkpoint read buffer (ckpt::read_scratch_bytes), 0 = none
+  bool consolidated_copy = false;       // rank 0 gathers an fp32 copy of the model at the end
+  uint64_t load_scratch = 0;            // a resume's checkpoint read buffer (ckpt::read_scratch_bytes), 0 = none
 };
 
 // One rank's ledger, by category, in bytes (peaks; for everything but
@@ -136,9 +136,7 @@ struct RankPrediction {
   uint64_t total_bound() const { return std::max({fill(), step(buckets_bound), end()}); }
   // Resident memory of this rank alone: the worst-case peak with the sample's
   // workspace and the allocator's rounding.
-  uint64_t resident() const {
-    return std::max({fill(), step(buckets_bound), end() + sample_workspace}) + allocator;
-  }
+  uint64_t resident() const { return std::max({fill(), step(buckets_bound), end() + sample_workspace}) + allocator; }
 };
 
 // Elements rank `rank` owns: sum over units of its comm::shard_range count.

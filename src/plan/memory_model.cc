@@ -20,10 +20,14 @@ Optimizer parse_optimizer(std::string_view name) {
 
 std::string_view optimizer_name(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::kAdamW: return "adamw";
-    case Optimizer::kAdam: return "adam";
-    case Optimizer::kSgdMomentum: return "sgd-momentum";
-    case Optimizer::kSgd: return "sgd";
+    case Optimizer::kAdamW:
+      return "adamw";
+    case Optimizer::kAdam:
+      return "adam";
+    case Optimizer::kSgdMomentum:
+      return "sgd-momentum";
+    case Optimizer::kSgd:
+      return "sgd";
   }
   return "?";
 }
@@ -59,11 +63,16 @@ bool partitions_params(int stage) { return stage >= 3; }
 
 std::string_view stage_paper_name(int stage) {
   switch (stage) {
-    case 0: return "plain data parallel";
-    case 1: return "P_os";
-    case 2: return "P_os+g";
-    case 3: return "P_os+g+p";
-    default: return "?";
+    case 0:
+      return "plain data parallel";
+    case 1:
+      return "P_os";
+    case 2:
+      return "P_os+g";
+    case 3:
+      return "P_os+g+p";
+    default:
+      return "?";
   }
 }
 
@@ -78,8 +87,7 @@ ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, con
   return model_state_bytes_with_shard(num_params, shard_elements(num_params, ranks), stage, bpp);
 }
 
-ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage,
-                                             const BytesPerParam& bpp) {
+ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage, const BytesPerParam& bpp) {
   check_stage_and_ranks(stage, 1);
   const uint64_t opt_elems = partitions_optimizer(stage) ? shard : num_params;
   const uint64_t grad_elems = partitions_grads(stage) ? shard : num_params;

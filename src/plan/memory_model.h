@@ -102,8 +102,7 @@ ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, con
 
 // The same with the partitioned categories holding `shard` elements (e.g.
 // unit_shard_elements()).
-ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage,
-                                             const BytesPerParam& bpp);
+ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage, const BytesPerParam& bpp);
 
 // The paper's formula with Φ/N unrounded, for comparing with its tables.
 double paper_model_state_bytes(double num_params, int stage, int ranks, const BytesPerParam& bpp);

@@ -49,10 +49,14 @@ std::string gib(double bytes) { return format_significant(bytes / kGiB); }
 
 std::string optimizer_display(Optimizer o) {
   switch (o) {
-    case Optimizer::kAdamW: return "AdamW";
-    case Optimizer::kAdam: return "Adam";
-    case Optimizer::kSgdMomentum: return "SGD with momentum";
-    case Optimizer::kSgd: return "SGD";
+    case Optimizer::kAdamW:
+      return "AdamW";
+    case Optimizer::kAdam:
+      return "Adam";
+    case Optimizer::kSgdMomentum:
+      return "SGD with momentum";
+    case Optimizer::kSgd:
+      return "SGD";
   }
   return "?";
 }
@@ -79,10 +83,10 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   const PlanConfig& c = r.config;
   const BytesPerParam& bpp = r.bytes_per_param;
   std::string out;
-  const std::string model = c.shape ? fmt::format(" ({}: L={} H={} C={} V={} T={})",
-                                                  c.model_name.empty() ? "custom" : c.model_name, c.shape->layers,
-                                                  c.shape->heads, c.shape->channels, c.shape->vocab, c.shape->context)
-                                    : "";
+  const std::string model =
+      c.shape ? fmt::format(" ({}: L={} H={} C={} V={} T={})", c.model_name.empty() ? "custom" : c.model_name,
+                            c.shape->layers, c.shape->heads, c.shape->channels, c.shape->vocab, c.shape->context)
+              : "";
   out += fmt::format("zerodp plan: Φ = {} parameters ({}){}, {}\n", format_thousands(c.num_params),
                      format_count(static_cast<double>(c.num_params)), model, describe_training(c));
   const double replica = static_cast<double>(c.num_params) * bpp.total();
@@ -110,7 +114,8 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
 
   const bool has_gathered = r.largest_unit_params.has_value();
   const bool has_act = r.activations.has_value();
-  const std::string mem_label = c.device_memory ? fmt::format("fits {} GB", gb(static_cast<double>(*c.device_memory))) : "";
+  const std::string mem_label =
+      c.device_memory ? fmt::format("fits {} GB", gb(static_cast<double>(*c.device_memory))) : "";
 
   for (const RankPlan& rp : r.per_ranks) {
     out += fmt::format("\nN = {} rank{}: per-rank bytes\n", rp.ranks, rp.ranks == 1 ? "" : "s");
@@ -153,28 +158,30 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     if (c.device_memory) {
       std::vector<std::string> sizes;
       for (const StagePlan& s : rp.stages) {
-        sizes.push_back(fmt::format("stage {} {}", s.stage, format_count(static_cast<double>(s.max_params.value_or(0)))));
+        sizes.push_back(
+            fmt::format("stage {} {}", s.stage, format_count(static_cast<double>(s.max_params.value_or(0)))));
       }
       out += fmt::format("  largest model whose model states fit {} GB at N = {}: {}\n",
                          gb(static_cast<double>(*c.device_memory)), rp.ranks, fmt::join(sizes, ", "));
     }
     if (options.compare_deepspeed) {
-      out += "  DeepSpeed's estimators (their model: 2Φ fp16 params + 18Φ/N for fp16 grads, an fp32 gradient "
-             "partition, fp32 master and Adam; DeepSpeed prints GiB and calls them GB):\n";
+      out +=
+          "  DeepSpeed's estimators (their model: 2Φ fp16 params + 18Φ/N for fp16 grads, an fp32 gradient "
+          "partition, fp32 master and Adam; DeepSpeed prints GiB and calls them GB):\n";
       const auto& s2 = rp.stages[2];
-      out += fmt::format("    estimate_zero2 (no offload) 2Φ + int(18Φ/N) = {} GiB ({} GB);  zerodp stage 2 (the "
-                         "paper's 16Φ model, {}) = {} GiB\n",
-                         gib(static_cast<double>(rp.deepspeed.zero2_bytes)),
-                         gb(static_cast<double>(rp.deepspeed.zero2_bytes)), c.precision.name(),
-                         gib(static_cast<double>(s2.states.total())));
+      out += fmt::format(
+          "    estimate_zero2 (no offload) 2Φ + int(18Φ/N) = {} GiB ({} GB);  zerodp stage 2 (the "
+          "paper's 16Φ model, {}) = {} GiB\n",
+          gib(static_cast<double>(rp.deepspeed.zero2_bytes)), gb(static_cast<double>(rp.deepspeed.zero2_bytes)),
+          c.precision.name(), gib(static_cast<double>(s2.states.total())));
       const auto& s3 = rp.stages[3];
       if (rp.deepspeed.zero3_bytes) {
-        out += fmt::format("    estimate_zero3 (no offload) 4 x largest layer ({}) + int(18Φ/N) = {} GiB ({} GB);  "
-                           "zerodp stage 3 states + unit buffers = {} GiB\n",
-                           format_thousands(r.largest_module_params.value_or(0)),
-                           gib(static_cast<double>(*rp.deepspeed.zero3_bytes)),
-                           gb(static_cast<double>(*rp.deepspeed.zero3_bytes)),
-                           gib(static_cast<double>(s3.states.total() + s3.buffers())));
+        out += fmt::format(
+            "    estimate_zero3 (no offload) 4 x largest layer ({}) + int(18Φ/N) = {} GiB ({} GB);  "
+            "zerodp stage 3 states + unit buffers = {} GiB\n",
+            format_thousands(r.largest_module_params.value_or(0)), gib(static_cast<double>(*rp.deepspeed.zero3_bytes)),
+            gb(static_cast<double>(*rp.deepspeed.zero3_bytes)),
+            gib(static_cast<double>(s3.states.total() + s3.buffers())));
       } else {
         out += "    estimate_zero3 needs the largest layer: give --model\n";
       }
@@ -197,10 +204,10 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
 
   if (r.activations && options.activation_breakdown) {
     const ActivationEstimate& a = *r.activations;
-    out += fmt::format("\nActivations per rank: B = {}, T = {}, {} bytes per element, checkpointing {}: {} GB ({} GiB)\n",
-                       a.config.micro_batch, a.config.seq_len, a.config.element_bytes,
-                       a.config.checkpointing ? "on" : "off", gb(static_cast<double>(a.total_bytes)),
-                       gib(static_cast<double>(a.total_bytes)));
+    out += fmt::format(
+        "\nActivations per rank: B = {}, T = {}, {} bytes per element, checkpointing {}: {} GB ({} GiB)\n",
+        a.config.micro_batch, a.config.seq_len, a.config.element_bytes, a.config.checkpointing ? "on" : "off",
+        gb(static_cast<double>(a.total_bytes)), gib(static_cast<double>(a.total_bytes)));
     Row header = {"tensor", "shape", "role", "count", "GB", "GiB"};
     std::vector<Row> rows;
     for (const ActivationTerm& t : a.terms) {
@@ -233,7 +240,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                             {"padded_vocab", c.shape->vocab}};
   }
   const BytesPerParam& b = r.bytes_per_param;
-  j["bytes_per_param"] = {{"params", b.params}, {"grads", b.grads},         {"master", b.master},
+  j["bytes_per_param"] = {{"params", b.params},   {"grads", b.grads},     {"master", b.master},
                           {"moment1", b.moment1}, {"moment2", b.moment2}, {"optimizer_k", b.optimizer()},
                           {"total", b.total()}};
   j["units"] = {{"bytes", "all sizes are in bytes"}, {"GB", 1e9}, {"GiB", 1073741824}};
@@ -243,8 +250,12 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
     const ActivationEstimate& a = *r.activations;
     json terms = json::array();
     for (const ActivationTerm& t : a.terms) {
-      terms.push_back({{"name", t.name}, {"shape", t.shape}, {"role", t.role}, {"elements", t.elements},
-                       {"count", t.count}, {"bytes", t.bytes}});
+      terms.push_back({{"name", t.name},
+                       {"shape", t.shape},
+                       {"role", t.role},
+                       {"elements", t.elements},
+                       {"count", t.count},
+                       {"bytes", t.bytes}});
     }
     j["activations"] = {{"micro_batch", a.config.micro_batch},
                         {"seq_len", a.config.seq_len},
@@ -272,10 +283,11 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"buckets_bytes", s.buckets},
                  {"activation_bytes", s.activations},
                  {"peak_bytes", s.peak},
-                 {"comm", {{"collectives", s.comm.collectives},
-                           {"elements", s.comm.elements},
-                           {"bytes", s.comm.bytes},
-                           {"sent_bytes", s.comm.sent_bytes}}}};
+                 {"comm",
+                  {{"collectives", s.comm.collectives},
+                   {"elements", s.comm.elements},
+                   {"bytes", s.comm.bytes},
+                   {"sent_bytes", s.comm.sent_bytes}}}};
       if (s.fits) st["fits"] = *s.fits;
       if (s.max_params) st["max_params"] = *s.max_params;
       stages.push_back(std::move(st));
@@ -283,8 +295,9 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
     json p = {{"ranks", rp.ranks}, {"stages", stages}, {"recommendation", rp.recommendation}};
     p["recommended_stage"] = rp.recommended ? json(*rp.recommended) : json(nullptr);
     if (options.compare_deepspeed) {
-      p["deepspeed"] = {{"model", "DeepSpeed estimators, no offload: 2Φ + int(18Φ/N) and 4·largest layer + "
-                                  "int(18Φ/N); bytes (DeepSpeed prints them in GiB labelled GB)"},
+      p["deepspeed"] = {{"model",
+                         "DeepSpeed estimators, no offload: 2Φ + int(18Φ/N) and 4·largest layer + "
+                         "int(18Φ/N); bytes (DeepSpeed prints them in GiB labelled GB)"},
                         {"zero2_bytes", rp.deepspeed.zero2_bytes}};
       if (rp.deepspeed.zero3_bytes) p["deepspeed"]["zero3_bytes"] = *rp.deepspeed.zero3_bytes;
     }

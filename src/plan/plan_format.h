@@ -13,7 +13,7 @@
 namespace zerodp::plan {
 
 struct FormatOptions {
-  bool compare_deepspeed = false;  // add DeepSpeed's estimator lines
+  bool compare_deepspeed = false;    // add DeepSpeed's estimator lines
   bool activation_breakdown = true;  // list each activation tensor
 };
 

@@ -32,9 +32,10 @@ std::string recommend(RankPlan& plan) {
     return fmt::format("stage {} ({}): the only stage that fits; it moves 3Φ per step, 1.5x the others", *best,
                        stage_paper_name(*best));
   }
-  return fmt::format("stage {} ({}): it fits, moves the least (2Φ per step), and of the stages that move 2Φ "
-                     "it holds the least",
-                     *best, stage_paper_name(*best));
+  return fmt::format(
+      "stage {} ({}): it fits, moves the least (2Φ per step), and of the stages that move 2Φ "
+      "it holds the least",
+      *best, stage_paper_name(*best));
 }
 
 }  // namespace
@@ -51,8 +52,7 @@ std::vector<int> parse_rank_list(std::string_view text) {
     int value = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     ZDP_CHECK(!item.empty() && ec == std::errc() && ptr == item.data() + item.size() && value >= 1, ConfigError,
-              "[plan] --ranks item '{}' is not a positive integer: write e.g. --ranks 64 or --ranks 1,4,16,64",
-              item);
+              "[plan] --ranks item '{}' is not a positive integer: write e.g. --ranks 64 or --ranks 1,4,16,64", item);
     out.push_back(value);
     start = end + 1;
   }

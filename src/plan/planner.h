@@ -38,30 +38,30 @@
 namespace zerodp::plan {
 
 struct PlanConfig {
-  uint64_t num_params = 0;              // Φ; taken from `shape` when that is set
-  std::optional<GptShape> shape;        // from --model
-  std::string model_name;               // for titles: a preset name or "custom"
-  std::vector<int> ranks = {1};         // the N values to plan for
+  uint64_t num_params = 0;        // Φ; taken from `shape` when that is set
+  std::optional<GptShape> shape;  // from --model
+  std::string model_name;         // for titles: a preset name or "custom"
+  std::vector<int> ranks = {1};   // the N values to plan for
   Dtype precision = Dtype::bf16();
   Optimizer optimizer = Optimizer::kAdamW;
-  int grad_accum = 1;                   // micro-batches per step (stage 1's staging)
-  std::optional<uint64_t> device_memory;      // bytes per rank
+  int grad_accum = 1;                           // micro-batches per step (stage 1's staging)
+  std::optional<uint64_t> device_memory;        // bytes per rank
   std::optional<ActivationConfig> activations;  // needs `shape`
 };
 
 struct StagePlan {
   int stage = 0;
-  ModelStateBytes states;           // exact per-rank bytes
-  double paper_bytes = 0;           // the paper's formula, Φ/N unrounded
-  uint64_t gathered = 0;            // stage 3's two gather buffers, when the shape is known
-  uint64_t compute_copy = 0;        // fp32 copy of the largest unit (mixed precision, shape known)
-  uint64_t buckets = 0;             // transient unit gradients in backward (shape known)
-  uint64_t activations = 0;         // when estimated
-  uint64_t peak = 0;                // states + gathered + compute_copy + buckets + activations
+  ModelStateBytes states;     // exact per-rank bytes
+  double paper_bytes = 0;     // the paper's formula, Φ/N unrounded
+  uint64_t gathered = 0;      // stage 3's two gather buffers, when the shape is known
+  uint64_t compute_copy = 0;  // fp32 copy of the largest unit (mixed precision, shape known)
+  uint64_t buckets = 0;       // transient unit gradients in backward (shape known)
+  uint64_t activations = 0;   // when estimated
+  uint64_t peak = 0;          // states + gathered + compute_copy + buckets + activations
 
   uint64_t buffers() const { return gathered + compute_copy + buckets; }
   CommVolume comm;
-  std::optional<bool> fits;         // when device memory is given
+  std::optional<bool> fits;            // when device memory is given
   std::optional<uint64_t> max_params;  // largest Φ whose model states fit
 };
 

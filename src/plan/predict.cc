@@ -24,9 +24,12 @@ std::string human_bytes(uint64_t bytes) {
 
 Optimizer plan_optimizer(const optim::OptimizerConfig& config) {
   switch (config.kind) {
-    case optim::OptimizerKind::kAdamW: return Optimizer::kAdamW;
-    case optim::OptimizerKind::kAdam: return Optimizer::kAdam;
-    case optim::OptimizerKind::kSgd: return config.sgd.momentum > 0.0 ? Optimizer::kSgdMomentum : Optimizer::kSgd;
+    case optim::OptimizerKind::kAdamW:
+      return Optimizer::kAdamW;
+    case optim::OptimizerKind::kAdam:
+      return Optimizer::kAdam;
+    case optim::OptimizerKind::kSgd:
+      return config.sgd.momentum > 0.0 ? Optimizer::kSgdMomentum : Optimizer::kSgd;
   }
   return Optimizer::kAdamW;
 }
@@ -58,8 +61,8 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
 }
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {
-  const EngineRun engine{run.stage,    run.ranks,    run.dtype,           run.optimizer,
-                         run.grad_accum, run.prefetch, run.bucket_elements, run.consolidated_copy,
+  const EngineRun engine{run.stage,       run.ranks,    run.dtype,           run.optimizer,
+                         run.grad_accum,  run.prefetch, run.bucket_elements, run.consolidated_copy,
                          run.load_scratch};
   RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
   if (run.consolidated_copy && rank == 0) {
@@ -82,15 +85,21 @@ std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& 
   const uint64_t act = predict_activation_bytes(config, run);
   std::array<RankPrediction, kNumStages> out;
   for (int s = 0; s < kNumStages; ++s) {
-    const EngineRun engine{s,         run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch,
-                           run.bucket_elements, run.consolidated_copy, run.load_scratch};
+    const EngineRun engine{s,
+                           run.ranks,
+                           run.dtype,
+                           run.optimizer,
+                           run.grad_accum,
+                           run.prefetch,
+                           run.bucket_elements,
+                           run.consolidated_copy,
+                           run.load_scratch};
     out[static_cast<size_t>(s)] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;
 }
 
-std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run,
-                                          uint64_t max_bytes) {
+std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes) {
   const auto stages = predict_stages(config, run);
   for (int s = 0; s < kNumStages; ++s) {
     if (stages[static_cast<size_t>(s)].resident() <= max_bytes) return s;
@@ -142,19 +151,20 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
     }
   }
   if (fix.empty()) {
-    fix = fmt::format("no stage fits at {} ranks (stage 3 needs {}): add ranks (or machines), lower --micro-batch, "
-                      "use activation checkpointing, or turn off the sample and held-out answers "
-                      "(--sample-tokens 0 --held-out 0)",
-                      run.ranks, human_bytes(at_stage(3).total()));
+    fix = fmt::format(
+        "no stage fits at {} ranks (stage 3 needs {}): add ranks (or machines), lower --micro-batch, "
+        "use activation checkpointing, or turn off the sample and held-out answers "
+        "(--sample-tokens 0 --held-out 0)",
+        run.ranks, human_bytes(at_stage(3).total()));
   }
   const RankPrediction& b = p.ranks.front();  // the lowest local rank: the busiest
-  const std::string who = local.count == 1 ? fmt::format("rank {}", local.first)
-                                           : fmt::format("{} ranks, the busiest", local.count);
+  const std::string who =
+      local.count == 1 ? fmt::format("rank {}", local.first) : fmt::format("{} ranks, the busiest", local.count);
   ZDP_THROW(ConfigError,
             "[train] ZeRO stage {} needs {} in this process ({} {}: params {}, grads {}, optimizer {}, buffers {}, "
             "activations {}, scratch {}; baseline {}), over {} {}: {}",
-            run.stage, human_bytes(p.total()), who, human_bytes(b.total()), human_bytes(b.params),
-            human_bytes(b.grads), human_bytes(b.master + b.adam_m + b.adam_v), human_bytes(b.gathered + b.buckets),
+            run.stage, human_bytes(p.total()), who, human_bytes(b.total()), human_bytes(b.params), human_bytes(b.grads),
+            human_bytes(b.master + b.adam_m + b.adam_v), human_bytes(b.gathered + b.buckets),
             human_bytes(b.activations), human_bytes(b.scratch()), human_bytes(p.baseline), limit_source,
             human_bytes(max_bytes), fix);
 }

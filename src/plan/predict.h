@@ -33,16 +33,16 @@ namespace zerodp::plan {
 struct RunShape {
   int stage = 0;
   int ranks = 1;
-  Dtype dtype = Dtype::fp32();            // params, grads and communication
+  Dtype dtype = Dtype::fp32();  // params, grads and communication
   Optimizer optimizer = Optimizer::kAdamW;
   int micro_batch = 1;
-  int seq_len = 1;                        // tokens per sample (ignored by the MLP)
-  bool checkpointing = false;             // activation checkpointing (GPT)
+  int seq_len = 1;             // tokens per sample (ignored by the MLP)
+  bool checkpointing = false;  // activation checkpointing (GPT)
   int grad_accum = 1;
-  bool prefetch = true;                   // zero::EngineConfig::prefetch
-  uint64_t bucket_elements = 25 << 20;    // zero::EngineConfig::bucket_elements (stage 0)
-  bool consolidated_copy = false;         // rank 0 gathers an fp32 copy at the end (sample, held-out answers)
-  uint64_t load_scratch = 0;              // a resume's checkpoint read buffer (ckpt::read_scratch_bytes)
+  bool prefetch = true;                 // zero::EngineConfig::prefetch
+  uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)
+  bool consolidated_copy = false;       // rank 0 gathers an fp32 copy at the end (sample, held-out answers)
+  uint64_t load_scratch = 0;            // a resume's checkpoint read buffer (ckpt::read_scratch_bytes)
 };
 
 // The ranks one process runs: all of them on threads, its own one under MPI.
@@ -60,7 +60,7 @@ struct ProcessPrediction {
   std::vector<RankPrediction> ranks;
   uint64_t baseline = 0;
   uint64_t ranks_total() const;
-  uint64_t allocator() const;     // the sum of the ranks' allocator rounding
+  uint64_t allocator() const;  // the sum of the ranks' allocator rounding
   uint64_t total() const { return ranks_total() + baseline; }
 };
 
@@ -89,8 +89,7 @@ std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& 
 
 // The lowest stage whose busiest rank's resident() fits in `max_bytes`
 // (run.stage ignored), or none.
-std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run,
-                                          uint64_t max_bytes);
+std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes);
 
 ProcessPrediction predict_process(const model::ModelConfig& config, const RunShape& run, LocalRanks local,
                                   uint64_t baseline);

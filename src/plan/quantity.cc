@@ -112,8 +112,7 @@ bool scale(const Decimal& d, U128 multiplier, bool require_exact, uint64_t& out)
 uint64_t parse_count(std::string_view text, std::string_view what) {
   Decimal d;
   ZDP_CHECK(parse_decimal(text, d), ConfigError,
-            "[plan] {} '{}' is not a number: write a count such as 7.5B, 124M, 7.5e9 or 124475904", what,
-            text);
+            "[plan] {} '{}' is not a number: write a count such as 7.5B, 124M, 7.5e9 or 124475904", what, text);
   const std::string unit = lower(d.unit);
   U128 multiplier = 1;
   if (unit.empty()) {
@@ -127,13 +126,12 @@ uint64_t parse_count(std::string_view text, std::string_view what) {
   } else if (unit == "t") {
     multiplier = 1000000000000ULL;
   } else {
-    ZDP_THROW(ConfigError, "[plan] {} '{}' has an unknown suffix '{}': use K, M, B or T (or a plain number)",
-              what, text, d.unit);
+    ZDP_THROW(ConfigError, "[plan] {} '{}' has an unknown suffix '{}': use K, M, B or T (or a plain number)", what,
+              text, d.unit);
   }
   uint64_t value = 0;
   ZDP_CHECK(scale(d, multiplier, /*require_exact=*/true, value), ConfigError,
-            "[plan] {} '{}' is not a whole count that fits in 64 bits: write e.g. 7.5B or 124475904", what,
-            text);
+            "[plan] {} '{}' is not a whole count that fits in 64 bits: write e.g. 7.5B or 124475904", what, text);
   ZDP_CHECK(value > 0, ConfigError, "[plan] {} must be positive, got '{}'", what, text);
   return value;
 }
@@ -145,8 +143,8 @@ uint64_t parse_bytes(std::string_view text, std::string_view what) {
   const std::string unit = lower(d.unit);
   // A bare number is ambiguous (32 bytes? 32 GB?): a size needs its unit.
   ZDP_CHECK(!unit.empty(), ConfigError,
-            "[plan] {} '{}' has no unit: write e.g. {}GB (powers of 1000), {}GiB (powers of 1024) or {}B (bytes)",
-            what, text, text, text, text);
+            "[plan] {} '{}' has no unit: write e.g. {}GB (powers of 1000), {}GiB (powers of 1024) or {}B (bytes)", what,
+            text, text, text, text);
   struct Unit {
     const char* name;
     U128 multiplier;
@@ -154,9 +152,18 @@ uint64_t parse_bytes(std::string_view text, std::string_view what) {
   static constexpr U128 kKi = 1024;
   static const Unit kUnits[] = {
       {"b", 1},
-      {"kb", 1000},     {"mb", 1000000},         {"gb", 1000000000},           {"tb", 1000000000000ULL},
-      {"kib", kKi},     {"mib", kKi * kKi},      {"gib", kKi * kKi * kKi},     {"tib", kKi * kKi * kKi * kKi},
-      {"k", 1000},      {"m", 1000000},          {"g", 1000000000},            {"t", 1000000000000ULL},
+      {"kb", 1000},
+      {"mb", 1000000},
+      {"gb", 1000000000},
+      {"tb", 1000000000000ULL},
+      {"kib", kKi},
+      {"mib", kKi * kKi},
+      {"gib", kKi * kKi * kKi},
+      {"tib", kKi * kKi * kKi * kKi},
+      {"k", 1000},
+      {"m", 1000000},
+      {"g", 1000000000},
+      {"t", 1000000000000ULL},
   };
   const Unit* found = nullptr;
   for (const Unit& u : kUnits) {

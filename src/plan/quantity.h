@@ -15,7 +15,7 @@
 
 namespace zerodp::plan {
 
-inline constexpr double kGB = 1e9;                   // the paper's "GB"
+inline constexpr double kGB = 1e9;                    // the paper's "GB"
 inline constexpr double kGiB = 1024.0 * 1024 * 1024;  // what DeepSpeed prints as "GB"
 
 // "7.5B", "124M", "1T", "350K", "7.5e9", "124475904" -> a positive count.

@@ -51,7 +51,8 @@ void draw_bar_chart(SvgDocument& doc, const BarChart& chart, Rect area) {
 
   std::vector<LegendEntry> legend;
   if (chart.show_legend) {
-    for (size_t i = 0; i < chart.series.size(); ++i) legend.push_back({chart.series[i].name, series_color(chart, i), false, ""});
+    for (size_t i = 0; i < chart.series.size(); ++i)
+      legend.push_back({chart.series[i].name, series_color(chart, i), false, ""});
   }
   for (const ReferenceLine& r : chart.reference_lines) legend.push_back(legend_entry(r));
   bool any_bar_label = false;
@@ -104,15 +105,13 @@ void draw_bar_chart(SvgDocument& doc, const BarChart& chart, Rect area) {
         const std::string data = SvgDocument::attr("data-group", g.label) + SvgDocument::attr("data-bar", b.label) +
                                  SvgDocument::attr("data-series", name) +
                                  SvgDocument::attr("data-value", fmt::format("{}", s.value));
-        const std::string title =
-            fmt::format("{}{}{}: {} {}", g.label, g.label.empty() || b.label.empty() ? "" : ", ", b.label, name,
-                        format(s.value));
+        const std::string title = fmt::format("{}{}{}: {} {}", g.label, g.label.empty() || b.label.empty() ? "" : ", ",
+                                              b.label, name, format(s.value));
         doc.rect(cx - bar_w / 2, top, bar_w, bottom - top, p, "bar", data, title);
         base += s.value;
       }
       if (chart.show_totals && !b.segments.empty()) {
-        doc.text({cx, y(base) - 4}, b.total_label.empty() ? format(base) : b.total_label, total_style,
-                 "bar-total");
+        doc.text({cx, y(base) - 4}, b.total_label.empty() ? format(base) : b.total_label, total_style, "bar-total");
       }
       if (!b.label.empty()) doc.text({cx, plot.bottom() + 14}, b.label, label_style, "bar-label");
     }

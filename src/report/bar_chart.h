@@ -32,9 +32,9 @@ struct BarSegment {
 };
 
 struct Bar {
-  std::string label;                  // under the bar (may be empty)
-  std::vector<BarSegment> segments;   // stacked bottom-up
-  std::string total_label;            // above the bar; empty: value_format(sum)
+  std::string label;                 // under the bar (may be empty)
+  std::vector<BarSegment> segments;  // stacked bottom-up
+  std::string total_label;           // above the bar; empty: value_format(sum)
 };
 
 struct BarGroup {
@@ -49,7 +49,7 @@ struct BarChart {
   std::vector<ReferenceLine> reference_lines;
   bool show_totals = true;
   bool show_legend = true;
-  std::optional<double> y_max;  // share a scale across panels; unset: fit the data
+  std::optional<double> y_max;                      // share a scale across panels; unset: fit the data
   std::function<std::string(double)> value_format;  // default: 3 significant digits
 };
 

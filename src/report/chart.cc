@@ -27,8 +27,7 @@ double text_width(std::string_view s, double size) {
 }  // namespace
 
 Ticks nice_ticks(double lo, double hi, int target) {
-  ZDP_CHECK(std::isfinite(lo) && std::isfinite(hi), ShapeError, "[chart] axis range [{}, {}] is not finite", lo,
-            hi);
+  ZDP_CHECK(std::isfinite(lo) && std::isfinite(hi), ShapeError, "[chart] axis range [{}, {}] is not finite", lo, hi);
   if (lo > hi) std::swap(lo, hi);
   if (lo == hi) {
     const double pad = lo == 0 ? 1 : std::fabs(lo) * 0.5;

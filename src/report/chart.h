@@ -33,8 +33,8 @@ struct LinearScale {
 };
 
 struct Ticks {
-  double lo = 0;    // first tick, <= the data's low end
-  double hi = 1;    // last tick, >= the data's high end
+  double lo = 0;  // first tick, <= the data's low end
+  double hi = 1;  // last tick, >= the data's high end
   double step = 1;
   std::vector<double> values;
 };

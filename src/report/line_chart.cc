@@ -23,8 +23,10 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
                 "[line_chart] stacked series '{}' has {} points, the one below {}", stacked_copy.series[i].name,
                 cur.size(), below.size());
       for (size_t k = 0; k < cur.size(); ++k) {
-        ZDP_CHECK(cur[k].x == below[k].x, ShapeError, "[line_chart] stacked series '{}' point {} is at x = {}, "
-                  "the one below at {}", stacked_copy.series[i].name, k, cur[k].x, below[k].x);
+        ZDP_CHECK(cur[k].x == below[k].x, ShapeError,
+                  "[line_chart] stacked series '{}' point {} is at x = {}, "
+                  "the one below at {}",
+                  stacked_copy.series[i].name, k, cur[k].x, below[k].x);
         cur[k].y += below[k].y;
       }
     }
@@ -67,9 +69,7 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
   if (chart.y_max) y_hi = ty(*chart.y_max);
 
   std::vector<LegendEntry> legend;
-  auto color = [&](size_t i) {
-    return chart.series[i].color.empty() ? palette_color(i) : chart.series[i].color;
-  };
+  auto color = [&](size_t i) { return chart.series[i].color.empty() ? palette_color(i) : chart.series[i].color; };
   if (chart.show_legend) {
     for (size_t i = 0; i < chart.series.size(); ++i) {
       legend.push_back({chart.series[i].name, color(i), true, chart.series[i].dash});
@@ -126,8 +126,8 @@ void draw_line_chart(SvgDocument& doc, const LineChart& chart_in, Rect area) {
     p.stroke = color(i);
     p.stroke_width = 2;
     p.dash = s.dash;
-    const std::string data = SvgDocument::attr("data-series", s.name) +
-                             SvgDocument::attr("data-points", fmt::format("{}", s.points.size()));
+    const std::string data =
+        SvgDocument::attr("data-series", s.name) + SvgDocument::attr("data-points", fmt::format("{}", s.points.size()));
     if (chart.stacked && !mapped.empty()) {
       // The band between this series and the one below (or the axis).
       std::vector<Point> band = mapped;

@@ -21,7 +21,7 @@ namespace zerodp::report {
 
 struct LineSeries {
   std::string name;
-  std::string color;  // empty: palette_color(index)
+  std::string color;          // empty: palette_color(index)
   std::vector<Point> points;  // data coordinates, drawn in the given order
   std::string dash;           // e.g. "6 4" for a dashed series
   bool markers = false;

@@ -54,8 +54,8 @@ struct StepRecord {
   bool clipped = false;
   std::optional<double> tokens_per_s;
   std::optional<double> step_seconds;
-  std::vector<RankMemoryRecord> memory;                         // per rank
-  std::vector<std::map<std::string, CollectiveBytes>> comm;     // per rank, by collective name
+  std::vector<RankMemoryRecord> memory;                      // per rank
+  std::vector<std::map<std::string, CollectiveBytes>> comm;  // per rank, by collective name
 };
 
 // The validation pass after the last step.

@@ -65,8 +65,8 @@ BarChart plan_replica_chart(const plan::PlanResult& r) {
 BarChart plan_per_rank_chart(const plan::PlanResult& r) {
   BarChart c;
   const bool one = r.per_ranks.size() == 1;
-  c.labels.title = one ? fmt::format("Per rank at N = {}, by ZeRO stage", r.per_ranks[0].ranks)
-                       : "Per rank by ZeRO stage and N";
+  c.labels.title =
+      one ? fmt::format("Per rank at N = {}, by ZeRO stage", r.per_ranks[0].ranks) : "Per rank by ZeRO stage and N";
   c.labels.y_label = "bytes per rank (GB = 1e9 bytes)";
   c.labels.x_label = "ZeRO stage (0: DP, 1: P_os, 2: P_os+g, 3: P_os+g+p)";
   c.series = plan_series(r);

@@ -23,8 +23,8 @@ constexpr size_t kMaxRankCharts = 8;
 
 // The ledger's categories in its own order; unknown names follow, sorted.
 const std::vector<std::string>& ledger_order() {
-  static const std::vector<std::string> kOrder = {"params", "grads",    "master",      "adam_m", "adam_v",
-                                                  "gathered", "buckets", "activations", "comm", "scratch"};
+  static const std::vector<std::string> kOrder = {"params",   "grads",   "master",      "adam_m", "adam_v",
+                                                  "gathered", "buckets", "activations", "comm",   "scratch"};
   return kOrder;
 }
 
@@ -33,8 +33,8 @@ const std::vector<std::string>& ledger_order() {
 std::string category_color(const std::string& name) {
   static const std::vector<std::string> kColors = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
                                                    "#D55E00", "#F0E442", "#999999", "#000000"};
-  const auto pos = static_cast<size_t>(std::find(ledger_order().begin(), ledger_order().end(), name) -
-                                       ledger_order().begin());
+  const auto pos =
+      static_cast<size_t>(std::find(ledger_order().begin(), ledger_order().end(), name) - ledger_order().begin());
   return pos < kColors.size() ? kColors[pos] : palette_color(pos);
 }
 
@@ -113,7 +113,8 @@ bool has_dynamic_loss_scale(const RunMetrics& m) {
 std::optional<ReportChart> loss_chart(const RunMetrics& m) {
   LineChart c = step_chart("Loss", "loss (cross-entropy, nats)");
   LineSeries train = series_of(m, "training loss", [](const StepRecord& r) { return r.loss; });
-  LineSeries val = series_of(m, "validation loss", [](const StepRecord& r) { return r.val_loss; }, false);
+  LineSeries val = series_of(
+      m, "validation loss", [](const StepRecord& r) { return r.val_loss; }, false);
   // The validation pass after the last step ends the curve.
   if (m.final_record && m.final_record->val_loss) {
     const double x = static_cast<double>(m.final_record->step);
@@ -152,8 +153,8 @@ std::vector<ReportChart> memory_charts(const RunMetrics& m) {
   if (cats.empty()) return out;
   const size_t ranks = rank_count(m);
   for (size_t r = 0; r < std::min(ranks, kMaxRankCharts); ++r) {
-    LineChart c = step_chart(fmt::format("Memory of rank {} by ledger category (peaks, stacked)", r),
-                             "MB (10^6 bytes), stacked");
+    LineChart c =
+        step_chart(fmt::format("Memory of rank {} by ledger category (peaks, stacked)", r), "MB (10^6 bytes), stacked");
     c.y_from_zero = true;
     c.stacked = true;
     for (const std::string& cat : cats) {
@@ -171,7 +172,8 @@ std::vector<ReportChart> memory_charts(const RunMetrics& m) {
     out.push_back({fmt::format("memory_rank{}", r), c.labels.title, finish(c)});
   }
   // Every rank at the last step that has memory, stacked by category.
-  const auto last = std::find_if(m.steps.rbegin(), m.steps.rend(), [](const StepRecord& s) { return !s.memory.empty(); });
+  const auto last =
+      std::find_if(m.steps.rbegin(), m.steps.rend(), [](const StepRecord& s) { return !s.memory.empty(); });
   BarChart b;
   b.labels = {fmt::format("Memory per rank at step {} by category (peak)", last->step), "rank", "MB (10^6 bytes)"};
   for (const std::string& cat : cats) b.series.push_back({cat, category_color(cat)});
@@ -198,7 +200,8 @@ std::optional<ReportChart> comm_chart(const RunMetrics& m) {
     }
   }
   if (names.empty()) return std::nullopt;
-  LineChart c = step_chart("Bytes sent per step by collective (mean over ranks)", "MB sent per rank per step (10^6 bytes)");
+  LineChart c =
+      step_chart("Bytes sent per step by collective (mean over ranks)", "MB sent per rank per step (10^6 bytes)");
   c.y_from_zero = true;
   for (const std::string& name : names) {
     LineSeries s;
@@ -272,16 +275,19 @@ std::vector<ReportChart> report_charts(const RunMetrics& m) {
     if (c) out.push_back(std::move(*c));
   };
   add(loss_chart(m));
-  add(simple_chart(m, "throughput", "Throughput", "tokens per second", "tokens/s",
-                   [](const StepRecord& r) { return r.tokens_per_s; }, false, true));
+  add(simple_chart(
+      m, "throughput", "Throughput", "tokens per second", "tokens/s",
+      [](const StepRecord& r) { return r.tokens_per_s; }, false, true));
   if (has_dynamic_loss_scale(m)) {
-    add(simple_chart(m, "loss_scale", "Loss scale (log axis)", "loss scale (log10 axis)", "loss scale",
-                     [](const StepRecord& r) { return r.loss_scale; }, true, false, skipped_steps(m)));
+    add(simple_chart(
+        m, "loss_scale", "Loss scale (log axis)", "loss scale (log10 axis)", "loss scale",
+        [](const StepRecord& r) { return r.loss_scale; }, true, false, skipped_steps(m)));
   }
-  add(simple_chart(m, "lr", "Learning rate", "learning rate", "lr", [](const StepRecord& r) { return r.lr; },
-                   false, true));
-  add(simple_chart(m, "grad_norm", "Gradient norm (unscaled, before clipping)", "global L2 norm", "grad norm",
-                   [](const StepRecord& r) { return r.grad_norm; }, false, true, skipped_steps(m)));
+  add(simple_chart(
+      m, "lr", "Learning rate", "learning rate", "lr", [](const StepRecord& r) { return r.lr; }, false, true));
+  add(simple_chart(
+      m, "grad_norm", "Gradient norm (unscaled, before clipping)", "global L2 norm", "grad norm",
+      [](const StepRecord& r) { return r.grad_norm; }, false, true, skipped_steps(m)));
   for (ReportChart& c : memory_charts(m)) out.push_back(std::move(c));
   add(comm_chart(m));
   return out;

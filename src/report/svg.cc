@@ -34,12 +34,23 @@ std::string xml_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -73,8 +84,8 @@ void SvgDocument::rect(double x, double y, double w, double h, const Paint& pain
   check_finite(w, "rect width");
   check_finite(h, "rect height");
   body_ += fmt::format("<rect{}{}{}{}{}{}{}", class_attr(css_class), attr("x", num(x)), attr("y", num(y)),
-                       attr("width", num(std::max(0.0, w))), attr("height", num(std::max(0.0, h))),
-                       paint_attrs(paint), data);
+                       attr("width", num(std::max(0.0, w))), attr("height", num(std::max(0.0, h))), paint_attrs(paint),
+                       data);
   if (title.empty()) {
     body_ += "/>\n";
   } else {
@@ -97,8 +108,8 @@ void SvgDocument::polyline(std::span<const Point> points, const Paint& paint, st
     if (!coords.empty()) coords += ' ';
     coords += num(p.x) + "," + num(p.y);
   }
-  body_ += fmt::format("<polyline{}{}{}{}/>\n", class_attr(css_class), attr("points", coords), paint_attrs(paint),
-                       data);
+  body_ +=
+      fmt::format("<polyline{}{}{}{}/>\n", class_attr(css_class), attr("points", coords), paint_attrs(paint), data);
 }
 
 void SvgDocument::path(std::span<const std::vector<Point>> runs, const Paint& paint, std::string_view css_class,
@@ -131,8 +142,7 @@ void SvgDocument::text(Point at, std::string_view content, const TextStyle& styl
   check_finite(at.x, "text x");
   check_finite(at.y, "text y");
   std::string attrs = class_attr(css_class) + attr("x", num(at.x)) + attr("y", num(at.y)) +
-                      attr("font-size", num(style.size)) + attr("text-anchor", style.anchor) +
-                      attr("fill", style.fill);
+                      attr("font-size", num(style.size)) + attr("text-anchor", style.anchor) + attr("fill", style.fill);
   if (!style.weight.empty()) attrs += attr("font-weight", style.weight);
   if (style.halo) {
     attrs += attr("stroke", "white") + attr("stroke-width", "3") + attr("stroke-linejoin", "round") +

@@ -29,7 +29,7 @@ struct Paint {
   std::string fill = "none";
   std::string stroke;
   double stroke_width = 1;
-  std::string dash;        // stroke-dasharray, e.g. "6 4"
+  std::string dash;  // stroke-dasharray, e.g. "6 4"
   double opacity = 1;
 };
 
@@ -38,8 +38,8 @@ struct TextStyle {
   std::string anchor = "start";  // start | middle | end
   std::string weight;            // "bold" or empty
   std::string fill = "#222";
-  double rotate = 0;             // degrees about the anchor point
-  bool halo = false;             // a white outline so labels stay legible over bars and lines
+  double rotate = 0;  // degrees about the anchor point
+  bool halo = false;  // a white outline so labels stay legible over bars and lines
 };
 
 // &, <, >, " and ' as entities.

@@ -51,8 +51,8 @@ void load_encoder(const std::string& path, BpeVocab& vocab) {
   } catch (const nlohmann::json::exception& e) {
     ZDP_THROW(InputFileError, "[tokenizer] {} is not JSON ({}): {}", path, e.what(), kFix);
   }
-  ZDP_CHECK(json.is_object() && !json.empty(), InputFileError,
-            "[tokenizer] {} is not a JSON object of token -> id: {}", path, kFix);
+  ZDP_CHECK(json.is_object() && !json.empty(), InputFileError, "[tokenizer] {} is not a JSON object of token -> id: {}",
+            path, kFix);
   const size_t n = json.size();
   vocab.tokens.assign(n, std::string());
   std::vector<bool> seen(n, false);

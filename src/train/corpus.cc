@@ -36,8 +36,7 @@ bool is_held_out(int a, int b) {
 std::string read_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    ZDP_THROW(ConfigError, "[data] '{}' does not exist: give --data an existing text file or llm.c .bin shard",
-              path);
+    ZDP_THROW(ConfigError, "[data] '{}' does not exist: give --data an existing text file or llm.c .bin shard", path);
   }
   if (std::filesystem::is_directory(path, ec)) {
     ZDP_THROW(ConfigError, "[data] '{}' is a directory: give --data a file", path);
@@ -59,7 +58,9 @@ std::vector<int32_t> shard_tokens(const std::string& path) {
   return {raw.begin(), raw.end()};
 }
 
-void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) { to.insert(to.end(), from.begin(), from.end()); }
+void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
 
 int vocab_of(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   int32_t top = 0;
@@ -108,8 +109,8 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
   const bool shards = ends_with(files.front(), ".bin");
   for (const std::string& f : files) {
     ZDP_CHECK(ends_with(f, ".bin") == shards, ConfigError,
-              "[data] --data '{}' matches text files and .bin shards ({} and {}): give one kind", path,
-              files.front(), f);
+              "[data] --data '{}' matches text files and .bin shards ({} and {}): give one kind", path, files.front(),
+              f);
   }
   std::shared_ptr<text::BpeTokenizer> bpe;
   if (!tokenizer.empty()) bpe = text::load_tokenizer(tokenizer);
@@ -137,9 +138,9 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
                 "another tokenizer; drop --tokenizer",
                 what, corpus.vocab - 1, bpe->dir(), bpe->vocab_size());
     }
-    corpus.description = fmt::format("llm.c shard {}: {} training tokens, {} validation tokens{}", what,
-                                     corpus.train.size(), corpus.val.size(),
-                                     val.empty() ? " (last 10%)" : (val_path.empty() ? " (" + val + ")" : ""));
+    corpus.description =
+        fmt::format("llm.c shard {}: {} training tokens, {} validation tokens{}", what, corpus.train.size(),
+                    corpus.val.size(), val.empty() ? " (last 10%)" : (val_path.empty() ? " (" + val + ")" : ""));
     return corpus;
   }
   // Text is validated on its own last tenth: a --val-data would not be read.
@@ -157,7 +158,8 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
     ZDP_CHECK(!texts.back().empty(), ConfigError, "[data] '{}' is empty: give --data a file with text in it", f);
   }
   if (bpe) {
-    ZDP_CHECK(bpe->end_of_text() >= 0, ConfigError, "[data] the tokenizer in {} has no <|endoftext|> token", bpe->dir());
+    ZDP_CHECK(bpe->end_of_text() >= 0, ConfigError, "[data] the tokenizer in {} has no <|endoftext|> token",
+              bpe->dir());
     std::vector<int32_t> tokens;  // each file is documents of its own
     for (const std::string& t : texts) text::encode_documents(*bpe, t, tokens);
     text::TokenSplit split = text::split_validation(std::move(tokens), 0.1);
@@ -176,8 +178,8 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
   corpus.train = text_to_tokens(text.substr(0, cut));
   corpus.val = text_to_tokens(text.substr(cut));
   corpus.vocab = 256;
-  corpus.description = fmt::format("text file {} as bytes: {} training tokens, {} validation tokens (last 10%)",
-                                   what, corpus.train.size(), corpus.val.size());
+  corpus.description = fmt::format("text file {} as bytes: {} training tokens, {} validation tokens (last 10%)", what,
+                                   corpus.train.size(), corpus.val.size());
   return corpus;
 }
 

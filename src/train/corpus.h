@@ -31,13 +31,13 @@ struct ArithmeticProblem {
 };
 
 struct Corpus {
-  std::string description;        // one line for the log
-  std::vector<int32_t> train;     // token ids
+  std::string description;     // one line for the log
+  std::vector<int32_t> train;  // token ids
   std::vector<int32_t> val;
-  int vocab = 256;                // smallest vocabulary that holds every id
-  bool byte_level = true;         // tokens are bytes (printable as text)
+  int vocab = 256;                          // smallest vocabulary that holds every id
+  bool byte_level = true;                   // tokens are bytes (printable as text)
   std::vector<ArithmeticProblem> held_out;  // the embedded corpus only
-  int record_length = 1;          // windows start at multiples of this (10: one arithmetic line)
+  int record_length = 1;                    // windows start at multiples of this (10: one arithmetic line)
   // The two splits as messages name them: "the validation split (the last 10% of notes.txt)".
   std::string train_name = "the training split";
   std::string val_name = "the validation split";

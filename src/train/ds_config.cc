@@ -106,12 +106,26 @@ void apply_zero(Section z, TrainConfig& c) {
   }
   z.ignore({"offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory"},
            "zerodp keeps every state in host memory already; there is no offload");
-  z.ignore({"allgather_partitions", "allgather_bucket_size", "reduce_scatter", "contiguous_gradients",
-            "round_robin_gradients", "stage3_max_live_parameters", "stage3_max_reuse_distance",
-            "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
-            "stage3_gather_fp16_weights_on_model_save", "sub_group_size", "elastic_checkpoint",
-            "load_from_fp32_weights", "ignore_unused_parameters", "legacy_stage1", "memory_efficient_linear",
-            "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
+  z.ignore({"allgather_partitions",
+            "allgather_bucket_size",
+            "reduce_scatter",
+            "contiguous_gradients",
+            "round_robin_gradients",
+            "stage3_max_live_parameters",
+            "stage3_max_reuse_distance",
+            "stage3_param_persistence_threshold",
+            "stage3_gather_16bit_weights_on_model_save",
+            "stage3_gather_fp16_weights_on_model_save",
+            "sub_group_size",
+            "elastic_checkpoint",
+            "load_from_fp32_weights",
+            "ignore_unused_parameters",
+            "legacy_stage1",
+            "memory_efficient_linear",
+            "zero_hpz_partition_size",
+            "zero_quantized_weights",
+            "zero_quantized_gradients",
+            "mics_shard_size",
             "use_multi_rank_bucket_allreduce"},
            "zerodp's per-unit schedule decides this");
   z.finish();
@@ -216,8 +230,8 @@ void apply_scheduler(Section s, TrainConfig& c) {
   } else if (type == "WarmupCosineLR") {
     lr.kind = optim::LrScheduleKind::kWarmupCosine;
   } else {
-    ZDP_THROW(ConfigError, "[config] scheduler.type '{}' is not supported: use WarmupLR, WarmupDecayLR or WarmupCosineLR",
-              type);
+    ZDP_THROW(ConfigError,
+              "[config] scheduler.type '{}' is not supported: use WarmupLR, WarmupDecayLR or WarmupCosineLR", type);
   }
   if (s.has("params")) {
     Section p = s.section("params");
@@ -257,11 +271,11 @@ void apply_activation_checkpointing(Section a, TrainConfig& c) {
 
 void apply_deepspeed_defaults(TrainConfig& c) {
   c.defaults = "DeepSpeed default";
-  c.engine.stage = 0;                // zero_optimization.stage
-  c.engine.dtype = Dtype::fp32();    // no fp16/bf16 section enabled
-  c.engine.clip_norm = 0.0;          // gradient_clipping
-  c.log_every = 10;                  // steps_per_print
-  auto& opt = c.engine.optimizer;    // no optimizer section: AdamW with DeepSpeed's Adam defaults
+  c.engine.stage = 0;              // zero_optimization.stage
+  c.engine.dtype = Dtype::fp32();  // no fp16/bf16 section enabled
+  c.engine.clip_norm = 0.0;        // gradient_clipping
+  c.log_every = 10;                // steps_per_print
+  auto& opt = c.engine.optimizer;  // no optimizer section: AdamW with DeepSpeed's Adam defaults
   opt.kind = optim::OptimizerKind::kAdamW;
   opt.adam.lr = opt.sgd.lr = 1e-3;
   opt.adam.beta1 = 0.9;
@@ -337,12 +351,34 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   if (bf16) c.sources["precision"] = top.from(top.has("bf16") ? "bf16.enabled" : "bfloat16.enabled");
   if (top.has("optimizer")) apply_optimizer(top.section("optimizer"), c);
   if (top.has("scheduler")) apply_scheduler(top.section("scheduler"), c);
-  top.ignore({"wall_clock_breakdown", "memory_breakdown", "dump_state", "flops_profiler", "tensorboard", "wandb",
-              "csv_monitor", "comet", "comms_logger", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
-              "prescale_gradients", "gradient_predivide_factor", "communication_data_type", "sparse_gradients",
-              "amp", "aio", "data_efficiency", "curriculum_learning", "elasticity",
-              "sparse_attention", "checkpoint", "data_types", "autotuning", "compression_training",
-              "pipeline", "seq_parallel_communication_data_type", "disable_allgather"},
+  top.ignore({"wall_clock_breakdown",
+              "memory_breakdown",
+              "dump_state",
+              "flops_profiler",
+              "tensorboard",
+              "wandb",
+              "csv_monitor",
+              "comet",
+              "comms_logger",
+              "zero_allow_untested_optimizer",
+              "zero_force_ds_cpu_optimizer",
+              "prescale_gradients",
+              "gradient_predivide_factor",
+              "communication_data_type",
+              "sparse_gradients",
+              "amp",
+              "aio",
+              "data_efficiency",
+              "curriculum_learning",
+              "elasticity",
+              "sparse_attention",
+              "checkpoint",
+              "data_types",
+              "autotuning",
+              "compression_training",
+              "pipeline",
+              "seq_parallel_communication_data_type",
+              "disable_allgather"},
              "not implemented by zerodp");
   top.finish();
 }

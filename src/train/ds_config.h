@@ -9,9 +9,8 @@
 // consecutive_hysteresis}, bf16 {enabled}, optimizer {type: Adam | AdamW |
 // SGD, params {lr, betas, eps, weight_decay, momentum, nesterov,
 // adam_w_mode}}, scheduler {type: WarmupLR | WarmupDecayLR | WarmupCosineLR,
-// params}, activation_checkpointing (its presence turns it on). DeepSpeed keys that do nothing here (offload, monitors, ...) are
-// warned about by name; any other key is a ConfigError naming it. See
-// docs/train.md for the mapping.
+// params}, activation_checkpointing (its presence turns it on). DeepSpeed keys that do nothing here (offload, monitors,
+// ...) are warned about by name; any other key is a ConfigError naming it. See docs/train.md for the mapping.
 // Thread-safety: pure functions (warnings go to the given sink).
 #pragma once
 

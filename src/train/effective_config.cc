@@ -34,7 +34,7 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   if (!c.tokenizer.empty()) add_own("tokenizer", c.tokenizer);
   add_own("steps", c.steps);
   add_own("seed", c.seed);
-  const std::string ranks_source = c.sources.count("ranks") > 0 ? c.sources.at("ranks")
+  const std::string ranks_source = c.sources.count("ranks") > 0       ? c.sources.at("ranks")
                                    : c.backend == comm::Backend::kMpi ? "mpirun -np"
                                                                       : "zerodp default: one per core";
   const std::string backend =
@@ -50,8 +50,8 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   const int64_t batch = static_cast<int64_t>(c.micro_batch) * e.grad_accum * ranks;
   out.push_back({"train-batch-size", batch,
                  c.train_batch_size > 0 ? c.source_of("train-batch-size")
-                                        : fmt::format("derived: micro-batch {} x grad-accum {} x {} ranks", c.micro_batch,
-                                                      e.grad_accum, ranks)});
+                                        : fmt::format("derived: micro-batch {} x grad-accum {} x {} ranks",
+                                                      c.micro_batch, e.grad_accum, ranks)});
   add("optimizer", std::string(optim::optimizer_kind_name(e.optimizer.kind)));
   if (e.optimizer.kind == optim::OptimizerKind::kSgd) {
     add("lr", e.optimizer.sgd.lr);
@@ -67,7 +67,8 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   add("schedule", std::string(optim::lr_schedule_kind_name(lr.kind)));
   if (lr.kind != optim::LrScheduleKind::kConstant) {
     add("warmup", lr.warmup_steps);
-    out.push_back({"warmup-type", lr.warmup_type == optim::WarmupType::kLog ? "log" : "linear", c.source_of("schedule")});
+    out.push_back(
+        {"warmup-type", lr.warmup_type == optim::WarmupType::kLog ? "log" : "linear", c.source_of("schedule")});
     if (lr.kind == optim::LrScheduleKind::kWarmupCosine) add("min-lr-ratio", lr.cos_min_ratio);
     if (lr.kind != optim::LrScheduleKind::kWarmup) {
       out.push_back({"schedule-steps", lr.total_steps > 0 ? lr.total_steps : c.steps,
@@ -91,8 +92,8 @@ std::string format_effective_config(const std::vector<Setting>& settings) {
     const char* title;
     std::vector<std::string> items;
   };
-  std::vector<Group> groups = {{"flags", {}}, {"config file", {}}, {"checkpoint", {}}, {"derived", {}},
-                               {"defaults", {}}};
+  std::vector<Group> groups = {
+      {"flags", {}}, {"config file", {}}, {"checkpoint", {}}, {"derived", {}}, {"defaults", {}}};
   for (const Setting& s : settings) {
     const std::string value = s.value.is_string() ? s.value.get<std::string>() : s.value.dump();
     const std::string& src = s.source;

@@ -9,14 +9,16 @@
 namespace zerodp::train {
 
 Progress::Progress(int64_t total_steps, int log_every, bool allow_live)
-    : total_(total_steps), log_every_(log_every), live_(allow_live && isatty(fileno(stdout)) != 0),
+    : total_(total_steps),
+      log_every_(log_every),
+      live_(allow_live && isatty(fileno(stdout)) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 std::string Progress::format(const ProgressEntry& e) const {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double eta = e.step > 0 ? elapsed / static_cast<double>(e.step) * static_cast<double>(total_ - e.step) : 0;
-  std::string line = fmt::format("step {:>{}}/{} | loss {:.4f}", e.step, fmt::formatted_size("{}", total_), total_,
-                                 e.loss);
+  std::string line =
+      fmt::format("step {:>{}}/{} | loss {:.4f}", e.step, fmt::formatted_size("{}", total_), total_, e.loss);
   if (last_val_ >= 0) line += fmt::format(" | val {:.4f}", last_val_);
   line += fmt::format(" | {:.0f} tok/s | ETA {}:{:02d}", e.tokens_per_second, static_cast<int>(eta) / 60,
                       static_cast<int>(eta) % 60);
@@ -53,9 +55,10 @@ void Progress::finish() {
   if (line_open_) fmt::print("\n");
   line_open_ = false;
   if (skipped_ > 0) {
-    fmt::print("{} of the steps were skipped: fp16 gradients overflowed, the loss scale was lowered and the "
-               "parameters were not updated (the metrics file marks them \"skipped\": true)\n",
-               skipped_);
+    fmt::print(
+        "{} of the steps were skipped: fp16 gradients overflowed, the loss scale was lowered and the "
+        "parameters were not updated (the metrics file marks them \"skipped\": true)\n",
+        skipped_);
   }
   std::fflush(stdout);
 }

@@ -12,7 +12,7 @@
 namespace zerodp::train {
 
 struct ProgressEntry {
-  int64_t step = 0;   // the training step, 1-based; skipped fp16 steps count (and are marked)
+  int64_t step = 0;  // the training step, 1-based; skipped fp16 steps count (and are marked)
   int64_t total = 0;
   double loss = 0.0;
   double val_loss = -1.0;  // < 0: none yet

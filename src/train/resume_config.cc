@@ -50,12 +50,17 @@ const std::vector<Field>& fields() {
       {"steps", [](const TrainConfig& c) { return json(c.steps); },
        [](TrainConfig& c, const json& v) { c.steps = v.get<int>(); }},
       {"optimizer", [](const TrainConfig& c) { return json(optim::optimizer_kind_name(c.engine.optimizer.kind)); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.kind = optim::parse_optimizer_kind(v.get<std::string>()); }},
+       [](TrainConfig& c, const json& v) {
+         c.engine.optimizer.kind = optim::parse_optimizer_kind(v.get<std::string>());
+       }},
       {"lr", [](const TrainConfig& c) { return json(c.engine.lr_schedule.max_lr); },
        [](TrainConfig& c, const json& v) {
          c.engine.lr_schedule.max_lr = c.engine.optimizer.adam.lr = c.engine.optimizer.sgd.lr = v.get<double>();
        }},
-      {"betas", [](const TrainConfig& c) { return json::array({c.engine.optimizer.adam.beta1, c.engine.optimizer.adam.beta2}); },
+      {"betas",
+       [](const TrainConfig& c) {
+         return json::array({c.engine.optimizer.adam.beta1, c.engine.optimizer.adam.beta2});
+       },
        [](TrainConfig& c, const json& v) {
          c.engine.optimizer.adam.beta1 = v.at(0).get<double>();
          c.engine.optimizer.adam.beta2 = v.at(1).get<double>();
@@ -97,7 +102,9 @@ bool given(const TrainConfig& c, const std::string& name) {
   return it != c.sources.end() && (it->second.rfind("flag ", 0) == 0 || it->second.rfind("config ", 0) == 0);
 }
 
-std::string show(const json& v) { return v.is_string() ? (v.get<std::string>().empty() ? "(none)" : v.get<std::string>()) : v.dump(); }
+std::string show(const json& v) {
+  return v.is_string() ? (v.get<std::string>().empty() ? "(none)" : v.get<std::string>()) : v.dump();
+}
 
 // How the user gave a setting: "--data" or the config key.
 std::string spelled(const TrainConfig& c, const std::string& name) {
@@ -198,7 +205,8 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
                 "now {} bytes, {:08x}): restore it, or add --resume-override data to continue on the changed file",
                 c.data, path, bytes, crc, now.bytes, now.crc32c);
     }
-    if (now.bytes != bytes || now.crc32c != crc) overridden.push_back(fmt::format("data {} (changed since the save)", c.data));
+    if (now.bytes != bytes || now.crc32c != crc)
+      overridden.push_back(fmt::format("data {} (changed since the save)", c.data));
   }
 
   // Nothing left to train is refused, not a silent success.
@@ -210,7 +218,8 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
   for (const auto& [name, source] : c.sources) {
     if (source == "checkpoint" && name != "model") taken.push_back(name);
   }
-  notes = fmt::format("continuing as saved: {} taken from the checkpoint", taken.empty() ? "nothing" : fmt::format("{}", fmt::join(taken, ", ")));
+  notes = fmt::format("continuing as saved: {} taken from the checkpoint",
+                      taken.empty() ? "nothing" : fmt::format("{}", fmt::join(taken, ", ")));
   if (!overridden.empty()) notes += fmt::format("; overridden (--resume-override): {}", fmt::join(overridden, "; "));
   return notes;
 }

@@ -21,8 +21,12 @@ uint64_t mix(uint64_t x) {
 
 DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks,
                                        uint64_t seed, int alignment, std::string_view split)
-    : stream_(stream), seq_len_(seq_len), micro_batch_(micro_batch), ranks_(ranks),
-      alignment_(static_cast<size_t>(std::max(1, alignment))), seed_(seed) {
+    : stream_(stream),
+      seq_len_(seq_len),
+      micro_batch_(micro_batch),
+      ranks_(ranks),
+      alignment_(static_cast<size_t>(std::max(1, alignment))),
+      seed_(seed) {
   ZDP_CHECK(stream.size() > static_cast<size_t>(seq_len), ConfigError,
             "[data] {} has {} tokens, too few for one sequence of {} (+1): use a longer file or a smaller --seq-len",
             split, stream.size(), seq_len);

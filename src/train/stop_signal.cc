@@ -46,9 +46,12 @@ int StopOnSignals::requested() { return g_requested.load(std::memory_order_relax
 
 const char* signal_name(int signal) {
   switch (signal) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    default: return "a signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "a signal";
   }
 }
 

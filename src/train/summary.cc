@@ -16,15 +16,21 @@ std::string accumulation_traffic(const RunStats& s) {
   const double expected = expected_sent_phi(s);
   switch (s.stage) {
     case 0:
-      return fmt::format("  with --grad-accum {0}: {0} all-reduces of 2Φ, one per micro-batch = {1:g}Φ (the paper's 2Φ is "
-                         "one reduction per step)\n", a, expected);
+      return fmt::format(
+          "  with --grad-accum {0}: {0} all-reduces of 2Φ, one per micro-batch = {1:g}Φ (the paper's 2Φ is "
+          "one reduction per step)\n",
+          a, expected);
     case 1:
     case 2:
-      return fmt::format("  with --grad-accum {0}: {0} reduce-scatters of Φ, one per micro-batch, + 1 all-gather of Φ = "
-                         "{1:g}Φ (the paper's 2Φ is one reduction per step)\n", a, expected);
+      return fmt::format(
+          "  with --grad-accum {0}: {0} reduce-scatters of Φ, one per micro-batch, + 1 all-gather of Φ = "
+          "{1:g}Φ (the paper's 2Φ is one reduction per step)\n",
+          a, expected);
     default:
-      return fmt::format("  with --grad-accum {0}: per micro-batch a reduce-scatter of Φ and the forward and backward "
-                         "all-gathers of 2Φ = {1:g}Φ, plus the tied embedding's extra gathers\n", a, expected);
+      return fmt::format(
+          "  with --grad-accum {0}: per micro-batch a reduce-scatter of Φ and the forward and backward "
+          "all-gathers of 2Φ = {1:g}Φ, plus the tied embedding's extra gathers\n",
+          a, expected);
   }
 }
 
@@ -48,10 +54,13 @@ uint64_t accumulator_bytes(const RunStats& s, int rank) {
 double expected_sent_phi(const RunStats& s) {
   const double a = s.grad_accum;
   switch (s.stage) {
-    case 0: return 2 * a;
+    case 0:
+      return 2 * a;
     case 1:
-    case 2: return a + 1;
-    default: return 3 * a;
+    case 2:
+      return a + 1;
+    default:
+      return 3 * a;
   }
 }
 
@@ -64,8 +73,8 @@ std::string format_summary(const RunStats& s) {
   out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.stage, s.ranks,
                      s.backend, s.dtype.name());
   out += fmt::format("model: {}\n", s.model_description);
-  out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n",
-                     phi, p, p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
+  out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n", phi, p,
+                     p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
   const char* formula = s.stage == 0   ? "(2p+K)Φ"
                         : s.stage == 1 ? "2pΦ + KΦ/N"
                         : s.stage == 2 ? "pΦ + (p+K)Φ/N"
@@ -87,11 +96,13 @@ std::string format_summary(const RunStats& s) {
                        mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
   }
   if (accumulator_bytes(s, 0) > 0) {
-    out += "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator\n"
-           "   beside the flat local gradients it reduce-scatters from: docs/architecture.md)\n";
+    out +=
+        "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator\n"
+        "   beside the flat local gradients it reduce-scatters from: docs/architecture.md)\n";
   }
-  out += fmt::format("  replica / rank 0 = {:.2f}x less memory for model states\n",
-                     static_cast<double>(replica) * phi / static_cast<double>(std::max<uint64_t>(1, s.memory[0].model_states)));
+  out += fmt::format(
+      "  replica / rank 0 = {:.2f}x less memory for model states\n",
+      static_cast<double>(replica) * phi / static_cast<double>(std::max<uint64_t>(1, s.memory[0].model_states)));
 
   const comm::CommStats& c = s.step_comm[0];
   const uint64_t ar = sent_by(c, comm::Collective::kAllReduce);

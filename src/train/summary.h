@@ -35,9 +35,9 @@ struct RunStats {
   int ranks = 1;
   std::string backend;
   Dtype dtype = Dtype::fp32();
-  int optimizer_k = 12;  // bytes of optimizer state per parameter (incl. fp32 master when mixed)
-  int grad_accum = 1;    // micro-batches per step: each is reduced on its own
-  std::vector<RankMemory> memory;   // per rank
+  int optimizer_k = 12;                    // bytes of optimizer state per parameter (incl. fp32 master when mixed)
+  int grad_accum = 1;                      // micro-batches per step: each is reduced on its own
+  std::vector<RankMemory> memory;          // per rank
   std::vector<comm::CommStats> step_comm;  // per rank, one (the last) step
   double tokens_per_second = 0.0;
   double seconds = 0.0;

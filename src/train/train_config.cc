@@ -55,8 +55,7 @@ void validate(const TrainConfig& c) {
             "[train] --micro-batch {} must be at least 1", c.micro_batch);
   ZDP_CHECK(c.seq_len >= 1, ConfigError, "[train] --seq-len {} must be at least 1", c.seq_len);
   ZDP_CHECK(c.steps >= 1, ConfigError, "[train] --steps {} must be at least 1", c.steps);
-  ZDP_CHECK(c.eval_every >= 0, ConfigError, "[train] --eval-every {} must be >= 0 (0: only at the end)",
-            c.eval_every);
+  ZDP_CHECK(c.eval_every >= 0, ConfigError, "[train] --eval-every {} must be >= 0 (0: only at the end)", c.eval_every);
   ZDP_CHECK(c.eval_batches >= 1, ConfigError, "[train] --eval-batches {} must be at least 1", c.eval_batches);
   ZDP_CHECK(c.comm_timeout_s > 0 && std::isfinite(c.comm_timeout_s), ConfigError,
             "[train] --comm-timeout {} must be a positive number of seconds", c.comm_timeout_s);
@@ -95,12 +94,12 @@ void resolve_batch(TrainConfig& c, int ranks) {
   }
   if (micro_given) {
     ZDP_CHECK(tbs % (c.micro_batch * ranks) == 0, ConfigError,
-              "[config] train_batch_size {} is not a multiple of micro-batch {} x {} ranks: change one of them",
-              tbs, c.micro_batch, ranks);
+              "[config] train_batch_size {} is not a multiple of micro-batch {} x {} ranks: change one of them", tbs,
+              c.micro_batch, ranks);
     c.engine.grad_accum = tbs / (c.micro_batch * ranks);
     c.grad_accum_given = true;
-    c.sources["grad-accum"] = fmt::format("derived: train_batch_size {} / (micro-batch {} x {} ranks)", tbs,
-                                          c.micro_batch, ranks);
+    c.sources["grad-accum"] =
+        fmt::format("derived: train_batch_size {} / (micro-batch {} x {} ranks)", tbs, c.micro_batch, ranks);
     return;
   }
   const int accum = c.grad_accum_given ? c.engine.grad_accum : 1;

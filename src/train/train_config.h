@@ -47,21 +47,22 @@ struct TrainConfig {
   zero::EngineConfig engine = default_engine();
 
   // Evaluation and output.
-  int eval_every = 200;  // validation loss every K steps; 0 = only at the end
-  int eval_batches = 4;  // micro-batches per rank in one validation pass
-  int log_every = 100;   // a log line every K steps when not on a terminal
-  std::string metrics_path;  // JSON Lines, one record per step
-  int sample_tokens = 48;    // generated after training (GPT); 0 = none
-  std::string prompt;        // the sample's start ("" = a held-out prompt, or a new document)
-  double temperature = 0.8;  // the sample's; 0 = greedy
-  int top_k = 40;            // the sample draws from the k likeliest tokens; 0 = all
-  int held_out = 100;        // embedded corpus: unseen sums answered at each evaluation and at the end; 0 = none
+  int eval_every = 200;         // validation loss every K steps; 0 = only at the end
+  int eval_batches = 4;         // micro-batches per rank in one validation pass
+  int log_every = 100;          // a log line every K steps when not on a terminal
+  std::string metrics_path;     // JSON Lines, one record per step
+  int sample_tokens = 48;       // generated after training (GPT); 0 = none
+  std::string prompt;           // the sample's start ("" = a held-out prompt, or a new document)
+  double temperature = 0.8;     // the sample's; 0 = greedy
+  int top_k = 40;               // the sample draws from the k likeliest tokens; 0 = all
+  int held_out = 100;           // embedded corpus: unseen sums answered at each evaluation and at the end; 0 = none
   double max_memory_bytes = 0;  // refuse before allocating when the plan exceeds it; 0 = no limit
 
   // Checkpoints.
   std::string save_dir;
   std::string resume_dir;
-  std::string init_from;  // weights file (llm.c, zerodp or HF safetensors): the starting weights (instead of the seed's)
+  std::string
+      init_from;  // weights file (llm.c, zerodp or HF safetensors): the starting weights (instead of the seed's)
   // Settings a resume may change although the checkpoint recorded others
   // (--resume-override data,lr): by setting name, as in `sources`.
   std::vector<std::string> resume_overrides;

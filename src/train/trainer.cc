@@ -46,7 +46,8 @@ using Clock = std::chrono::steady_clock;
 // exact because all terms but one are zero.
 std::vector<double> all_values(comm::Communicator& comm, double x) {
   std::vector<double> out(comm.size());
-  for (int r = 0; r < comm.size(); ++r) out[r] = comm.all_reduce_scalar(comm.rank() == r ? x : 0.0, comm::ReduceOp::kSum);
+  for (int r = 0; r < comm.size(); ++r)
+    out[r] = comm.all_reduce_scalar(comm.rank() == r ? x : 0.0, comm::ReduceOp::kSum);
   return out;
 }
 
@@ -148,8 +149,8 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
   g.temperature = static_cast<float>(config.temperature);
   g.top_k = config.top_k;
   g.seed = config.seed;
-  g.context = config.seq_len;         // the positions the model was trained at
-  g.align = corpus.record_length;     // windows start on a record, as in training
+  g.context = config.seq_len;      // the positions the model was trained at
+  g.align = corpus.record_length;  // windows start on a record, as in training
   auto out = model::generate(gpt, params, prompt.tokens, g);
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(prompt.hidden));
   return sample_to_text(corpus, out);
@@ -270,8 +271,10 @@ TrainOutcome run_training(const TrainConfig& input) {
   if (config.ranks >= 1) resolve_batch(config, config.ranks);
   validate(config);
   if (config.data.empty() && !config.val_data.empty()) {
-    std::fprintf(stderr, "zerodp: warning: --val-data %s is ignored: the embedded corpus validates on its own "
-                 "held-out sums; give --data too\n", config.val_data.c_str());
+    std::fprintf(stderr,
+                 "zerodp: warning: --val-data %s is ignored: the embedded corpus validates on its own "
+                 "held-out sums; give --data too\n",
+                 config.val_data.c_str());
   }
   const Corpus corpus =
       config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
@@ -348,15 +351,17 @@ TrainOutcome run_training(const TrainConfig& input) {
       fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
                  simd_level_name(best_simd_level()), kernels::blas_info().core);
       if (const std::string better = kernels::better_blas_coretype(); !better.empty()) {
-        fmt::print("note: OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} "
-                   "is several times faster here\n",
-                   better);
+        fmt::print(
+            "note: OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} "
+            "is several times faster here\n",
+            better);
       }
-      fmt::print("memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
-                 "limit {}: {}\n",
-                 mib(process_plan.total()), mib(baseline), process_plan.ranks.size(),
-                 process_plan.ranks.size() == 1 ? "" : "s",
-                 limit.bytes == UINT64_MAX ? std::string("none") : gib(limit.bytes), limit.source);
+      fmt::print(
+          "memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
+          "limit {}: {}\n",
+          mib(process_plan.total()), mib(baseline), process_plan.ranks.size(),
+          process_plan.ranks.size() == 1 ? "" : "s", limit.bytes == UINT64_MAX ? std::string("none") : gib(limit.bytes),
+          limit.source);
       fmt::print("{}", format_effective_config(settings));
       progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
     }
@@ -413,8 +418,8 @@ TrainOutcome run_training(const TrainConfig& input) {
       const ckpt::SaveResult saved = ckpt::save(engine, root, options);
       last_saved = data_step;
       if (lead) {
-        progress->note(fmt::format("saved {} ({:.1f} MB in {:.2f} s)", saved.path, saved.bytes_total / 1e6,
-                                   saved.seconds));
+        progress->note(
+            fmt::format("saved {} ({:.1f} MB in {:.2f} s)", saved.path, saved.bytes_total / 1e6, saved.seconds));
       }
     };
 
@@ -440,8 +445,9 @@ TrainOutcome run_training(const TrainConfig& input) {
       if (eval && held_out) {
         const zero::LedgerBuffer<float> now = engine.gather_params_to(0);  // collective
         if (lead) {
-          progress->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", step + 1,
-                                     val, 100.0 * held_out_accuracy(gpt, now, corpus, config.held_out, config.seq_len)));
+          progress->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%",
+                                     step + 1, val,
+                                     100.0 * held_out_accuracy(gpt, now, corpus, config.held_out, config.seq_len)));
         }
       }
       if (!config.save_dir.empty() && config.save_every > 0 && (step + 1) % config.save_every == 0) {
@@ -455,12 +461,18 @@ TrainOutcome run_training(const TrainConfig& input) {
       }
       if (!lead) continue;
       // One step count everywhere: a skipped fp16 step is a step (marked), as in the metrics file.
-      ProgressEntry e{step + 1, config.steps, r.loss, val, tokens_per_step / dt,
-                      config.engine.dtype == Dtype::fp16() ? r.loss_scale : 0.0, r.skipped};
+      ProgressEntry e{step + 1, config.steps,         r.loss,
+                      val,      tokens_per_step / dt, config.engine.dtype == Dtype::fp16() ? r.loss_scale : 0.0,
+                      r.skipped};
       progress->update(e);
       if (metrics) {
-        nlohmann::json rec = {{"step", step + 1}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
-                              {"skipped", r.skipped}, {"clipped", r.clipped}, {"tokens_per_s", tokens_per_step / dt},
+        nlohmann::json rec = {{"step", step + 1},
+                              {"loss", r.loss},
+                              {"lr", r.lr},
+                              {"loss_scale", r.loss_scale},
+                              {"skipped", r.skipped},
+                              {"clipped", r.clipped},
+                              {"tokens_per_s", tokens_per_step / dt},
                               {"step_seconds", dt}};
         rec["grad_norm"] = r.skipped ? nlohmann::json(nullptr) : nlohmann::json(r.grad_norm);
         if (val >= 0) rec["val_loss"] = val;
@@ -472,17 +484,19 @@ TrainOutcome run_training(const TrainConfig& input) {
     if (interrupted != 0) {
       const std::string root = config.save_dir.empty() ? std::string(kInterruptedSaveDir) : config.save_dir;
       if (lead) {
-        progress->note(fmt::format("{} received: every rank finished step {}; saving before exiting (a second "
-                                   "signal exits at once)",
-                                   signal_name(interrupted), step));
+        progress->note(
+            fmt::format("{} received: every rank finished step {}; saving before exiting (a second "
+                        "signal exits at once)",
+                        signal_name(interrupted), step));
       }
       if (last_saved != step) save_now(step, root);
       outcome.interrupted_signal = interrupted;
       if (!lead) return;
       progress->finish();
-      fmt::print("interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
-                 "  zerodp train --resume {}{}\n",
-                 signal_name(interrupted), step, config.steps, root, root, resume_flags(config, root));
+      fmt::print(
+          "interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
+          "  zerodp train --resume {}{}\n",
+          signal_name(interrupted), step, config.steps, root, root, resume_flags(config, root));
       return;
     }
     if (!config.save_dir.empty() && last_saved != step) save_now(step, config.save_dir);
@@ -496,8 +510,8 @@ TrainOutcome run_training(const TrainConfig& input) {
                losses.empty() ? 0.0 : losses.front(), first_step + 1);
     if (held_out) {
       outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out, config.seq_len);
-      fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n",
-                 100.0 * outcome.held_out_accuracy, std::min<size_t>(config.held_out, corpus.held_out.size()));
+      fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n", 100.0 * outcome.held_out_accuracy,
+                 std::min<size_t>(config.held_out, corpus.held_out.size()));
     }
     if (metrics) {
       // The final validation pass, so a report's best validation loss is this run's.
@@ -524,13 +538,13 @@ TrainOutcome run_training(const TrainConfig& input) {
     fmt::print("{}", format_summary(stats));
     if (config.sample_tokens > 0) {
       fmt::print("\nSample ({} tokens, temperature {:g}, top-k {}):\n{}\n", config.sample_tokens, config.temperature,
-                 config.top_k,
-                 sample_text(gpt, params, corpus, config));
+                 config.top_k, sample_text(gpt, params, corpus, config));
     }
     outcome.baseline_bytes = baseline;
     outcome.planned_bytes = process_plan.total();
     outcome.peak_rss_bytes = peak_rss_bytes();
-    fmt::print("{}", format_process_memory(process_plan, outcome.peak_rss_bytes, config.backend == comm::Backend::kMpi));
+    fmt::print("{}",
+               format_process_memory(process_plan, outcome.peak_rss_bytes, config.backend == comm::Backend::kMpi));
     outcome.losses = losses;
     outcome.final_val_loss = final_val;
     outcome.tokens_per_second = stats.tokens_per_second;

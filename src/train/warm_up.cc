@@ -14,8 +14,8 @@ void warm_up(const model::Model& model, comm::Communicator& comm, const zero::En
              int seq_len) {
   kernels::warm_up_linear(model.linear_shapes(micro_batch, seq_len));
   constexpr int kT = 4;
-  const model::Gpt tiny(model::GptConfig{.max_seq_len = kT, .vocab = 16, .padded_vocab = 16, .layers = 1, .heads = 2,
-                                         .channels = 8});
+  const model::Gpt tiny(
+      model::GptConfig{.max_seq_len = kT, .vocab = 16, .padded_vocab = 16, .layers = 1, .heads = 2, .channels = 8});
   const std::vector<int32_t> tokens = {1, 2, 3, 4}, targets = {2, 3, 4, 5};
   const zero::BatchFeeder feed = [&](model::Workspace& ws, int) {
     ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});

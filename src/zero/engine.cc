@@ -15,30 +15,38 @@ namespace {
 // Sum of squares and the non-finite flag of a typed gradient slice.
 double sum_of_squares(comm::ConstBuffer g) {
   switch (g.dtype.kind()) {
-    case Dtype::Kind::kFp32: return optim::sum_of_squares({static_cast<const float*>(g.data), g.count});
-    case Dtype::Kind::kFp16: return optim::sum_of_squares({static_cast<const Half*>(g.data), g.count});
-    case Dtype::Kind::kBf16: return optim::sum_of_squares({static_cast<const BFloat16*>(g.data), g.count});
+    case Dtype::Kind::kFp32:
+      return optim::sum_of_squares({static_cast<const float*>(g.data), g.count});
+    case Dtype::Kind::kFp16:
+      return optim::sum_of_squares({static_cast<const Half*>(g.data), g.count});
+    case Dtype::Kind::kBf16:
+      return optim::sum_of_squares({static_cast<const BFloat16*>(g.data), g.count});
   }
   return 0.0;
 }
 
 bool has_nonfinite(comm::ConstBuffer g) {
   switch (g.dtype.kind()) {
-    case Dtype::Kind::kFp32: return optim::has_nonfinite({static_cast<const float*>(g.data), g.count});
-    case Dtype::Kind::kFp16: return optim::has_nonfinite({static_cast<const Half*>(g.data), g.count});
-    case Dtype::Kind::kBf16: return optim::has_nonfinite({static_cast<const BFloat16*>(g.data), g.count});
+    case Dtype::Kind::kFp32:
+      return optim::has_nonfinite({static_cast<const float*>(g.data), g.count});
+    case Dtype::Kind::kFp16:
+      return optim::has_nonfinite({static_cast<const Half*>(g.data), g.count});
+    case Dtype::Kind::kBf16:
+      return optim::has_nonfinite({static_cast<const BFloat16*>(g.data), g.count});
   }
   return false;
 }
 
 void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstBuffer g, double lr, float coef) {
   switch (g.dtype.kind()) {
-    case Dtype::Kind::kFp32: return opt.step(master, {static_cast<const float*>(g.data), g.count}, lr, coef);
-    case Dtype::Kind::kFp16: return opt.step(master, {static_cast<const Half*>(g.data), g.count}, lr, coef);
-    case Dtype::Kind::kBf16: return opt.step(master, {static_cast<const BFloat16*>(g.data), g.count}, lr, coef);
+    case Dtype::Kind::kFp32:
+      return opt.step(master, {static_cast<const float*>(g.data), g.count}, lr, coef);
+    case Dtype::Kind::kFp16:
+      return opt.step(master, {static_cast<const Half*>(g.data), g.count}, lr, coef);
+    case Dtype::Kind::kBf16:
+      return opt.step(master, {static_cast<const BFloat16*>(g.data), g.count}, lr, coef);
   }
 }
-
 
 }  // namespace
 
@@ -72,17 +80,17 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
         return PartitionPlan(counts, comm.size());
       }()),
       rank_(comm.rank()),
-      scaler_(config.dtype == Dtype::fp16() ? config.loss_scaler
-                                            : optim::LossScalerConfig{.mode = optim::LossScaleMode::kStatic,
-                                                                      .initial_scale = 1.0}),
+      scaler_(config.dtype == Dtype::fp16()
+                  ? config.loss_scaler
+                  : optim::LossScalerConfig{.mode = optim::LossScaleMode::kStatic, .initial_scale = 1.0}),
       lr_schedule_(config.lr_schedule) {
   validate(config_);
   const int stage = config_.stage;
   const Dtype dt = config_.dtype;
   const bool mixed = dt.is_low_precision();
 
-  params_ = StateBuffer(plan_, rank_, stage == 3 ? Layout::kOwned : Layout::kFlat, dt, ledger_,
-                        MemoryCategory::kParams);
+  params_ =
+      StateBuffer(plan_, rank_, stage == 3 ? Layout::kOwned : Layout::kFlat, dt, ledger_, MemoryCategory::kParams);
   const bool separate_staging = stage == 1 && config_.grad_accum > 1;
   grads_ = StateBuffer(plan_, rank_, stage >= 2 || separate_staging ? Layout::kOwned : Layout::kFlat, dt, ledger_,
                        MemoryCategory::kGrads);
@@ -122,8 +130,7 @@ void Engine::fill_params(const ParamSource& source) {
   LedgerBuffer<float> chunk(ledger_, MemoryCategory::kScratch, std::min(kChunkElements, plan_.largest_unit()));
   const bool mixed = master_.allocated();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const comm::ShardRange held =
-        config_.stage == 3 ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
+    const comm::ShardRange held = config_.stage == 3 ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
     const comm::ShardRange upd = update_range(u);
     for (size_t at = held.offset; at < held.offset + held.count; at += chunk.size()) {
       const size_t n = std::min(chunk.size(), held.offset + held.count - at);
@@ -131,7 +138,8 @@ void Engine::fill_params(const ParamSource& source) {
       convert_into(params_.slice(u, {at, n}), comm::ConstBuffer(chunk.data(), n, Dtype::fp32()));
       const size_t lo = std::max(at, upd.offset), hi = std::min(at + n, upd.offset + upd.count);
       if (mixed && lo < hi) {
-        convert_into(master_.slice(u, {lo, hi - lo}), comm::ConstBuffer(chunk.data() + (lo - at), hi - lo, Dtype::fp32()));
+        convert_into(master_.slice(u, {lo, hi - lo}),
+                     comm::ConstBuffer(chunk.data() + (lo - at), hi - lo, Dtype::fp32()));
       }
     }
   }
@@ -388,8 +396,7 @@ StepResult Engine::apply_step(double local_loss) {
 
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
-    optimizer_step(*optimizers_[u], master_weights().floats(u, upd), grads_.slice(u, upd), result.lr,
-                   clip.coefficient);
+    optimizer_step(*optimizers_[u], master_weights().floats(u, upd), grads_.slice(u, upd), result.lr, clip.coefficient);
   }
   refresh_params();
   ++steps_;

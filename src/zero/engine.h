@@ -33,8 +33,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -51,12 +51,12 @@
 namespace zerodp::zero {
 
 struct StepResult {
-  int64_t step = 0;          // optimizer steps taken so far (after this one)
-  double loss = 0.0;         // mean over micro-batches and ranks
-  double grad_norm = 0.0;    // global L2 norm of the unscaled gradient, before clipping
+  int64_t step = 0;        // optimizer steps taken so far (after this one)
+  double loss = 0.0;       // mean over micro-batches and ranks
+  double grad_norm = 0.0;  // global L2 norm of the unscaled gradient, before clipping
   double lr = 0.0;
   double loss_scale = 1.0;
-  bool skipped = false;      // fp16 overflow: no update this step
+  bool skipped = false;  // fp16 overflow: no update this step
   bool clipped = false;
 };
 
@@ -67,7 +67,6 @@ using BatchFeeder = std::function<void(model::Workspace& ws, int micro)>;
 // [first, first + out.size()) as fp32. A rank asks only for what it holds
 // (model::Model::init_range, an llm.c file's reader, a given buffer).
 using ParamSource = std::function<void(size_t first, std::span<float> out)>;
-
 
 class Engine {
  public:
@@ -113,16 +112,16 @@ class Engine {
   struct StateView {
     std::string name;
     size_t unit = 0;
-    comm::ShardRange range;   // unit-relative elements held in `data`
+    comm::ShardRange range;  // unit-relative elements held in `data`
     std::span<float> data;
   };
   // Writable views; a loader fills them, then calls state_loaded().
   std::vector<StateView> state_views();
   // Everything else a resume needs (scalars, identical on every rank).
   struct Counters {
-    int64_t steps = 0;             // optimizer steps taken (skipped fp16 steps excluded; the
-                                   // trainer keeps the data position, which counts them)
-    int64_t optimizer_steps = 0;   // Optimizer::step_count (steps minus fp16 skips)
+    int64_t steps = 0;            // optimizer steps taken (skipped fp16 steps excluded; the
+                                  // trainer keeps the data position, which counts them)
+    int64_t optimizer_steps = 0;  // Optimizer::step_count (steps minus fp16 skips)
     optim::LossScalerState scaler;
   };
   Counters counters() const;
@@ -175,17 +174,17 @@ class Engine {
   int rank_;
   MemoryLedger ledger_;
 
-  StateBuffer params_;       // storage dtype; flat (stages 0-2) or owned (3)
-  StateBuffer grads_;        // the accumulator: flat (0-1) or owned (2-3)
-  StateBuffer grad_staging_; // stage 1 with accumulation: flat local grads before reduce-scatter
-  StateBuffer master_;       // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
+  StateBuffer params_;        // storage dtype; flat (stages 0-2) or owned (3)
+  StateBuffer grads_;         // the accumulator: flat (0-1) or owned (2-3)
+  StateBuffer grad_staging_;  // stage 1 with accumulation: flat local grads before reduce-scatter
+  StateBuffer master_;        // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
   optim::LossScaler scaler_;
   optim::LrSchedule lr_schedule_;
   std::unique_ptr<model::Workspace> workspace_;
   std::vector<int> last_backward_op_;
 
-  LedgerBuffer<float> compute_params_;  // fp32 copy of the current unit (low precision)
+  LedgerBuffer<float> compute_params_;                              // fp32 copy of the current unit (low precision)
   std::vector<std::shared_ptr<LedgerBuffer<float>>> grad_scratch_;  // per unit, while its backward is open
   std::vector<std::shared_ptr<Gathered>> gathered_;                 // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;                // stage 3: reused gather buffers
@@ -193,7 +192,7 @@ class Engine {
   std::deque<CommWorker::Ticket> in_flight_;                        // gradient reductions not yet waited for
   struct Bucket {                                                   // stage 0: gradients awaiting all-reduce
     std::shared_ptr<LedgerBuffer<std::byte>> data;
-    size_t capacity = 0, filled = 0, lo = 0, hi = 0;                // holds flat elements [lo, hi)
+    size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi)
   };
   Bucket bucket_;
   std::unique_ptr<CommWorker> worker_;

@@ -15,13 +15,13 @@
 namespace zerodp::zero {
 
 struct EngineConfig {
-  int stage = 0;                     // ZeRO stage 0..3
-  Dtype dtype = Dtype::fp32();       // storage and communication dtype of params and grads
-  int grad_accum = 1;                // micro-batches per optimizer step
-  double clip_norm = 0.0;            // global gradient-norm clipping; 0 = off
-  size_t bucket_elements = 25 << 20; // stage 0: all-reduce units together up to this many elements
-  bool prefetch = true;              // stage 3: gather the next unit while this one computes
-  bool overlap = true;               // run collectives on the rank's comm thread
+  int stage = 0;                      // ZeRO stage 0..3
+  Dtype dtype = Dtype::fp32();        // storage and communication dtype of params and grads
+  int grad_accum = 1;                 // micro-batches per optimizer step
+  double clip_norm = 0.0;             // global gradient-norm clipping; 0 = off
+  size_t bucket_elements = 25 << 20;  // stage 0: all-reduce units together up to this many elements
+  bool prefetch = true;               // stage 3: gather the next unit while this one computes
+  bool overlap = true;                // run collectives on the rank's comm thread
   optim::OptimizerConfig optimizer = {};
   optim::LrScheduleConfig lr_schedule = {};
   optim::LossScalerConfig loss_scaler = {};  // used for fp16 only

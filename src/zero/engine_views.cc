@@ -45,9 +45,7 @@ void Engine::load_params(const ParamSource& source) { fill_params(source); }
 void Engine::set_master_params(std::span<const float> flat) {
   ZDP_CHECK(flat.size() == plan_.num_params(), ShapeError,
             "[set_master_params] {} values given for a model of {} parameters", flat.size(), plan_.num_params());
-  load_params([flat](size_t first, std::span<float> out) {
-    std::copy_n(flat.data() + first, out.size(), out.data());
-  });
+  load_params([flat](size_t first, std::span<float> out) { std::copy_n(flat.data() + first, out.size(), out.data()); });
 }
 
 // ---- consolidated views (collective) ----
@@ -84,7 +82,8 @@ LedgerBuffer<float> Engine::gather_params_to(int root) {
 void Engine::gather_params_into(std::span<float> full) {
   LedgerBuffer<std::byte> unit_buffer;
   if (config_.stage == 3) {
-    unit_buffer = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kScratch, plan_.largest_unit() * config_.dtype.size());
+    unit_buffer =
+        LedgerBuffer<std::byte>(ledger_, MemoryCategory::kScratch, plan_.largest_unit() * config_.dtype.size());
   }
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     comm::ConstBuffer unit;

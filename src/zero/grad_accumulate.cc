@@ -10,8 +10,7 @@ namespace zerodp::zero {
 
 void accumulate_into(comm::Buffer acc, comm::ConstBuffer x) {
   ZDP_CHECK_EQ(acc.count, x.count, ShapeError, "[accumulate] counts differ");
-  ZDP_CHECK(acc.dtype == x.dtype, ShapeError, "[accumulate] dtypes differ: {} vs {}", acc.dtype.name(),
-            x.dtype.name());
+  ZDP_CHECK(acc.dtype == x.dtype, ShapeError, "[accumulate] dtypes differ: {} vs {}", acc.dtype.name(), x.dtype.name());
   if (acc.dtype == Dtype::fp32()) {
     float* a = static_cast<float*>(acc.data);
     const float* b = static_cast<const float*>(x.data);

@@ -23,16 +23,26 @@ void json_counts(nlohmann::json& out, std::string_view name, const ByteCounts& c
 
 std::string_view memory_category_name(MemoryCategory category) {
   switch (category) {
-    case MemoryCategory::kParams: return "params";
-    case MemoryCategory::kGrads: return "grads";
-    case MemoryCategory::kMaster: return "master";
-    case MemoryCategory::kAdamM: return "adam_m";
-    case MemoryCategory::kAdamV: return "adam_v";
-    case MemoryCategory::kGathered: return "gathered";
-    case MemoryCategory::kBuckets: return "buckets";
-    case MemoryCategory::kActivations: return "activations";
-    case MemoryCategory::kComm: return "comm";
-    case MemoryCategory::kScratch: return "scratch";
+    case MemoryCategory::kParams:
+      return "params";
+    case MemoryCategory::kGrads:
+      return "grads";
+    case MemoryCategory::kMaster:
+      return "master";
+    case MemoryCategory::kAdamM:
+      return "adam_m";
+    case MemoryCategory::kAdamV:
+      return "adam_v";
+    case MemoryCategory::kGathered:
+      return "gathered";
+    case MemoryCategory::kBuckets:
+      return "buckets";
+    case MemoryCategory::kActivations:
+      return "activations";
+    case MemoryCategory::kComm:
+      return "comm";
+    case MemoryCategory::kScratch:
+      return "scratch";
   }
   return "?";
 }
@@ -43,8 +53,10 @@ bool is_model_state(MemoryCategory category) {
     case MemoryCategory::kGrads:
     case MemoryCategory::kMaster:
     case MemoryCategory::kAdamM:
-    case MemoryCategory::kAdamV: return true;
-    default: return false;
+    case MemoryCategory::kAdamV:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -121,9 +121,7 @@ class LedgerBuffer {
   ~LedgerBuffer() { reset(); }
 
   LedgerBuffer(LedgerBuffer&& other) noexcept
-      : buffer_(std::move(other.buffer_)),
-        ledger_(std::exchange(other.ledger_, nullptr)),
-        category_(other.category_) {}
+      : buffer_(std::move(other.buffer_)), ledger_(std::exchange(other.ledger_, nullptr)), category_(other.category_) {}
   LedgerBuffer& operator=(LedgerBuffer&& other) noexcept {
     if (this != &other) {
       reset();

@@ -29,8 +29,6 @@ comm::ShardRange PartitionPlan::shard(size_t unit, int rank) const {
   return comm::shard_range(unit_counts_[unit], ranks_, rank);
 }
 
-size_t PartitionPlan::max_owned_count() const {
-  return *std::max_element(owned_counts_.begin(), owned_counts_.end());
-}
+size_t PartitionPlan::max_owned_count() const { return *std::max_element(owned_counts_.begin(), owned_counts_.end()); }
 
 }  // namespace zerodp::zero

@@ -188,7 +188,8 @@ TEST_F(Corruption, ManifestByteFlip) {
 }
 
 TEST_F(Corruption, ManifestSizeDisagreesWithTheFile) {
-  edit_manifest(saved_, [](auto& j) { j["shards"][1]["bytes"] = j["shards"][1]["bytes"].template get<uint64_t>() + 4; });
+  edit_manifest(saved_,
+                [](auto& j) { j["shards"][1]["bytes"] = j["shards"][1]["bytes"].template get<uint64_t>() + 4; });
   expect_error<IoError>(try_load(), "manifest.json", "inconsistent");
 }
 

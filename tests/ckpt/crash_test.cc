@@ -18,9 +18,9 @@ namespace {
 
 constexpr int kRanks = 2;
 
-const std::vector<SavePoint> kPoints = {SavePoint::kBegin,         SavePoint::kShardPartial,
-                                        SavePoint::kShardWritten,  SavePoint::kManifestWritten,
-                                        SavePoint::kDirRenamed,    SavePoint::kLatestWritten};
+const std::vector<SavePoint> kPoints = {SavePoint::kBegin,        SavePoint::kShardPartial,
+                                        SavePoint::kShardWritten, SavePoint::kManifestWritten,
+                                        SavePoint::kDirRenamed,   SavePoint::kLatestWritten};
 
 // The rank that is interrupted at a point: a non-zero rank for the points
 // every rank reaches, rank 0 for rank 0's own steps.

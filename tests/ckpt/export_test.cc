@@ -84,8 +84,7 @@ TEST(Consolidate, MlpTensorsByLayer) {
 // its largest piece (here one layer's fcw, bigger than wte), not of Φ.
 TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {
   TempDir dir;
-  const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 12, .heads = 2,
-                           .channels = 16};
+  const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 12, .heads = 2, .channels = 16};
   const model::Gpt gpt(g);
   save_trained_gpt(g, 2, 2, Dtype::bf16(), dir / "ckpt");
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
@@ -102,8 +101,7 @@ TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {
 // copy of each tensor, for every state file and llm.c's.
 TEST(Consolidate, StreamedFilesEqualWritingFromAFlatCopy) {
   TempDir dir;
-  const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 3, .heads = 2,
-                           .channels = 8};
+  const model::GptConfig g{.max_seq_len = 8, .vocab = 30, .padded_vocab = 32, .layers = 3, .heads = 2, .channels = 8};
   save_trained_gpt(g, 3, 3, Dtype::bf16(), dir / "ckpt");
   consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
 

@@ -68,8 +68,8 @@ std::vector<float> hf_to_flat(const model::GptConfig& g, const Safetensors& s, c
   return flat;
 }
 
-const model::GptConfig kSmall{.max_seq_len = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2,
-                              .channels = 8};
+const model::GptConfig kSmall{
+    .max_seq_len = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2, .channels = 8};
 
 // Distinct values everywhere but wte's padded rows, which stay 0 (as
 // training keeps them: no token and no logit reaches them).
@@ -152,7 +152,9 @@ TEST(HfImport, EveryFormatReadsBackEveryRange) {
   write_safetensors(dir / "zerodp.safetensors", export_tensors(gpt_model(g)), flat,
                     {{"model", model_config_json(gpt_model(g))}});
   fs::create_directories(dir / "hf");
-  write_hf_gpt2(dir / "hf", g, [&](size_t at, std::span<float> out) { std::copy_n(flat.begin() + long(at), out.size(), out.begin()); });
+  write_hf_gpt2(dir / "hf", g, [&](size_t at, std::span<float> out) {
+    std::copy_n(flat.begin() + long(at), out.size(), out.begin());
+  });
   fs::create_directories(dir / "bare");  // GPT2Model's names, no config.json
   write_safetensors(dir / "bare/weights", hf_gpt2_tensors(g, ""), flat, {{"format", "pt"}});
 
@@ -220,7 +222,8 @@ TEST(HfImport, Refusals) {
   // Truncated, extended, not a weights file at all.
   auto bytes = read_bytes(hf);
   write_bytes(dir / "short.safetensors", {bytes.begin(), bytes.end() - 4});
-  expect_refused<InputFileError>([&] { GptWeightsReader(dir / "short.safetensors", g); }, {"short.safetensors", "truncated"});
+  expect_refused<InputFileError>([&] { GptWeightsReader(dir / "short.safetensors", g); },
+                                 {"short.safetensors", "truncated"});
   auto longer = bytes;
   longer.push_back(0);
   write_bytes(dir / "long.safetensors", longer);
@@ -314,8 +317,8 @@ Reference load_reference() {
   const nlohmann::json j = nlohmann::json::parse(in);
   Reference r;
   const auto& m = j.at("model");
-  r.config = {m.at("max_seq_len"), m.at("vocab"), m.at("padded_vocab"), m.at("layers"), m.at("heads"),
-              m.at("channels")};
+  r.config = {m.at("max_seq_len"), m.at("vocab"), m.at("padded_vocab"),
+              m.at("layers"),      m.at("heads"), m.at("channels")};
   r.tokens = j.at("tokens").get<std::vector<int32_t>>();
   for (const auto& row : j.at("logits")) {
     for (double x : row) r.logits.push_back(x);
@@ -389,8 +392,8 @@ TEST(HfFixture, LogitsMatchTorch) {
   }
   EXPECT_GT(scale, 0.1);  // logits that say something
   EXPECT_LE(diff, std::max(1e-5, 1e-5 * scale));
-  std::printf("HF fixture vs torch: max |logit difference| %.3g (max |logit| %.3g, %d tokens x %zu)\n", diff, scale,
-              T, V);
+  std::printf("HF fixture vs torch: max |logit difference| %.3g (max |logit| %.3g, %d tokens x %zu)\n", diff, scale, T,
+              V);
 }
 
 }  // namespace

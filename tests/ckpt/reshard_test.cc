@@ -29,8 +29,8 @@ FullState consolidate_all(const std::string& path) {
 }
 
 struct Continued {
-  FullState loaded;               // right after load
-  FullState final;                // after kK more steps
+  FullState loaded;  // right after load
+  FullState final;   // after kK more steps
   std::vector<double> losses;
 };
 

@@ -72,8 +72,8 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
   };
   for (const auto& c : cases) {
     // Short if a value were accepted: the test must not turn into a training run.
-    const std::string args = "train " + c.args + " --steps 2 --sample-tokens 0 --held-out 0 --eval-every 0 --metrics " +
-                             metrics.string();
+    const std::string args =
+        "train " + c.args + " --steps 2 --sample-tokens 0 --held-out 0 --eval-every 0 --metrics " + metrics.string();
     const Result r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.flag), std::string::npos) << args << "\n" << r.err;
@@ -128,7 +128,8 @@ TEST(CliErrors, TrainTakesTheScheduleNamesItsHelpShows) {
   for (const char* name : {"constant", "warmup", "warmup-linear", "warmup-cosine"}) {
     EXPECT_NE(help.out.find(name), std::string::npos) << name;
     const Result r = run(std::string("train --steps 1 --ranks 1 --micro-batch 2 --seq-len 8 --eval-batches 1 "
-                                     "--sample-tokens 0 --held-out 0 --schedule ") + name);
+                                     "--sample-tokens 0 --held-out 0 --schedule ") +
+                         name);
     EXPECT_EQ(r.code, 0) << name << ": " << r.err;
   }
   expect_refused("train --schedule warmup-cos", "use constant, warmup, warmup-linear or warmup-cosine");
@@ -151,8 +152,8 @@ TEST(CliErrors, TrainRefusesDataFilesThatCannotServe) {
 TEST(CliErrors, TrainRefusesBadDeepSpeedConfigs) {
   const fs::path both = write_temp("zerodp_cli_both.json", R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})");
   const fs::path unknown = write_temp("zerodp_cli_unknown.json", R"({"train_batch_sise": 8})");
-  const fs::path batch = write_temp("zerodp_cli_batch.json",
-                                    R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})");
+  const fs::path batch =
+      write_temp("zerodp_cli_batch.json", R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})");
   const fs::path broken = write_temp("zerodp_cli_broken.json", "{ \"fp16\": ");
   expect_refused("train --ranks 2 --config " + both.string(), "both enabled");
   expect_refused("train --ranks 2 --config " + unknown.string(), "unknown key 'train_batch_sise'");
@@ -168,10 +169,11 @@ TEST(CliErrors, HelpIsCompleteAndSucceeds) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   std::ifstream in(out);
   const std::string help((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* flag : {"--model", "--stage", "--ranks", "--backend", "--precision", "--micro-batch",
-                           "--grad-accum", "--seq-len", "--steps", "--lr", "--schedule", "--clip", "--seed", "--data",
-                           "--activation-checkpointing", "--metrics", "--config", "--max-memory", "--save",
-                           "--resume", "--init-from", "--comm-timeout"}) {
+  for (const char* flag : {"--model",       "--stage",       "--ranks",      "--backend", "--precision",
+                           "--micro-batch", "--grad-accum",  "--seq-len",    "--steps",   "--lr",
+                           "--schedule",    "--clip",        "--seed",       "--data",    "--activation-checkpointing",
+                           "--metrics",     "--config",      "--max-memory", "--save",    "--resume",
+                           "--init-from",   "--comm-timeout"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   fs::remove(out);

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "cli_run.h"
@@ -78,8 +78,8 @@ class DamagedCheckpoints : public ::testing::Test {
   void expect_resume_refused(const fs::path& dir, const std::string& needle, const std::string& extra = "") {
     const Snapshot before = snapshot(dir);
     const fs::path metrics = root_ / ("never." + dir.filename().string() + ".jsonl");
-    expect_refused("train " + std::string(kRun) + " --steps 4 --resume " + dir.string() + " --save " +
-                       dir.string() + " --metrics " + metrics.string() + extra,
+    expect_refused("train " + std::string(kRun) + " --steps 4 --resume " + dir.string() + " --save " + dir.string() +
+                       " --metrics " + metrics.string() + extra,
                    needle);
     EXPECT_TRUE(snapshot(dir) == before) << "a refused resume changed " << dir;
     EXPECT_FALSE(fs::exists(metrics));
@@ -142,7 +142,8 @@ TEST_F(DamagedCheckpoints, AnotherModelOrOptimizer) {
   const fs::path dir = copy("foreign");
   expect_resume_refused(dir, "saved from a different model", " --model gpt-10m");
   expect_resume_refused(dir, "--optimizer sgd contradicts the checkpoint", " --optimizer sgd");
-  expect_resume_refused(dir, "saved with optimizer adamw, this run uses sgd", " --optimizer sgd --resume-override optimizer");
+  expect_resume_refused(dir, "saved with optimizer adamw, this run uses sgd",
+                        " --optimizer sgd --resume-override optimizer");
 }
 
 TEST_F(DamagedCheckpoints, NoSuchDirectory) {

@@ -40,7 +40,8 @@ TEST(CliReport, BadLineInTheMiddleIsRefused) {
   const fs::path metrics =
       write_temp("zerodp_cli_mid.jsonl", kStep1 + "\n" + kStep2.substr(0, 30) + "\n" + kStep3 + "\n");
   const fs::path html = fs::temp_directory_path() / "zerodp_cli_mid.html";
-  expect_refused("report " + metrics.string() + " --out " + html.string(), "zerodp_cli_mid.jsonl line 2: not valid JSON");
+  expect_refused("report " + metrics.string() + " --out " + html.string(),
+                 "zerodp_cli_mid.jsonl line 2: not valid JSON");
   EXPECT_FALSE(fs::exists(html));
   fs::remove(metrics);
 }

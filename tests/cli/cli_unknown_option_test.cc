@@ -39,10 +39,12 @@ TEST(CliUnknownOption, SuggestsTheNearestFlagOfEverySubcommand) {
   expect_refused("train --precison bf16", "unknown option --precison for 'train'; did you mean --precision?");
   expect_refused("train --stpes 3", "did you mean --steps?");
   expect_refused("train --micro 4", "did you mean --micro-batch?");
-  expect_refused("plan --params 1B --ranks 4 --dtype bf16", "unknown option --dtype for 'plan'; did you mean --precision?");
+  expect_refused("plan --params 1B --ranks 4 --dtype bf16",
+                 "unknown option --dtype for 'plan'; did you mean --precision?");
   expect_refused("plan --params 1B --ranks 4 --device-mem 32GB", "did you mean --device-memory?");
   expect_refused("model info --unit", "unknown option --unit for 'model info'; did you mean --units?");
-  expect_refused("ckpt reshard a b --ranks 2 --stages 1", "unknown option --stages for 'ckpt reshard'; did you mean --stage?");
+  expect_refused("ckpt reshard a b --ranks 2 --stages 1",
+                 "unknown option --stages for 'ckpt reshard'; did you mean --stage?");
   expect_refused("report m.jsonl --svgdir x", "unknown option --svgdir for 'report'; did you mean --svg-dir?");
   expect_refused("bench comm --precision bf16", "unknown option --precision for 'bench comm'; did you mean --dtype?");
   expect_refused("bench engine --stage 1", "unknown option --stage for 'bench engine'; did you mean --stages?");

@@ -30,10 +30,11 @@ std::vector<std::string> lines_of(const std::string& text) {
 TEST(Workflow, SkippedFp16StepsCountAndAreMarked) {
   // A loss scale of 2^40 overflows for the first steps: the progress line
   // used to count only applied steps and never reached 10/10.
-  const fs::path config = write_temp("zerodp_workflow_fp16.json", R"({"fp16":{"enabled":true,"initial_scale_power":40}})");
+  const fs::path config =
+      write_temp("zerodp_workflow_fp16.json", R"({"fp16":{"enabled":true,"initial_scale_power":40}})");
   const fs::path metrics = fs::temp_directory_path() / "zerodp_workflow_fp16.jsonl";
-  const Result r = run(fmt::format("train --config {} --steps 10 {} --metrics {}", config.string(), kQuick,
-                                   metrics.string()));
+  const Result r =
+      run(fmt::format("train --config {} --steps 10 {} --metrics {}", config.string(), kQuick, metrics.string()));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("step  1/10"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("step 10/10"), std::string::npos) << r.out;
@@ -71,8 +72,9 @@ TEST(Workflow, AnIgnoredValDataIsWarnedAbout) {
 }
 
 TEST(Workflow, TheSampleTakesAPromptAndATemperature) {
-  const Result r = run("train --steps 2 --ranks 2 --held-out 0 --eval-every 0 --prompt 'hello 1+2=' --temperature 0 "
-                       "--top-k 5 --sample-tokens 4");
+  const Result r =
+      run("train --steps 2 --ranks 2 --held-out 0 --eval-every 0 --prompt 'hello 1+2=' --temperature 0 "
+          "--top-k 5 --sample-tokens 4");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Sample (4 tokens, temperature 0, top-k 5):\nhello 1+2="), std::string::npos) << r.out;
   expect_refused("train --temperature -0.5", "--temperature -0.5 must be >= 0");

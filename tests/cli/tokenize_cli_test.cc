@@ -84,8 +84,8 @@ TEST(TokenizeCli, ShardsFromTokenizeTrainOnTheTokensOfTrainTokenizer) {
   EXPECT_EQ(token_counts(shards), token_counts(text));
   EXPECT_NE(text.out.find("Sample (6 tokens"), std::string::npos) << text.out;
   // A quoted glob of shards, and the tokenizer printing a shard run's sample.
-  const Result glob = run("train --data '" + d / "story_tr*.bin" + "' --tokenizer gpt2" + kSmallGpt2 +
-                          " --sample-tokens 4");
+  const Result glob =
+      run("train --data '" + d / "story_tr*.bin" + "' --tokenizer gpt2" + kSmallGpt2 + " --sample-tokens 4");
   ASSERT_EQ(glob.code, 0) << glob.err;
   EXPECT_NE(glob.out.find("llm.c shard " + d / "story_train.bin"), std::string::npos) << glob.out;
 }

@@ -26,18 +26,24 @@ uint64_t splitmix64(uint64_t x) {
 
 float round_to(Dtype d, float f) {
   switch (d.kind()) {
-    case Dtype::Kind::kFp32: return f;
-    case Dtype::Kind::kFp16: return half_to_float(float_to_half(f));
-    case Dtype::Kind::kBf16: return bfloat16_to_float(float_to_bfloat16(f));
+    case Dtype::Kind::kFp32:
+      return f;
+    case Dtype::Kind::kFp16:
+      return half_to_float(float_to_half(f));
+    case Dtype::Kind::kBf16:
+      return bfloat16_to_float(float_to_bfloat16(f));
   }
   return f;
 }
 
 uint32_t to_bits(Dtype d, float f) {
   switch (d.kind()) {
-    case Dtype::Kind::kFp32: return std::bit_cast<uint32_t>(f);
-    case Dtype::Kind::kFp16: return float_to_half(f).bits;
-    case Dtype::Kind::kBf16: return float_to_bfloat16(f).bits;
+    case Dtype::Kind::kFp32:
+      return std::bit_cast<uint32_t>(f);
+    case Dtype::Kind::kFp16:
+      return float_to_half(f).bits;
+    case Dtype::Kind::kBf16:
+      return float_to_bfloat16(f).bits;
   }
   return 0;
 }
@@ -88,8 +94,8 @@ T max_rule(T acc, T x) {
 
 struct Reference {
   uint32_t bits;
-  double exact;     // fp64 value of the reduction (for the tolerance check)
-  double abs_sum;   // sum of |contributions|
+  double exact;    // fp64 value of the reduction (for the tolerance check)
+  double abs_sum;  // sum of |contributions|
 };
 
 Reference reference(ReduceOp op, int n, size_t i, Dtype d, Data data) {
@@ -154,24 +160,37 @@ void check_output(const Communicator& comm, const Case& c, const std::byte* out,
 ReduceOp op_of(CaseKind kind) {
   switch (kind) {
     case CaseKind::kAllReduceAvg:
-    case CaseKind::kReduceScatterAvg: return ReduceOp::kAvg;
-    case CaseKind::kAllReduceMax: return ReduceOp::kMax;
-    default: return ReduceOp::kSum;
+    case CaseKind::kReduceScatterAvg:
+      return ReduceOp::kAvg;
+    case CaseKind::kAllReduceMax:
+      return ReduceOp::kMax;
+    default:
+      return ReduceOp::kSum;
   }
 }
 
 const char* kind_name(CaseKind kind) {
   switch (kind) {
-    case CaseKind::kAllReduceSum: return "all_reduce_sum";
-    case CaseKind::kAllReduceAvg: return "all_reduce_avg";
-    case CaseKind::kAllReduceMax: return "all_reduce_max";
-    case CaseKind::kAllReduceInPlace: return "all_reduce_in_place";
-    case CaseKind::kReduceScatterSum: return "reduce_scatter_sum";
-    case CaseKind::kReduceScatterAvg: return "reduce_scatter_avg";
-    case CaseKind::kReduceScatterInPlace: return "reduce_scatter_in_place";
-    case CaseKind::kAllGather: return "all_gather";
-    case CaseKind::kAllGatherInPlace: return "all_gather_in_place";
-    case CaseKind::kBroadcast: return "broadcast";
+    case CaseKind::kAllReduceSum:
+      return "all_reduce_sum";
+    case CaseKind::kAllReduceAvg:
+      return "all_reduce_avg";
+    case CaseKind::kAllReduceMax:
+      return "all_reduce_max";
+    case CaseKind::kAllReduceInPlace:
+      return "all_reduce_in_place";
+    case CaseKind::kReduceScatterSum:
+      return "reduce_scatter_sum";
+    case CaseKind::kReduceScatterAvg:
+      return "reduce_scatter_avg";
+    case CaseKind::kReduceScatterInPlace:
+      return "reduce_scatter_in_place";
+    case CaseKind::kAllGather:
+      return "all_gather";
+    case CaseKind::kAllGatherInPlace:
+      return "all_gather_in_place";
+    case CaseKind::kBroadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -186,11 +205,11 @@ std::string case_name(const Case& c) {
 void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
 std::vector<Case> cases_for(int n, bool big) {
-  const CaseKind all_kinds[] = {CaseKind::kAllReduceSum,     CaseKind::kAllReduceAvg,
-                                CaseKind::kAllReduceMax,     CaseKind::kAllReduceInPlace,
-                                CaseKind::kReduceScatterSum, CaseKind::kReduceScatterAvg,
+  const CaseKind all_kinds[] = {CaseKind::kAllReduceSum,         CaseKind::kAllReduceAvg,
+                                CaseKind::kAllReduceMax,         CaseKind::kAllReduceInPlace,
+                                CaseKind::kReduceScatterSum,     CaseKind::kReduceScatterAvg,
                                 CaseKind::kReduceScatterInPlace, CaseKind::kAllGather,
-                                CaseKind::kAllGatherInPlace, CaseKind::kBroadcast};
+                                CaseKind::kAllGatherInPlace,     CaseKind::kBroadcast};
   const CaseKind big_kinds[] = {CaseKind::kAllReduceSum, CaseKind::kAllReduceAvg, CaseKind::kReduceScatterSum,
                                 CaseKind::kAllGather};
   std::vector<Case> cases;
@@ -277,13 +296,14 @@ uint64_t run_case(Communicator& comm, const Case& c) {
           if (esize == 4) {
             std::memcpy(&got, result + j * 4, 4);
           } else {
-            got = c.dtype == Dtype::fp16() ? half_to_float(Half{static_cast<uint16_t>(load_bits(result, c.dtype, j))})
-                                           : bfloat16_to_float(BFloat16{static_cast<uint16_t>(load_bits(result, c.dtype, j))});
+            got = c.dtype == Dtype::fp16()
+                      ? half_to_float(Half{static_cast<uint16_t>(load_bits(result, c.dtype, j))})
+                      : bfloat16_to_float(BFloat16{static_cast<uint16_t>(load_bits(result, c.dtype, j))});
           }
           const double tol = ref.abs_sum * n * 0x1p-23 + std::fabs(ref.exact) * unit;
           if (!(std::fabs(got - ref.exact) <= tol)) {
-            ADD_FAILURE() << case_name(c) << " element " << own.offset + j << ": " << got << " is not within "
-                          << tol << " of the fp64 sum " << ref.exact;
+            ADD_FAILURE() << case_name(c) << " element " << own.offset + j << ": " << got << " is not within " << tol
+                          << " of the fp64 sum " << ref.exact;
             break;
           }
         }
@@ -299,9 +319,8 @@ uint64_t run_case(Communicator& comm, const Case& c) {
       kind = Collective::kAllGather;
       want_sent = peers * shard_bytes;
       want_received = full_bytes - shard_bytes;
-      check_output(comm, c, out.data(), c.count, 0, [&](size_t i) {
-        return to_bits(c.dtype, value(owner(c.count, n, i), i, c.dtype, c.data));
-      });
+      check_output(comm, c, out.data(), c.count, 0,
+                   [&](size_t i) { return to_bits(c.dtype, value(owner(c.count, n, i), i, c.dtype, c.data)); });
       break;
     }
     case CaseKind::kBroadcast: {

@@ -27,12 +27,24 @@ void call(Communicator& c, Collective kind, size_t count = 10, Dtype dtype = Dty
   Buffer full(buf.data(), count, dtype);
   Buffer part(shard.data(), shard.size(), dtype);
   switch (kind) {
-    case Collective::kAllReduce: c.all_reduce(full, full, op); break;
-    case Collective::kReduceScatter: c.reduce_scatter(full, part, op); break;
-    case Collective::kAllGather: c.all_gather(part, full); break;
-    case Collective::kBroadcast: c.broadcast(full, root); break;
-    case Collective::kBarrier: c.barrier(); break;
-    case Collective::kScalarAllReduce: c.all_reduce_scalar(1.0, op); break;
+    case Collective::kAllReduce:
+      c.all_reduce(full, full, op);
+      break;
+    case Collective::kReduceScatter:
+      c.reduce_scatter(full, part, op);
+      break;
+    case Collective::kAllGather:
+      c.all_gather(part, full);
+      break;
+    case Collective::kBroadcast:
+      c.broadcast(full, root);
+      break;
+    case Collective::kBarrier:
+      c.barrier();
+      break;
+    case Collective::kScalarAllReduce:
+      c.all_reduce_scalar(1.0, op);
+      break;
   }
 }
 
@@ -49,8 +61,8 @@ TEST_P(EveryCollective, FailingRankPoisonsTheGroup) {
       try {
         call(c, kind);
       } catch (const PeerFailedError& e) {
-        EXPECT_TRUE(contains(e.what(), "[" + std::string(collective_name(kind)) + "] rank " +
-                                           std::to_string(c.rank()) + ": peer rank 1 failed: boom on rank 1"))
+        EXPECT_TRUE(contains(e.what(), "[" + std::string(collective_name(kind)) + "] rank " + std::to_string(c.rank()) +
+                                           ": peer rank 1 failed: boom on rank 1"))
             << e.what();
         ++peer_failures;
         throw;
@@ -128,9 +140,8 @@ TEST_P(EveryCollective, BrokenCommunicatorFailsFast) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, EveryCollective,
-                         ::testing::Values(Collective::kAllReduce, Collective::kReduceScatter,
-                                           Collective::kAllGather, Collective::kBroadcast, Collective::kBarrier,
-                                           Collective::kScalarAllReduce),
+                         ::testing::Values(Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                                           Collective::kBroadcast, Collective::kBarrier, Collective::kScalarAllReduce),
                          [](const ::testing::TestParamInfo<Collective>& info) {
                            return std::string(collective_name(info.param));
                          });

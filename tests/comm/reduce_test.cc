@@ -52,8 +52,8 @@ void check_all_patterns(Dtype dtype) {
         T want;
         narrow(acc, want);
         if (want.bits != out[i].bits && mismatches++ == 0) {
-          ADD_FAILURE() << dtype.name() << " n=" << n << " op " << reduce_op_name(op) << " element " << i
-                        << ": got 0x" << std::hex << out[i].bits << ", want 0x" << want.bits;
+          ADD_FAILURE() << dtype.name() << " n=" << n << " op " << reduce_op_name(op) << " element " << i << ": got 0x"
+                        << std::hex << out[i].bits << ", want 0x" << want.bits;
         }
       }
       EXPECT_EQ(mismatches, 0u) << dtype.name() << " n=" << n << " op " << reduce_op_name(op);
@@ -70,8 +70,20 @@ TEST_P(ReduceAtLevel, EveryBf16PatternMatchesTheScalarDefinition) { check_all_pa
 
 TEST_P(ReduceAtLevel, Fp32EdgesMatchTheScalarLoopInPlace) {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> edges = {0.0f, -0.0f, 1.0f, -1.0f, 1e-45f, -1e-45f, 1.17549435e-38f, 3.4028235e38f,
-                                    -3.4028235e38f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.1f, 1e30f};
+  const std::vector<float> edges = {0.0f,
+                                    -0.0f,
+                                    1.0f,
+                                    -1.0f,
+                                    1e-45f,
+                                    -1e-45f,
+                                    1.17549435e-38f,
+                                    3.4028235e38f,
+                                    -3.4028235e38f,
+                                    inf,
+                                    -inf,
+                                    std::numeric_limits<float>::quiet_NaN(),
+                                    0.1f,
+                                    1e30f};
   std::vector<float> a, b, c;
   for (float x : edges) {
     for (float y : edges) {

@@ -15,11 +15,10 @@ namespace {
 // Inputs that exercise every rounding branch: random bit patterns (all
 // exponents, NaNs with payloads, subnormals) plus hand-picked edges.
 std::vector<float> edge_and_random_floats(size_t random_count) {
-  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x33000000,
-                                0x33000001, 0x337FFFFF, 0x387FE000, 0x387FF000, 0x38800000, 0x3F800000,
-                                0x3F801000, 0x3F803000, 0x3F808000, 0x3F818000, 0x477FE000, 0x477FEFFF,
-                                0x477FF000, 0x7F7FFFFF, 0x7F7F8000, 0x7F800000, 0xFF800000, 0x7F800001,
-                                0x7FC00000, 0xFFFFFFFF, 0x7FBFFFFF, 0x3F7FFFFF};
+  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x33000000, 0x33000001,
+                                0x337FFFFF, 0x387FE000, 0x387FF000, 0x38800000, 0x3F800000, 0x3F801000, 0x3F803000,
+                                0x3F808000, 0x3F818000, 0x477FE000, 0x477FEFFF, 0x477FF000, 0x7F7FFFFF, 0x7F7F8000,
+                                0x7F800000, 0xFF800000, 0x7F800001, 0x7FC00000, 0xFFFFFFFF, 0x7FBFFFFF, 0x3F7FFFFF};
   uint64_t state = 88172645463325252ull;
   for (size_t i = 0; i < random_count; ++i) {
     state ^= state << 13;
@@ -89,12 +88,12 @@ TEST_P(ConvertPaths, TailsWriteExactlyTheirElements) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPaths, ConvertPaths, ::testing::ValuesIn(supported_simd_levels()),
-                         [](const auto& info) {
-                           std::string name = simd_level_name(info.param);
-                           for (auto& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllPaths, ConvertPaths, ::testing::ValuesIn(supported_simd_levels()), [](const auto& info) {
+  std::string name = simd_level_name(info.param);
+  for (auto& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+});
 
 TEST(Convert, TypeErasedFormAndMismatch) {
   const std::vector<float> in = {1.0f, -0.5f, 3.14159f};

@@ -45,9 +45,9 @@ TEST(Dtype, ParsingIgnoresCase) {
 TEST(Dtype, HalfKnownValues) {
   EXPECT_EQ(float_to_half(1.0f).bits, 0x3C00);
   EXPECT_EQ(float_to_half(-2.0f).bits, 0xC000);
-  EXPECT_EQ(float_to_half(65504.0f).bits, 0x7BFF);              // largest half
-  EXPECT_EQ(float_to_half(65519.99f).bits, 0x7BFF);             // rounds down
-  EXPECT_EQ(float_to_half(65520.0f).bits, 0x7C00);              // tie to even: inf
+  EXPECT_EQ(float_to_half(65504.0f).bits, 0x7BFF);               // largest half
+  EXPECT_EQ(float_to_half(65519.99f).bits, 0x7BFF);              // rounds down
+  EXPECT_EQ(float_to_half(65520.0f).bits, 0x7C00);               // tie to even: inf
   EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
   EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)).bits, 0x0000);  // tie to even: 0
   EXPECT_EQ(float_to_half(std::ldexp(3.0f, -26)).bits, 0x0001);  // 0.75 ulp rounds up

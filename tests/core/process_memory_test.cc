@@ -36,10 +36,10 @@ TEST(ProcessMemory, CgroupLimitsV2V1AndNone) {
   const std::string none = temp_file("none", "");
   const std::string v2 = temp_file("v2", "2147483648\n"), v2_max = temp_file("v2max", "max\n");
   const std::string v1 = temp_file("v1", "1073741824\n"), v1_none = temp_file("v1none", "9223372036854771712\n");
-  EXPECT_EQ(cgroup_memory_limit_bytes(v2.c_str(), v1.c_str()), 2147483648u);        // v2 first
-  EXPECT_EQ(cgroup_memory_limit_bytes(v2_max.c_str(), v1.c_str()), 1073741824u);    // "max": no v2 limit
+  EXPECT_EQ(cgroup_memory_limit_bytes(v2.c_str(), v1.c_str()), 2147483648u);      // v2 first
+  EXPECT_EQ(cgroup_memory_limit_bytes(v2_max.c_str(), v1.c_str()), 1073741824u);  // "max": no v2 limit
   EXPECT_EQ(cgroup_memory_limit_bytes("/nonexistent", v1.c_str()), 1073741824u);
-  EXPECT_EQ(cgroup_memory_limit_bytes(v2_max.c_str(), v1_none.c_str()), 0u);        // v1's "no limit"
+  EXPECT_EQ(cgroup_memory_limit_bytes(v2_max.c_str(), v1_none.c_str()), 0u);  // v1's "no limit"
   EXPECT_EQ(cgroup_memory_limit_bytes("/nonexistent", "/nonexistent"), 0u);
   EXPECT_EQ(cgroup_memory_limit_bytes(none.c_str(), none.c_str()), 0u);
   for (const std::string& p : {none, v2, v2_max, v1, v1_none}) std::filesystem::remove(p);

@@ -17,7 +17,8 @@ namespace zerodp::fuzz {
 
 // A per-process path ending in `suffix` (the readers pick formats by extension).
 inline std::string scratch_path(const std::string& suffix) {
-  const std::string dir = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string();
+  const std::string dir =
+      std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string();
   return dir + "/zerodp_fuzz_" + std::to_string(::getpid()) + suffix;
 }
 

@@ -34,12 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t payload = size;
     if (mode == 2) {
       // Small dimensions (possibly still inconsistent, e.g. C % NH != 0).
-      h[2] = h[2] & 15;         // maxT
-      h[3] = h[3] & 63;         // V
-      h[4] = h[4] & 3;          // L
-      h[5] = (h[5] & 3) + 1;    // NH
-      h[6] = (h[6] & 15) + 1;   // C
-      h[7] = h[7] & 127;        // Vp
+      h[2] = h[2] & 15;        // maxT
+      h[3] = h[3] & 63;        // V
+      h[4] = h[4] & 3;         // L
+      h[5] = (h[5] & 3) + 1;   // NH
+      h[6] = (h[6] & 15) + 1;  // C
+      h[7] = h[7] & 127;       // Vp
       model::GptConfig c;
       c.max_seq_len = h[2], c.vocab = h[3], c.layers = h[4], c.heads = h[5], c.channels = h[6];
       c.padded_vocab = h[7];

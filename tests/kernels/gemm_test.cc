@@ -73,11 +73,18 @@ TEST(Gemm, ConcurrentCallsGiveSerialBits) {
     }
   };
   std::vector<Job> jobs;
-  const int sizes[kThreads][3] = {{17, 9, 33}, {65, 97, 129}, {300, 200, 500}, {256, 1152, 384}, {511, 3, 700},
-                                  {128, 640, 257}};
+  const int sizes[kThreads][3] = {{17, 9, 33},      {65, 97, 129}, {300, 200, 500},
+                                  {256, 1152, 384}, {511, 3, 700}, {128, 640, 257}};
   for (int t = 0; t < kThreads; ++t) {
-    Job j{t % 2 ? Trans::kYes : Trans::kNo, t / 2 % 2 ? Trans::kYes : Trans::kNo, sizes[t][0], sizes[t][1],
-          sizes[t][2], {}, {}, {}, {}};
+    Job j{t % 2 ? Trans::kYes : Trans::kNo,
+          t / 2 % 2 ? Trans::kYes : Trans::kNo,
+          sizes[t][0],
+          sizes[t][1],
+          sizes[t][2],
+          {},
+          {},
+          {},
+          {}};
     j.a = random_vector(size_t(j.m) * j.k, 10 + t);
     j.b = random_vector(size_t(j.k) * j.n, 20 + t);
     j.serial.assign(size_t(j.m) * j.n, 0.0f);

@@ -186,7 +186,7 @@ TEST(GradCheck, SoftmaxCrossEntropyFusedMatchesTwoPasses) {
 TEST(GradCheck, Embedding) {
   const EmbeddingShape s{2, 5, 9, 13};
   auto wte = random_vector(size_t(s.vocab) * s.channels, 1);
-  auto wpe = random_vector(size_t(8) * s.channels, 2);  // maxT 8 > T
+  auto wpe = random_vector(size_t(8) * s.channels, 2);          // maxT 8 > T
   std::vector<int32_t> tokens{3, 3, 12, 0, 5, 7, 3, 1, 0, 12};  // repeats accumulate
   auto r = random_vector(size_t(s.batch) * s.seq * s.channels, 3);
   std::vector<float> out(r.size());

@@ -46,8 +46,9 @@ TEST(TorchFixture, LogitsLossAndEveryGradientMatch) {
   // Logits over the real vocabulary, recomputed from ln_f's output.
   const size_t N = size_t(ref.batch) * ref.seq;
   std::vector<float> logits(N * c.padded_vocab);
-  kernels::linear_forward(logits, ws.lnf(), std::span<const float>(file.params).first(size_t(c.padded_vocab) * c.channels),
-                          {}, {static_cast<int>(N), c.channels, c.padded_vocab});
+  kernels::linear_forward(logits, ws.lnf(),
+                          std::span<const float>(file.params).first(size_t(c.padded_vocab) * c.channels), {},
+                          {static_cast<int>(N), c.channels, c.padded_vocab});
   const double logits_diff = scaled_max_diff(logits, ref.logits);
   EXPECT_LT(logits_diff, 1e-5);
 
@@ -60,7 +61,8 @@ TEST(TorchFixture, LogitsLossAndEveryGradientMatch) {
     const char* name;
     size_t offset, count;
   };
-  std::vector<Tensor> tensors{{"wte", 0, size_t(c.padded_vocab) * C}, {"wpe", size_t(c.padded_vocab) * C, size_t(c.max_seq_len) * C}};
+  std::vector<Tensor> tensors{{"wte", 0, size_t(c.padded_vocab) * C},
+                              {"wpe", size_t(c.padded_vocab) * C, size_t(c.max_seq_len) * C}};
   for (int l = 0; l < c.layers; ++l) {
     const size_t u = m.units()[1 + l].offset;
     tensors.push_back({"qkvw", u + lay.qkvw, 3 * C * C});

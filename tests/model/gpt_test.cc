@@ -244,9 +244,9 @@ TEST(Gpt, RejectsBadInputs) {
   EXPECT_THROW(ws->set_batch(b), ShapeError);
   std::vector<float> params(m.num_params()), grads(m.num_params());
   const int head = static_cast<int>(m.ops().size()) - 1;
-  EXPECT_THROW(m.backward(head, m.unit_span(std::span<const float>(params), 0),
-                          m.unit_span(std::span<float>(grads), 0), *ws),
-               ConfigError);
+  EXPECT_THROW(
+      m.backward(head, m.unit_span(std::span<const float>(params), 0), m.unit_span(std::span<float>(grads), 0), *ws),
+      ConfigError);
   EXPECT_THROW(GptConfig({8, 10, 16, 2, 3, 8}).validate(), ConfigError);  // C % NH
 }
 

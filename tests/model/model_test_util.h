@@ -27,8 +27,8 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed) {
 }
 
 // One forward + backward, grads accumulated into `grads`; returns the loss.
-inline float train_pass(const Model& m, const std::vector<float>& params, std::vector<float>& grads,
-                        Workspace& ws, const Batch& batch, float scale = 1.0f) {
+inline float train_pass(const Model& m, const std::vector<float>& params, std::vector<float>& grads, Workspace& ws,
+                        const Batch& batch, float scale = 1.0f) {
   ws.set_batch(batch);
   const float loss = forward_all(m, params, ws);
   ws.set_loss_grad_scale(scale);

@@ -47,7 +47,7 @@ TEST(ParamInit, SlicesPastTheModelAreRefused) {
 // The same numbers on every CPU: these literals were produced once and
 // must never change silently (a change re-initialises every model).
 TEST(ParamInit, CounterNormalsArePinned) {
-  const double expected[] = {0x1.a19c5081b922cp-1, 0x1.18e549f012402p+0, -0x1.46689f16ba7c8p-1,
+  const double expected[] = {0x1.a19c5081b922cp-1,  0x1.18e549f012402p+0, -0x1.46689f16ba7c8p-1,
                              -0x1.51d467a80ef0ep-3, 0x1.1ff7330523104p-1, 0x1.9da4419d2cd3p-1};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(counter_normal(1234, i), expected[i]) << "index " << i;
 }

@@ -110,10 +110,9 @@ std::vector<float> run_sharded(const std::vector<size_t>& cuts, SimdLevel level,
   bounds.push_back(n);
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
     const size_t size = bounds[s + 1] - bounds[s];
-    shards.push_back(make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.lr = 1e-3, .weight_decay = 0.01}},
-                                    size,
-                                    {.no_decay = ranges_within_shard(global_no_decay, bounds[s], size),
-                                     .simd = level}));
+    shards.push_back(
+        make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.lr = 1e-3, .weight_decay = 0.01}}, size,
+                       {.no_decay = ranges_within_shard(global_no_decay, bounds[s], size), .simd = level}));
   }
   for (int t = 0; t < steps; ++t) {
     const std::vector<float> grads = random_vector(n, 50 + t);
@@ -137,8 +136,8 @@ TEST(Adam, EveryShardCutAndSimdLevelGivesTheSameBits) {
   constexpr size_t kN = 1031;  // prime: shards of every alignment and tail
   const std::vector<float> whole = run_sharded({}, SimdLevel::kScalar, 4, kN);
   for (SimdLevel level : supported_simd_levels()) {
-    for (const std::vector<size_t>& cuts : std::vector<std::vector<size_t>>{
-             {}, {516}, {1, 2, 3}, {100, 250, 251, 999}, {17, 344, 687}}) {
+    for (const std::vector<size_t>& cuts :
+         std::vector<std::vector<size_t>>{{}, {516}, {1, 2, 3}, {100, 250, 251, 999}, {17, 344, 687}}) {
       SCOPED_TRACE(simd_level_name(level));
       EXPECT_EQ(first_bit_difference(run_sharded(cuts, level, 4, kN), whole), -1);
     }
@@ -158,14 +157,13 @@ TEST(Adam, LowPrecisionGradientsEqualTheirFp32Widening) {
 
   auto run = [&](auto grads) {
     std::vector<float> params = random_vector(kN, 4);
-    auto opt = make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.weight_decay = 0.1}}, kN,
-                              {.no_decay = {{4000, 200}}});
+    auto opt =
+        make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.weight_decay = 0.1}}, kN, {.no_decay = {{4000, 200}}});
     for (int t = 0; t < 3; ++t) opt->step(params, grads, 1e-3, 0.25f);
     return params;
   };
   EXPECT_EQ(first_bit_difference(run(std::span<const Half>(g16)), run(std::span<const float>(g16_wide))), -1);
-  EXPECT_EQ(first_bit_difference(run(std::span<const BFloat16>(gbf)), run(std::span<const float>(gbf_wide))),
-            -1);
+  EXPECT_EQ(first_bit_difference(run(std::span<const BFloat16>(gbf)), run(std::span<const float>(gbf_wide))), -1);
 }
 
 TEST(Adam, GradScaleIsOneMultiplyPerElement) {
@@ -214,8 +212,7 @@ TEST(Adam, StateIsBookedWithTheAccountant) {
   std::set<StateKind> kinds;
   int64_t booked = 0;
   {
-    auto opt = make_optimizer({.kind = OptimizerKind::kAdamW}, 1000,
-                              {.accountant = [&](StateKind kind, int64_t delta) {
+    auto opt = make_optimizer({.kind = OptimizerKind::kAdamW}, 1000, {.accountant = [&](StateKind kind, int64_t delta) {
                                 kinds.insert(kind);
                                 booked += delta;
                               }});

@@ -88,7 +88,7 @@ TEST(HasNonfinite, FindsInfAndNanAnywhere) {
   expect_detects_every_position(nan, 0.0f);
   expect_detects_every_position(float_to_half(inf), float_to_half(65504.0f));
   expect_detects_every_position(float_to_half(nan), float_to_half(-1.0f));
-  expect_detects_every_position(Half{0xFC00}, Half{0x7BFF});  // -inf; largest finite
+  expect_detects_every_position(Half{0xFC00}, Half{0x7BFF});                 // -inf; largest finite
   expect_detects_every_position(float_to_bfloat16(-inf), BFloat16{0x7F7F});  // largest finite bf16
   expect_detects_every_position(float_to_bfloat16(nan), float_to_bfloat16(1.0f));
 }

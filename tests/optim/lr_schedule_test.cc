@@ -45,8 +45,11 @@ TEST(LrSchedule, WarmupStepsBelowTwoAreTwo) {
 
 TEST(LrSchedule, WarmupThenLinearDecayToMin) {
   // W = 10, T = 110: decay gamma = (110 - t) / 100 from t = 10.
-  const LrSchedule s({.kind = LrScheduleKind::kWarmupLinearDecay, .max_lr = 1.0, .min_lr = 0.0,
-                      .warmup_steps = 10, .total_steps = 110});
+  const LrSchedule s({.kind = LrScheduleKind::kWarmupLinearDecay,
+                      .max_lr = 1.0,
+                      .min_lr = 0.0,
+                      .warmup_steps = 10,
+                      .total_steps = 110});
   EXPECT_DOUBLE_EQ(s.lr_at(5), 0.5);
   EXPECT_DOUBLE_EQ(s.lr_at(10), 1.0);
   EXPECT_DOUBLE_EQ(s.lr_at(60), 0.5);
@@ -57,8 +60,12 @@ TEST(LrSchedule, WarmupThenLinearDecayToMin) {
 
 TEST(LrSchedule, WarmupThenCosine) {
   // W = 10, T = 110, ratios: warmup from 0.1, cosine down to 0.01.
-  const LrScheduleConfig c{.kind = LrScheduleKind::kWarmupCosine, .max_lr = 2.0, .warmup_steps = 10,
-                           .total_steps = 110, .warmup_min_ratio = 0.1, .cos_min_ratio = 0.01};
+  const LrScheduleConfig c{.kind = LrScheduleKind::kWarmupCosine,
+                           .max_lr = 2.0,
+                           .warmup_steps = 10,
+                           .total_steps = 110,
+                           .warmup_min_ratio = 0.1,
+                           .cos_min_ratio = 0.01};
   const LrSchedule s(c);
   EXPECT_DOUBLE_EQ(s.lr_at(0), 2.0 * 0.1);
   EXPECT_DOUBLE_EQ(s.lr_at(5), 2.0 * (0.1 + 0.5 * 0.9));
@@ -93,9 +100,9 @@ TEST(LrSchedule, RejectsBadConfigs) {
   EXPECT_THROW(LrSchedule({.max_lr = 1.0, .min_lr = 2.0}), ConfigError);
   EXPECT_THROW(LrSchedule({.kind = LrScheduleKind::kWarmupCosine, .warmup_steps = 10}), ConfigError);
   EXPECT_THROW(LrSchedule({.kind = LrScheduleKind::kWarmup, .warmup_steps = 0}), ConfigError);
-  EXPECT_THROW(LrSchedule({.kind = LrScheduleKind::kWarmupCosine, .warmup_steps = 1, .total_steps = 10,
-                           .cos_min_ratio = 1.5}),
-               ConfigError);
+  EXPECT_THROW(
+      LrSchedule({.kind = LrScheduleKind::kWarmupCosine, .warmup_steps = 1, .total_steps = 10, .cos_min_ratio = 1.5}),
+      ConfigError);
   EXPECT_THROW(LrSchedule().lr_at(-1), ConfigError);
 }
 

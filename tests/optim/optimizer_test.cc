@@ -23,7 +23,7 @@ TEST(Optimizer, ParsesKinds) {
 
 TEST(Optimizer, BytesPerParameterK) {
   const OptimizerConfig adamw{.kind = OptimizerKind::kAdamW};
-  EXPECT_EQ(bytes_per_param_k(adamw, true), 12u);   // the ZeRO paper's K
+  EXPECT_EQ(bytes_per_param_k(adamw, true), 12u);  // the ZeRO paper's K
   EXPECT_EQ(bytes_per_param_k(adamw, false), 8u);
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kAdam}, true), 12u);
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.9}}, true), 8u);
@@ -31,8 +31,7 @@ TEST(Optimizer, BytesPerParameterK) {
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd}, true), 4u);
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd}, false), 0u);
   // The constructed optimizer agrees with the formula.
-  EXPECT_EQ(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.5}}, 4)->state_bytes_per_param(),
-            4u);
+  EXPECT_EQ(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.5}}, 4)->state_bytes_per_param(), 4u);
 }
 
 TEST(Optimizer, RejectsBadConfigs) {

@@ -44,10 +44,10 @@ TEST(Activations, CheckpointingKeepsBlockOutputsAndOneBlock) {
   EXPECT_EQ(sum_role(b, "checkpoint"), 12u * 4 * 1024 * 768 * 4);
   // Recomputed internals are one block's worth: the same as the kept
   // internals of one block without checkpointing.
-  const uint64_t kept_internals_per_block = (sum_role(a, "kept") - 4u * (4 * 1024 * 768) * (1 + 1) -
-                                             4u * (2 * 4 * 1024 + 4 * 1024 * 50304 + 4 * 1024) -
-                                             12u * 4 * (4 * 1024 * 768)) /
-                                            12;
+  const uint64_t kept_internals_per_block =
+      (sum_role(a, "kept") - 4u * (4 * 1024 * 768) * (1 + 1) - 4u * (2 * 4 * 1024 + 4 * 1024 * 50304 + 4 * 1024) -
+       12u * 4 * (4 * 1024 * 768)) /
+      12;
   EXPECT_EQ(sum_role(b, "recompute"), kept_internals_per_block);
   // Backward scratch is the same either way.
   EXPECT_EQ(sum_role(a, "backward scratch"), sum_role(b, "backward scratch"));

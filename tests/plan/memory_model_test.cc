@@ -43,9 +43,9 @@ TEST(MemoryModel, KForEveryPrecisionAndOptimizer) {
     int p, g, k, total;
   };
   const Case cases[] = {
-      {Dtype::fp16(), Optimizer::kAdamW, 2, 2, 12, 16},     {Dtype::bf16(), Optimizer::kAdam, 2, 2, 12, 16},
+      {Dtype::fp16(), Optimizer::kAdamW, 2, 2, 12, 16},      {Dtype::bf16(), Optimizer::kAdam, 2, 2, 12, 16},
       {Dtype::bf16(), Optimizer::kSgdMomentum, 2, 2, 8, 12}, {Dtype::fp16(), Optimizer::kSgd, 2, 2, 4, 8},
-      {Dtype::fp32(), Optimizer::kAdamW, 4, 4, 8, 16},      {Dtype::fp32(), Optimizer::kAdam, 4, 4, 8, 16},
+      {Dtype::fp32(), Optimizer::kAdamW, 4, 4, 8, 16},       {Dtype::fp32(), Optimizer::kAdam, 4, 4, 8, 16},
       {Dtype::fp32(), Optimizer::kSgdMomentum, 4, 4, 4, 12}, {Dtype::fp32(), Optimizer::kSgd, 4, 4, 0, 8},
   };
   for (const Case& c : cases) {

@@ -47,10 +47,10 @@ TEST(ModelShape, ReadsTheModelSchema) {
   EXPECT_EQ(s.num_params(), 124'475'904u);  // vocab padded to 50304, as the engine stores it
   EXPECT_EQ(s.vocab, 50304);
   EXPECT_EQ(s.context, 1024);
-  EXPECT_EQ(resolve_model(
-                R"({"kind":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"max_seq_len":2,"padded_vocab":3})")
-                .vocab,
-            3);
+  EXPECT_EQ(
+      resolve_model(R"({"kind":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"max_seq_len":2,"padded_vocab":3})")
+          .vocab,
+      3);
 }
 
 TEST(ModelShape, ResolvesPresetsAndFiles) {
@@ -93,7 +93,8 @@ TEST(ModelShape, BadConfigsNameTheProblem) {
   };
   EXPECT_NE(message("gpt-unknown").find("gpt2-124m"), std::string::npos);  // lists presets
   EXPECT_NE(message(R"({"kind":"gpt","layers":12})").find("\"heads\""), std::string::npos);
-  EXPECT_NE(message(R"({"kind":"gpt","layers":2,"heads":3,"channels":8,"vocab":4,"max_seq_len":4})").find("multiple of heads"),
+  EXPECT_NE(message(R"({"kind":"gpt","layers":2,"heads":3,"channels":8,"vocab":4,"max_seq_len":4})")
+                .find("multiple of heads"),
             std::string::npos);
   EXPECT_NE(message(R"({"kind":"gpt","layers":2,"heads":2,"channels":8,"vocab":4,"max_seq_len":4,"lyrs":1})")
                 .find("\"lyrs\""),
@@ -103,8 +104,9 @@ TEST(ModelShape, BadConfigsNameTheProblem) {
   // plan's old spellings are refused naming the key to write instead.
   EXPECT_NE(message(R"({"type":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").find("\"kind\""),
             std::string::npos);
-  EXPECT_NE(message(R"({"kind":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").find("\"max_seq_len\""),
-            std::string::npos);
+  EXPECT_NE(
+      message(R"({"kind":"gpt","layers":1,"heads":1,"channels":4,"vocab":3,"context":2})").find("\"max_seq_len\""),
+      std::string::npos);
 }
 
 }  // namespace

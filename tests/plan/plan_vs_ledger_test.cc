@@ -43,13 +43,19 @@ model::ModelConfig odd_mlp() {
 optim::OptimizerConfig optim_config(Optimizer o) {
   optim::OptimizerConfig c;
   switch (o) {
-    case Optimizer::kAdamW: c.kind = optim::OptimizerKind::kAdamW; break;
-    case Optimizer::kAdam: c.kind = optim::OptimizerKind::kAdam; break;
+    case Optimizer::kAdamW:
+      c.kind = optim::OptimizerKind::kAdamW;
+      break;
+    case Optimizer::kAdam:
+      c.kind = optim::OptimizerKind::kAdam;
+      break;
     case Optimizer::kSgdMomentum:
       c.kind = optim::OptimizerKind::kSgd;
       c.sgd.momentum = 0.9;
       break;
-    case Optimizer::kSgd: c.kind = optim::OptimizerKind::kSgd; break;
+    case Optimizer::kSgd:
+      c.kind = optim::OptimizerKind::kSgd;
+      break;
   }
   return c;
 }

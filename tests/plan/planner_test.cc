@@ -92,7 +92,7 @@ TEST(Planner, WithAShapePartitionsPerUnitLikeTheEngine) {
   EXPECT_EQ(r.per_ranks[0].stages[3].states.total(), 16 * shard);
   EXPECT_EQ(r.per_ranks[0].stages[1].states.master, 0u);  // fp32: no master copy
   EXPECT_EQ(r.per_ranks[0].stages[1].states.moment1, 4 * shard);
-  EXPECT_EQ(r.per_ranks[0].stages[0].compute_copy, 0u);    // fp32 computes in place
+  EXPECT_EQ(r.per_ranks[0].stages[0].compute_copy, 0u);  // fp32 computes in place
   const uint64_t units[] = {3, 5, 5, 2};
   EXPECT_EQ(unit_shard_elements(units, 4), 6u);
 }
@@ -101,8 +101,8 @@ TEST(Planner, StageOneAccumulationCountsTheOwnedAccumulatorAsTheEngineDoes) {
   // gpt-tiny at N = 2 and gpt2-124m at N = 8 with --grad-accum 2 used to stop
   // at "engine model and paper model disagree": the paper side added a second
   // flat Φ where the engine keeps an owned accumulator of Φ/N.
-  for (const auto& [shape, n] : {std::pair{GptShape{4, 4, 128, 256, 128}, 2},
-                                 std::pair{GptShape{12, 12, 768, 50304, 1024}, 8}}) {
+  for (const auto& [shape, n] :
+       {std::pair{GptShape{4, 4, 128, 256, 128}, 2}, std::pair{GptShape{12, 12, 768, 50304, 1024}, 8}}) {
     PlanConfig c;
     c.shape = shape;
     c.ranks = {n};

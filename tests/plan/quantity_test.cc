@@ -26,9 +26,9 @@ TEST(Quantity, RejectsBadCounts) {
   EXPECT_THROW(parse_count("7.5X"), ConfigError);
   EXPECT_THROW(parse_count("0"), ConfigError);
   EXPECT_THROW(parse_count("-5"), ConfigError);
-  EXPECT_THROW(parse_count("1.5"), ConfigError);      // not whole
-  EXPECT_THROW(parse_count("1e30"), ConfigError);     // too large
-  EXPECT_THROW(parse_count("7.5GB"), ConfigError);    // a size, not a count
+  EXPECT_THROW(parse_count("1.5"), ConfigError);    // not whole
+  EXPECT_THROW(parse_count("1e30"), ConfigError);   // too large
+  EXPECT_THROW(parse_count("7.5GB"), ConfigError);  // a size, not a count
   try {
     parse_count("7.5Q");
   } catch (const ConfigError& e) {

@@ -43,10 +43,10 @@ struct FaultGuard {
 };
 
 struct Outcome {
-  bool failed = false;                // run_thread_ranks threw
-  std::vector<std::string> errors;    // per rank: the CommError message ("" = none)
-  std::vector<bool> other_error;      // per rank: a non-CommError exception
-  std::vector<uint64_t> calls;        // per rank: collectives completed (fault-free run)
+  bool failed = false;              // run_thread_ranks threw
+  std::vector<std::string> errors;  // per rank: the CommError message ("" = none)
+  std::vector<bool> other_error;    // per rank: a non-CommError exception
+  std::vector<uint64_t> calls;      // per rank: collectives completed (fault-free run)
   double seconds = 0.0;
 };
 
@@ -54,7 +54,7 @@ EngineConfig config_for(int stage, Dtype dtype) {
   EngineConfig c;
   c.stage = stage;
   c.dtype = dtype;
-  c.grad_accum = 2;  // the accumulation boundary is a collective site too
+  c.grad_accum = 2;        // the accumulation boundary is a collective site too
   c.bucket_elements = 64;  // stage 0: several buckets per backward
   return c;
 }

@@ -37,10 +37,10 @@ TEST(FaultSpec, ParsesSaveFaults) {
   EXPECT_EQ(s.point, "shard-written");
   EXPECT_EQ(s.collective, 0u);
   EXPECT_EQ(s.action, FaultAction::kExit);
-  for (const char* bad : {"rank=1,save=2,action=exit",                    // no point
-                          "rank=1,point=begin,action=exit",               // no save
-                          "rank=1,save=0,point=begin,action=exit",        // saves count from 1
-                          "rank=1,save=1,point=halfway,action=exit",      // unknown point
+  for (const char* bad : {"rank=1,save=2,action=exit",                              // no point
+                          "rank=1,point=begin,action=exit",                         // no save
+                          "rank=1,save=0,point=begin,action=exit",                  // saves count from 1
+                          "rank=1,save=1,point=halfway,action=exit",                // unknown point
                           "rank=1,collective=3,save=1,point=begin,action=exit"}) {  // both kinds
     EXPECT_THROW(parse_fault_spec(bad), ConfigError) << bad;
   }
@@ -49,8 +49,8 @@ TEST(FaultSpec, ParsesSaveFaults) {
 // The save counter is per rank and counts at "begin"; only the named save
 // and point of the named rank fail.
 TEST(FaultInjection, SaveFaultFiresAtItsSaveAndPointOnly) {
-  FaultGuard guard(FaultSpec{.rank = 1, .collective = 0, .save = 2, .point = "shard-written",
-                             .action = FaultAction::kThrow});
+  FaultGuard guard(
+      FaultSpec{.rank = 1, .collective = 0, .save = 2, .point = "shard-written", .action = FaultAction::kThrow});
   const auto never = [] { return false; };
   for (const char* point : {"begin", "shard-partial", "shard-written"}) {
     inject_save_fault_if_due(0, point, never);  // rank 0: never
@@ -62,16 +62,15 @@ TEST(FaultInjection, SaveFaultFiresAtItsSaveAndPointOnly) {
     inject_save_fault_if_due(1, "shard-written", never);
     FAIL() << "the fault did not fire";
   } catch (const CommError& e) {
-    EXPECT_NE(e.message().find("rank 1: injected failure at save 2 (shard-written)"), std::string::npos)
-        << e.message();
+    EXPECT_NE(e.message().find("rank 1: injected failure at save 2 (shard-written)"), std::string::npos) << e.message();
   }
 }
 
 TEST(FaultSpec, RefusesMalformedValues) {
-  for (const char* bad : {"", "rank=1", "rank=1,collective=2", "rank=x,collective=2,action=throw",
-                          "rank=1,collective=0,action=throw", "rank=1,collective=2,action=explode",
-                          "rank=1,collective=2,action=throw,speed=3", "rank1,collective=2,action=throw",
-                          "rank=-1,collective=2,action=throw"}) {
+  for (const char* bad :
+       {"", "rank=1", "rank=1,collective=2", "rank=x,collective=2,action=throw", "rank=1,collective=0,action=throw",
+        "rank=1,collective=2,action=explode", "rank=1,collective=2,action=throw,speed=3",
+        "rank1,collective=2,action=throw", "rank=-1,collective=2,action=throw"}) {
     EXPECT_THROW(parse_fault_spec(bad), ConfigError) << bad;
   }
   try {

@@ -21,10 +21,9 @@ namespace {
 // Two ranks, the shape src/train/metrics.cc writes.
 std::string record(int step, double loss, const std::string& extra = "") {
   std::ostringstream o;
-  o << R"({"step":)" << step << R"(,"loss":)" << loss
-    << R"(,"lr":0.001,"loss_scale":)" << (step < 3 ? 65536 : 32768) << R"(,"skipped":)" << (step == 3 ? "true" : "false")
-    << R"(,"clipped":false,"tokens_per_s":)" << 1000 + step * 10 << R"(,"step_seconds":0.5,"grad_norm":)"
-    << (step == 3 ? "null" : "1.5") << extra << R"(,"memory":[)";
+  o << R"({"step":)" << step << R"(,"loss":)" << loss << R"(,"lr":0.001,"loss_scale":)" << (step < 3 ? 65536 : 32768)
+    << R"(,"skipped":)" << (step == 3 ? "true" : "false") << R"(,"clipped":false,"tokens_per_s":)" << 1000 + step * 10
+    << R"(,"step_seconds":0.5,"grad_norm":)" << (step == 3 ? "null" : "1.5") << extra << R"(,"memory":[)";
   for (int r = 0; r < 2; ++r) {
     o << (r ? "," : "") << R"({"params":{"current":1048576,"peak":1048576},"grads":{"current":)" << 524288 * (r + 1)
       << R"(,"peak":1048576},"buckets":{"current":0,"peak":2097152},"comm":{"current":0,"peak":0},"model_states":3145728})";
@@ -185,17 +184,27 @@ TEST(RunReport, SkippedStepsAreGapsNotJoined) {
 
 // bf16 and fp32 runs have no dynamic loss scale: no chart of a constant.
 TEST(RunReport, LossScaleChartOnlyForFp16) {
-  const std::string plain = R"({"step":1,"loss":2.0,"loss_scale":1})" "\n" R"({"step":2,"loss":1.5,"loss_scale":1})" "\n";
+  const std::string plain = R"({"step":1,"loss":2.0,"loss_scale":1})"
+                            "\n"
+                            R"({"step":2,"loss":1.5,"loss_scale":1})"
+                            "\n";
   EXPECT_EQ(chart_named(report_charts(parse(plain)), "loss_scale"), nullptr);
-  const std::string absent = R"({"step":1,"loss":2.0,"lr":0.1})" "\n" R"({"step":2,"loss":1.5,"lr":0.1})" "\n";
+  const std::string absent = R"({"step":1,"loss":2.0,"lr":0.1})"
+                             "\n"
+                             R"({"step":2,"loss":1.5,"lr":0.1})"
+                             "\n";
   EXPECT_EQ(chart_named(report_charts(parse(absent)), "loss_scale"), nullptr);
   // The run's own config decides when it is there.
-  const std::string bf16 = R"({"config":{"precision":{"value":"bf16","source":"default"}}})" "\n" + sample();
+  const std::string bf16 = R"({"config":{"precision":{"value":"bf16","source":"default"}}})"
+                           "\n" +
+                           sample();
   const RunMetrics m = parse(bf16);
   ASSERT_TRUE(m.precision.has_value());
   EXPECT_EQ(*m.precision, "bf16");
   EXPECT_EQ(chart_named(report_charts(m), "loss_scale"), nullptr);
-  const std::string fp16 = R"({"config":{"precision":{"value":"fp16","source":"--precision"}}})" "\n" + plain;
+  const std::string fp16 = R"({"config":{"precision":{"value":"fp16","source":"--precision"}}})"
+                           "\n" +
+                           plain;
   EXPECT_NE(chart_named(report_charts(parse(fp16)), "loss_scale"), nullptr);
   // Without a config record, a scale that moves is fp16's.
   EXPECT_NE(chart_named(report_charts(parse(sample())), "loss_scale"), nullptr);
@@ -240,7 +249,10 @@ TEST(MetricsReader, ConfigAndFinalRecordsAreNotSteps) {
   const std::string steps = record(1, 5.5) + "\n" + record(2, 5.0, R"(,"val_loss":5.1)") + "\n" + record(3, 4.5) +
                             "\n" + record(4, 4.0) + "\n";
   const std::string text = R"({"config":{"precision":{"value":"fp16","source":"--precision"},"steps":{"value":4}}})"
-                           "\n" + steps + R"({"final":{"step":4,"val_loss":3.9}})" "\n";
+                           "\n" +
+                           steps +
+                           R"({"final":{"step":4,"val_loss":3.9}})"
+                           "\n";
   const RunMetrics m = parse(text);
   ASSERT_EQ(m.steps.size(), 4u);
   EXPECT_EQ(m.steps.front().step, 1);
@@ -257,12 +269,18 @@ TEST(MetricsReader, ConfigAndFinalRecordsAreNotSteps) {
   EXPECT_NE(error_of(sample() + R"({"final":{"step":"four"}})").find("line 6: \"final.step\" must be an integer"),
             std::string::npos)
       << error_of(sample() + R"({"final":{"step":"four"}})");
-  EXPECT_NE(error_of(R"({"config":[1]})" "\n" + sample()).find("line 1: \"config\" must be an object"),
+  EXPECT_NE(error_of(R"({"config":[1]})"
+                     "\n" +
+                     sample())
+                .find("line 1: \"config\" must be an object"),
             std::string::npos);
 }
 
 TEST(RunReport, StepsWithoutMemoryOrCommStillDraw) {
-  const RunMetrics m = parse(R"({"step":1,"loss":2.0})" "\n" R"({"step":2,"loss":null})" "\n");
+  const RunMetrics m = parse(R"({"step":1,"loss":2.0})"
+                             "\n"
+                             R"({"step":2,"loss":null})"
+                             "\n");
   const std::vector<ReportChart> charts = report_charts(m);
   ASSERT_EQ(charts.size(), 1u);
   EXPECT_EQ(charts[0].name, "loss");

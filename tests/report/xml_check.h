@@ -36,13 +36,20 @@ inline bool xml_unescape(std::string_view in, std::string& out) {
     const size_t semi = in.find(';', i);
     if (semi == std::string_view::npos) return false;
     const std::string_view ent = in.substr(i + 1, semi - i - 1);
-    if (ent == "amp") out += '&';
-    else if (ent == "lt") out += '<';
-    else if (ent == "gt") out += '>';
-    else if (ent == "quot") out += '"';
-    else if (ent == "apos") out += '\'';
-    else if (ent.size() > 1 && ent[0] == '#') out += '?';
-    else return false;
+    if (ent == "amp")
+      out += '&';
+    else if (ent == "lt")
+      out += '<';
+    else if (ent == "gt")
+      out += '>';
+    else if (ent == "quot")
+      out += '"';
+    else if (ent == "apos")
+      out += '\'';
+    else if (ent.size() > 1 && ent[0] == '#')
+      out += '?';
+    else
+      return false;
     i = semi;
   }
   return true;
@@ -57,7 +64,9 @@ inline XmlResult parse_xml(std::string_view doc) {
     r.error = why + " at offset " + std::to_string(i);
     return r;
   };
-  auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.'; };
+  auto is_name = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.';
+  };
   while (i < doc.size()) {
     if (doc[i] != '<') {
       const size_t next = doc.find('<', i);
@@ -149,7 +158,8 @@ inline XmlResult parse_xml(std::string_view doc) {
 }
 
 // Elements named `name` whose class attribute is `css_class` (any class when empty).
-inline std::vector<XmlElement> find_elements(const XmlResult& r, std::string_view name, std::string_view css_class = {}) {
+inline std::vector<XmlElement> find_elements(const XmlResult& r, std::string_view name,
+                                             std::string_view css_class = {}) {
   std::vector<XmlElement> out;
   for (const XmlElement& e : r.elements) {
     if (e.name != name) continue;

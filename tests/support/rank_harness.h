@@ -43,8 +43,7 @@ inline comm::RankBody guard_fatal_failures(const comm::RankBody& body) {
 }
 
 // Runs body on n thread ranks; any exception becomes a test failure.
-inline void run_on_ranks(int n, const comm::RankBody& body,
-                         const comm::CommOptions& options = test_comm_options()) {
+inline void run_on_ranks(int n, const comm::RankBody& body, const comm::CommOptions& options = test_comm_options()) {
   try {
     comm::run_thread_ranks(n, options, guard_fatal_failures(body));
   } catch (const std::exception& e) {

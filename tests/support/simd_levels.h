@@ -31,6 +31,6 @@ inline std::string simd_level_param_name(const ::testing::TestParamInfo<SimdLeve
 }  // namespace zerodp::testing
 
 // INSTANTIATE_AT_EVERY_SIMD_LEVEL(Fixture): one instance per supported level.
-#define INSTANTIATE_AT_EVERY_SIMD_LEVEL(Fixture)                                             \
+#define INSTANTIATE_AT_EVERY_SIMD_LEVEL(Fixture)                                                    \
   INSTANTIATE_TEST_SUITE_P(Levels, Fixture, ::testing::ValuesIn(::zerodp::supported_simd_levels()), \
                            ::zerodp::testing::simd_level_param_name)

@@ -54,10 +54,20 @@ TEST(Gpt2Bpe, DecodeOfEncodeIsTheText) {
   BpeTokenizer* t = gpt2();
   if (!t) return;
   const std::vector<std::string> texts = {
-      "Hello world", "  two  spaces  and trailing  ", "\n\n\nnewlines\n\n", "tabs\t\tand\r\nCRLF",
-      "I'm you're we've they'll he'd it's can't 'quoted'", "numbers 12345 3.14159 1,000,000", "?!...;:--()[]{}",
-      "naïve café 日本語のテキスト 한국어 русский ελληνικά العربية", "emoji 👍🏽👨‍👩‍👧 ok", "e\xCC\x81 a\xCC\x8A combining",
-      "<|endoftext|> in text", std::string(1000, ' ') + "x", std::string(3000, 'a'), std::string(500, '!'),
+      "Hello world",
+      "  two  spaces  and trailing  ",
+      "\n\n\nnewlines\n\n",
+      "tabs\t\tand\r\nCRLF",
+      "I'm you're we've they'll he'd it's can't 'quoted'",
+      "numbers 12345 3.14159 1,000,000",
+      "?!...;:--()[]{}",
+      "naïve café 日本語のテキスト 한국어 русский ελληνικά العربية",
+      "emoji 👍🏽👨‍👩‍👧 ok",
+      "e\xCC\x81 a\xCC\x8A combining",
+      "<|endoftext|> in text",
+      std::string(1000, ' ') + "x",
+      std::string(3000, 'a'),
+      std::string(500, '!'),
   };
   for (const auto& s : texts) EXPECT_EQ(t->decode(t->encode(s)), s) << s;
 }

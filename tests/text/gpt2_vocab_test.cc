@@ -42,7 +42,8 @@ std::string encoder_json(const std::vector<std::string>& extra) {
 
 struct TempDir {
   fs::path path;
-  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / (name + "." + std::to_string(getpid()))) {
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / (name + "." + std::to_string(getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }

@@ -95,8 +95,8 @@ TEST(UnicodeClasses, AgreeWithJavaScript) {
   EXPECT_FALSE(is_letter(U'['));
   EXPECT_TRUE(is_letter(U'é'));
   EXPECT_TRUE(is_letter(U'日'));
-  EXPECT_TRUE(is_letter(0x20000));  // CJK extension B
-  EXPECT_FALSE(is_letter(0x0301));  // combining acute
+  EXPECT_TRUE(is_letter(0x20000));   // CJK extension B
+  EXPECT_FALSE(is_letter(0x0301));   // combining acute
   EXPECT_FALSE(is_letter(0x1F44D));  // emoji
   EXPECT_TRUE(is_number(U'7'));
   EXPECT_TRUE(is_number(0x00BD));  // ½

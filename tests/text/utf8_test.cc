@@ -30,13 +30,17 @@ TEST(Utf8, DecodesEveryLength) {
 }
 
 TEST(Utf8, RefusesIllFormedSequences) {
-  EXPECT_FALSE(next_code_point("\xC0\x80", 0).valid);      // overlong
-  EXPECT_FALSE(next_code_point("\xE0\x80\x80", 0).valid);  // overlong
-  EXPECT_FALSE(next_code_point("\xED\xA0\x80", 0).valid);  // surrogate
+  EXPECT_FALSE(next_code_point("\xC0\x80", 0).valid);          // overlong
+  EXPECT_FALSE(next_code_point("\xE0\x80\x80", 0).valid);      // overlong
+  EXPECT_FALSE(next_code_point("\xED\xA0\x80", 0).valid);      // surrogate
   EXPECT_FALSE(next_code_point("\xF4\x90\x80\x80", 0).valid);  // above U+10FFFF
-  EXPECT_FALSE(next_code_point("\x80", 0).valid);          // stray continuation
+  EXPECT_FALSE(next_code_point("\x80", 0).valid);              // stray continuation
   // The maximal subpart: a lead byte with the continuations that fit it.
-  EXPECT_EQ(next_code_point("\xE2\x82" "a", 0).length, 2u);
+  EXPECT_EQ(next_code_point("\xE2\x82"
+                            "a",
+                            0)
+                .length,
+            2u);
   EXPECT_EQ(next_code_point("\xF0\x9F\x91", 0).length, 3u);
   EXPECT_EQ(next_code_point("\xE0\x80", 0).length, 1u);
 }
@@ -45,7 +49,9 @@ TEST(Utf8, RepairReplacesEachIllFormedPartOnce) {
   EXPECT_EQ(to_valid_utf8("plain ascii"), "plain ascii");
   EXPECT_EQ(to_valid_utf8("日本 👍"), "日本 👍");
   EXPECT_EQ(to_valid_utf8("ab\xE2\x82"), "ab" + kFffd);  // cut in the middle of '€'
-  EXPECT_EQ(to_valid_utf8("\xF0\x9F\x91" "x"), kFffd + "x");
+  EXPECT_EQ(to_valid_utf8("\xF0\x9F\x91"
+                          "x"),
+            kFffd + "x");
   EXPECT_EQ(to_valid_utf8("\xFF\xFE"), kFffd + kFffd);
   EXPECT_EQ(to_valid_utf8("\xC0\x80"), kFffd + kFffd);
   EXPECT_EQ(to_valid_utf8(""), "");

@@ -15,11 +15,11 @@
 
 #include "core/error.h"
 #include "model/llmc_io.h"
+#include "support/scratch_dir.h"
 #include "text/bpe_tokenizer.h"
 #include "text/documents.h"
 #include "text/gpt2_vocab.h"
 #include "train/corpus.h"
-#include "support/scratch_dir.h"
 #include "train/data_files.h"
 
 namespace zerodp::train {

@@ -61,8 +61,7 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndRanks, StageEquivalence,
                                                               Dtype::Kind::kFp16),
                                             ::testing::Values(1, 2, 3, 4)),
                          [](const auto& info) {
-                           return fmt::format("{}_N{}", Dtype(std::get<0>(info.param)).name(),
-                                              std::get<1>(info.param));
+                           return fmt::format("{}_N{}", Dtype(std::get<0>(info.param)).name(), std::get<1>(info.param));
                          });
 
 // Every SIMD level (core/simd.h) gives the best level's bits: conversions,
@@ -123,8 +122,7 @@ TEST(Engine, ModelStateBytesMatchThePaper) {
           EXPECT_EQ(ledger[MemoryCategory::kParams].current, params) << what;
           EXPECT_EQ(ledger[MemoryCategory::kGrads].current, grads) << what;
           EXPECT_EQ(ledger[MemoryCategory::kMaster].current, master) << what;
-          EXPECT_EQ(ledger[MemoryCategory::kAdamM].current + ledger[MemoryCategory::kAdamV].current, moments)
-              << what;
+          EXPECT_EQ(ledger[MemoryCategory::kAdamM].current + ledger[MemoryCategory::kAdamV].current, moments) << what;
           if (dtype.is_low_precision()) {
             const uint64_t expected_total = stage == 0   ? 16 * phi
                                             : stage == 1 ? 4 * phi + 12 * own

@@ -69,12 +69,12 @@ inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b, SampleEdit e
 }
 
 struct RunResult {
-  std::vector<double> losses;        // per step, as rank 0 saw them
-  std::vector<float> master;         // final fp32 master params (rank 0)
-  std::vector<float> params;         // final compute params widened (rank 0)
-  std::vector<LedgerSnapshot> ledgers;   // per rank, after the run
+  std::vector<double> losses;              // per step, as rank 0 saw them
+  std::vector<float> master;               // final fp32 master params (rank 0)
+  std::vector<float> params;               // final compute params widened (rank 0)
+  std::vector<LedgerSnapshot> ledgers;     // per rank, after the run
   std::vector<comm::CommStats> step_comm;  // per rank, bytes of the last step
-  std::vector<size_t> owned;             // per rank, owned element count
+  std::vector<size_t> owned;               // per rank, owned element count
   size_t num_params = 0;
 };
 

@@ -116,8 +116,8 @@ TEST(MemoryLedger, SnapshotAsJson) {
   EXPECT_EQ(j.at("adam_m").at("current").get<uint64_t>(), 8u);
   EXPECT_EQ(j.at("total").at("peak").get<uint64_t>(), 8u);
   EXPECT_EQ(j.at("model_states").at("current").get<uint64_t>(), 8u);
-  for (const char* key : {"params", "grads", "master", "adam_m", "adam_v", "gathered", "buckets", "activations",
-                          "comm", "model_states", "total"}) {
+  for (const char* key : {"params", "grads", "master", "adam_m", "adam_v", "gathered", "buckets", "activations", "comm",
+                          "model_states", "total"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(memory_category_name(C::kAdamV), "adam_v");

@@ -61,7 +61,8 @@ TEST(PartitionedInit, NoRankMaterialisesTheModelAndEveryStageHoldsTheFullInitsBi
         comm.barrier();
         if (comm.rank() == 0) largest_at_construction = g_largest_new.load();
         comm.barrier();
-        EXPECT_EQ(engine.ledger().peak(MemoryCategory::kScratch), 4u * std::min<size_t>(1 << 16, engine.plan().largest_unit()));
+        EXPECT_EQ(engine.ledger().peak(MemoryCategory::kScratch),
+                  4u * std::min<size_t>(1 << 16, engine.plan().largest_unit()));
         master[comm.rank()] = engine.gather_master_params();
       });
       EXPECT_LT(largest_at_construction, phi * 4 / 4) << "stage " << stage << " " << dtype.name();
