@@ -38,7 +38,7 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
                                    : c.backend == comm::Backend::kMpi ? "mpirun -np"
                                                                       : "zerodp default: one per core";
   const std::string backend =
-      c.sources.count("backend") > 0 && c.sources.at("backend").rfind("detected", 0) == 0
+      c.source_kind("backend") == SourceKind::kDetected
           ? fmt::format("{} backend ({})", comm::backend_name(c.backend), c.sources.at("backend"))
           : fmt::format("{} backend", comm::backend_name(c.backend));
   out.push_back({"ranks", ranks, fmt::format("{}, {}", ranks_source, backend)});
@@ -97,22 +97,26 @@ std::string format_effective_config(const std::vector<Setting>& settings) {
   for (const Setting& s : settings) {
     const std::string value = s.value.is_string() ? s.value.get<std::string>() : s.value.dump();
     const std::string& src = s.source;
-    auto starts = [&](const char* prefix) { return src.rfind(prefix, 0) == 0; };
     std::string item = s.name + " " + value;
     size_t g = 4;
-    if (starts("flag ")) {
-      g = 0;
-      if (src.find(',') != std::string::npos) item += " (" + src.substr(src.find(',') + 2) + ")";
-    } else if (starts("config ")) {
-      g = 1;
-      item += " (" + src.substr(7) + ")";
-    } else if (starts("checkpoint")) {
-      g = 2;
-    } else if (starts("derived")) {
-      g = 3;
-      item += " (" + src.substr(src.find(':') + 2) + ")";
-    } else if (src != "zerodp default" && src != "DeepSpeed default") {
-      item += " (" + src + ")";
+    switch (source_kind_of(src)) {
+      case SourceKind::kFlag:
+        g = 0;
+        if (src.find(',') != std::string::npos) item += " (" + src.substr(src.find(',') + 2) + ")";
+        break;
+      case SourceKind::kConfig:
+        g = 1;
+        item += " (" + src.substr(7) + ")";
+        break;
+      case SourceKind::kCheckpoint:
+        g = 2;
+        break;
+      case SourceKind::kDerived:
+        g = 3;
+        item += " (" + src.substr(src.find(':') + 2) + ")";
+        break;
+      default:
+        if (src != "zerodp default" && src != "DeepSpeed default") item += " (" + src + ")";
     }
     groups[g].items.push_back(item);
   }

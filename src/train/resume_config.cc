@@ -97,19 +97,8 @@ json schedule_detail(const TrainConfig& c) {
           {"warmup_min_ratio", lr.warmup_min_ratio}};
 }
 
-bool given(const TrainConfig& c, const std::string& name) {
-  const auto it = c.sources.find(name);
-  return it != c.sources.end() && (it->second.rfind("flag ", 0) == 0 || it->second.rfind("config ", 0) == 0);
-}
-
 std::string show(const json& v) {
   return v.is_string() ? (v.get<std::string>().empty() ? "(none)" : v.get<std::string>()) : v.dump();
-}
-
-// How the user gave a setting: "--data" or the config key.
-std::string spelled(const TrainConfig& c, const std::string& name) {
-  const std::string& src = c.sources.at(name);
-  return src.rfind("flag ", 0) == 0 ? src.substr(5) : src.substr(7) + " (in --config)";
 }
 
 }  // namespace
@@ -149,7 +138,7 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
   std::string notes;
   if (record == manifest.metadata.end()) {
     // Saved before checkpoints recorded their run: only the model is known.
-    if (!given(c, "model")) c.model = manifest.model_json;
+    if (!c.given("model")) c.model = manifest.model_json;
     return fmt::format("{} does not record its run's settings (an older checkpoint): the flags given apply", path);
   }
   const json saved = json::parse(record->second);
@@ -157,7 +146,7 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
   for (const Field& f : fields()) {
     if (!saved.contains(f.name)) continue;
     const json& was = saved.at(f.name);
-    if (!given(c, f.name)) {
+    if (!c.given(f.name)) {
       // The model as the checkpoint recorded it, so a moved JSON file does not matter.
       if (std::string(f.name) == "model") {
         c.model = manifest.model_json;
@@ -181,9 +170,9 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     ZDP_THROW(ConfigError,
               "[train] {} {} contradicts the checkpoint {}, which was saved with {}: leave {} out to continue as "
               "saved, or add --resume-override {} to change it",
-              spelled(c, f.name), show(now), path, show(was), spelled(c, f.name), f.name);
+              c.spelled(f.name, f.name), show(now), path, show(was), c.spelled(f.name, f.name), f.name);
   }
-  if (saved.contains("schedule-detail") && !given(c, "schedule")) {
+  if (saved.contains("schedule-detail") && !c.given("schedule")) {
     const json& d = saved.at("schedule-detail");
     optim::LrScheduleConfig& lr = c.engine.lr_schedule;
     lr.total_steps = d.at("total_steps").get<int64_t>();

@@ -31,6 +31,33 @@ std::string TrainConfig::source_of(const std::string& setting) const {
   return it == sources.end() ? defaults : it->second;
 }
 
+SourceKind source_kind_of(std::string_view s) {
+  if (s.starts_with("flag ")) return SourceKind::kFlag;
+  if (s.starts_with("config ")) return SourceKind::kConfig;
+  if (s.starts_with("checkpoint")) return SourceKind::kCheckpoint;
+  if (s.starts_with("derived")) return SourceKind::kDerived;
+  if (s.starts_with("detected")) return SourceKind::kDetected;
+  return SourceKind::kDefault;
+}
+
+SourceKind TrainConfig::source_kind(const std::string& setting) const {
+  const auto it = sources.find(setting);
+  return it == sources.end() ? SourceKind::kDefault : source_kind_of(it->second);
+}
+
+bool TrainConfig::given(const std::string& setting) const {
+  const SourceKind kind = source_kind(setting);
+  return kind == SourceKind::kFlag || kind == SourceKind::kConfig;
+}
+
+std::string TrainConfig::spelled(const std::string& setting, const std::string& key) const {
+  switch (source_kind(setting)) {
+    case SourceKind::kFlag: return sources.at(setting).substr(5);
+    case SourceKind::kConfig: return "--config's " + sources.at(setting).substr(7);
+    default: return fmt::format("--{} ({} in --config)", setting, key);
+  }
+}
+
 void apply_data_defaults(TrainConfig& c) {
   const bool embedded = c.data.empty();
   // With train_batch_size the micro-batch is derived from it (resolve_batch).

@@ -9,12 +9,19 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/world.h"
 #include "zero/engine_config.h"
 
 namespace zerodp::train {
+
+// Where a setting's value came from, by the prefix of its `sources` entry:
+// "flag ", "config ", "checkpoint", "derived", "detected"; anything else
+// (or no entry) is a default.
+enum class SourceKind : uint8_t { kDefault, kFlag, kConfig, kCheckpoint, kDerived, kDetected };
+SourceKind source_kind_of(std::string_view source);
 
 struct TrainConfig {
   // What to train on.
@@ -76,6 +83,14 @@ struct TrainConfig {
   std::map<std::string, std::string> sources;
   std::string defaults = "zerodp default";  // "DeepSpeed default" once a config file is applied
   std::string source_of(const std::string& setting) const;
+  // The kind of a setting's `sources` entry (source_kind_of below).
+  SourceKind source_kind(const std::string& setting) const;
+  // Whether the user gave the setting: by a flag or a config file's key.
+  bool given(const std::string& setting) const;
+  // How a message names the setting: the flag the user typed ("--lr"), the
+  // key of the config file ("--config's optimizer.params.lr"), or for a
+  // setting not given "--SETTING (KEY in --config)".
+  std::string spelled(const std::string& setting, const std::string& key) const;
 
   static zero::EngineConfig default_engine();
 };

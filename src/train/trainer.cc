@@ -220,7 +220,7 @@ void use_mpi_when_launched_by_mpirun(TrainConfig& config) {
   const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
   if (size == nullptr) size = std::getenv("PMI_SIZE");
   const int processes = size != nullptr ? std::atoi(size) : 0;
-  if (config.sources.count("backend") > 0) {
+  if (config.given("backend")) {
     ZDP_CHECK(processes <= 1, ConfigError,
               "[train] --backend thread under mpirun -np {}: each of the {} processes would train its own copy; "
               "drop --backend thread (or pass --backend mpi) to train one job across them",
@@ -243,7 +243,7 @@ std::string resume_flags(const TrainConfig& config, const std::string& root) {
   std::string out = " --save " + root;
   if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
   if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);
-  if (config.backend == comm::Backend::kThread && config.sources.count("ranks") > 0) {
+  if (config.backend == comm::Backend::kThread && config.given("ranks")) {
     out += fmt::format(" --ranks {}", config.ranks);
   }
   return out;

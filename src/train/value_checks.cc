@@ -12,16 +12,6 @@
 namespace zerodp::train {
 namespace {
 
-// How the user gave a setting, for a message: "--lr" (a flag), the key it
-// came from ("optimizer.params.lr in --config"), or the flag and `key` when
-// it was neither (a default or a checkpoint's value).
-std::string spelled(const TrainConfig& c, const std::string& setting, const char* flag, const char* key) {
-  const std::string source = c.source_of(setting);
-  if (source.rfind("flag ", 0) == 0) return flag;
-  if (source.rfind("config ", 0) == 0) return fmt::format("--config's {}", source.substr(7));
-  return fmt::format("{} ({} in --config)", flag, key);
-}
-
 bool non_negative(double v) { return std::isfinite(v) && v >= 0.0; }
 bool fraction(double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; }
 bool below_one(double v) { return std::isfinite(v) && v >= 0.0 && v < 1.0; }
@@ -30,12 +20,12 @@ void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
   const bool sgd = o.kind == optim::OptimizerKind::kSgd;
   const double lr = sgd ? o.sgd.lr : o.adam.lr;
   ZDP_CHECK(non_negative(lr), ConfigError, "[train] {} {} must be a finite number >= 0, e.g. 1.5e-3",
-            spelled(c, "lr", "--lr", "optimizer.params.lr"), lr);
+            c.spelled("lr", "optimizer.params.lr"), lr);
   const double decay = sgd ? o.sgd.weight_decay : o.adam.weight_decay;
   ZDP_CHECK(non_negative(decay), ConfigError, "[train] {} {} must be >= 0 (0 turns it off)",
-            spelled(c, "weight-decay", "--weight-decay", "optimizer.params.weight_decay"), decay);
+            c.spelled("weight-decay", "optimizer.params.weight_decay"), decay);
   ZDP_CHECK(below_one(o.sgd.momentum), ConfigError, "[train] {} {} must be in [0, 1), e.g. 0.9 (0: plain SGD)",
-            spelled(c, "momentum", "--momentum", "optimizer.params.momentum"), o.sgd.momentum);
+            c.spelled("momentum", "optimizer.params.momentum"), o.sgd.momentum);
   ZDP_CHECK(!sgd || !o.sgd.nesterov || o.sgd.momentum > 0.0, ConfigError,
             "[train] optimizer.params.nesterov in --config needs a momentum > 0: set --momentum (or "
             "optimizer.params.momentum) to e.g. 0.9, or turn nesterov off");
@@ -48,23 +38,23 @@ void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
 
 void check_schedule(const TrainConfig& c, const optim::LrScheduleConfig& s) {
   ZDP_CHECK(non_negative(s.max_lr), ConfigError, "[train] {} {} must be a finite number >= 0, e.g. 1.5e-3",
-            spelled(c, "lr", "--lr", "scheduler.params.warmup_max_lr"), s.max_lr);
+            c.spelled("lr", "scheduler.params.warmup_max_lr"), s.max_lr);
   ZDP_CHECK(non_negative(s.min_lr) && s.min_lr <= s.max_lr, ConfigError,
             "[train] scheduler.params.warmup_min_lr {} in --config must be in [0, {}] (the peak: --lr or "
             "scheduler.params.warmup_max_lr)",
             s.min_lr, s.max_lr);
   ZDP_CHECK(s.warmup_steps >= 0, ConfigError, "[train] {} {} must be >= 0",
-            spelled(c, "warmup", "--warmup", "scheduler.params.warmup_num_steps"), s.warmup_steps);
+            c.spelled("warmup", "scheduler.params.warmup_num_steps"), s.warmup_steps);
   ZDP_CHECK(s.kind == optim::LrScheduleKind::kConstant || s.warmup_steps >= 1, ConfigError,
             "[train] {} {}: the {} schedule needs at least 1 "
             "warm-up step; use --schedule constant for none",
-            spelled(c, "warmup", "--warmup", "scheduler.params.warmup_num_steps"), s.warmup_steps,
+            c.spelled("warmup", "scheduler.params.warmup_num_steps"), s.warmup_steps,
             optim::lr_schedule_kind_name(s.kind));
   ZDP_CHECK(s.total_steps >= 0, ConfigError,
             "[train] scheduler.params.total_num_steps {} in --config must be >= 1 (or leave it out: the run's --steps)",
             s.total_steps);
   ZDP_CHECK(fraction(s.cos_min_ratio), ConfigError, "[train] {} {} must be in [0, 1]",
-            spelled(c, "min-lr-ratio", "--min-lr-ratio", "scheduler.params.cos_min_ratio"), s.cos_min_ratio);
+            c.spelled("min-lr-ratio", "scheduler.params.cos_min_ratio"), s.cos_min_ratio);
   ZDP_CHECK(fraction(s.warmup_min_ratio), ConfigError,
             "[train] scheduler.params.warmup_min_ratio {} in --config must be in [0, 1]", s.warmup_min_ratio);
 }
@@ -89,11 +79,11 @@ void check_loss_scaler(const optim::LossScalerConfig& s) {
 void check_engine_values(const TrainConfig& c) {
   const zero::EngineConfig& e = c.engine;
   ZDP_CHECK(e.stage >= 0 && e.stage <= 3, ConfigError, "[train] {} {}: ZeRO stage {} does not exist; use 0, 1, 2 or 3",
-            spelled(c, "stage", "--stage", "zero_optimization.stage"), e.stage, e.stage);
+            c.spelled("stage", "zero_optimization.stage"), e.stage, e.stage);
   ZDP_CHECK(e.grad_accum >= 1, ConfigError, "[train] {} {} must be at least 1 (1: no accumulation)",
-            spelled(c, "grad-accum", "--grad-accum", "gradient_accumulation_steps"), e.grad_accum);
+            c.spelled("grad-accum", "gradient_accumulation_steps"), e.grad_accum);
   ZDP_CHECK(non_negative(e.clip_norm), ConfigError, "[train] {} {} must be >= 0 (0 turns clipping off)",
-            spelled(c, "clip", "--clip", "gradient_clipping"), e.clip_norm);
+            c.spelled("clip", "gradient_clipping"), e.clip_norm);
   check_optimizer(c, e.optimizer);
   check_schedule(c, e.lr_schedule);
   if (e.dtype == Dtype::fp16()) check_loss_scaler(e.loss_scaler);
