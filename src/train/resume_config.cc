@@ -11,6 +11,7 @@
 
 #include "ckpt/crc32c.h"
 #include "core/error.h"
+#include "train/data_files.h"
 #include "train/run_facts.h"
 
 namespace zerodp::train {
@@ -106,14 +107,16 @@ std::string show(const json& v) {
 DataFingerprint fingerprint_data(const std::string& path) {
   DataFingerprint f;
   if (path.empty()) return f;
-  std::ifstream in(path, std::ios::binary);
-  ZDP_CHECK(in.good(), ConfigError, "[train] cannot read the data file {}: check the path", path);
   std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto got = static_cast<size_t>(in.gcount());
-    f.crc32c = ckpt::crc32c_extend(f.crc32c, buffer.data(), got);
-    f.bytes += got;
+  for (const std::string& file : data_files(path)) {  // a glob's matches, in order
+    std::ifstream in(file, std::ios::binary);
+    ZDP_CHECK(in.good(), ConfigError, "[train] cannot read the data file {}: check the path", file);
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      const auto got = static_cast<size_t>(in.gcount());
+      f.crc32c = ckpt::crc32c_extend(f.crc32c, buffer.data(), got);
+      f.bytes += got;
+    }
   }
   return f;
 }

@@ -19,8 +19,9 @@
 
 namespace zerodp::train {
 
-// The data file's identity: its size and CRC-32C (empty path: the embedded
-// corpus, nothing to read). ConfigError when the file cannot be read.
+// The data's identity: the size and CRC-32C of its file, or of a glob's
+// matches (data_files.h) read in their sorted order (empty path: the
+// embedded corpus, nothing to read). ConfigError when a file cannot be read.
 struct DataFingerprint {
   uint64_t bytes = 0;
   uint32_t crc32c = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <vector>
 
 #include "cli_run.h"
 
@@ -147,6 +148,31 @@ TEST_F(Resume, AContradictingFlagIsRefusedUnlessOverridden) {
 TEST_F(Resume, AChangedDataFileIsNamed) {
   std::ofstream(data_, std::ios::app) << "one more line\n";
   expect_refused(fmt::format("train --resume {}", step3()), "has changed since the checkpoint");
+}
+
+// llm.c shard: 256 int32 header (magic 20240520, version 1, token count), uint16 tokens.
+void write_shard(const fs::path& path, int tokens, int salt) {
+  std::vector<int32_t> header(256, 0);
+  header[0] = 20240520;
+  header[1] = 1;
+  header[2] = tokens;
+  std::vector<uint16_t> ids(static_cast<size_t>(tokens));
+  for (int i = 0; i < tokens; ++i) ids[static_cast<size_t>(i)] = static_cast<uint16_t>((i * 7 + salt) % 200);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(header.data()), 256 * 4);
+  out.write(reinterpret_cast<const char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 2));
+}
+
+TEST_F(Resume, AGlobOfShardsIsRecordedAndAChangedShardNamed) {
+  for (int k = 0; k < 2; ++k) write_shard(dir_ / fmt::format("s_train_{:03}.bin", k), 3000, k);
+  write_shard(dir_ / "s_val_000.bin", 600, 9);
+  const std::string glob = (dir_ / "s_train_*.bin").string();
+  const Result r = run(fmt::format("train --data '{}' --steps 2 --eval-every 0 --save {} {}", glob,
+                                   (dir_ / "shards").string(), kQuick));
+  ASSERT_EQ(r.code, 0) << r.err;  // a glob used to be read as one file name
+  write_shard(dir_ / "s_train_001.bin", 3000, 5);
+  expect_refused(fmt::format("train --resume {} --steps 4", (dir_ / "shards").string()),
+                 "has changed since the checkpoint");
 }
 
 TEST_F(Resume, NothingLeftToTrainIsRefused) {
