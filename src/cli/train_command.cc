@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "plan/quantity.h"
 #include "train/ds_config.h"
+#include "train/resume_config.h"
 #include "train/trainer.h"
 
 namespace zerodp::cli {
@@ -45,6 +46,19 @@ CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T& var,
 int positive_flag(int value, const char* name) {
   ZDP_CHECK(value >= 1, ConfigError, "[train] {} {} must be at least 1", name, value);
   return value;
+}
+
+// Names separated by spaces, on lines of at most about 90 columns.
+std::string wrapped(const std::vector<std::string>& names) {
+  std::string out, line;
+  for (const std::string& name : names) {
+    if (!line.empty() && line.size() + name.size() > 90) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + name;
+  }
+  return out + line;
 }
 
 // The setting a flag sets, as TrainConfig::sources names it: the flag
@@ -203,8 +217,8 @@ void add_train_command(CLI::App& app) {
   flag(
       cmd, f, "--resume-override", d.resume_overrides,
       "With --resume: settings that may differ from the checkpoint's (e.g. data,lr); without it a\n"
-      "contradicting flag is refused. Names: model data val-data tokenizer seq-len micro-batch grad-accum seed\n"
-      "optimizer lr betas eps weight-decay momentum schedule warmup min-lr-ratio clip",
+      "contradicting flag is refused. Names:\n" +
+          wrapped(train::overridable_settings()),
       [&f](auto& c) { c.resume_overrides = f.c.resume_overrides; }, false)
       ->delimiter(',');
   flag(cmd, f, "--init-from", d.init_from,

@@ -2,6 +2,7 @@
 #include "train/resume_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -102,7 +103,18 @@ std::string show(const json& v) {
   return v.is_string() ? (v.get<std::string>().empty() ? "(none)" : v.get<std::string>()) : v.dump();
 }
 
+// --steps may always grow: it says how far to train, not how.
+bool may_grow(const std::string& name) { return name == "steps"; }
+
 }  // namespace
+
+std::vector<std::string> overridable_settings() {
+  std::vector<std::string> names;
+  for (const Field& f : fields()) {
+    if (!may_grow(f.name)) names.push_back(f.name);
+  }
+  return names;
+}
 
 DataFingerprint fingerprint_data(const std::string& path) {
   DataFingerprint f;
@@ -137,6 +149,11 @@ std::map<std::string, std::string> run_record(const TrainConfig& config, const D
 }
 
 std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manifest, const std::string& path) {
+  const std::vector<std::string> names = overridable_settings();
+  for (const std::string& name : c.resume_overrides) {
+    ZDP_CHECK(std::find(names.begin(), names.end(), name) != names.end(), ConfigError,
+              "[train] --resume-override {}: no such setting; the names are {}", name, fmt::join(names, ", "));
+  }
   const auto record = manifest.metadata.find("train_config");
   std::string notes;
   if (record == manifest.metadata.end()) {
@@ -161,8 +178,7 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     }
     const json now = f.get(c);
     if (now == was) continue;
-    // --steps may always grow: it says how far to train, not how.
-    if (std::string(f.name) == "steps") continue;
+    if (may_grow(f.name)) continue;
     // The model is compared by the engine's own check (ckpt::load), which
     // names the difference; the name may differ for the same model.
     if (std::string(f.name) == "model") continue;

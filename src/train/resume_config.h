@@ -13,11 +13,16 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ckpt/manifest.h"
 #include "train/train_config.h"
 
 namespace zerodp::train {
+
+// The settings a checkpoint decides that --resume-override may change (by
+// setting name: "data", "lr", ...); --steps is not among them: it may always grow.
+std::vector<std::string> overridable_settings();
 
 // The data's identity: the size and CRC-32C of its file, or of a glob's
 // matches (data_files.h) read in their sorted order (empty path: the

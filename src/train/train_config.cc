@@ -52,9 +52,12 @@ bool TrainConfig::given(const std::string& setting) const {
 
 std::string TrainConfig::spelled(const std::string& setting, const std::string& key) const {
   switch (source_kind(setting)) {
-    case SourceKind::kFlag: return sources.at(setting).substr(5);
-    case SourceKind::kConfig: return "--config's " + sources.at(setting).substr(7);
-    default: return fmt::format("--{} ({} in --config)", setting, key);
+    case SourceKind::kFlag:
+      return sources.at(setting).substr(5);
+    case SourceKind::kConfig:
+      return "--config's " + sources.at(setting).substr(7);
+    default:
+      return fmt::format("--{} ({} in --config)", setting, key);
   }
 }
 

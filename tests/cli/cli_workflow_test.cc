@@ -140,6 +140,8 @@ TEST_F(Resume, TakesModelDataAndStepsFromTheCheckpoint) {
 
 TEST_F(Resume, AContradictingFlagIsRefusedUnlessOverridden) {
   expect_refused(fmt::format("train --resume {} --lr 0.01", step3()), "--resume-override lr");
+  expect_refused(fmt::format("train --resume {} --resume-override lrr", step3()),
+                 "--resume-override lrr: no such setting; the names are model, data,");
   const Result r = run(fmt::format("train --resume {} --lr 0.01 --resume-override lr {}", step3(), kQuick));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("overridden (--resume-override): lr 0.01"), std::string::npos) << r.out;
@@ -167,8 +169,8 @@ TEST_F(Resume, AGlobOfShardsIsRecordedAndAChangedShardNamed) {
   for (int k = 0; k < 2; ++k) write_shard(dir_ / fmt::format("s_train_{:03}.bin", k), 3000, k);
   write_shard(dir_ / "s_val_000.bin", 600, 9);
   const std::string glob = (dir_ / "s_train_*.bin").string();
-  const Result r = run(fmt::format("train --data '{}' --steps 2 --eval-every 0 --save {} {}", glob,
-                                   (dir_ / "shards").string(), kQuick));
+  const Result r = run(
+      fmt::format("train --data '{}' --steps 2 --eval-every 0 --save {} {}", glob, (dir_ / "shards").string(), kQuick));
   ASSERT_EQ(r.code, 0) << r.err;  // a glob used to be read as one file name
   write_shard(dir_ / "s_train_001.bin", 3000, 5);
   expect_refused(fmt::format("train --resume {} --steps 4", (dir_ / "shards").string()),
