@@ -200,23 +200,6 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     lr.warmup_min_ratio = d.at("warmup_min_ratio").get<double>();
   }
 
-  // The data must be the bytes it was saved with.
-  if (!c.data.empty() && c.data == saved.value("data", std::string()) && manifest.metadata.count("data_crc32c") > 0) {
-    const DataFingerprint now = fingerprint_data(c.data);
-    const uint64_t bytes = std::stoull(manifest.metadata.at("data_bytes"));
-    const auto crc = static_cast<uint32_t>(std::stoul(manifest.metadata.at("data_crc32c")));
-    const bool overridden_data =
-        std::find(c.resume_overrides.begin(), c.resume_overrides.end(), "data") != c.resume_overrides.end();
-    if ((now.bytes != bytes || now.crc32c != crc) && !overridden_data) {
-      ZDP_THROW(ConfigError,
-                "[train] the data file {} has changed since the checkpoint {} was saved ({} bytes, CRC-32C {:08x}; "
-                "now {} bytes, {:08x}): restore it, or add --resume-override data to continue on the changed file",
-                c.data, path, bytes, crc, now.bytes, now.crc32c);
-    }
-    if (now.bytes != bytes || now.crc32c != crc)
-      overridden.push_back(fmt::format("data {} (changed since the save)", c.data));
-  }
-
   // Nothing left to train is refused, not a silent success.
   ZDP_CHECK(c.steps > manifest.data_step, ConfigError,
             "[train] {} is at step {} and this run's --steps is {}: nothing to train; give --steps above {} to "
@@ -230,6 +213,22 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
                       taken.empty() ? "nothing" : fmt::format("{}", fmt::join(taken, ", ")));
   if (!overridden.empty()) notes += fmt::format("; overridden (--resume-override): {}", fmt::join(overridden, "; "));
   return notes;
+}
+
+std::string check_saved_data(const TrainConfig& c, const ckpt::Manifest& manifest, const std::string& path,
+                             const DataFingerprint& now) {
+  const auto record = manifest.metadata.find("train_config");
+  if (c.data.empty() || record == manifest.metadata.end() || manifest.metadata.count("data_crc32c") == 0) return "";
+  if (c.data != json::parse(record->second).value("data", std::string())) return "";  // another data, overridden
+  const uint64_t bytes = std::stoull(manifest.metadata.at("data_bytes"));
+  const auto crc = static_cast<uint32_t>(std::stoul(manifest.metadata.at("data_crc32c")));
+  if (now.bytes == bytes && now.crc32c == crc) return "";
+  ZDP_CHECK(std::find(c.resume_overrides.begin(), c.resume_overrides.end(), "data") != c.resume_overrides.end(),
+            ConfigError,
+            "[train] the data file {} has changed since the checkpoint {} was saved ({} bytes, CRC-32C {:08x}; "
+            "now {} bytes, {:08x}): restore it, or add --resume-override data to continue on the changed file",
+            c.data, path, bytes, crc, now.bytes, now.crc32c);
+  return fmt::format("; overridden (--resume-override): data {} (changed since the save)", c.data);
 }
 
 }  // namespace zerodp::train

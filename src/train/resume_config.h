@@ -40,12 +40,17 @@ DataFingerprint fingerprint_data(const std::string& path);
 std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data);
 
 // Applies the checkpoint's settings to `config` (before data defaults and
-// the batch are resolved), checking given ones against it and the data
-// file against its fingerprint. ConfigError (one line: the setting, both
+// the batch are resolved), checking given ones against it. ConfigError (one line: the setting, both
 // values, how to keep the checkpoint's and how to override) on a
 // contradiction; also when --steps leaves nothing to train. Returns notes
 // for the log (what was taken, what was overridden).
 std::string apply_checkpoint_config(TrainConfig& config, const ckpt::Manifest& manifest,
                                     const std::string& checkpoint_path);
+
+// The data the checkpoint trained on must be the bytes it was saved with:
+// ConfigError naming the file and both fingerprints unless --resume-override
+// data; then a note for the log ("" when unchanged, or another data).
+std::string check_saved_data(const TrainConfig& config, const ckpt::Manifest& manifest,
+                             const std::string& checkpoint_path, const DataFingerprint& now);
 
 }  // namespace zerodp::train

@@ -258,11 +258,13 @@ TrainOutcome run_training(const TrainConfig& input) {
   // and schedule, unless flags say otherwise (resume_config.h).
   std::string resume_notes;
   std::string resume_path;
+  std::optional<ckpt::Manifest> resumed;
   check_start_point(config);
   use_mpi_when_launched_by_mpirun(config);
   if (!config.resume_dir.empty()) {
     resume_path = ckpt::resolve_checkpoint(config.resume_dir);
-    resume_notes = apply_checkpoint_config(config, ckpt::read_manifest(resume_path), resume_path);
+    resumed = ckpt::read_manifest(resume_path);
+    resume_notes = apply_checkpoint_config(config, *resumed, resume_path);
   }
   apply_data_defaults(config);
   if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
@@ -301,10 +303,12 @@ TrainOutcome run_training(const TrainConfig& input) {
   const bool held_out = config.held_out > 0 && !corpus.held_out.empty();
   const bool consolidate = held_out || config.sample_tokens > 0;
   // A resume reads each record through one buffer of whole chunks.
-  const uint64_t load_scratch =
-      resume_path.empty() ? 0 : ckpt::read_scratch_bytes(ckpt::read_manifest(resume_path).chunk_bytes);
-  // What a checkpoint records of the data, to name a changed file at resume.
-  const DataFingerprint data_fingerprint = config.save_dir.empty() ? DataFingerprint{} : fingerprint_data(config.data);
+  const uint64_t load_scratch = resumed ? ckpt::read_scratch_bytes(resumed->chunk_bytes) : 0;
+  // What a checkpoint records of the data, to name a changed file at resume:
+  // read once, for that check and for the saves.
+  const DataFingerprint data_fingerprint =
+      config.save_dir.empty() && !resumed ? DataFingerprint{} : fingerprint_data(config.data);
+  if (resumed) resume_notes += check_saved_data(config, *resumed, resume_path, data_fingerprint);
 
   TrainOutcome outcome;
   comm::CommOptions comm_options;
