@@ -25,6 +25,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "comm/communicator.h"
@@ -33,7 +34,16 @@ namespace zerodp::comm {
 
 // Whether this build has the MPI backend.
 bool mpi_available();
-// Whether this process was started by mpirun (looks at its environment).
+// What mpirun (OpenMPI's, or a PMI launcher) told this process through its
+// environment: the job's process count and how many of them share this host
+// (1 when the launcher does not say). nullopt when no launcher started it;
+// ConfigError when a count is not a positive integer. mpi_launch.cc.
+struct MpiLaunch {
+  int processes = 1;
+  int processes_on_host = 1;
+};
+std::optional<MpiLaunch> mpi_launch();
+// Whether this process was started by mpirun: mpi_launch().has_value().
 bool mpi_launched();
 // The MPI library's version line ("Open MPI v4.1.4, ..."; MPI_Get_library_version,
 // which needs no MPI_Init); "" in a build without MPI.

@@ -370,8 +370,6 @@ std::string mpi_library_version() {
   return line;
 }
 
-bool mpi_launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
-
 std::string mpiexec_path() {
   const char* env = std::getenv("ZERODP_MPIRUN");
   return env != nullptr ? env : ZERODP_MPIEXEC_PATH;

@@ -22,8 +22,6 @@ bool mpi_available() { return false; }
 
 std::string mpi_library_version() { return ""; }
 
-bool mpi_launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
-
 std::string mpiexec_path() {
   const char* env = std::getenv("ZERODP_MPIRUN");
   return env != nullptr ? env : "";

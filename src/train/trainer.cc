@@ -190,7 +190,7 @@ MemoryLimit memory_limit(const TrainConfig& config) {
   if (machine == 0) return {UINT64_MAX, "no limit (the machine's memory is unknown)"};
   int local = 1;
   if (config.backend == comm::Backend::kMpi) {
-    if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(s));
+    if (const auto launch = comm::mpi_launch()) local = launch->processes_on_host;
   }
   if (local == 1) return {machine, what + " (--max-memory)"};
   return {machine / static_cast<uint64_t>(local), fmt::format("{} / {} processes on it (--max-memory)", what, local)};
@@ -216,10 +216,9 @@ std::string format_process_memory(const plan::ProcessPrediction& plan, uint64_t 
 // (the effective configuration says so); an explicit --backend thread under
 // a multi-process launch is refused.
 void use_mpi_when_launched_by_mpirun(TrainConfig& config) {
-  if (!comm::mpi_launched() || config.backend == comm::Backend::kMpi) return;
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  if (size == nullptr) size = std::getenv("PMI_SIZE");
-  const int processes = size != nullptr ? std::atoi(size) : 0;
+  const auto launch = comm::mpi_launch();
+  if (!launch || config.backend == comm::Backend::kMpi) return;
+  const int processes = launch->processes;
   if (config.given("backend")) {
     ZDP_CHECK(processes <= 1, ConfigError,
               "[train] --backend thread under mpirun -np {}: each of the {} processes would train its own copy; "
@@ -273,10 +272,10 @@ TrainOutcome run_training(const TrainConfig& input) {
   if (config.ranks >= 1) resolve_batch(config, config.ranks);
   validate(config);
   if (config.data.empty() && !config.val_data.empty()) {
-    std::fprintf(stderr,
-                 "zerodp: warning: --val-data %s is ignored: the embedded corpus validates on its own "
-                 "held-out sums; give --data too\n",
-                 config.val_data.c_str());
+    warn(
+        fmt::format("--val-data {} is ignored: the embedded corpus validates on its own held-out sums; give "
+                    "--data too",
+                    config.val_data));
   }
   const Corpus corpus =
       config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
