@@ -27,7 +27,7 @@ void run_report(const ReportOptions& o) {
   ZDP_CHECK(!o.out.empty() || !o.svg_dir.empty(), ConfigError,
             "[report] nothing to write: give --out report.html and/or --svg-dir DIR");
   const report::RunMetrics metrics = report::read_metrics(o.metrics);
-  for (const std::string& w : metrics.warnings) fmt::print(stderr, "zerodp: warning: {}\n", w);
+  for (const std::string& w : metrics.warnings) warn(w);
   if (!o.out.empty()) {
     report::write_report_html(metrics, o.out);
     fmt::print("wrote {} ({} steps)\n", o.out, metrics.steps.size());

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/error.h"
 
-namespace zerodp::detail {
+#include <cstdio>
+
+namespace zerodp {
+
+void warn(std::string_view message) { fmt::print(stderr, "zerodp: warning: {}\n", message); }
+
+namespace detail {
 
 std::string location(const char* file, int line) {
   // Keep the path from src/ on: enough to find the check, free of build paths.
@@ -11,4 +17,5 @@ std::string location(const char* file, int line) {
   return fmt::format("{}:{}", path, line);
 }
 
-}  // namespace zerodp::detail
+}  // namespace detail
+}  // namespace zerodp

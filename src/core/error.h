@@ -12,6 +12,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace zerodp {
 
@@ -59,6 +60,10 @@ class ShapeError : public Error {
  public:
   using Error::Error;
 };
+
+// Writes "zerodp: warning: <message>" as one line to stderr: something the
+// user should know that does not stop the run (an ignored flag or key).
+void warn(std::string_view message);
 
 namespace detail {
 // "file.cc:line" relative to src/; kept out of line of the hot path.

@@ -388,8 +388,7 @@ void apply_deepspeed_config_file(const std::string& path, TrainConfig& c) {
   ZDP_CHECK(in.good(), ConfigError, "[config] cannot read '{}': check the path", path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  apply_deepspeed_config(ss.str(), path, c,
-                         [](const std::string& w) { std::fprintf(stderr, "zerodp: warning: %s\n", w.c_str()); });
+  apply_deepspeed_config(ss.str(), path, c, [](const std::string& w) { warn(w); });
 }
 
 }  // namespace zerodp::train
