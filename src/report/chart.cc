@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "core/error.h"
 
@@ -46,7 +47,10 @@ Ticks nice_ticks(double lo, double hi, int target) {
   t.step = step;
   t.lo = std::floor(lo / step + 1e-9) * step;
   t.hi = std::ceil(hi / step - 1e-9) * step;
-  for (double v = t.lo; v <= t.hi + step * 0.5; v += step) {
+  // Each tick from its index: adding `step` up would carry its rounding on.
+  const auto count = static_cast<int64_t>(std::llround((t.hi - t.lo) / step));
+  for (int64_t i = 0; i <= count; ++i) {
+    const double v = t.lo + static_cast<double>(i) * step;
     t.values.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
   }
   return t;
@@ -141,7 +145,8 @@ Ticks log_ticks(double lo, double hi, int target) {
   t.step = step;
   t.lo = std::floor(a / step) * step;
   t.hi = std::ceil(b / step) * step;
-  for (double v = t.lo; v <= t.hi + step * 0.5; v += step) t.values.push_back(v);
+  const auto count = static_cast<int64_t>(std::llround((t.hi - t.lo) / step));
+  for (int64_t i = 0; i <= count; ++i) t.values.push_back(t.lo + static_cast<double>(i) * step);
   return t;
 }
 
