@@ -29,10 +29,10 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
   for (int b = 0; b < s.batch; ++b) {
     const float* qkv_b = qkv.data() + size_t(b) * T * C3;  // [T,3C]
     for (int h = 0; h < NH; ++h) {
-      const float* q = qkv_b + h * hs;                       // [T,hs], row stride 3C
-      const float* k = qkv_b + C + h * hs;                   // [T,hs], row stride 3C
-      const float* v = qkv_b + 2 * C + h * hs;               // [T,hs], row stride 3C
-      float* a = att.data() + (size_t(b) * NH + h) * T * T;  // [T,T]
+      const float* q = qkv_b + size_t(h) * hs;                  // [T,hs], row stride 3C
+      const float* k = qkv_b + C + size_t(h) * hs;              // [T,hs], row stride 3C
+      const float* v = qkv_b + size_t(2) * C + size_t(h) * hs;  // [T,hs], row stride 3C
+      float* a = att.data() + (size_t(b) * NH + h) * T * T;     // [T,T]
       // a = scale * q @ k^T (the upper triangle is computed and then masked)
       gemm(Trans::kNo, Trans::kYes, T, T, hs, scale, q, C3, k, C3, 0.0f, a, T);
       for (int t = 0; t < T; ++t) {
@@ -44,7 +44,8 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
         for (int j = n; j < T; ++j) row[j] = 0.0f;
       }
       // out[b, :, h*hs:(h+1)*hs] = a @ v
-      gemm(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, v, C3, 0.0f, out.data() + size_t(b) * T * C + h * hs, C);
+      gemm(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, v, C3, 0.0f, out.data() + size_t(b) * T * C + size_t(h) * hs,
+           C);
     }
   }
 }
@@ -63,14 +64,14 @@ void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::sp
     const float* qkv_b = qkv.data() + size_t(b) * T * C3;
     float* dqkv_b = dqkv.data() + size_t(b) * T * C3;
     for (int h = 0; h < NH; ++h) {
-      const float* q = qkv_b + h * hs;
-      const float* k = qkv_b + C + h * hs;
-      const float* v = qkv_b + 2 * C + h * hs;
-      float* dq = dqkv_b + h * hs;
-      float* dk = dqkv_b + C + h * hs;
-      float* dv = dqkv_b + 2 * C + h * hs;
-      const float* a = att.data() + (size_t(b) * NH + h) * T * T;  // [T,T]
-      const float* dy = dout.data() + size_t(b) * T * C + h * hs;  // [T,hs], stride C
+      const float* q = qkv_b + size_t(h) * hs;
+      const float* k = qkv_b + C + size_t(h) * hs;
+      const float* v = qkv_b + size_t(2) * C + size_t(h) * hs;
+      float* dq = dqkv_b + size_t(h) * hs;
+      float* dk = dqkv_b + C + size_t(h) * hs;
+      float* dv = dqkv_b + size_t(2) * C + size_t(h) * hs;
+      const float* a = att.data() + (size_t(b) * NH + h) * T * T;          // [T,T]
+      const float* dy = dout.data() + size_t(b) * T * C + size_t(h) * hs;  // [T,hs], stride C
       // d(att) = dy @ v^T ; dv = att^T @ dy
       gemm(Trans::kNo, Trans::kYes, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
       gemm(Trans::kYes, Trans::kNo, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);

@@ -20,7 +20,7 @@ constexpr uint64_t kAllocatorBytesPerBuffer = 8192;
 constexpr uint64_t kOtherBuffers = 16;
 // The rank's comm thread, started by the engine: its stack and the malloc
 // arena glibc gives a new thread (a heap padded by 128 KiB).
-constexpr uint64_t kCommThreadBytes = 256 * 1024;
+constexpr uint64_t kCommThreadBytes = uint64_t{256} << 10;
 
 // Peak bytes of the "buckets" category over one step's backward passes.
 // `lagging`: releases that the engine leaves to the comm thread (the
