@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
+#include <charconv>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,10 +81,10 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 bool is_number(std::string_view token) {
   if (token.empty()) return false;
-  const std::string s(token);
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
+  double value = 0;
+  const char* begin = token.data() + (token.front() == '+' ? 1 : 0);  // from_chars takes no '+'
+  const auto [end, error] = std::from_chars(begin, token.data() + token.size(), value);
+  return error == std::errc() && end == token.data() + token.size();
 }
 
 // A flag this app or, through fallthrough, a parent knows.

@@ -113,7 +113,7 @@ FaultSpec parse_fault_spec(std::string_view text) {
   return spec;
 }
 
-void set_fault(std::optional<FaultSpec> fault) {
+void set_fault(const std::optional<FaultSpec>& fault) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.initialised = true;
@@ -157,8 +157,8 @@ std::optional<FaultSpec> current_fault(const std::function<void(State&)>& on_loc
     case FaultAction::kThrow:
       ZDP_THROW(CommError, "{}", where);
     case FaultAction::kExit:
-      std::fprintf(stderr, "%s: exiting with code %d\n", where.c_str(), kFaultExitCode);
-      std::fflush(stderr);
+      fmt::print(stderr, "{}: exiting with code {}\n", where, kFaultExitCode);
+      (void)std::fflush(stderr);  // _Exit skips stdio's flush; a failure to flush changes nothing now
       std::_Exit(kFaultExitCode);
     case FaultAction::kHang:
       while (!peer_failed()) std::this_thread::sleep_for(std::chrono::milliseconds(20));

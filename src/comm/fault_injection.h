@@ -61,7 +61,7 @@ FaultSpec parse_fault_spec(std::string_view text);
 
 // Replaces the process's fault (std::nullopt: no fault, the environment is
 // ignored from then on).
-void set_fault(std::optional<FaultSpec> fault);
+void set_fault(const std::optional<FaultSpec>& fault);
 
 // The active fault: set_fault's, else ZERODP_FAULT's, else none.
 std::optional<FaultSpec> active_fault();

@@ -29,7 +29,8 @@
 #include "comm/reduce_kernels.h"
 
 namespace zerodp::comm::reduce_kernels {
-namespace {
+// Internal linkage on purpose (see above): each level's file gets its own copy.
+namespace {  // NOLINT(cert-dcl59-cpp)
 
 using Vec16 = float __attribute__((vector_size(64)));
 using U16x16 = uint16_t __attribute__((vector_size(32)));

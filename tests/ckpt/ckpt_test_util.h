@@ -151,16 +151,18 @@ inline std::vector<char> read_bytes(const std::string& path) {
   char buf[4096];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + n);
-  std::fclose(f);
+  (void)std::fclose(f);  // read only: nothing to lose
   return out;
 }
 inline void write_bytes(const std::string& path, const std::vector<char>& bytes) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
+  ASSERT_NE(f, nullptr) << "cannot write " << path;
+  const bool written = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  EXPECT_TRUE(std::fclose(f) == 0 && written) << "cannot write " << path;
 }
 
 // A safetensors file read whole: its JSON header and its data bytes.
+// NOLINTNEXTLINE(bugprone-exception-escape): json's moves do not throw
 struct Safetensors {
   nlohmann::json header;
   std::vector<char> data;

@@ -26,7 +26,7 @@ inline void write_file(const std::string& path, const void* data, size_t size) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) std::abort();  // the harness itself failed
   if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
-  std::fclose(f);
+  if (std::fclose(f) != 0) std::abort();
 }
 
 // Reads up to 4 bytes of input as an int32 (zero-filled) and advances.

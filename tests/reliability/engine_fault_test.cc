@@ -38,7 +38,7 @@ constexpr auto kGenerousTimeout = std::chrono::milliseconds(60000);
 constexpr auto kBound = std::chrono::seconds(10);
 
 struct FaultGuard {
-  explicit FaultGuard(std::optional<FaultSpec> f) { comm::set_fault(f); }
+  explicit FaultGuard(const std::optional<FaultSpec>& f) { comm::set_fault(f); }
   ~FaultGuard() { comm::set_fault(std::nullopt); }
 };
 

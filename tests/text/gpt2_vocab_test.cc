@@ -30,7 +30,8 @@ std::string encoder_json(const std::vector<std::string>& extra) {
   for (int b = 0; b < 256; ++b) {
     std::string key = utf8_encode(byte_to_unicode(static_cast<uint8_t>(b)));
     if (key == "\"" || key == "\\") key = "\\" + key;
-    json += (id ? ", \"" : "\"") + key + "\": " + std::to_string(id);
+    json += id ? ", \"" : "\"";
+    json += key + "\": " + std::to_string(id);
     ++id;
   }
   for (const auto& e : extra) {
@@ -122,7 +123,7 @@ TEST(TokenizerLookup, Gpt2IsSearchedInOrderAndNamedWhenMissing) {
   const fs::path exe_dir = prefix.path / "bin";
   const fs::path beside = exe_dir / "share/zerodp/gpt2", installed = prefix.path / "share/zerodp/gpt2",
                  from_env = env.path / "gpt2";
-  ::setenv(kDataDirVariable, env.path.c_str(), 1);
+  ::setenv(kDataDirVariable, env.path.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): one thread
   const std::string missing = lookup_refusal("gpt2", exe_dir.string());
   EXPECT_NE(missing.find(from_env.string() + ", " + beside.string() + ", " + installed.string()), std::string::npos)
       << missing;
@@ -133,7 +134,7 @@ TEST(TokenizerLookup, Gpt2IsSearchedInOrderAndNamedWhenMissing) {
   EXPECT_EQ(lookup_refusal("gpt2", exe_dir.string()), "found " + beside.string());
   write_small_vocab(from_env);
   EXPECT_EQ(lookup_refusal("gpt2", exe_dir.string()), "found " + from_env.string());
-  ::unsetenv(kDataDirVariable);
+  ::unsetenv(kDataDirVariable);  // NOLINT(concurrency-mt-unsafe): one thread
   EXPECT_EQ(lookup_refusal("gpt2", exe_dir.string()), "found " + beside.string());
   // A directory is taken as given; the files are checked when loaded.
   EXPECT_EQ(lookup_refusal(env.path.string(), ""), "found " + env.path.string());

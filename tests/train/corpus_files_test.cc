@@ -46,7 +46,7 @@ std::string config_error(const std::function<void()>& f) {
 
 // The build's GPT-2 files (scripts/setup installs them), or a failed test.
 std::string gpt2_dir() {
-  const std::string dir = ZERODP_GPT2_DIR;
+  std::string dir = ZERODP_GPT2_DIR;
   if (!fs::exists(fs::path(dir) / text::kEncoderFile)) {
     ADD_FAILURE() << "GPT-2's encoder.json and vocab.bpe are not in " << dir << ": run scripts/setup";
     return "";

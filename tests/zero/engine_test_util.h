@@ -51,7 +51,7 @@ using SampleEdit = std::function<void(Sample& sample, int64_t step, int index)>;
 
 // The feeder for rank `rank` of `ranks`, micro-batch size b: rank r takes
 // samples [r*b, (r+1)*b) of the global batch of b*ranks samples.
-inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b, SampleEdit edit = {}) {
+inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b, const SampleEdit& edit = {}) {
   return [&step, rank, b, edit](model::Workspace& ws, int micro) {
     std::vector<float> x;
     std::vector<int32_t> y;
