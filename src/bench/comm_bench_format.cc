@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bench/comm_bench_format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+
+#include "bench/comm_bench_parse.h"
+
+namespace zerodp::bench {
+
+using comm::Collective;
+
+double bus_factor(Collective kind, int ranks) {
+  if (kind == Collective::kBroadcast) return 1.0;
+  const double f = static_cast<double>(ranks - 1) / ranks;
+  return kind == Collective::kAllReduce ? 2 * f : f;
+}
+
+std::string format_comm_table(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows,
+                              std::string_view baseline_note) {
+  const int n = o.ranks;
+  std::string out;
+  auto add = std::back_inserter(out);
+  fmt::format_to(add, "# zerodp bench comm: backend {}, {} ranks, {}; baseline: {}; memcpy: one thread, same bytes\n",
+                 comm::backend_name(o.backend), n, o.dtype.name(), baseline_note);
+  fmt::format_to(add,
+                 "# algbw = S/t, busbw = algbw * factor (all_reduce 2(n-1)/n, reduce_scatter and all_gather (n-1)/n, "
+                 "broadcast 1); GB/s = 1e9 bytes/s\n");
+  for (Collective kind : o.collectives) {
+    fmt::format_to(add, "\n# {}\n", comm::collective_name(kind));
+    fmt::format_to(add, "{:>10} {:>11} {:>5} {:>11} {:>8} {:>8} {:>10} {:>8} {:>10} {:>9}\n", "size", "count", "type",
+                   "time(us)", "algbw", "busbw", "mpi_busbw", "vs_mpi", "memcpy_bw", "vs_memcpy");
+    for (size_t bytes : o.sizes) {
+      const auto it = std::find_if(rows.begin(), rows.end(),
+                                   [&](const CommBenchRow& r) { return r.collective == kind && r.bytes == bytes; });
+      if (it == rows.end()) continue;
+      const CommBenchRow& r = *it;
+      const double algbw = bytes / r.seconds / 1e9;
+      const double busbw = algbw * bus_factor(kind, n);
+      const std::string size =
+          bytes >= (size_t{1} << 20) ? fmt::format("{}MiB", bytes >> 20) : fmt::format("{}KiB", bytes >> 10);
+      std::string mpi = "-", vs_mpi = "-";
+      if (r.mpi_seconds > 0) {
+        const double mpi_busbw = r.mpi_count * o.dtype.size() / r.mpi_seconds / 1e9 * bus_factor(kind, n);
+        mpi = fmt::format("{:.3f}", mpi_busbw);
+        if (mpi_busbw > 0) vs_mpi = fmt::format("{:.2f}x", busbw / mpi_busbw);
+      }
+      const double memcpy_bw = bytes / r.memcpy_seconds / 1e9;
+      fmt::format_to(add, "{:>10} {:>11} {:>5} {:>11.1f} {:>8.3f} {:>8.3f} {:>10} {:>8} {:>10.3f} {:>8.2f}x\n", size,
+                     r.count, o.dtype.name(), r.seconds * 1e6, algbw, busbw, mpi, vs_mpi, memcpy_bw, busbw / memcpy_bw);
+    }
+  }
+  return out;
+}
+
+std::string format_baseline_line(const CommBaselineRow& row) {
+  return fmt::format("zerodp-baseline {} {} {} {:.9e}", comm::collective_name(row.collective), row.bytes, row.count,
+                     row.seconds);
+}
+
+std::optional<CommBaselineRow> parse_baseline_line(const std::string& line) {
+  char name[64];
+  CommBaselineRow row;
+  if (std::sscanf(line.c_str(), "zerodp-baseline %63s %zu %zu %lf", name, &row.bytes, &row.count, &row.seconds) != 4) {
+    return std::nullopt;
+  }
+  row.collective = parse_bench_collective(name);
+  return row;
+}
+
+}  // namespace zerodp::bench

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// How `zerodp bench comm` shows its rows: the nccl-tests style table, and
+// the one-line form in which an OpenMPI baseline run under mpirun hands its
+// rows to the process that started it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/comm_bench.h"
+
+namespace zerodp::bench {
+
+// busbw / algbw: all_reduce 2(n-1)/n, reduce_scatter and all_gather
+// (n-1)/n, broadcast 1.
+double bus_factor(comm::Collective kind, int ranks);
+
+// The table: a header naming backend, ranks, dtype and `baseline_note`,
+// then one section per collective of `options` with a line per size that
+// has a row (time, algbw, busbw, OpenMPI's busbw and ours against it, memcpy
+// bandwidth and ours against it). Ends with a newline.
+std::string format_comm_table(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows,
+                              std::string_view baseline_note);
+
+// "zerodp-baseline <collective> <bytes> <count> <seconds>", no newline.
+std::string format_baseline_line(const CommBaselineRow& row);
+// The row of a baseline line; nullopt for any other line.
+std::optional<CommBaselineRow> parse_baseline_line(const std::string& line);
+
+}  // namespace zerodp::bench

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The model throughput benchmark behind `zerodp bench model`: one rank, one
+// thread, fp32 training steps of a model (forward + backward + the engine's
+// AdamW on the whole model) with a per-kernel time profile, next to the
+// sgemm rate measured in the same run through the same gemm() the model
+// uses. The sgemm rate bounds the model: bound tokens/s = sgemm FLOP/s /
+// (model FLOPs per token).
+//
+// Thread-safety: call from one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels/gemm.h"
+#include "kernels/profile.h"
+
+namespace zerodp::bench {
+
+struct ModelBenchOptions {
+  std::string model = "gpt-bench";  // preset name, model.json or inline JSON (model::resolve_model_config)
+  int batch = 4;                    // micro batch
+  int seq = 64;                     // sequence length (GPT; an MLP's positions are its samples)
+  int steps = 5;                    // timed steps
+  int warmup = 1;                   // untimed steps first
+  bool checkpointing = false;       // recompute each block in backward
+  uint64_t seed = 1;                // initialisation and batch
+  int sgemm_size = 1024;            // n of the n x n x n sgemm reference
+};
+
+struct ModelBenchResult {
+  std::string model;     // the config's name
+  std::string describe;  // Model::describe()
+  bool is_gpt = false;   // positions are tokens (GPT) or samples
+  size_t num_params = 0;
+  int batch = 0, seq_len = 0;  // seq_len 1 for an MLP
+  size_t positions = 0;        // batch * seq_len per step
+  bool checkpointing = false;
+  int steps = 0;   // timed steps
+  float loss = 0;  // the last step's
+  kernels::BlasInfo blas;
+  int sgemm_size = 0;
+  double sgemm_gflops = 0;  // best before and after the model steps (the machine may be shared)
+  double train_flops_per_position = 0;
+  // Sums over the timed steps (seconds).
+  double forward_s = 0, backward_s = 0, adamw_s = 0;
+  kernels::Profile profile;
+  // The fastest timed step, whole and forward + backward: on a shared
+  // machine the least disturbed one.
+  double best_step_s = 0, best_fwd_bwd_s = 0;
+  size_t activation_bytes = 0, scratch_bytes = 0;
+};
+
+// Best-of-5 GFLOP/s of an n x n x n sgemm through kernels::gemm.
+double measure_sgemm_gflops(int n);
+
+// ConfigError for steps < 1, warmup < 0 or a model that does not resolve.
+ModelBenchResult run_model_bench(const ModelBenchOptions& options);
+
+}  // namespace zerodp::bench
