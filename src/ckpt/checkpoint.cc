@@ -40,12 +40,12 @@ void on_every_rank(comm::Communicator& comm, Fn&& fn) {
     error = std::current_exception();
     reason = e.what();
   }
-  const double failed = comm.all_reduce_scalar(error ? 1.0 : 0.0, comm::ReduceOp::kMax);
+  const uint64_t failed = comm.all_reduce_uint64(error ? 1 : 0, comm::ReduceOp::kMax);
   if (error) {
     comm.abort(reason);
     std::rethrow_exception(error);
   }
-  if (failed > 0.0) {
+  if (failed != 0) {
     comm.barrier();  // throws PeerFailedError once the failing rank has aborted
     ZDP_THROW(comm::PeerFailedError, "[ckpt] rank {}: another rank failed", comm.rank());
   }
@@ -160,10 +160,11 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
     ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", tmp_dir, ec.message());
     sync_directory(root);
   });
-  // One id for all files of this save (48 random bits survive the fp64 max).
+  // One id for all files of this save: rank 0's 48 random bits (the format's
+  // save id, docs/checkpoint-format.md), everyone else's 0, so the max is it.
   uint64_t my_id = 0;
   if (rank == 0) my_id = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}() & 0xFFFFu) << 32);
-  const auto save_id = static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(my_id), comm::ReduceOp::kMax));
+  const uint64_t save_id = comm.all_reduce_uint64(my_id, comm::ReduceOp::kMax);
 
   const std::vector<zero::Engine::StateView> views = engine.state_views();
   const std::vector<std::string> tensors = tensor_names(views, plan.num_units());
@@ -198,11 +199,8 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
     reach(options, SavePoint::kShardWritten, comm);
   });
 
-  // Rank 0 needs every file's CRC for the manifest: 16-bit halves travel
-  // exactly as floats.
-  std::vector<float> crcs(2 * static_cast<size_t>(ranks));
-  const float halves[2] = {static_cast<float>(mine.crc32c >> 16), static_cast<float>(mine.crc32c & 0xFFFFu)};
-  comm.all_gather(comm::ConstBuffer(halves, 2, Dtype::fp32()), comm::Buffer(crcs.data(), crcs.size(), Dtype::fp32()));
+  // Rank 0 needs every file's CRC for the manifest.
+  const std::vector<uint32_t> crcs = comm.all_gather_value(mine.crc32c);
 
   uint64_t total = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -212,11 +210,9 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
     if (rank != 0) return;
     Manifest m = base_manifest(engine, tensors, options, save_id);
     for (int r = 0; r < ranks; ++r) {
-      const auto hi = static_cast<uint32_t>(crcs[2 * r]);
-      const auto lo = static_cast<uint32_t>(crcs[2 * r + 1]);
       m.shards.push_back({shard_file_name(r, ranks),
                           ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
-                          (hi << 16) | lo});
+                          crcs[r]});
     }
     write_manifest(tmp_dir, m);
     reach(options, SavePoint::kManifestWritten, comm);

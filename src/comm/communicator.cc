@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <optional>
+#include <vector>
 
 #include "comm/fault_injection.h"
+#include "comm/reduce.h"
 #include "comm/shard.h"
 
 namespace zerodp::comm {
@@ -49,6 +52,10 @@ std::string_view collective_name(Collective kind) {
       return "barrier";
     case Collective::kScalarAllReduce:
       return "all_reduce_scalar";
+    case Collective::kValueAllGather:
+      return "all_gather_value";
+    case Collective::kIntAllReduce:
+      return "all_reduce_uint64";
   }
   return "?";
 }
@@ -183,6 +190,40 @@ double Communicator::all_reduce_scalar(double value, ReduceOp op) {
   const uint64_t bytes = static_cast<uint64_t>(size_ - 1) * sizeof(double);
   run(Collective::kScalarAllReduce, bytes, bytes, [&] { result = do_all_reduce_scalar(value, op); });
   return result;
+}
+
+uint64_t Communicator::all_reduce_uint64(uint64_t value, ReduceOp op) {
+  const Collective kind = Collective::kIntAllReduce;
+  uint64_t result = 0;
+  const uint64_t bytes = static_cast<uint64_t>(size_ - 1) * sizeof(uint64_t);
+  run(kind, bytes, bytes, [&] {
+    ZDP_CHECK(op != ReduceOp::kAvg, CommError, "{}: op avg has no exact integer result; use sum or max",
+              message_prefix(kind));
+    std::vector<uint64_t> values(static_cast<size_t>(size_));
+    do_all_reduce_uint64(value, op, values);
+    const std::optional<uint64_t> reduced = reduce_uint64s(values, op);
+    ZDP_CHECK(reduced.has_value(), CommError, "{}: the sum of the ranks' values exceeds 2^64 - 1",
+              message_prefix(kind));
+    result = *reduced;
+  });
+  return result;
+}
+
+void Communicator::all_gather_value_bytes(std::span<const std::byte> value, std::span<std::byte> out) {
+  const Collective kind = Collective::kValueAllGather;
+  // An all-gather of one value per rank: see stats.h.
+  const uint64_t bytes = static_cast<uint64_t>(size_ - 1) * value.size();
+  run(kind, bytes, bytes, [&] {
+    ZDP_CHECK(out.size() == static_cast<size_t>(size_) * value.size(), CommError,
+              "{}: the output has {} bytes but {} ranks' values of {} bytes need {}", message_prefix(kind), out.size(),
+              size_, value.size(), static_cast<size_t>(size_) * value.size());
+    const bool overlap =
+        !value.empty() && value.data() < out.data() + out.size() && out.data() < value.data() + value.size();
+    ZDP_CHECK(!overlap, CommError, "{}: the value overlaps the output", message_prefix(kind));
+    ZDP_CHECK(value.empty() || (value.data() != nullptr && out.data() != nullptr), CommError,
+              "{}: null buffer with {} bytes", message_prefix(kind), value.size());
+    do_all_gather_value(value, out);
+  });
 }
 
 }  // namespace zerodp::comm

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Communicator: the collectives one rank of a group calls (all-reduce,
-// reduce-scatter, all-gather, broadcast, barrier, scalar all-reduce), with the
+// reduce-scatter, all-gather, broadcast, barrier, and the small ones: scalar
+// all-reduce, integer all-reduce, all-gather of one value per rank), with the
 // same semantics on every backend (threads in one process, MPI processes).
 //
 // Contract (all backends):
@@ -27,8 +28,13 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "comm/stats.h"
 #include "comm/types.h"
@@ -82,6 +88,28 @@ class Communicator {
   // Sum (in rank order, in fp64), average or max of one value per rank, for
   // norms and overflow flags. kMax propagates NaN.
   double all_reduce_scalar(double value, ReduceOp op);
+  // Sum (in rank order) or max of one unsigned 64-bit integer per rank,
+  // exact at every value (all_reduce_scalar's fp64 is exact only up to
+  // 2^53): save ids, byte counts, flags. A sum past 2^64 - 1 throws CommError
+  // on every rank; kAvg is refused (CommError) before any communication.
+  uint64_t all_reduce_uint64(uint64_t value, ReduceOp op);
+  // Every rank's `value`, on every rank, in rank order (element r is rank
+  // r's): one all-gather of sizeof(T) bytes per rank, copied bit for bit, so
+  // integers of any size and structs of several fields travel exactly.
+  // Every rank must pass the same T (the backends check the byte count).
+  // Padding bytes of T travel as they are; give T none if its bytes matter.
+  template <typename T>
+  std::vector<T> all_gather_value(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>, "all_gather_value copies the bytes of T");
+    static_assert(std::is_default_constructible_v<T>, "all_gather_value returns a std::vector<T> of size()");
+    std::vector<T> out(static_cast<size_t>(size_));
+    all_gather_value_bytes(std::as_bytes(std::span<const T, 1>(&value, 1)), std::as_writable_bytes(std::span(out)));
+    return out;
+  }
+  // all_gather_value's untyped form: `out` holds size() * value.size() bytes
+  // and receives rank r's `value` at offset r * value.size(). value must not
+  // overlap out.
+  void all_gather_value_bytes(std::span<const std::byte> value, std::span<std::byte> out);
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = CommStats{}; }
@@ -110,6 +138,11 @@ class Communicator {
   virtual void do_broadcast(Buffer buf, int root) = 0;
   virtual void do_barrier() = 0;
   virtual double do_all_reduce_scalar(double value, ReduceOp op) = 0;
+  // The values of every rank, in rank order; the caller reduces them
+  // (reduce_uint64s). op only travels with the call, for mismatch checks.
+  virtual void do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) = 0;
+  // out: size() * value.size() bytes, rank r's value at r * value.size().
+  virtual void do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) = 0;
   // Called once when this communicator breaks (before the error propagates).
   virtual void on_broken(const std::string& reason) = 0;
   // True once a peer is known to have failed (thread backend: the group is

@@ -7,8 +7,8 @@
 // process at the first collective, e.g.
 //   ZERODP_FAULT="rank=1,collective=7,action=throw"
 // rank: the rank that fails; collective: the 1-based number of that rank's
-// collective call (every Communicator method counts, all_reduce_scalar and
-// barrier included); action:
+// collective call (every Communicator method counts, all_reduce_scalar,
+// all_reduce_uint64, all_gather_value and barrier included); action:
 //   throw  the call throws CommError (the rank fails like any failed body);
 //   exit   the process ends at once with exit code kFaultExitCode (no
 //          cleanup, like a crash; for MPI runs, never for thread ranks);

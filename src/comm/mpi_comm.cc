@@ -77,6 +77,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kKindBits = 3, kDtypeBits = 2, kOpBits = 2;
 constexpr int kMetaBits = kKindBits + kDtypeBits + kOpBits;
+static_assert(kNumCollectives <= (1 << kKindBits), "a message tag holds the collective's kind in kKindBits bits");
 
 struct Pending {
   int peer;
@@ -154,6 +155,33 @@ class MpiCommunicator final : public Communicator {
     wait_all(kind, tag);
     return reduce_scalars(values, op);
   }
+  void do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) override {
+    const Collective kind = Collective::kIntAllReduce;
+    start(kind);
+    values[rank()] = value;
+    const int tag = make_tag(kind, Dtype::fp32(), op, 1);
+    for (int i = 1; i < size(); ++i) {
+      const int k = (rank() - i + size()) % size();
+      recv(k, &values[k], sizeof(uint64_t), kind);
+    }
+    for (int i = 1; i < size(); ++i) send((rank() + i) % size(), &values[rank()], sizeof(uint64_t), tag, kind);
+    wait_all(kind, tag);
+  }
+  // Every rank sends its value to every peer; the tag's count is the value's
+  // size in bytes, and the arrival check compares the byte counts.
+  void do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) override {
+    const Collective kind = Collective::kValueAllGather;
+    start(kind);
+    const size_t bytes = value.size();
+    const int tag = make_tag(kind, Dtype::fp32(), ReduceOp::kSum, bytes);
+    for (int i = 1; i < size(); ++i) {
+      const int k = (rank() - i + size()) % size();
+      recv(k, out.data() + static_cast<size_t>(k) * bytes, bytes, kind);
+    }
+    for (int i = 1; i < size(); ++i) send((rank() + i) % size(), value.data(), bytes, tag, kind);
+    if (bytes > 0) std::memcpy(out.data() + static_cast<size_t>(rank()) * bytes, value.data(), bytes);
+    wait_all(kind, tag);
+  }
   void on_broken(const std::string&) override {
     // Cancel what is still posted so MPI does not write into buffers the
     // caller is about to free; sends cannot be cancelled reliably, only freed.
@@ -179,6 +207,10 @@ class MpiCommunicator final : public Communicator {
     const auto dtype = Dtype(static_cast<Dtype::Kind>((tag >> kKindBits) & ((1 << kDtypeBits) - 1)));
     const auto op = static_cast<ReduceOp>((tag >> (kKindBits + kDtypeBits)) & ((1 << kOpBits) - 1));
     const auto count = static_cast<uint64_t>(tag) >> kMetaBits;
+    if (kind == Collective::kValueAllGather) {
+      return fmt::format("{} of {} bytes (mod 2^{})", collective_name(kind), count, count_bits_);
+    }
+    if (kind == Collective::kIntAllReduce) return fmt::format("{} (op {})", collective_name(kind), reduce_op_name(op));
     return fmt::format("{} of {} elements (op {}, count = {} mod 2^{})", collective_name(kind), dtype.name(),
                        reduce_op_name(op), count, count_bits_);
   }

@@ -151,4 +151,18 @@ double reduce_scalars(std::span<const double> values, ReduceOp op) {
   return acc;
 }
 
+std::optional<uint64_t> reduce_uint64s(std::span<const uint64_t> values, ReduceOp op) {
+  ZDP_CHECK(!values.empty(), CommError, "[reduce] no contributions to reduce");
+  if (op == ReduceOp::kAvg) return std::nullopt;
+  uint64_t acc = values[0];
+  for (size_t k = 1; k < values.size(); ++k) {
+    if (op == ReduceOp::kMax) {
+      acc = std::max(acc, values[k]);
+    } else if (__builtin_add_overflow(acc, values[k], &acc)) {
+      return std::nullopt;
+    }
+  }
+  return acc;
+}
+
 }  // namespace zerodp::comm

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 
 #include "comm/types.h"
@@ -38,5 +40,10 @@ void copy_bytes(void* dst, const void* src, size_t bytes, SimdLevel level = acti
 // The same rule for one double per rank, in fp64: sum in order, avg = sum / n,
 // max keeps the first NaN.
 double reduce_scalars(std::span<const double> values, ReduceOp op);
+
+// The same for unsigned 64-bit integers, exactly: kSum adds in rank order,
+// std::nullopt when the sum exceeds 2^64 - 1; kMax is the largest. kAvg
+// has no exact integer result: std::nullopt.
+std::optional<uint64_t> reduce_uint64s(std::span<const uint64_t> values, ReduceOp op);
 
 }  // namespace zerodp::comm

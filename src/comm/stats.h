@@ -10,6 +10,9 @@
 //   all_reduce:     reduce_scatter + all_gather (2(N-1)/N * S when N divides)
 //   broadcast:      root sent (N-1) * S,   others received S
 //   all_reduce_scalar: sent and received (N-1) * 8
+//   all_reduce_uint64: sent and received (N-1) * 8
+//   all_gather_value:  sent and received (N-1) * B (B = the value's bytes:
+//                      all_gather's rule with s_r = B)
 //   barrier:        0
 // Summed over ranks, sent == received. Thread-safety: a plain value; the
 // owning Communicator updates it from the thread that runs the collective.

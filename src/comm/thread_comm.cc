@@ -24,7 +24,10 @@ std::string describe(const CallInfo& c) {
     case Collective::kBarrier:
       return "barrier";
     case Collective::kScalarAllReduce:
+    case Collective::kIntAllReduce:
       return fmt::format("{} (op {})", collective_name(c.kind), reduce_op_name(c.op));
+    case Collective::kValueAllGather:
+      return fmt::format("{} of {} bytes", collective_name(c.kind), c.count);
   }
   return "?";
 }
@@ -42,7 +45,10 @@ bool same_call(const CallInfo& a, const CallInfo& b) {
     case Collective::kBarrier:
       return true;
     case Collective::kScalarAllReduce:
+    case Collective::kIntAllReduce:
       return a.op == b.op;
+    case Collective::kValueAllGather:
+      return a.count == b.count;
   }
   return false;
 }
@@ -153,6 +159,23 @@ double ThreadCommunicator::do_all_reduce_scalar(double value, ReduceOp op) {
   std::vector<double> values(static_cast<size_t>(size()));
   for (int k = 0; k < size(); ++k) values[k] = group_->peer_info(k, calls_).scalar;
   return reduce_scalars(values, op);
+}
+
+void ThreadCommunicator::do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) {
+  begin(CallInfo{.kind = Collective::kIntAllReduce, .op = op, .integer = value});
+  // No closing phase, as for the fp64 scalar.
+  for (int k = 0; k < size(); ++k) values[k] = group_->peer_info(k, calls_).integer;
+}
+
+void ThreadCommunicator::do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) {
+  const Collective kind = Collective::kValueAllGather;
+  begin(CallInfo{.kind = kind, .count = value.size(), .in = value.data(), .out = out.data()});
+  const uint64_t id = calls_;
+  const size_t bytes = value.size();
+  for (int k = 0; k < size(); ++k) {
+    if (bytes > 0) std::memcpy(out.data() + static_cast<size_t>(k) * bytes, group_->peer_info(k, id).in, bytes);
+  }
+  sync(kind);  // peers are done reading our value
 }
 
 }  // namespace zerodp::comm

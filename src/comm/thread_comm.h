@@ -10,7 +10,10 @@
 //                   writes it into shard r of every rank's output (the
 //                   reduce-scatter and all-gather fused: each input byte is
 //                   read once, each output byte written once);
-//   broadcast:      non-roots copy the root's buffer.
+//   broadcast:      non-roots copy the root's buffer;
+//   all_gather_value: rank r copies every peer's value into its output.
+// The scalar all-reduces (fp64, uint64) pass their values in the call
+// description itself.
 // A final phase keeps every rank inside the call until no peer reads or
 // writes its buffers any more, so buffers may be reused as soon as a call
 // returns.
@@ -43,6 +46,8 @@ class ThreadCommunicator final : public Communicator {
   void do_broadcast(Buffer buf, int root) override;
   void do_barrier() override;
   double do_all_reduce_scalar(double value, ReduceOp op) override;
+  void do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) override;
+  void do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) override;
   void on_broken(const std::string& reason) override;
   bool peer_failed() const override { return group_->poisoned(); }
 

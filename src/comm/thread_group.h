@@ -31,11 +31,12 @@ struct CallInfo {
   Collective kind = Collective::kBarrier;
   Dtype dtype = Dtype::fp32();
   ReduceOp op = ReduceOp::kSum;
-  size_t count = 0;  // the full count (reduce_scatter: input; all_gather: output)
+  size_t count = 0;  // the full count (reduce_scatter: input; all_gather: output; all_gather_value: bytes per rank)
   int root = -1;
   const void* in = nullptr;
   void* out = nullptr;
   double scalar = 0.0;
+  uint64_t integer = 0;  // all_reduce_uint64's value
 };
 
 class ThreadGroup {

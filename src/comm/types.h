@@ -24,13 +24,25 @@ namespace zerodp::comm {
 enum class ReduceOp { kSum, kAvg, kMax };
 
 // One entry per collective, used to index CommStats and to name the
-// collective in errors. kScalarAllReduce is all_reduce_scalar.
-enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kBarrier, kScalarAllReduce };
-inline constexpr int kNumCollectives = 6;
+// collective in errors. kScalarAllReduce is all_reduce_scalar (fp64),
+// kValueAllGather is all_gather_value (a small value of any trivially
+// copyable type, as bytes), kIntAllReduce is all_reduce_uint64. New kinds go
+// at the end: the MPI backend carries the kind in 3 bits of a message tag.
+enum class Collective {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kBarrier,
+  kScalarAllReduce,
+  kValueAllGather,
+  kIntAllReduce
+};
+inline constexpr int kNumCollectives = 8;
 
 std::string_view reduce_op_name(ReduceOp op);
 // "all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier",
-// "all_reduce_scalar".
+// "all_reduce_scalar", "all_gather_value", "all_reduce_uint64".
 std::string_view collective_name(Collective kind);
 
 struct Buffer;

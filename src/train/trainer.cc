@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_dir.h"
@@ -42,48 +44,44 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Every rank's value of x, on every rank: one scalar all-reduce per rank,
-// exact because all terms but one are zero.
-std::vector<double> all_values(comm::Communicator& comm, double x) {
-  std::vector<double> out(comm.size());
-  for (int r = 0; r < comm.size(); ++r)
-    out[r] = comm.all_reduce_scalar(comm.rank() == r ? x : 0.0, comm::ReduceOp::kSum);
-  return out;
-}
+// What each rank reports for the metrics file and the summary: its ledger
+// and its counters of the last step (calls, bytes sent, bytes received per
+// collective; not the seconds). All integers and no padding, so the bytes
+// that travel are exactly the values.
+struct RankFigures {
+  RankMemory memory;
+  std::array<std::array<uint64_t, 3>, comm::kNumCollectives> comm{};
+};
+static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
 
-// Every rank's ledger, on every rank (collective).
-std::vector<RankMemory> collect_memory(comm::Communicator& comm, const zero::Engine& engine) {
-  const zero::LedgerSnapshot mine = engine.ledger().snapshot();
-  std::vector<RankMemory> all(comm.size());
+// Every rank's ledger and step counters, on every rank: one all-gather of a
+// RankFigures (collective).
+struct AllRankFigures {
+  std::vector<RankMemory> memory;
+  std::vector<comm::CommStats> step_comm;
+};
+AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step) {
+  RankFigures mine;
+  const zero::LedgerSnapshot ledger = engine.ledger().snapshot();
   for (size_t c = 0; c < zero::kNumMemoryCategories; ++c) {
-    const auto cur = all_values(comm, static_cast<double>(mine.categories[c].current));
-    const auto peak = all_values(comm, static_cast<double>(mine.categories[c].peak));
-    for (int r = 0; r < comm.size(); ++r) {
-      all[r].current[c] = static_cast<uint64_t>(cur[r]);
-      all[r].peak[c] = static_cast<uint64_t>(peak[r]);
-    }
+    mine.memory.current[c] = ledger.categories[c].current;
+    mine.memory.peak[c] = ledger.categories[c].peak;
   }
-  const auto states = all_values(comm, static_cast<double>(mine.model_states.current));
-  const auto owned = all_values(comm, static_cast<double>(engine.plan().owned_count(comm.rank())));
-  for (int r = 0; r < comm.size(); ++r) {
-    all[r].model_states = static_cast<uint64_t>(states[r]);
-    all[r].owned = static_cast<uint64_t>(owned[r]);
-  }
-  return all;
-}
-
-// Every rank's communication counters of one step, on every rank (collective).
-std::vector<comm::CommStats> collect_comm(comm::Communicator& comm, const comm::CommStats& mine) {
-  std::vector<comm::CommStats> all(comm.size());
+  mine.memory.model_states = ledger.model_states.current;
+  mine.memory.owned = engine.plan().owned_count(comm.rank());
   for (int k = 0; k < comm::kNumCollectives; ++k) {
-    const auto kind = static_cast<comm::Collective>(k);
-    const auto calls = all_values(comm, static_cast<double>(mine[kind].calls));
-    const auto sent = all_values(comm, static_cast<double>(mine[kind].bytes_sent));
-    const auto received = all_values(comm, static_cast<double>(mine[kind].bytes_received));
-    for (int r = 0; r < comm.size(); ++r) {
-      all[r][kind].calls = static_cast<uint64_t>(calls[r]);
-      all[r][kind].bytes_sent = static_cast<uint64_t>(sent[r]);
-      all[r][kind].bytes_received = static_cast<uint64_t>(received[r]);
+    const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
+    mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};
+  }
+  AllRankFigures all;
+  for (const RankFigures& r : comm.all_gather_value(mine)) {
+    all.memory.push_back(r.memory);
+    comm::CommStats& c = all.step_comm.emplace_back();
+    for (int k = 0; k < comm::kNumCollectives; ++k) {
+      comm::CollectiveStats& s = c[static_cast<comm::Collective>(k)];
+      s.calls = r.comm[k][0];
+      s.bytes_sent = r.comm[k][1];
+      s.bytes_received = r.comm[k][2];
     }
   }
   return all;
@@ -331,8 +329,7 @@ TrainOutcome run_training(const TrainConfig& input) {
     plan::check_memory_fits(model_config, shape, local, current_rss_bytes(), limit.bytes, limit.source);
     warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len);
     comm.barrier();
-    const auto baseline =
-        static_cast<uint64_t>(comm.all_reduce_scalar(static_cast<double>(current_rss_bytes()), comm::ReduceOp::kMax));
+    const uint64_t baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);
     plan::check_memory_fits(model_config, shape, local, baseline, limit.bytes, limit.source);
     const plan::ProcessPrediction process_plan = plan::predict_process(model_config, shape, local, baseline);
     zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
@@ -432,9 +429,9 @@ TrainOutcome run_training(const TrainConfig& input) {
     const int64_t first_step = step;
     int interrupted = 0;  // the signal every rank agreed to stop on
     for (; step < config.steps; ++step) {
-      // One scalar all-reduce per step: every rank stops before the same step.
+      // One integer all-reduce per step: every rank stops before the same step.
       interrupted = static_cast<int>(
-          comm.all_reduce_scalar(static_cast<double>(StopOnSignals::requested()), comm::ReduceOp::kMax));
+          comm.all_reduce_uint64(static_cast<uint64_t>(StopOnSignals::requested()), comm::ReduceOp::kMax));
       if (interrupted != 0) break;
       const comm::CommStats before = comm.stats();
       const auto t0 = Clock::now();
@@ -456,12 +453,8 @@ TrainOutcome run_training(const TrainConfig& input) {
       if (!config.save_dir.empty() && config.save_every > 0 && (step + 1) % config.save_every == 0) {
         save_now(step + 1, config.save_dir);
       }
-      std::vector<RankMemory> memory;
-      std::vector<comm::CommStats> step_comm;
-      if (!config.metrics_path.empty()) {
-        memory = collect_memory(comm, engine);
-        step_comm = collect_comm(comm, last_step_comm);
-      }
+      AllRankFigures figures;
+      if (!config.metrics_path.empty()) figures = collect_figures(comm, engine, last_step_comm);
       if (!lead) continue;
       // One step count everywhere: a skipped fp16 step is a step (marked), as in the metrics file.
       ProgressEntry e{step + 1, config.steps,         r.loss,
@@ -479,8 +472,8 @@ TrainOutcome run_training(const TrainConfig& input) {
                               {"step_seconds", dt}};
         rec["grad_norm"] = r.skipped ? nlohmann::json(nullptr) : nlohmann::json(r.grad_norm);
         if (val >= 0) rec["val_loss"] = val;
-        rec["memory"] = memory_json(memory);
-        rec["comm"] = comm_json(step_comm);
+        rec["memory"] = memory_json(figures.memory);
+        rec["comm"] = comm_json(figures.step_comm);
         metrics->write(rec);
       }
     }
@@ -504,8 +497,7 @@ TrainOutcome run_training(const TrainConfig& input) {
     }
     if (!config.save_dir.empty() && last_saved != step) save_now(step, config.save_dir);
     const double final_val = validate_now();
-    const std::vector<RankMemory> memory = collect_memory(comm, engine);
-    const std::vector<comm::CommStats> step_comm = collect_comm(comm, last_step_comm);
+    const AllRankFigures figures = collect_figures(comm, engine, last_step_comm);
     const zero::LedgerBuffer<float> params = consolidate ? engine.gather_params_to(0) : zero::LedgerBuffer<float>();
     if (!lead) return;
     progress->finish();
@@ -533,8 +525,8 @@ TrainOutcome run_training(const TrainConfig& input) {
     stats.optimizer_k =
         static_cast<int>(optim::bytes_per_param_k(config.engine.optimizer, config.engine.dtype.is_low_precision()));
     stats.grad_accum = config.engine.grad_accum;
-    stats.memory = memory;
-    stats.step_comm = step_comm;
+    stats.memory = figures.memory;
+    stats.step_comm = figures.step_comm;
     stats.seconds = train_seconds;
     stats.tokens_per_second =
         train_seconds > 0 ? tokens_per_step * static_cast<double>(config.steps - first_step) / train_seconds : 0;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,15 @@ void call(Communicator& c, Collective kind, size_t count = 10, Dtype dtype = Dty
       break;
     case Collective::kScalarAllReduce:
       c.all_reduce_scalar(1.0, op);
+      break;
+    case Collective::kValueAllGather: {  // a value of `count` bytes per rank
+      std::vector<std::byte> value(count, std::byte{1});
+      std::vector<std::byte> values(count * static_cast<size_t>(c.size()));
+      c.all_gather_value_bytes(value, values);
+      break;
+    }
+    case Collective::kIntAllReduce:
+      c.all_reduce_uint64(1, op);
       break;
   }
 }
@@ -141,7 +151,8 @@ TEST_P(EveryCollective, BrokenCommunicatorFailsFast) {
 
 INSTANTIATE_TEST_SUITE_P(All, EveryCollective,
                          ::testing::Values(Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                                           Collective::kBroadcast, Collective::kBarrier, Collective::kScalarAllReduce),
+                                           Collective::kBroadcast, Collective::kBarrier, Collective::kScalarAllReduce,
+                                           Collective::kValueAllGather, Collective::kIntAllReduce),
                          [](const ::testing::TestParamInfo<Collective>& info) {
                            return std::string(collective_name(info.param));
                          });
@@ -187,6 +198,16 @@ TEST(Mismatch, DifferentDtypes) {
 TEST(Mismatch, DifferentOps) {
   expect_mismatch([](Communicator& c) { call(c, Collective::kAllReduce, 10, Dtype::fp32(), ReduceOp::kMax); },
                   Collective::kAllReduce, "op max");
+}
+
+TEST(Mismatch, DifferentValueSizes) {
+  expect_mismatch([](Communicator& c) { call(c, Collective::kValueAllGather, 9); }, Collective::kValueAllGather,
+                  "all_gather_value of 9 bytes");
+}
+
+TEST(Mismatch, IntegerAndFloatingScalars) {
+  expect_mismatch([](Communicator& c) { call(c, Collective::kIntAllReduce, 10, Dtype::fp32(), ReduceOp::kMax); },
+                  Collective::kScalarAllReduce, "all_reduce_uint64 (op max)");
 }
 
 TEST(Mismatch, DifferentRoots) {

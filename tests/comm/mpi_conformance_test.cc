@@ -12,6 +12,7 @@
 #include "comm/mpi.h"
 #include "comm/world.h"
 #include "conformance.h"
+#include "small_values.h"
 #include "support/rank_harness.h"
 
 namespace zerodp::comm::conformance {
@@ -51,6 +52,11 @@ TEST(MpiScalar, SumInRankOrderAndMax) {
   comm->barrier();
   EXPECT_EQ(comm->stats()[Collective::kBarrier].calls, 1u);
   EXPECT_EQ(comm->stats()[Collective::kScalarAllReduce].bytes_sent, 3u * (n - 1) * 8);
+}
+
+TEST(MpiSmallValues, ExactInRankOrderAndCounted) {
+  auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
+  zerodp::testing::run_on_communicator(*comm, small_values::check_small_values);
 }
 
 TEST(MpiFailure, TimeoutNamesTheCollectiveTheRankAndThePeer) {
@@ -100,6 +106,25 @@ TEST(MpiFailure, MismatchedCountsAndCollectivesAreErrors) {
         c->all_gather(std::span<float>(shard).subspan(0, own), std::span<float>(full));
       } else {
         c->all_reduce(std::span<float>(full), std::span<float>(full), ReduceOp::kSum);
+      }
+      ADD_FAILURE() << "expected a mismatch error";
+    } catch (const CommError& e) {
+      EXPECT_NE(std::string(e.what()).find("mismatched collective calls"), std::string::npos) << e.what();
+    }
+  }
+  comm->barrier();
+}
+
+TEST(MpiFailure, MismatchedValueSizesAreErrors) {
+  auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
+  if (comm->size() == 1) GTEST_SKIP() << "needs a peer";
+  {
+    auto c = make_mpi_communicator(zerodp::testing::test_comm_options());
+    try {
+      if (c->rank() == 0) {
+        c->all_gather_value(uint32_t{1});
+      } else {
+        c->all_gather_value(uint64_t{1});
       }
       ADD_FAILURE() << "expected a mismatch error";
     } catch (const CommError& e) {

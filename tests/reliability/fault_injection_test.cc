@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/world.h"
@@ -107,6 +109,35 @@ TEST(FaultInjection, ThrowAtKthCollectiveFailsEveryRank) {
   for (int r : {0, 2}) {
     EXPECT_EQ(completed[r], 2);
     EXPECT_NE(errors[r].find("peer rank 1 failed"), std::string::npos) << errors[r];
+  }
+}
+
+// The small typed collectives count like every other call: a fault at the
+// 2nd call hits the all_gather_value, at the 3rd the all_reduce_uint64.
+TEST(FaultInjection, SmallTypedCollectivesCountAsCalls) {
+  for (const auto& [k, name] : {std::pair<uint64_t, std::string>{2, "all_gather_value"}, {3, "all_reduce_uint64"}}) {
+    FaultGuard guard(FaultSpec{.rank = 1, .collective = k, .save = 0, .point = {}, .action = FaultAction::kThrow});
+    std::vector<std::string> errors(3);
+    try {
+      run_thread_ranks(3, {.timeout = std::chrono::seconds(2)}, [&](Communicator& c) {
+        try {
+          c.barrier();
+          c.all_gather_value(uint64_t{7});
+          c.all_reduce_uint64(7, ReduceOp::kMax);
+          c.barrier();
+        } catch (const CommError& e) {
+          errors[c.rank()] = e.message();
+          throw;
+        }
+      });
+      FAIL() << "the injected fault did not fail the run";
+    } catch (const CommError& e) {
+      EXPECT_NE(
+          e.message().find("[fault] rank 1: injected failure at collective " + std::to_string(k) + " (" + name + ")"),
+          std::string::npos)
+          << e.message();
+    }
+    for (int r : {0, 2}) EXPECT_NE(errors[r].find("peer rank 1 failed"), std::string::npos) << errors[r];
   }
 }
 
