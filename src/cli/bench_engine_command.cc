@@ -45,7 +45,7 @@ struct StageTiming {
 // rank's. Runs on every rank; the result is valid everywhere.
 StageTiming time_stage(const model::Model& m, comm::Communicator& comm, const BenchEngineOptions& o, int stage) {
   zero::EngineConfig config;
-  config.stage = stage;
+  config.stage = parse_stage(stage, "[bench engine] --stages");
   config.dtype = Dtype::parse(o.precision);
   config.optimizer.adam.lr = 1e-4;
   config.lr_schedule.max_lr = 1e-4;
