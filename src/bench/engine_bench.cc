@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/stage.h"
 #include "model/presets.h"
 #include "zero/engine.h"
 
@@ -18,7 +19,7 @@ namespace {
 StageTiming time_stage(const model::Model& m, int vocab, comm::Communicator& comm, const EngineBenchOptions& o,
                        int stage) {
   zero::EngineConfig config;
-  config.stage = stage;
+  config.stage = parse_stage(stage, "[bench engine] --stages");
   config.dtype = o.precision;
   config.optimizer.adam.lr = 1e-4;
   config.lr_schedule.max_lr = 1e-4;

@@ -74,7 +74,7 @@ struct LoadResult {
   int64_t optimizer_steps = 0;
   uint64_t seed = 0;  // the seed it was saved with
   int saved_ranks = 0;
-  int saved_stage = 0;
+  Stage saved_stage = Stage::k0;
   std::string saved_dtype;
   std::map<std::string, std::string> metadata;
   double seconds = 0.0;

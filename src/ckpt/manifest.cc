@@ -195,7 +195,7 @@ std::string manifest_to_json(const Manifest& m) {
   for (const auto& u : m.units) units.push_back(Json{{"name", u.name}, {"count", u.count}});
   j["units"] = units;
   j["ranks"] = m.ranks;
-  j["stage"] = m.stage;
+  j["stage"] = stage_number(m.stage);
   j["dtype"] = m.dtype;
   j["tensors"] = m.tensors;
   j["optimizer"] = optimizer_json(m.optimizer);
@@ -261,7 +261,7 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   ZDP_CHECK(total == m.num_params, InputFileError, "[ckpt] {}: unit counts sum to {} but num_params is {}", path, total,
             m.num_params);
   m.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
-  m.stage = static_cast<int>(f.integer("stage", 0, 3));
+  m.stage = static_cast<Stage>(f.integer("stage", 0, stage_number(Stage::k3)));
   m.dtype = f.string("dtype");
   ZDP_CHECK(m.dtype == "fp32" || m.dtype == "fp16" || m.dtype == "bf16", InputFileError,
             "[ckpt] {}: dtype \"{}\" is not fp32, fp16 or bf16", path, m.dtype);

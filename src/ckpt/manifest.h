@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ckpt/format.h"
+#include "core/stage.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 
@@ -48,7 +49,7 @@ struct Manifest {
 
   // How it was trained and sharded.
   int ranks = 1;                     // N: shard files and plan shards
-  int stage = 0;                     // informational: any stage loads any checkpoint
+  Stage stage = Stage::k0;           // informational: any stage loads any checkpoint
   std::string dtype = "fp32";        // parameter dtype of the run
   std::vector<std::string> tensors;  // "master", then the optimizer's state names
   optim::OptimizerConfig optimizer;

@@ -174,8 +174,6 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
   const std::string out_dir = without_trailing_slashes(out_path);
   ZDP_CHECK(options.ranks >= 1 && options.ranks <= (1 << 20), ConfigError,
             "[ckpt reshard] --ranks {} must be at least 1", options.ranks);
-  ZDP_CHECK(options.stage >= -1 && options.stage <= 3, ConfigError, "[ckpt reshard] --stage {} must be 0..3",
-            options.stage);
   const std::string src = resolve_checkpoint(checkpoint);
   check_fresh_output(out_dir, "reshard");
   Manifest in = read_manifest(src);
@@ -184,7 +182,7 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
 
   Manifest out = in;
   out.ranks = options.ranks;
-  if (options.stage >= 0) out.stage = options.stage;
+  if (options.stage) out.stage = *options.stage;
   if (options.chunk_bytes != 0) out.chunk_bytes = options.chunk_bytes;
   ZDP_CHECK(valid_chunk_bytes(out.chunk_bytes), ConfigError,
             "[ckpt reshard] chunk size {} must be a positive multiple of 4", out.chunk_bytes);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
 
 // ---- reshard ----
 struct ReshardOptions {
-  int ranks = 1;             // M
-  int stage = -1;            // recorded stage; -1 keeps the saved one
-  uint32_t chunk_bytes = 0;  // 0 keeps the saved chunk size
+  int ranks = 1;                              // M
+  std::optional<Stage> stage = std::nullopt;  // recorded stage; none keeps the saved one
+  uint32_t chunk_bytes = 0;                   // 0 keeps the saved chunk size
 };
 struct ReshardResult {
   std::string path;

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ckpt/checkpoint_dir.h"
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/process_memory.h"
+#include "core/stage.h"
 
 namespace zerodp::cli {
 namespace {
@@ -61,7 +63,9 @@ void run_consolidate(const std::string& path, const std::string& out, bool state
 }
 
 void run_reshard(const std::string& path, const std::string& out, int ranks, int stage) {
-  const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = stage});
+  std::optional<Stage> recorded;
+  if (stage >= 0) recorded = parse_stage(stage, "[ckpt reshard] --stage");
+  const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = recorded});
   fmt::print("resharded {} to {} ranks: {} ({} in all; streamed through a {} buffer)\n", ckpt::resolve_checkpoint(path),
              ranks, r.path, mib(r.bytes_total), mib(r.largest_record_bytes));
   fmt::print("peak resident memory of this process: {}\n", mib(peak_rss_bytes()));

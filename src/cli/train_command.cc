@@ -128,7 +128,7 @@ void add_train_command(CLI::App& app) {
          c.ranks = f.c.ranks;
        });
   flag(cmd, f, "--stage", f.stage, "ZeRO stage: 0 (plain data parallel), 1 (P_os), 2 (P_os+g), 3 (P_os+g+p)",
-       [&f](auto& c) { c.engine.stage = f.stage; });
+       [&f](auto& c) { c.engine.stage = parse_stage(f.stage, "[train] --stage"); });
   flag(cmd, f, "--precision", f.precision, "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",
        [&f](auto& c) { c.engine.dtype = Dtype::parse(f.precision); });
   flag(

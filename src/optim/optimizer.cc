@@ -104,19 +104,25 @@ std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> rang
   return merged;
 }
 
-size_t optimizer_state_bytes_per_param(const OptimizerConfig& config) {
+OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, bool mixed_precision) {
+  OptimizerBytesPerParam b;
+  // Low-precision training updates an fp32 master copy (the updates would
+  // underflow in fp16/bf16); fp32 training updates the parameters themselves.
+  b.master = mixed_precision ? sizeof(float) : 0;
   switch (config.kind) {
     case OptimizerKind::kAdamW:
     case OptimizerKind::kAdam:
-      return 2 * sizeof(float);
+      b.moment1 = b.moment2 = sizeof(float);
+      break;
     case OptimizerKind::kSgd:
-      return config.sgd.momentum > 0.0 ? sizeof(float) : 0;
+      b.moment1 = config.sgd.momentum > 0.0 ? sizeof(float) : 0;
+      break;
   }
-  return 0;
+  return b;
 }
 
 size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision) {
-  return optimizer_state_bytes_per_param(config) + (mixed_precision ? sizeof(float) : 0);
+  return optimizer_bytes_per_param(config, mixed_precision).k();
 }
 
 Optimizer::Optimizer(size_t size, ShardOptions options)

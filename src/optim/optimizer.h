@@ -115,11 +115,19 @@ struct ShardOptions {
   SimdLevel simd = active_simd_level();
 };
 
-// Bytes of optimizer state per parameter (K in the ZeRO paper), counting the
-// fp32 master copy when the parameters are stored in fp16/bf16 (mixed
-// precision): AdamW/Adam 8 (+4) = 12; SGD with momentum 4 (+4) = 8; plain SGD
-// 0 (+4) = 4. With fp32 parameters the master copy is the parameters.
-size_t optimizer_state_bytes_per_param(const OptimizerConfig& config);
+// Bytes per parameter of an optimizer's model states: the ZeRO paper's K,
+// split as the paper splits it. The one place K is worked out (the plan, the
+// run summary and the ledger's expectations read it).
+struct OptimizerBytesPerParam {
+  size_t master = 0;   // fp32 master copy: mixed precision only (fp32 parameters are their own master)
+  size_t moment1 = 0;  // Adam's m, or SGD's momentum buffer
+  size_t moment2 = 0;  // Adam's v
+  size_t k() const { return master + moment1 + moment2; }
+};
+// AdamW/Adam m + v = 8 (+4 master) = 12; SGD with momentum 4 (+4) = 8; plain
+// SGD 0 (+4) = 4. The moments are the state tensors make_optimizer allocates.
+OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, bool mixed_precision);
+// K: optimizer_bytes_per_param(config, mixed_precision).k().
 size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision);
 
 class Optimizer {

@@ -66,7 +66,7 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   for (int micro = 0; micro < run.grad_accum; ++micro) {
     // Stage 3's first gather of the next forward waits behind every queued
     // reduction; stages 0-2 never wait before the step's drain.
-    if (run.stage == 3) {
+    if (traits(run.stage).gathers_on_acquire) {
       pending = 0;
       queue.clear();
     }
@@ -81,7 +81,7 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
       }
       if (last_op[u] != i) continue;
       open[u] = false;
-      if (run.stage == 0) {
+      if (traits(run.stage).reduce == GradReduce::kAllReduce) {
         // Packed into the open bucket while adjacent and while it has room;
         // otherwise that bucket goes to its all-reduce and a new one opens.
         if (capacity != 0 && (offsets[u] + c != lo || filled + c > capacity)) flush();
@@ -97,8 +97,8 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
         continue;
       }
       uint64_t queued = 0;
-      if (run.stage == 1) {
-        live -= 4 * c;  // converted into the grads buffer, freed at once
+      if (!traits(run.stage).partitions_grads) {
+        live -= 4 * c;  // converted into the flat grads buffer, freed at once
       } else if (low) {
         queued = dsize * c;  // the low-precision copy, allocated while the fp32 one lives
         note(queued);
@@ -164,7 +164,7 @@ uint64_t owned_elements(std::span<const uint64_t> unit_counts, int ranks, int ra
 RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun& run, int rank,
                                    uint64_t activation_bytes) {
   schedule.validate();
-  check_stage_and_ranks(run.stage, run.ranks);
+  check_ranks(run.ranks);
   ZDP_CHECK(run.grad_accum >= 1, ConfigError, "[plan] gradient accumulation {} must be at least 1", run.grad_accum);
   const BytesPerParam bpp = bytes_per_param(run.dtype, run.optimizer);
   const uint64_t phi = schedule.num_params();
@@ -174,10 +174,11 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   const uint64_t owned = p.owned_elements;
   const uint64_t dsize = run.dtype.size();
 
-  p.params = (partitions_params(run.stage) ? owned : phi) * dsize;
-  p.grads = (partitions_grads(run.stage) ? owned : phi) * dsize;
-  if (run.stage == 1 && run.grad_accum > 1) p.grads = owned * dsize + phi * dsize;
-  const uint64_t updated = partitions_optimizer(run.stage) ? owned : phi;
+  const StageTraits& stage = traits(run.stage);
+  p.params = (stage.partitions_params ? owned : phi) * dsize;
+  p.grads = (stage.partitions_grads ? owned : phi) * dsize;
+  if (keeps_owned_accumulator(run.stage, run.grad_accum)) p.grads = owned * dsize + phi * dsize;
+  const uint64_t updated = stage.partitions_optimizer ? owned : phi;
   p.master = updated * static_cast<uint64_t>(bpp.master);
   p.adam_m = updated * static_cast<uint64_t>(bpp.moment1);
   p.adam_v = updated * static_cast<uint64_t>(bpp.moment2);
@@ -188,9 +189,9 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.init_scratch = 4 * std::min<uint64_t>(kFillChunkElements, largest);
   if (run.consolidated_copy) {
     if (rank == 0) p.final_scratch += 4 * phi;
-    if (run.stage == 3) p.final_scratch += largest * dsize;
+    if (stage.partitions_params) p.final_scratch += largest * dsize;
   }
-  if (run.stage == 3) {
+  if (stage.gathers_on_acquire) {
     const uint64_t pool = run.prefetch && schedule.op_units.size() > 1 ? 2 : 1;
     p.gathered += pool * largest * dsize;
   }

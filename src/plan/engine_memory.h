@@ -78,10 +78,10 @@ UnitSchedule gpt_unit_schedule(const GptShape& shape);
 
 // How the engine runs (zero::EngineConfig's fields that change memory).
 struct EngineRun {
-  int stage = 0;
+  Stage stage = Stage::k0;
   int ranks = 1;
   Dtype dtype = Dtype::fp32();
-  Optimizer optimizer = Optimizer::kAdamW;
+  optim::OptimizerConfig optimizer = {};
   int grad_accum = 1;
   bool prefetch = true;                 // stage 3
   uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)

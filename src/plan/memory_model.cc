@@ -8,72 +8,42 @@
 
 namespace zerodp::plan {
 
-Optimizer parse_optimizer(std::string_view name) {
+optim::OptimizerConfig parse_optimizer(std::string_view name) {
   std::string s(name);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "adamw") return Optimizer::kAdamW;
-  if (s == "adam") return Optimizer::kAdam;
-  if (s == "sgd-momentum" || s == "sgdm" || s == "momentum" || s == "sgd_momentum") return Optimizer::kSgdMomentum;
-  if (s == "sgd") return Optimizer::kSgd;
+  if (s == "adamw") return {.kind = optim::OptimizerKind::kAdamW};
+  if (s == "adam") return {.kind = optim::OptimizerKind::kAdam};
+  if (s == "sgd-momentum" || s == "sgdm" || s == "momentum" || s == "sgd_momentum") {
+    return {.kind = optim::OptimizerKind::kSgd, .sgd = {.momentum = 0.9}};
+  }
+  if (s == "sgd") return {.kind = optim::OptimizerKind::kSgd};
   ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum or sgd", name);
 }
 
-std::string_view optimizer_name(Optimizer optimizer) {
-  switch (optimizer) {
-    case Optimizer::kAdamW:
-      return "adamw";
-    case Optimizer::kAdam:
-      return "adam";
-    case Optimizer::kSgdMomentum:
-      return "sgd-momentum";
-    case Optimizer::kSgd:
-      return "sgd";
-  }
-  return "?";
+std::string_view optimizer_name(const optim::OptimizerConfig& optimizer) {
+  if (optimizer.kind == optim::OptimizerKind::kSgd && optimizer.sgd.momentum > 0.0) return "sgd-momentum";
+  return optim::optimizer_kind_name(optimizer.kind);
 }
 
-BytesPerParam bytes_per_param(Dtype precision, Optimizer optimizer) {
+BytesPerParam bytes_per_param(Dtype precision, const optim::OptimizerConfig& optimizer) {
+  const optim::OptimizerBytesPerParam k = optim::optimizer_bytes_per_param(optimizer, precision.is_low_precision());
   BytesPerParam b;
   b.params = static_cast<int>(precision.size());
   b.grads = static_cast<int>(precision.size());
-  // Low-precision training updates an fp32 master copy (the updates would
-  // underflow in fp16/bf16); fp32 training updates the parameters themselves.
-  b.master = precision.is_low_precision() ? 4 : 0;
-  const bool adam = optimizer == Optimizer::kAdamW || optimizer == Optimizer::kAdam;
-  b.moment1 = (adam || optimizer == Optimizer::kSgdMomentum) ? 4 : 0;
-  b.moment2 = adam ? 4 : 0;
+  b.master = static_cast<int>(k.master);
+  b.moment1 = static_cast<int>(k.moment1);
+  b.moment2 = static_cast<int>(k.moment2);
   return b;
 }
 
-void check_stage_and_ranks(int stage, int ranks) {
-  ZDP_CHECK(stage >= 0 && stage < kNumStages, ConfigError, "[plan] ZeRO stage {} does not exist: use 0, 1, 2 or 3",
-            stage);
+void check_ranks(int ranks) {
   ZDP_CHECK(ranks >= 1, ConfigError, "[plan] the number of ranks must be at least 1, got {}", ranks);
 }
 
 uint64_t shard_elements(uint64_t num_params, int ranks) {
-  check_stage_and_ranks(0, ranks);
+  check_ranks(ranks);
   const auto n = static_cast<uint64_t>(ranks);
   return num_params / n + (num_params % n != 0 ? 1 : 0);
-}
-
-bool partitions_optimizer(int stage) { return stage >= 1; }
-bool partitions_grads(int stage) { return stage >= 2; }
-bool partitions_params(int stage) { return stage >= 3; }
-
-std::string_view stage_paper_name(int stage) {
-  switch (stage) {
-    case 0:
-      return "plain data parallel";
-    case 1:
-      return "P_os";
-    case 2:
-      return "P_os+g";
-    case 3:
-      return "P_os+g+p";
-    default:
-      return "?";
-  }
 }
 
 uint64_t unit_shard_elements(std::span<const uint64_t> unit_counts, int ranks) {
@@ -82,16 +52,17 @@ uint64_t unit_shard_elements(std::span<const uint64_t> unit_counts, int ranks) {
   return total;
 }
 
-ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, const BytesPerParam& bpp) {
-  check_stage_and_ranks(stage, ranks);
+ModelStateBytes model_state_bytes(uint64_t num_params, Stage stage, int ranks, const BytesPerParam& bpp) {
+  check_ranks(ranks);
   return model_state_bytes_with_shard(num_params, shard_elements(num_params, ranks), stage, bpp);
 }
 
-ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage, const BytesPerParam& bpp) {
-  check_stage_and_ranks(stage, 1);
-  const uint64_t opt_elems = partitions_optimizer(stage) ? shard : num_params;
-  const uint64_t grad_elems = partitions_grads(stage) ? shard : num_params;
-  const uint64_t param_elems = partitions_params(stage) ? shard : num_params;
+ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, Stage stage,
+                                             const BytesPerParam& bpp) {
+  const StageTraits& t = traits(stage);
+  const uint64_t opt_elems = t.partitions_optimizer ? shard : num_params;
+  const uint64_t grad_elems = t.partitions_grads ? shard : num_params;
+  const uint64_t param_elems = t.partitions_params ? shard : num_params;
   ModelStateBytes m;
   m.params = param_elems * static_cast<uint64_t>(bpp.params);
   m.grads = grad_elems * static_cast<uint64_t>(bpp.grads);
@@ -101,21 +72,22 @@ ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard
   return m;
 }
 
-double paper_model_state_bytes(double num_params, int stage, int ranks, const BytesPerParam& bpp) {
-  check_stage_and_ranks(stage, ranks);
+double paper_model_state_bytes(double num_params, Stage stage, int ranks, const BytesPerParam& bpp) {
+  check_ranks(ranks);
+  const StageTraits& t = traits(stage);
   const double n = ranks;
   const double per_rank = num_params / n;
   const double k = bpp.optimizer();
-  const double opt = (partitions_optimizer(stage) ? per_rank : num_params) * k;
-  const double grads = (partitions_grads(stage) ? per_rank : num_params) * bpp.grads;
-  const double params = (partitions_params(stage) ? per_rank : num_params) * bpp.params;
+  const double opt = (t.partitions_optimizer ? per_rank : num_params) * k;
+  const double grads = (t.partitions_grads ? per_rank : num_params) * bpp.grads;
+  const double params = (t.partitions_params ? per_rank : num_params) * bpp.params;
   return params + grads + opt;
 }
 
-CommVolume comm_volume(uint64_t num_params, int stage, int ranks, Dtype comm_dtype) {
-  check_stage_and_ranks(stage, ranks);
+CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype) {
+  check_ranks(ranks);
   CommVolume v;
-  v.collectives = stage == 3 ? 3 : 2;
+  v.collectives = collectives_per_step(stage, 1);
   v.elements = static_cast<uint64_t>(v.collectives) * num_params;
   v.bytes = v.elements * comm_dtype.size();
   const uint64_t shard = shard_elements(num_params, ranks);
@@ -123,8 +95,8 @@ CommVolume comm_volume(uint64_t num_params, int stage, int ranks, Dtype comm_dty
   return v;
 }
 
-uint64_t max_params(uint64_t device_bytes, int stage, int ranks, const BytesPerParam& bpp) {
-  check_stage_and_ranks(stage, ranks);
+uint64_t max_params(uint64_t device_bytes, Stage stage, int ranks, const BytesPerParam& bpp) {
+  check_ranks(ranks);
   auto fits = [&](uint64_t phi) { return model_state_bytes(phi, stage, ranks, bpp).total() <= device_bytes; };
   // Upper bound from the unpadded formula: per-rank bytes >= Φ x (min bytes
   // per parameter across the categories, divided by N), so Φ <= M N / 1 is safe

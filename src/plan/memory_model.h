@@ -19,9 +19,12 @@
 // fp32 training keeps no master copy (the parameters are the fp32 copy), so
 // fp32 Adam is 16 bytes per parameter like mixed precision, split 4 + 4 + 8.
 //
-// Per rank at N ranks (stage s partitions the first s of optimizer, grads,
-// params):  stage 0  (p + g + K)Φ      stage 1  (p + g)Φ + KΦ/N
-//           stage 2  pΦ + (g + K)Φ/N   stage 3  (p + g + K)Φ/N
+// K comes from src/optim (optim::optimizer_bytes_per_param), the one place
+// that knows which state tensors an optimizer keeps.
+//
+// Per rank at N ranks (which categories a stage partitions is core/stage.h's
+// table):  stage 0  (p + g + K)Φ      stage 1  (p + g)Φ + KΦ/N
+//          stage 2  pΦ + (g + K)Φ/N   stage 3  (p + g + K)Φ/N
 // A partitioned category holds ceil(Φ/N) elements when only Φ is known; with
 // the model's units it holds what the engine's busiest rank owns, sum over
 // units of ceil(c_u/N) (unit_shard_elements). Either differs from the
@@ -30,8 +33,9 @@
 // Communication per rank per step (paper section 7), in elements: stages 0-2
 // move 2Φ (reduce-scatter Φ + all-gather Φ, an all-reduce being the two), stage
 // 3 moves 3Φ (all-gather in forward, again in backward, reduce-scatter of
-// gradients). Bytes are those elements in the training dtype. A ring or
-// all-to-all collective puts (N-1)/N of that on each rank's link.
+// gradients): the stage table's collectives_per_step(). Bytes are those
+// elements in the training dtype. A ring or all-to-all collective puts
+// (N-1)/N of that on each rank's link.
 //
 // Thread-safety: all functions are pure.
 #pragma once
@@ -41,17 +45,19 @@
 #include <string_view>
 
 #include "core/dtype.h"
+#include "core/stage.h"
+#include "optim/optimizer.h"
 
 namespace zerodp::plan {
 
-inline constexpr int kNumStages = 4;
-
-enum class Optimizer { kAdamW, kAdam, kSgdMomentum, kSgd };
-
-// "adamw", "adam", "sgd-momentum" (also "sgdm", "momentum"), "sgd";
-// ConfigError naming the accepted values otherwise.
-Optimizer parse_optimizer(std::string_view name);
-std::string_view optimizer_name(Optimizer optimizer);
+// The plan names an optimizer by the states it keeps (it has no --momentum):
+// "adamw", "adam", "sgd-momentum" (also "sgdm", "momentum", "sgd_momentum"),
+// "sgd"; case-insensitive. The result is src/optim's config of that kind with
+// default hyperparameters (sgd-momentum: momentum 0.9). ConfigError naming the
+// accepted values otherwise.
+optim::OptimizerConfig parse_optimizer(std::string_view name);
+// The same names back: SGD with a momentum > 0 is "sgd-momentum".
+std::string_view optimizer_name(const optim::OptimizerConfig& optimizer);
 
 // Bytes each parameter costs in one replica, by category.
 struct BytesPerParam {
@@ -65,7 +71,9 @@ struct BytesPerParam {
   int total() const { return params + grads + optimizer(); }
 };
 
-BytesPerParam bytes_per_param(Dtype precision, Optimizer optimizer);
+// p and g are the training dtype's size; master and moments are
+// optim::optimizer_bytes_per_param's.
+BytesPerParam bytes_per_param(Dtype precision, const optim::OptimizerConfig& optimizer);
 
 // Per-rank bytes of model states, by category (optimizer = master + moments).
 struct ModelStateBytes {
@@ -87,25 +95,17 @@ uint64_t shard_elements(uint64_t num_params, int ranks);
 // more), as the engine's PartitionPlan does: sum over units of ceil(c/N).
 uint64_t unit_shard_elements(std::span<const uint64_t> unit_counts, int ranks);
 
-// Which categories stage `stage` partitions (stage 1: optimizer; 2: + grads;
-// 3: + params).
-bool partitions_optimizer(int stage);
-bool partitions_grads(int stage);
-bool partitions_params(int stage);
-
-// "plain data parallel", "P_os", "P_os+g", "P_os+g+p".
-std::string_view stage_paper_name(int stage);
-
-// Exact per-rank bytes at `stage` with N = `ranks` (partitioned categories
-// hold shard_elements()). REQUIRES 0 <= stage <= 3, ranks >= 1 (ConfigError).
-ModelStateBytes model_state_bytes(uint64_t num_params, int stage, int ranks, const BytesPerParam& bpp);
+// Exact per-rank bytes at `stage` with N = `ranks` (partitioned categories,
+// traits(stage), hold shard_elements()). REQUIRES ranks >= 1 (ConfigError).
+ModelStateBytes model_state_bytes(uint64_t num_params, Stage stage, int ranks, const BytesPerParam& bpp);
 
 // The same with the partitioned categories holding `shard` elements (e.g.
 // unit_shard_elements()).
-ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, int stage, const BytesPerParam& bpp);
+ModelStateBytes model_state_bytes_with_shard(uint64_t num_params, uint64_t shard, Stage stage,
+                                             const BytesPerParam& bpp);
 
 // The paper's formula with Φ/N unrounded, for comparing with its tables.
-double paper_model_state_bytes(double num_params, int stage, int ranks, const BytesPerParam& bpp);
+double paper_model_state_bytes(double num_params, Stage stage, int ranks, const BytesPerParam& bpp);
 
 struct CommVolume {
   uint64_t elements = 0;    // the paper's volume: 2Φ (stages 0-2) or 3Φ (stage 3)
@@ -117,15 +117,15 @@ struct CommVolume {
 
 // Per rank per step. `comm_dtype` is the dtype gradients and parameters travel
 // in (the training dtype).
-CommVolume comm_volume(uint64_t num_params, int stage, int ranks, Dtype comm_dtype);
+CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype);
 
 // The largest Φ whose per-rank model states fit in `device_bytes` at `stage`
 // and N = `ranks` (exact: model_state_bytes(Φ).total() <= device_bytes), as
 // the paper's "max model size" analysis (model states only; activations and
 // buffers are the caller's to subtract first). 0 when not even one fits.
-uint64_t max_params(uint64_t device_bytes, int stage, int ranks, const BytesPerParam& bpp);
+uint64_t max_params(uint64_t device_bytes, Stage stage, int ranks, const BytesPerParam& bpp);
 
-// Throws ConfigError unless 0 <= stage <= 3 and ranks >= 1.
-void check_stage_and_ranks(int stage, int ranks);
+// Throws ConfigError unless ranks >= 1.
+void check_ranks(int ranks);
 
 }  // namespace zerodp::plan

@@ -47,16 +47,14 @@ std::string render_table(const Row& header, const std::vector<Row>& rows) {
 std::string gb(double bytes) { return format_significant(bytes / kGB); }
 std::string gib(double bytes) { return format_significant(bytes / kGiB); }
 
-std::string optimizer_display(Optimizer o) {
-  switch (o) {
-    case Optimizer::kAdamW:
+std::string optimizer_display(const optim::OptimizerConfig& o) {
+  switch (o.kind) {
+    case optim::OptimizerKind::kAdamW:
       return "AdamW";
-    case Optimizer::kAdam:
+    case optim::OptimizerKind::kAdam:
       return "Adam";
-    case Optimizer::kSgdMomentum:
-      return "SGD with momentum";
-    case Optimizer::kSgd:
-      return "SGD";
+    case optim::OptimizerKind::kSgd:
+      return o.sgd.momentum > 0.0 ? "SGD with momentum" : "SGD";
   }
   return "?";
 }
@@ -68,10 +66,10 @@ std::string describe_training(const PlanConfig& config) {
                      config.precision.is_low_precision() ? " (mixed precision: fp32 master weights)" : "");
 }
 
-std::string describe_bytes_per_param(const BytesPerParam& bpp, Optimizer optimizer) {
+std::string describe_bytes_per_param(const BytesPerParam& bpp, const optim::OptimizerConfig& optimizer) {
   std::vector<std::string> parts;
   if (bpp.master) parts.push_back(fmt::format("fp32 master {}", bpp.master));
-  const bool adam = optimizer == Optimizer::kAdam || optimizer == Optimizer::kAdamW;
+  const bool adam = optimizer.kind != optim::OptimizerKind::kSgd;
   if (bpp.moment1) parts.push_back(fmt::format("{} {}", adam ? "Adam m" : "momentum", bpp.moment1));
   if (bpp.moment2) parts.push_back(fmt::format("Adam v {}", bpp.moment2));
   const std::string detail = parts.empty() ? "no optimizer state" : fmt::format("{}", fmt::join(parts, " + "));
@@ -132,8 +130,8 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     if (c.device_memory) header.push_back(mem_label);
     std::vector<Row> rows;
     for (const StagePlan& s : rp.stages) {
-      Row row = {std::to_string(s.stage),
-                 std::string(s.stage == 0 ? "none (DP)" : stage_paper_name(s.stage)),
+      Row row = {std::to_string(stage_number(s.stage)),
+                 std::string(traits(s.stage).partitions_optimizer ? traits(s.stage).paper_name : "none (DP)"),
                  gb(static_cast<double>(s.states.params)),
                  gb(static_cast<double>(s.states.grads)),
                  gb(static_cast<double>(s.states.optimizer())),
@@ -268,8 +266,8 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
   for (const RankPlan& rp : r.per_ranks) {
     json stages = json::array();
     for (const StagePlan& s : rp.stages) {
-      json st = {{"stage", s.stage},
-                 {"name", std::string(stage_paper_name(s.stage))},
+      json st = {{"stage", stage_number(s.stage)},
+                 {"name", std::string(traits(s.stage).paper_name)},
                  {"params_bytes", s.states.params},
                  {"grads_bytes", s.states.grads},
                  {"master_bytes", s.states.master},
@@ -293,7 +291,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
       stages.push_back(std::move(st));
     }
     json p = {{"ranks", rp.ranks}, {"stages", stages}, {"recommendation", rp.recommendation}};
-    p["recommended_stage"] = rp.recommended ? json(*rp.recommended) : json(nullptr);
+    p["recommended_stage"] = rp.recommended ? json(stage_number(*rp.recommended)) : json(nullptr);
     if (options.compare_deepspeed) {
       p["deepspeed"] = {{"model",
                          "DeepSpeed estimators, no offload: 2Φ + int(18Φ/N) and 4·largest layer + "

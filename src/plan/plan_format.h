@@ -27,6 +27,6 @@ nlohmann::json plan_to_json(const PlanResult& result, const FormatOptions& optio
 std::string describe_training(const PlanConfig& config);
 
 // "params 2 + grads 2 + optimizer K = 12 (fp32 master 4 + Adam m 4 + Adam v 4) = 16".
-std::string describe_bytes_per_param(const BytesPerParam& bpp, Optimizer optimizer);
+std::string describe_bytes_per_param(const BytesPerParam& bpp, const optim::OptimizerConfig& optimizer);
 
 }  // namespace zerodp::plan

@@ -13,29 +13,29 @@ namespace zerodp::plan {
 namespace {
 
 std::string recommend(RankPlan& plan) {
-  std::optional<int> best;
+  std::optional<Stage> best;
   for (const StagePlan& s : plan.stages) {
     if (!s.fits.value_or(false)) continue;
     if (!best) {
       best = s.stage;
       continue;
     }
-    const StagePlan& b = plan.stages[static_cast<size_t>(*best)];
+    const StagePlan& b = plan.stages[static_cast<size_t>(stage_number(*best))];
     if (s.comm.elements < b.comm.elements || (s.comm.elements == b.comm.elements && s.peak < b.peak)) {
       best = s.stage;
     }
   }
   plan.recommended = best;
   if (!best) return "no stage fits: add ranks, a smaller model, activation checkpointing or a smaller micro-batch";
-  const StagePlan& b = plan.stages[static_cast<size_t>(*best)];
+  const StagePlan& b = plan.stages[static_cast<size_t>(stage_number(*best))];
   if (b.comm.collectives == 3) {
     return fmt::format("stage {} ({}): the only stage that fits; it moves 3Φ per step, 1.5x the others", *best,
-                       stage_paper_name(*best));
+                       traits(*best).paper_name);
   }
   return fmt::format(
       "stage {} ({}): it fits, moves the least (2Φ per step), and of the stages that move 2Φ "
       "it holds the least",
-      *best, stage_paper_name(*best));
+      *best, traits(*best).paper_name);
 }
 
 }  // namespace
@@ -84,17 +84,17 @@ PlanResult make_plan(const PlanConfig& config) {
   std::optional<UnitSchedule> schedule;
   if (c.shape) schedule = gpt_unit_schedule(*c.shape);
   for (int n : c.ranks) {
-    check_stage_and_ranks(0, n);
+    check_ranks(n);
     const uint64_t shard = schedule ? owned_elements(schedule->unit_counts, n, 0) : shard_elements(c.num_params, n);
     RankPlan rp;
     rp.ranks = n;
-    for (int s = 0; s < kNumStages; ++s) {
-      StagePlan& sp = rp.stages[static_cast<size_t>(s)];
+    for (Stage s : kAllStages) {
+      StagePlan& sp = rp.stages[static_cast<size_t>(stage_number(s))];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
       // Stage 1 accumulating: besides the flat local gradients it
       // reduce-scatters from (the formula's pΦ), an owned accumulator.
-      if (s == 1 && c.grad_accum > 1) sp.states.grads += shard * static_cast<uint64_t>(bpp.grads);
+      if (keeps_owned_accumulator(s, c.grad_accum)) sp.states.grads += shard * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
       if (schedule) {
         // The engine's own buffers, as its busiest rank (0) books them.

@@ -43,14 +43,14 @@ struct PlanConfig {
   std::string model_name;         // for titles: a preset name or "custom"
   std::vector<int> ranks = {1};   // the N values to plan for
   Dtype precision = Dtype::bf16();
-  Optimizer optimizer = Optimizer::kAdamW;
+  optim::OptimizerConfig optimizer = {};        // only its kind and momentum matter (K)
   int grad_accum = 1;                           // micro-batches per step (stage 1's staging)
   std::optional<uint64_t> device_memory;        // bytes per rank
   std::optional<ActivationConfig> activations;  // needs `shape`
 };
 
 struct StagePlan {
-  int stage = 0;
+  Stage stage = Stage::k0;
   ModelStateBytes states;     // exact per-rank bytes
   double paper_bytes = 0;     // the paper's formula, Φ/N unrounded
   uint64_t gathered = 0;      // stage 3's two gather buffers, when the shape is known
@@ -72,9 +72,9 @@ struct DeepSpeedComparison {
 
 struct RankPlan {
   int ranks = 1;
-  std::array<StagePlan, kNumStages> stages;
-  std::optional<int> recommended;  // when device memory is given and a stage fits
-  std::string recommendation;      // one sentence why (or why none)
+  std::array<StagePlan, kStageTable.size()> stages;  // indexed by stage number
+  std::optional<Stage> recommended;                  // when device memory is given and a stage fits
+  std::string recommendation;                        // one sentence why (or why none)
   DeepSpeedComparison deepspeed;
 };
 

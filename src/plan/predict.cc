@@ -22,18 +22,6 @@ std::string human_bytes(uint64_t bytes) {
 
 }  // namespace
 
-Optimizer plan_optimizer(const optim::OptimizerConfig& config) {
-  switch (config.kind) {
-    case optim::OptimizerKind::kAdamW:
-      return Optimizer::kAdamW;
-    case optim::OptimizerKind::kAdam:
-      return Optimizer::kAdam;
-    case optim::OptimizerKind::kSgd:
-      return config.sgd.momentum > 0.0 ? Optimizer::kSgdMomentum : Optimizer::kSgd;
-  }
-  return Optimizer::kAdamW;
-}
-
 UnitSchedule unit_schedule(const model::ModelConfig& config) {
   if (config.kind == model::ModelKind::kGpt) return gpt_unit_schedule(gpt_shape(config.gpt));
   UnitSchedule s;
@@ -80,11 +68,11 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
   return predict_rank(config, run, 0);
 }
 
-std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& config, const RunShape& run) {
+std::array<RankPrediction, kStageTable.size()> predict_stages(const model::ModelConfig& config, const RunShape& run) {
   const UnitSchedule schedule = unit_schedule(config);
   const uint64_t act = predict_activation_bytes(config, run);
-  std::array<RankPrediction, kNumStages> out;
-  for (int s = 0; s < kNumStages; ++s) {
+  std::array<RankPrediction, kStageTable.size()> out;
+  for (Stage s : kAllStages) {
     const EngineRun engine{s,
                            run.ranks,
                            run.dtype,
@@ -94,15 +82,15 @@ std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& 
                            run.bucket_elements,
                            run.consolidated_copy,
                            run.load_scratch};
-    out[static_cast<size_t>(s)] = predict_engine_rank(schedule, engine, 0, act);
+    out[static_cast<size_t>(stage_number(s))] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;
 }
 
-std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes) {
+std::optional<Stage> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes) {
   const auto stages = predict_stages(config, run);
-  for (int s = 0; s < kNumStages; ++s) {
-    if (stages[static_cast<size_t>(s)].resident() <= max_bytes) return s;
+  for (Stage s : kAllStages) {
+    if (stages[static_cast<size_t>(stage_number(s))].resident() <= max_bytes) return s;
   }
   return std::nullopt;
 }
@@ -125,7 +113,7 @@ uint64_t ProcessPrediction::allocator() const {
 
 ProcessPrediction predict_process(const model::ModelConfig& config, const RunShape& run, LocalRanks local,
                                   uint64_t baseline) {
-  check_stage_and_ranks(run.stage, run.ranks);
+  check_ranks(run.ranks);
   ZDP_CHECK(local.first >= 0 && local.count >= 1 && local.first + local.count <= run.ranks, ConfigError,
             "[plan] local ranks [{}, {}) are not ranks of {}", local.first, local.first + local.count, run.ranks);
   ProcessPrediction p;
@@ -136,7 +124,7 @@ ProcessPrediction predict_process(const model::ModelConfig& config, const RunSha
 
 void check_memory_fits(const model::ModelConfig& config, const RunShape& run, LocalRanks local, uint64_t baseline,
                        uint64_t max_bytes, const std::string& limit_source) {
-  auto at_stage = [&](int stage) {
+  auto at_stage = [&](Stage stage) {
     RunShape s = run;
     s.stage = stage;
     return predict_process(config, s, local, baseline);
@@ -144,7 +132,7 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
   const ProcessPrediction p = at_stage(run.stage);
   if (p.total() <= max_bytes) return;
   std::string fix;
-  for (int s = 0; s < kNumStages; ++s) {
+  for (Stage s : kAllStages) {
     if (const ProcessPrediction q = at_stage(s); q.total() <= max_bytes) {
       fix = fmt::format("stage {} would fit ({})", s, human_bytes(q.total()));
       break;
@@ -155,7 +143,7 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
         "no stage fits at {} ranks (stage 3 needs {}): add ranks (or machines), lower --micro-batch, "
         "use activation checkpointing, or turn off the sample and held-out answers "
         "(--sample-tokens 0 --held-out 0)",
-        run.ranks, human_bytes(at_stage(3).total()));
+        run.ranks, human_bytes(at_stage(Stage::k3).total()));
   }
   const RankPrediction& b = p.ranks.front();  // the lowest local rank: the busiest
   const std::string who =

@@ -6,8 +6,8 @@
 // `zerodp train --max-memory BYTES` checks, and what
 // tests/plan/plan_vs_ledger_test.cc holds equal to zero::Engine's ledger.
 //
-//   plan::RunShape run{.stage = 1, .ranks = 4, .dtype = Dtype::bf16(),
-//                      .optimizer = plan::plan_optimizer(engine_config.optimizer),
+//   plan::RunShape run{.stage = Stage::k1, .ranks = 4, .dtype = Dtype::bf16(),
+//                      .optimizer = engine_config.optimizer,
 //                      .micro_batch = 8, .seq_len = 128, .grad_accum = 2};
 //   plan::check_memory_fits(model_config, run, max_bytes);  // ConfigError naming a stage that fits
 //
@@ -31,10 +31,10 @@ namespace zerodp::plan {
 
 // Everything about a run that changes per-rank memory.
 struct RunShape {
-  int stage = 0;
+  Stage stage = Stage::k0;
   int ranks = 1;
-  Dtype dtype = Dtype::fp32();  // params, grads and communication
-  Optimizer optimizer = Optimizer::kAdamW;
+  Dtype dtype = Dtype::fp32();            // params, grads and communication
+  optim::OptimizerConfig optimizer = {};  // only its kind and momentum matter (K)
   int micro_batch = 1;
   int seq_len = 1;             // tokens per sample (ignored by the MLP)
   bool checkpointing = false;  // activation checkpointing (GPT)
@@ -64,10 +64,6 @@ struct ProcessPrediction {
   uint64_t total() const { return ranks_total() + baseline; }
 };
 
-// optim's config as plan's optimizer kind (SGD with momentum > 0 keeps a
-// momentum buffer, plain SGD none).
-Optimizer plan_optimizer(const optim::OptimizerConfig& config);
-
 // gpt_shape (src/model's GPT config as plan's shape) is in plan/model_shape.h.
 
 // The units and ops of the model, in the engine's order: GPT embedding,
@@ -84,12 +80,13 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
 // Rank `rank` (0 <= rank < run.ranks).
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank);
 
-// The busiest rank at each stage 0-3 (run.stage ignored).
-std::array<RankPrediction, kNumStages> predict_stages(const model::ModelConfig& config, const RunShape& run);
+// The busiest rank at each stage 0-3, indexed by stage number (run.stage
+// ignored).
+std::array<RankPrediction, kStageTable.size()> predict_stages(const model::ModelConfig& config, const RunShape& run);
 
 // The lowest stage whose busiest rank's resident() fits in `max_bytes`
 // (run.stage ignored), or none.
-std::optional<int> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes);
+std::optional<Stage> smallest_fitting_stage(const model::ModelConfig& config, const RunShape& run, uint64_t max_bytes);
 
 ProcessPrediction predict_process(const model::ModelConfig& config, const RunShape& run, LocalRanks local,
                                   uint64_t baseline);

@@ -77,7 +77,7 @@ BarChart plan_per_rank_chart(const plan::PlanResult& r) {
     g.label = fmt::format("N = {}", rp.ranks);
     for (const auto& s : rp.stages) {
       Bar bar;
-      bar.label = std::to_string(s.stage);
+      bar.label = std::to_string(stage_number(s.stage));
       bar.segments = {{kParams, static_cast<double>(s.states.params) / kGB},
                       {kGrads, static_cast<double>(s.states.grads) / kGB},
                       {kOptimizer, static_cast<double>(s.states.optimizer()) / kGB}};

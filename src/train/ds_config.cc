@@ -86,8 +86,8 @@ class Section {
 
 void apply_zero(Section z, TrainConfig& c) {
   if (z.has("stage")) {
-    c.engine.stage = z.integer("stage");
     c.sources["stage"] = z.from("stage");
+    c.engine.stage = parse_stage(z.integer("stage"), "[train] " + c.spelled("stage", "zero_optimization.stage"));
   }
   if (z.has("reduce_bucket_size")) {
     c.sources["bucket"] = z.from("reduce_bucket_size");
@@ -271,7 +271,7 @@ void apply_activation_checkpointing(Section a, TrainConfig& c) {
 
 void apply_deepspeed_defaults(TrainConfig& c) {
   c.defaults = "DeepSpeed default";
-  c.engine.stage = 0;              // zero_optimization.stage
+  c.engine.stage = Stage::k0;      // zero_optimization.stage
   c.engine.dtype = Dtype::fp32();  // no fp16/bf16 section enabled
   c.engine.clip_norm = 0.0;        // gradient_clipping
   c.log_every = 10;                // steps_per_print

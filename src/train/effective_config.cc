@@ -42,7 +42,7 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
           ? fmt::format("{} backend ({})", comm::backend_name(c.backend), c.sources.at("backend"))
           : fmt::format("{} backend", comm::backend_name(c.backend));
   out.push_back({"ranks", ranks, fmt::format("{}, {}", ranks_source, backend)});
-  add("stage", e.stage);
+  add("stage", stage_number(e.stage));
   add("precision", std::string(e.dtype.name()));
   add("micro-batch", c.micro_batch);
   add("grad-accum", e.grad_accum);
@@ -77,9 +77,9 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   }
   add("clip", e.clip_norm);
   if (e.dtype == Dtype::fp16()) add("loss-scale", loss_scale_text(e.loss_scaler));
-  if (e.stage == 0) add("bucket", e.bucket_elements);
+  if (traits(e.stage).reduce == GradReduce::kAllReduce) add("bucket", e.bucket_elements);
   add("overlap", e.overlap);
-  if (e.stage == 3) add("prefetch", e.prefetch);
+  if (traits(e.stage).gathers_on_acquire) add("prefetch", e.prefetch);
   add("log-every", c.log_every);
   add("activation-checkpointing", c.activation_checkpointing);
   return out;

@@ -14,24 +14,32 @@ uint64_t sent_by(const comm::CommStats& s, comm::Collective kind) { return s[kin
 std::string accumulation_traffic(const RunStats& s) {
   const int a = s.grad_accum;
   const double expected = expected_sent_phi(s);
-  switch (s.stage) {
-    case 0:
-      return fmt::format(
-          "  with --grad-accum {0}: {0} all-reduces of 2Φ, one per micro-batch = {1:g}Φ (the paper's 2Φ is "
-          "one reduction per step)\n",
-          a, expected);
-    case 1:
-    case 2:
-      return fmt::format(
-          "  with --grad-accum {0}: {0} reduce-scatters of Φ, one per micro-batch, + 1 all-gather of Φ = "
-          "{1:g}Φ (the paper's 2Φ is one reduction per step)\n",
-          a, expected);
-    default:
-      return fmt::format(
-          "  with --grad-accum {0}: per micro-batch a reduce-scatter of Φ and the forward and backward "
-          "all-gathers of 2Φ = {1:g}Φ, plus the tied embedding's extra gathers\n",
-          a, expected);
+  const StageTraits& t = traits(s.stage);
+  if (t.reduce == GradReduce::kAllReduce) {
+    return fmt::format(
+        "  with --grad-accum {0}: {0} all-reduces of 2Φ, one per micro-batch = {1:g}Φ (the paper's 2Φ is "
+        "one reduction per step)\n",
+        a, expected);
   }
+  if (t.gathers_on_acquire) {
+    return fmt::format(
+        "  with --grad-accum {0}: per micro-batch a reduce-scatter of Φ and the forward and backward "
+        "all-gathers of 2Φ = {1:g}Φ, plus the tied embedding's extra gathers\n",
+        a, expected);
+  }
+  return fmt::format(
+      "  with --grad-accum {0}: {0} reduce-scatters of Φ, one per micro-batch, + 1 all-gather of Φ = "
+      "{1:g}Φ (the paper's 2Φ is one reduction per step)\n",
+      a, expected);
+}
+
+// The paper's per-rank formula for this stage's partitioning.
+const char* formula_text(Stage stage) {
+  const StageTraits& t = traits(stage);
+  if (t.partitions_params) return "(2p+K)Φ/N";
+  if (t.partitions_grads) return "pΦ + (p+K)Φ/N";
+  if (t.partitions_optimizer) return "2pΦ + KΦ/N";
+  return "(2p+K)Φ";
 }
 
 }  // namespace
@@ -41,28 +49,18 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
   const uint64_t own = s.memory[rank].owned;
   const uint64_t p = s.dtype.size();
   const uint64_t k = static_cast<uint64_t>(s.optimizer_k);
-  const uint64_t params = s.stage == 3 ? p * own : p * phi;
-  const uint64_t grads = s.stage >= 2 ? p * own : p * phi;
-  const uint64_t optimizer = s.stage >= 1 ? k * own : k * phi;
+  const StageTraits& t = traits(s.stage);
+  const uint64_t params = t.partitions_params ? p * own : p * phi;
+  const uint64_t grads = t.partitions_grads ? p * own : p * phi;
+  const uint64_t optimizer = t.partitions_optimizer ? k * own : k * phi;
   return params + grads + optimizer;
 }
 
 uint64_t accumulator_bytes(const RunStats& s, int rank) {
-  return s.stage == 1 && s.grad_accum > 1 ? s.dtype.size() * s.memory[rank].owned : 0;
+  return keeps_owned_accumulator(s.stage, s.grad_accum) ? s.dtype.size() * s.memory[rank].owned : 0;
 }
 
-double expected_sent_phi(const RunStats& s) {
-  const double a = s.grad_accum;
-  switch (s.stage) {
-    case 0:
-      return 2 * a;
-    case 1:
-    case 2:
-      return a + 1;
-    default:
-      return 3 * a;
-  }
-}
+double expected_sent_phi(const RunStats& s) { return collectives_per_step(s.stage, s.grad_accum); }
 
 std::string format_summary(const RunStats& s) {
   using zero::MemoryCategory;
@@ -75,10 +73,7 @@ std::string format_summary(const RunStats& s) {
   out += fmt::format("model: {}\n", s.model_description);
   out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n", phi, p,
                      p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
-  const char* formula = s.stage == 0   ? "(2p+K)Φ"
-                        : s.stage == 1 ? "2pΦ + KΦ/N"
-                        : s.stage == 2 ? "pΦ + (p+K)Φ/N"
-                                       : "(2p+K)Φ/N";
+  const char* formula = formula_text(s.stage);
   out += fmt::format("Model states per rank (measured by the ledger; formula {} with p = {}, K = {}):\n", formula, p,
                      s.optimizer_k);
   out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", "rank", "params", "grads",
@@ -114,8 +109,9 @@ std::string format_summary(const RunStats& s) {
   out += fmt::format("Sent per step by rank 0 (measured): all-reduce {} + reduce-scatter {} + all-gather {} = {}\n",
                      mb(ar), mb(rs), mb(ag), mb(total));
   if (s.ranks > 1) {
-    out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, s.stage == 3 ? 3 : 2,
-                       s.stage == 3 ? " (tied weights are gathered once per use)" : "");
+    const bool gathers = traits(s.stage).gathers_on_acquire;
+    out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, collectives_per_step(s.stage, 1),
+                       gathers ? " (tied weights are gathered once per use)" : "");
     if (s.grad_accum > 1) out += accumulation_traffic(s);
   } else {
     out += "  (one rank: nothing to send)\n";

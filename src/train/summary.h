@@ -14,6 +14,7 @@
 
 #include "comm/stats.h"
 #include "core/dtype.h"
+#include "core/stage.h"
 #include "zero/memory_ledger.h"
 
 namespace zerodp::train {
@@ -31,7 +32,7 @@ struct RunStats {
   std::string model_description;
   uint64_t num_params = 0;
   uint64_t largest_unit = 0;
-  int stage = 0;
+  Stage stage = Stage::k0;
   int ranks = 1;
   std::string backend;
   Dtype dtype = Dtype::fp32();
@@ -51,10 +52,11 @@ uint64_t formula_model_state_bytes(const RunStats& stats, int rank);
 // from, because every micro-batch is reduced (docs/architecture.md).
 uint64_t accumulator_bytes(const RunStats& stats, int rank);
 // The elements rank 0 sends per step in units of Φ·(N-1)/N, as zerodp's
-// schedule sends them: the paper's 2Φ (stages 0-2) or 3Φ (stage 3) is one
-// reduction per step; zerodp reduces each of the A micro-batches, so stage 0
-// sends 2AΦ, stages 1-2 AΦ + Φ (A reduce-scatters, one all-gather), stage 3
-// 3AΦ (plus the tied embedding's extra gathers, not counted here).
+// schedule sends them (collectives_per_step of the stage table): the paper's
+// 2Φ (stages 0-2) or 3Φ (stage 3) is one reduction per step; zerodp reduces
+// each of the A micro-batches, so stage 0 sends 2AΦ, stages 1-2 AΦ + Φ (A
+// reduce-scatters, one all-gather), stage 3 3AΦ (plus the tied embedding's
+// extra gathers, not counted here).
 double expected_sent_phi(const RunStats& stats);
 
 std::string format_summary(const RunStats& stats);

@@ -12,7 +12,7 @@ namespace zerodp::train {
 
 zero::EngineConfig TrainConfig::default_engine() {
   zero::EngineConfig e;
-  e.stage = 3;
+  e.stage = Stage::k3;
   e.dtype = Dtype::bf16();
   e.clip_norm = 1.0;
   e.optimizer.kind = optim::OptimizerKind::kAdamW;

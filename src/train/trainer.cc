@@ -159,7 +159,7 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.stage = config.engine.stage;
   shape.ranks = ranks;
   shape.dtype = config.engine.dtype;
-  shape.optimizer = plan::plan_optimizer(config.engine.optimizer);
+  shape.optimizer = config.engine.optimizer;
   shape.micro_batch = config.micro_batch;
   shape.seq_len = config.seq_len;
   shape.checkpointing = config.activation_checkpointing;

@@ -78,8 +78,6 @@ void check_loss_scaler(const optim::LossScalerConfig& s) {
 
 void check_engine_values(const TrainConfig& c) {
   const zero::EngineConfig& e = c.engine;
-  ZDP_CHECK(e.stage >= 0 && e.stage <= 3, ConfigError, "[train] {} {}: ZeRO stage {} does not exist; use 0, 1, 2 or 3",
-            c.spelled("stage", "zero_optimization.stage"), e.stage, e.stage);
   ZDP_CHECK(e.grad_accum >= 1, ConfigError, "[train] {} {} must be at least 1 (1: no accumulation)",
             c.spelled("grad-accum", "gradient_accumulation_steps"), e.grad_accum);
   ZDP_CHECK(non_negative(e.clip_norm), ConfigError, "[train] {} {} must be >= 0 (0 turns clipping off)",

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The refusals of a run's engine values (stage, accumulation, clipping,
-// optimizer, schedule, loss scaler) in the user's words: each names the
+// The refusals of a run's engine values (accumulation, clipping, optimizer,
+// schedule, loss scaler) in the user's words: each names the
 // `zerodp train` flag and the --config key that set the value, e.g.
 //   [train] --lr -1 (optimizer.params.lr in --config) must be a finite number >= 0, e.g. 1.5e-3
 // instead of the module that would refuse it later ("[adamw] lr -1 ...").
 // The engine's and the optimizer's own checks stay, for callers that are
-// not the CLI.
+// not the CLI. The stage is typed (core/stage.h): --stage and
+// zero_optimization.stage are refused where they are read (parse_stage),
+// with the same message.
 // Thread-safety: a pure function.
 #pragma once
 

@@ -51,8 +51,6 @@ void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstB
 }  // namespace
 
 void validate(const EngineConfig& config) {
-  ZDP_CHECK(config.stage >= 0 && config.stage <= 3, ConfigError,
-            "[engine] ZeRO stage {} does not exist: use 0, 1, 2 or 3", config.stage);
   ZDP_CHECK(config.grad_accum >= 1, ConfigError, "[engine] gradient accumulation {} must be at least 1",
             config.grad_accum);
   ZDP_CHECK(config.clip_norm >= 0.0 && std::isfinite(config.clip_norm), ConfigError,
@@ -85,19 +83,19 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
                   : optim::LossScalerConfig{.mode = optim::LossScaleMode::kStatic, .initial_scale = 1.0}),
       lr_schedule_(config.lr_schedule) {
   validate(config_);
-  const int stage = config_.stage;
+  const StageTraits& stage = traits(config_.stage);
   const Dtype dt = config_.dtype;
   const bool mixed = dt.is_low_precision();
+  auto layout = [](bool partitioned) { return partitioned ? Layout::kOwned : Layout::kFlat; };
 
-  params_ =
-      StateBuffer(plan_, rank_, stage == 3 ? Layout::kOwned : Layout::kFlat, dt, ledger_, MemoryCategory::kParams);
-  const bool separate_staging = stage == 1 && config_.grad_accum > 1;
-  grads_ = StateBuffer(plan_, rank_, stage >= 2 || separate_staging ? Layout::kOwned : Layout::kFlat, dt, ledger_,
+  params_ = StateBuffer(plan_, rank_, layout(stage.partitions_params), dt, ledger_, MemoryCategory::kParams);
+  const bool separate_staging = keeps_owned_accumulator(config_.stage, config_.grad_accum);
+  grads_ = StateBuffer(plan_, rank_, layout(stage.partitions_grads || separate_staging), dt, ledger_,
                        MemoryCategory::kGrads);
   if (separate_staging) grad_staging_ = StateBuffer(plan_, rank_, Layout::kFlat, dt, ledger_, MemoryCategory::kGrads);
   if (mixed) {
-    master_ = StateBuffer(plan_, rank_, stage == 0 ? Layout::kFlat : Layout::kOwned, Dtype::fp32(), ledger_,
-                          MemoryCategory::kMaster);
+    master_ =
+        StateBuffer(plan_, rank_, layout(stage.partitions_optimizer), Dtype::fp32(), ledger_, MemoryCategory::kMaster);
     compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
   }
 
@@ -130,7 +128,8 @@ void Engine::fill_params(const ParamSource& source) {
   LedgerBuffer<float> chunk(ledger_, MemoryCategory::kScratch, std::min(kChunkElements, plan_.largest_unit()));
   const bool mixed = master_.allocated();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const comm::ShardRange held = config_.stage == 3 ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
+    const comm::ShardRange held =
+        traits(config_.stage).partitions_params ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
     const comm::ShardRange upd = update_range(u);
     for (size_t at = held.offset; at < held.offset + held.count; at += chunk.size()) {
       const size_t n = std::min(chunk.size(), held.offset + held.count - at);
@@ -160,7 +159,8 @@ Engine::~Engine() {
 }
 
 comm::ShardRange Engine::update_range(size_t unit) const {
-  return config_.stage == 0 ? comm::ShardRange{0, plan_.unit_count(unit)} : plan_.shard(unit, rank_);
+  return traits(config_.stage).partitions_optimizer ? plan_.shard(unit, rank_)
+                                                    : comm::ShardRange{0, plan_.unit_count(unit)};
 }
 
 CommWorker::Ticket Engine::submit(std::function<void()> task) {
@@ -211,7 +211,7 @@ std::span<const float> Engine::acquire(int op_index, int direction) {
   const size_t unit = static_cast<size_t>(model_.ops()[op_index].unit);
   const size_t count = plan_.unit_count(unit);
   comm::ConstBuffer source;
-  if (config_.stage == 3) {
+  if (traits(config_.stage).gathers_on_acquire) {
     auto& g = gathered_[op_index];
     if (!g) g = start_gather(op_index);
     const int next = op_index + direction;
@@ -306,10 +306,11 @@ void Engine::flush_bucket(bool first_micro) {
 void Engine::reduce_unit(size_t unit, bool first_micro) {
   std::shared_ptr<LedgerBuffer<float>> scratch = std::move(grad_scratch_[unit]);
   const comm::ConstBuffer local(scratch->data(), scratch->size(), Dtype::fp32());
-  if (config_.stage == 0) return bucket_unit(unit, local, first_micro);
+  const StageTraits& stage = traits(config_.stage);
+  if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, local, first_micro);
   std::shared_ptr<LedgerBuffer<std::byte>> bucket;
   comm::Buffer staging;
-  if (config_.stage == 1) {
+  if (!stage.partitions_grads) {
     // Stage 1 keeps the full local gradient (the paper's 2Φ): reduce-scatter
     // from it, once the previous micro-batch's reduction of it has run.
     wait(staging_tickets_[unit]);
@@ -412,7 +413,7 @@ void Engine::refresh_params() {
       convert_into(params_.slice(u, upd), master_.slice(u, upd));
     }
   }
-  if (config_.stage == 1 || config_.stage == 2) {
+  if (traits(config_.stage).refresh == ParamRefresh::kAllGather) {
     for (size_t u = 0; u < plan_.num_units(); ++u) {
       const comm::Buffer full = params_.unit(u);
       const comm::Buffer own = params_.own_shard(u);

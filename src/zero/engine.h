@@ -13,13 +13,12 @@
 //   step:     overflow check, global norm, clip+unscale, optimizer on the
 //             owned shards, refresh the low-precision parameters
 //
-// | stage | params held | grads held | optimizer | reduce           | refresh       |
-// |   0   | all         | all        | all       | all-reduce       | convert       |
-// |   1   | all         | all        | own shard | reduce-scatter   | all-gather    |
-// |   2   | all         | own shard  | own shard | reduce-scatter   | all-gather    |
-// |   3   | own shard   | own shard  | own shard | reduce-scatter   | (none)        |
-// Stage 3 all-gathers a unit's parameters before each op that uses it (the
-// next op's unit is prefetched on the comm thread) and drops them after.
+// What each stage partitions, which collective reduces the gradients, how
+// the parameters are refreshed and whether acquire gathers a unit is the
+// table in core/stage.h (traits(config.stage)); the engine reads it and
+// never compares stage numbers. Gathering on acquire (stage 3) all-gathers a
+// unit's parameters before each op that uses it (the next op's unit is
+// prefetched on the comm thread) and drops them after.
 //
 // Determinism: every micro-batch's gradients are reduced (rank-order fp32
 // sum, rounded once) and added to the gradient accumulator; norms and

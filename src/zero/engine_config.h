@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/stage.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
@@ -15,7 +16,7 @@
 namespace zerodp::zero {
 
 struct EngineConfig {
-  int stage = 0;                      // ZeRO stage 0..3
+  Stage stage = Stage::k0;            // what is partitioned and how it moves: traits(stage)
   Dtype dtype = Dtype::fp32();        // storage and communication dtype of params and grads
   int grad_accum = 1;                 // micro-batches per optimizer step
   double clip_norm = 0.0;             // global gradient-norm clipping; 0 = off
@@ -33,7 +34,8 @@ struct EngineConfig {
 // (plan/engine_memory.cc counts the same).
 inline constexpr size_t kMaxReductionsInFlight = 2;
 
-// Throws ConfigError for a stage outside 0..3, grad_accum < 1, clip < 0.
+// Throws ConfigError for grad_accum < 1, clip < 0 and bad optimizer or
+// loss-scaler values.
 void validate(const EngineConfig& config);
 
 }  // namespace zerodp::zero

@@ -55,7 +55,7 @@ std::vector<float> Engine::gather_master_params() {
   const StateBuffer& master = master_weights();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::Buffer out(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32());
-    if (config_.stage == 0) {
+    if (!traits(config_.stage).partitions_optimizer) {
       convert_into(out, master.unit(u));
     } else {
       comm_.all_gather(master.own_shard(u), out);
@@ -75,19 +75,20 @@ LedgerBuffer<float> Engine::gather_params_to(int root) {
             comm_.size());
   LedgerBuffer<float> full;
   if (root == rank_) full = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, plan_.num_params());
-  if (root == rank_ || config_.stage == 3) gather_params_into(full.span());
+  if (root == rank_ || traits(config_.stage).partitions_params) gather_params_into(full.span());
   return full;
 }
 
 void Engine::gather_params_into(std::span<float> full) {
   LedgerBuffer<std::byte> unit_buffer;
-  if (config_.stage == 3) {
+  const bool partitioned = traits(config_.stage).partitions_params;
+  if (partitioned) {
     unit_buffer =
         LedgerBuffer<std::byte>(ledger_, MemoryCategory::kScratch, plan_.largest_unit() * config_.dtype.size());
   }
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     comm::ConstBuffer unit;
-    if (config_.stage == 3) {
+    if (partitioned) {
       const comm::Buffer gathered(unit_buffer.data(), plan_.unit_count(u), config_.dtype);
       comm_.all_gather(params_.own_shard(u), gathered);
       unit = gathered;

@@ -129,7 +129,7 @@ inline void train_steps(zero::Engine& engine, int micro_batch, int count, std::v
 // the optimizer state.
 inline zero::EngineConfig test_config(int stage, Dtype dtype = Dtype::fp32()) {
   zero::EngineConfig c;
-  c.stage = stage;
+  c.stage = parse_stage(stage, "test");
   c.dtype = dtype;
   c.optimizer.kind = optim::OptimizerKind::kAdamW;
   c.optimizer.adam.weight_decay = 0.01;

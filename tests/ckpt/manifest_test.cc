@@ -21,7 +21,7 @@ Manifest sample() {
   m.units = {{"fc0", 16}, {"fc1", 10}};
   m.num_params = 26;
   m.ranks = 3;
-  m.stage = 2;
+  m.stage = Stage::k2;
   m.dtype = "fp16";
   m.tensors = {"master", "exp_avg", "exp_avg_sq"};
   m.optimizer.kind = optim::OptimizerKind::kAdam;

@@ -103,7 +103,7 @@ void expect_reshard(const Reshard& c) {
   EXPECT_EQ(direct.losses, reference.losses);
   EXPECT_TRUE(same_state(direct.final, reference.final, &why)) << "continued training vs a run started at M: " << why;
 
-  reshard(dir / "a", dir / "offline", {.ranks = c.m, .stage = c.t});
+  reshard(dir / "a", dir / "offline", {.ranks = c.m, .stage = parse_stage(c.t, "test")});
   EXPECT_EQ(read_manifest(dir / "offline").ranks, c.m);
   const Continued offline = continue_from(dir / "offline", c.m, target);
   EXPECT_EQ(offline.losses, reference.losses);

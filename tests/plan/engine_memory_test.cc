@@ -23,34 +23,35 @@ TEST(EngineMemory, OwnedElementsFollowTheUnevenShardRule) {
 }
 
 TEST(EngineMemory, ModelStatesPerStage) {
-  EngineRun run{.stage = 0, .ranks = 3, .dtype = Dtype::bf16(), .optimizer = Optimizer::kAdamW};
+  EngineRun run{
+      .stage = Stage::k0, .ranks = 3, .dtype = Dtype::bf16(), .optimizer = {.kind = optim::OptimizerKind::kAdamW}};
   RankPrediction p = predict_engine_rank(tied(), run, 1, 0);
   EXPECT_EQ(p.params, 21u * 2);
   EXPECT_EQ(p.grads, 21u * 2);
   EXPECT_EQ(p.master + p.adam_m + p.adam_v, 21u * 12);
-  run.stage = 1;
+  run.stage = Stage::k1;
   p = predict_engine_rank(tied(), run, 1, 0);
   EXPECT_EQ(p.grads, 21u * 2);
   EXPECT_EQ(p.master, 6u * 4);
   run.grad_accum = 2;  // owned accumulator + flat staging
   p = predict_engine_rank(tied(), run, 1, 0);
   EXPECT_EQ(p.grads, 6u * 2 + 21u * 2);
-  run.stage = 2;
+  run.stage = Stage::k2;
   p = predict_engine_rank(tied(), run, 1, 0);
   EXPECT_EQ(p.params, 21u * 2);
   EXPECT_EQ(p.grads, 6u * 2);
-  run.stage = 3;
+  run.stage = Stage::k3;
   run.dtype = Dtype::fp32();
-  run.optimizer = Optimizer::kSgd;
+  run.optimizer = {.kind = optim::OptimizerKind::kSgd};
   p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.params, 9u * 4);
   EXPECT_EQ(p.master + p.adam_m + p.adam_v, 0u);
 }
 
 TEST(EngineMemory, UnitBuffers) {
-  EngineRun run{.stage = 2, .ranks = 2, .dtype = Dtype::bf16()};
+  EngineRun run{.stage = Stage::k2, .ranks = 2, .dtype = Dtype::bf16()};
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4);  // fp32 compute copy
-  run.stage = 3;
+  run.stage = Stage::k3;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4 + 2 * 10u * 2);
   run.prefetch = false;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).gathered, 10u * 4 + 10u * 2);
@@ -61,7 +62,7 @@ TEST(EngineMemory, UnitBuffers) {
 TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
   // Backward: op 3 opens unit 0 (40 B fp32), op 2 unit 2 (16 B), op 1 unit 1
   // (28 B), op 0 closes unit 0. fp32 stage 2: the peak is units 0 and 1 open.
-  EngineRun run{.stage = 2, .ranks = 2, .dtype = Dtype::fp32()};
+  EngineRun run{.stage = Stage::k2, .ranks = 2, .dtype = Dtype::fp32()};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.buckets, 40u + 28u);
   // Lagging comm thread: unit 2 (16) and unit 1 (28) still queued when
@@ -72,7 +73,7 @@ TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
   p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.buckets, 40u + 28u + 14u);
   // Stage 1 converts into its grads buffer: no copy.
-  run.stage = 1;
+  run.stage = Stage::k1;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u);
 }
 
@@ -81,7 +82,7 @@ TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
   // flat 17..20): a bucket opens; unit 1 (7 el., flat 10..16) is adjacent and
   // fits (11); unit 0 (10) does not: flush, open another. Peak: unit 0 and 1
   // gradients open (40 + 28) with the first bucket (24).
-  EngineRun run{.stage = 0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
+  EngineRun run{.stage = Stage::k0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.buckets, 40u + 28u + 24u);
   // Lagging over 2 micro-batches: the first pass's two buckets (24, and 20:
@@ -98,13 +99,14 @@ TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
 }
 
 TEST(EngineMemory, TotalsAndBadInput) {
-  EngineRun run{.stage = 3, .ranks = 4, .dtype = Dtype::bf16()};
+  EngineRun run{.stage = Stage::k3, .ranks = 4, .dtype = Dtype::bf16()};
   const RankPrediction p = predict_engine_rank(tied(), run, 0, 1000);
   EXPECT_EQ(p.total(), p.model_states() + p.gathered + p.buckets + 1000);
   EXPECT_GE(p.total_bound(), p.total());
-  run.stage = 4;
+  run.ranks = 0;  // a stage past 3 cannot be written any more: parse_stage refuses it (core/stage_test.cc)
   EXPECT_THROW(predict_engine_rank(tied(), run, 0, 0), ConfigError);
-  run.stage = 0;
+  run.ranks = 4;
+  run.stage = Stage::k0;
   run.grad_accum = 0;
   EXPECT_THROW(predict_engine_rank(tied(), run, 0, 0), ConfigError);
   EXPECT_THROW(predict_engine_rank(UnitSchedule{{3}, {1}}, EngineRun{}, 0, 0), ConfigError);

@@ -40,26 +40,6 @@ model::ModelConfig odd_mlp() {
   return m;
 }
 
-optim::OptimizerConfig optim_config(Optimizer o) {
-  optim::OptimizerConfig c;
-  switch (o) {
-    case Optimizer::kAdamW:
-      c.kind = optim::OptimizerKind::kAdamW;
-      break;
-    case Optimizer::kAdam:
-      c.kind = optim::OptimizerKind::kAdam;
-      break;
-    case Optimizer::kSgdMomentum:
-      c.kind = optim::OptimizerKind::kSgd;
-      c.sgd.momentum = 0.9;
-      break;
-    case Optimizer::kSgd:
-      c.kind = optim::OptimizerKind::kSgd;
-      break;
-  }
-  return c;
-}
-
 // A deterministic micro-batch for whichever model the workspace belongs to.
 zero::BatchFeeder feeder(const model::ModelConfig& mc, const RunShape& run, int rank) {
   return [&mc, run, rank](model::Workspace& ws, int micro) {
@@ -100,7 +80,7 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   ec.prefetch = run.prefetch;
   ec.bucket_elements = run.bucket_elements;
   ec.overlap = overlap;
-  ec.optimizer = optim_config(run.optimizer);
+  ec.optimizer = run.optimizer;
   std::vector<zero::LedgerSnapshot> out(static_cast<size_t>(run.ranks));
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     zero::Engine engine(*model, comm, ec, /*seed=*/7, run.micro_batch, run.seq_len, run.checkpointing);
@@ -173,7 +153,7 @@ std::vector<Case> cases() {
 TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
   for (const Case& c : cases()) {
     for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
-      for (int stage = 0; stage < kNumStages; ++stage) {
+      for (Stage stage : kAllStages) {
         for (int n = 1; n <= 4; ++n) {
           RunShape run;
           run.stage = stage;
@@ -193,7 +173,7 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
 
 TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
   for (const Case& c : {cases()[1], cases()[2]}) {
-    for (int stage = 0; stage < kNumStages; ++stage) {
+    for (Stage stage : kAllStages) {
       RunShape run;
       run.stage = stage;
       run.ranks = 3;
@@ -204,9 +184,9 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
       run.grad_accum = 3;  // stage 1 keeps a flat staging buffer beside its owned accumulator
       expect_ledger_matches(c.model, run, false);
       run.grad_accum = 1;
-      run.optimizer = Optimizer::kSgdMomentum;
+      run.optimizer = {.kind = optim::OptimizerKind::kSgd, .sgd = {.momentum = 0.9}};
       expect_ledger_matches(c.model, run, false);
-      run.optimizer = Optimizer::kSgd;
+      run.optimizer = {.kind = optim::OptimizerKind::kSgd};
       run.dtype = Dtype::fp16();
       expect_ledger_matches(c.model, run, false);
       run.prefetch = false;
@@ -215,7 +195,7 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
   }
   RunShape ckpt;
   ckpt.ranks = 2;
-  ckpt.stage = 2;
+  ckpt.stage = Stage::k2;
   ckpt.micro_batch = 2;
   ckpt.seq_len = 9;
   ckpt.checkpointing = true;
@@ -230,7 +210,7 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
 
 TEST(PlanVsLedger, WithTheCommThreadBucketsLieBetweenPredictionAndBound) {
   for (const Case& c : {cases()[0], cases()[2]}) {
-    for (int stage = 0; stage < kNumStages; ++stage) {
+    for (Stage stage : kAllStages) {
       for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
         RunShape run;
         run.stage = stage;

@@ -14,7 +14,7 @@ PlanConfig paper_config() {
   c.num_params = 7'500'000'000;
   c.ranks = {64};
   c.precision = Dtype::fp16();
-  c.optimizer = Optimizer::kAdamW;
+  c.optimizer = {.kind = optim::OptimizerKind::kAdamW};
   c.device_memory = 32'000'000'000;
   return c;
 }
@@ -28,14 +28,14 @@ TEST(Planner, RecommendsTheLeastCommunicationThatFits) {
   EXPECT_TRUE(*p.stages[2].fits);
   EXPECT_TRUE(*p.stages[3].fits);
   // Stages 1 and 2 move 2Φ, stage 3 3Φ; of 1 and 2, stage 2 holds less.
-  EXPECT_EQ(p.recommended, 2);
+  EXPECT_EQ(p.recommended, Stage::k2);
 }
 
 TEST(Planner, RecommendsStage3WhenOnlyItFits) {
   PlanConfig c = paper_config();
   c.num_params = 128'000'000'000;
   const PlanResult r = make_plan(c);
-  EXPECT_EQ(r.per_ranks[0].recommended, 3);  // 32 GB exactly: fits
+  EXPECT_EQ(r.per_ranks[0].recommended, Stage::k3);  // 32 GB exactly: fits
   c.device_memory = 31'999'999'999;
   EXPECT_FALSE(make_plan(c).per_ranks[0].recommended.has_value());
 }
@@ -46,7 +46,7 @@ TEST(Planner, RecommendsStage0ForSmallModelsOnlyOnTies) {
   c.ranks = {1};
   // At N = 1 every stage holds the same bytes; the lowest-communication
   // choice with equal memory keeps the first such stage.
-  EXPECT_EQ(make_plan(c).per_ranks[0].recommended, 0);
+  EXPECT_EQ(make_plan(c).per_ranks[0].recommended, Stage::k0);
 }
 
 TEST(Planner, ActivationsAndGatheredBuffersJoinThePeak) {
@@ -68,14 +68,14 @@ TEST(Planner, ActivationsAndGatheredBuffersJoinThePeak) {
       EXPECT_EQ(s.activations, r.activations->total_bytes);
       EXPECT_EQ(s.peak, s.states.total() + s.buffers() + s.activations);
       EXPECT_GT(s.buckets, 0u);
-      EXPECT_EQ(s.gathered, s.stage == 3 ? 2 * r.largest_unit_params.value() * 2 : 0u);
+      EXPECT_EQ(s.gathered, s.stage == Stage::k3 ? 2 * r.largest_unit_params.value() * 2 : 0u);
       EXPECT_EQ(s.compute_copy, r.largest_unit_params.value() * 4);
     }
   }
   // N = 1: stages 0-2 all move 2Φ and hold the same states; stage 1 wins on
   // buffers, because it reduces straight from its bf16 gradient buffer
   // where stages 0 and 2 make a bf16 copy of each unit's gradient.
-  EXPECT_EQ(r.per_ranks[0].recommended, 1);
+  EXPECT_EQ(r.per_ranks[0].recommended, Stage::k1);
 }
 
 TEST(Planner, WithAShapePartitionsPerUnitLikeTheEngine) {

@@ -52,7 +52,7 @@ struct Outcome {
 
 EngineConfig config_for(int stage, Dtype dtype) {
   EngineConfig c;
-  c.stage = stage;
+  c.stage = parse_stage(stage, "test");
   c.dtype = dtype;
   c.grad_accum = 2;        // the accumulation boundary is a collective site too
   c.bucket_elements = 64;  // stage 0: several buckets per backward

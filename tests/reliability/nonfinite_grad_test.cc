@@ -44,7 +44,7 @@ struct RankRecord {
 std::vector<RankRecord> train(int stage, Dtype dtype) {
   const model::Mlp mlp(testing::small_mlp());
   EngineConfig config;
-  config.stage = stage;
+  config.stage = parse_stage(stage, "test");
   config.dtype = dtype;
   std::vector<RankRecord> records(kRanks);
   try {

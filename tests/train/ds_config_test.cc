@@ -54,7 +54,7 @@ TEST(DeepSpeedConfig, MapsTheKeysThatMeanSomethingHere) {
   EXPECT_EQ(c.source_of("seed"), "DeepSpeed default");
   EXPECT_EQ(c.log_every, 7);
   EXPECT_EQ(c.engine.clip_norm, 0.5);
-  EXPECT_EQ(c.engine.stage, 2);
+  EXPECT_EQ(c.engine.stage, Stage::k2);
   EXPECT_EQ(c.engine.bucket_elements, 500000u);
   EXPECT_FALSE(c.engine.overlap);
   EXPECT_EQ(c.engine.dtype, Dtype::fp16());
@@ -119,7 +119,7 @@ TEST(DeepSpeedConfig, BatchDerivationsAreDeepSpeeds) {
 TEST(DeepSpeedConfig, DefaultsAreDeepSpeedsWhenAConfigIsGiven) {
   // No zero_optimization, no precision section: stage 0 in fp32, as DeepSpeed.
   const TrainConfig c = apply(R"({"train_micro_batch_size_per_gpu": 4})").config;
-  EXPECT_EQ(c.engine.stage, 0);
+  EXPECT_EQ(c.engine.stage, Stage::k0);
   EXPECT_EQ(c.engine.dtype, Dtype::fp32());
   EXPECT_EQ(c.engine.clip_norm, 0.0);
   EXPECT_EQ(c.engine.lr_schedule.kind, optim::LrScheduleKind::kConstant);
@@ -132,7 +132,7 @@ TEST(DeepSpeedConfig, DefaultsAreDeepSpeedsWhenAConfigIsGiven) {
   EXPECT_EQ(w.engine.lr_schedule.warmup_type, optim::WarmupType::kLog);
   EXPECT_EQ(w.engine.lr_schedule.max_lr, 0.001);
   // Without a config file, zerodp's own defaults stay.
-  EXPECT_EQ(TrainConfig{}.engine.stage, 3);
+  EXPECT_EQ(TrainConfig{}.engine.stage, Stage::k3);
 }
 
 TEST(DeepSpeedConfig, ActivationCheckpointingSectionTurnsItOn) {

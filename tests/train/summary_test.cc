@@ -14,7 +14,7 @@ RunStats stats_for(int stage, int accum, uint64_t grads_bytes, uint64_t rs_eleme
   RunStats s;
   s.model_description = "test";
   s.num_params = 1000;
-  s.stage = stage;
+  s.stage = parse_stage(stage, "test");
   s.ranks = 2;
   s.backend = "thread";
   s.dtype = Dtype::bf16();

@@ -21,7 +21,7 @@ using testing::train_mlp;
 
 EngineConfig config_for(int stage, Dtype dtype) {
   EngineConfig c;
-  c.stage = stage;
+  c.stage = parse_stage(stage, "test");
   c.dtype = dtype;
   c.optimizer.kind = optim::OptimizerKind::kAdamW;
   c.optimizer.adam.lr = 3e-3;
@@ -93,7 +93,7 @@ TEST(Engine, AccumulationClippingAndNoOverlapKeepStagesEqual) {
     for (int stage = 1; stage <= 3; ++stage) {
       for (bool overlap : {true, false}) {
         EngineConfig c = base;
-        c.stage = stage;
+        c.stage = parse_stage(stage, "test");
         c.bucket_elements = overlap ? 100 : 1;  // stage 0: several units per bucket, or one each
         c.overlap = overlap;
         c.prefetch = overlap;

@@ -55,7 +55,7 @@ TEST(PartitionedInit, NoRankMaterialisesTheModelAndEveryStageHoldsTheFullInitsBi
       size_t largest_at_construction = 0;
       zerodp::testing::run_on_ranks(4, [&](comm::Communicator& comm) {
         EngineConfig c;
-        c.stage = stage;
+        c.stage = parse_stage(stage, "test");
         c.dtype = dtype;
         Engine engine(gpt, comm, c, 77, 1, 8);
         comm.barrier();

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ZeRO stage and the one table of what each stage does (Rajbhandari et
+// al., SC20, arXiv 1910.02054). The engine (src/zero), the planner
+// (src/plan) and the run summary (src/train) read the table instead of
+// comparing stage numbers, so "what stage S keeps and sends" is said once:
+//
+// | stage | partitions (params grads optimizer) | reduce         | refresh    | gather on acquire |
+// |   0   |  -       -       -                  | all-reduce     | local      | no                |
+// |   1   |  -       -       yes                | reduce-scatter | all-gather | no                |
+// |   2   |  -       yes     yes                | reduce-scatter | all-gather | no                |
+// |   3   |  yes     yes     yes                | reduce-scatter | local      | yes               |
+//
+// A stage is a number only at the edges: --stage, zero_optimization.stage,
+// a checkpoint manifest, the metrics file and printed text spell it 0..3
+// (parse_stage, stage_number; fmt prints a Stage as its number).
+// It lives in core because zero, plan and train all read it and plan may
+// not include zero. Thread-safety: constants and pure functions.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace zerodp {
+
+enum class Stage : uint8_t { k0 = 0, k1 = 1, k2 = 2, k3 = 3 };
+
+// How a micro-batch's gradients are reduced across ranks.
+enum class GradReduce : uint8_t {
+  kAllReduce,      // every rank gets the whole sum (2Φ on the wire)
+  kReduceScatter,  // each rank gets the sum of its own shard (Φ)
+};
+
+// How the parameters follow the optimizer's update.
+enum class ParamRefresh : uint8_t {
+  kLocal,      // each rank converts what it updated, and that is all it holds (no collective)
+  kAllGather,  // each rank converts its own shard, then an all-gather rebuilds the full parameters (Φ)
+};
+
+struct StageTraits {
+  Stage stage;
+  std::string_view paper_name;  // "plain data parallel", "P_os", "P_os+g", "P_os+g+p"
+  // Which model states a rank holds only its own shard of (else all of them).
+  bool partitions_params;
+  bool partitions_grads;
+  bool partitions_optimizer;  // fp32 master weights and moments: the elements a rank updates
+  GradReduce reduce;
+  ParamRefresh refresh;
+  bool gathers_on_acquire;  // a unit's parameters are all-gathered before each op that uses it
+};
+
+inline constexpr std::array<StageTraits, 4> kStageTable = {{
+    {Stage::k0, "plain data parallel", false, false, false, GradReduce::kAllReduce, ParamRefresh::kLocal, false},
+    {Stage::k1, "P_os", false, false, true, GradReduce::kReduceScatter, ParamRefresh::kAllGather, false},
+    {Stage::k2, "P_os+g", false, true, true, GradReduce::kReduceScatter, ParamRefresh::kAllGather, false},
+    {Stage::k3, "P_os+g+p", true, true, true, GradReduce::kReduceScatter, ParamRefresh::kLocal, true},
+}};
+
+inline constexpr std::array<Stage, 4> kAllStages = {Stage::k0, Stage::k1, Stage::k2, Stage::k3};
+
+constexpr int stage_number(Stage stage) { return static_cast<int>(stage); }
+
+constexpr const StageTraits& traits(Stage stage) { return kStageTable[static_cast<size_t>(stage)]; }
+
+// Stage 1 keeps the whole local gradient (it is not partitioned) but reduces
+// it with a reduce-scatter, so with accumulation (grad_accum > 1) the reduced
+// shards need an owned accumulator of their own beside it
+// (docs/architecture.md: gradients are reduced every micro-batch).
+constexpr bool keeps_owned_accumulator(Stage stage, int grad_accum) {
+  const StageTraits& t = traits(stage);
+  return grad_accum > 1 && !t.partitions_grads && t.reduce == GradReduce::kReduceScatter;
+}
+
+// Full-model collectives per step with `grad_accum` micro-batches, each a
+// volume of Φ elements: an all-reduce counts 2 (a reduce-scatter and an
+// all-gather), a reduce-scatter 1, per micro-batch; an all-gather refresh 1
+// per step; gathering on acquire 2 per micro-batch (forward and backward).
+// With grad_accum 1 this is the paper's 2Φ (stages 0-2) or 3Φ (stage 3).
+constexpr int collectives_per_step(Stage stage, int grad_accum) {
+  const StageTraits& t = traits(stage);
+  int n = (t.reduce == GradReduce::kAllReduce ? 2 : 1) * grad_accum;
+  if (t.refresh == ParamRefresh::kAllGather) n += 1;
+  if (t.gathers_on_acquire) n += 2 * grad_accum;
+  return n;
+}
+
+static_assert([] {
+  for (size_t i = 0; i < kStageTable.size(); ++i) {
+    if (static_cast<size_t>(kStageTable[i].stage) != i || kAllStages[i] != kStageTable[i].stage) return false;
+  }
+  return true;
+}());
+
+// The stage numbered `number`. ConfigError otherwise, naming where the number
+// came from (`what`: e.g. "[train] --stage"):
+//   "{what} {number}: ZeRO stage {number} does not exist; use 0, 1, 2 or 3"
+Stage parse_stage(int64_t number, std::string_view what);
+
+}  // namespace zerodp
+
+// fmt prints a Stage as its number, with int's format specs.
+template <>
+struct fmt::formatter<zerodp::Stage> : fmt::formatter<int> {
+  template <typename FormatContext>
+  auto format(zerodp::Stage stage, FormatContext& ctx) const {
+    return fmt::formatter<int>::format(zerodp::stage_number(stage), ctx);
+  }
+};
