@@ -114,7 +114,7 @@ class TwoLayer final : public model::Model {
 int main() {
   const TwoLayer model;
   zero::EngineConfig config;
-  config.stage = 3;  // parameters, gradients and optimizer state: each rank holds its half
+  config.stage = Stage::k3;  // parameters, gradients and optimizer state: each rank holds its half
   config.optimizer.adam.lr = config.lr_schedule.max_lr = 1e-2;  // AdamW, constant rate
   constexpr int kBatch = 32, kSteps = 150;
   std::vector<double> losses;
@@ -133,7 +133,8 @@ int main() {
     };
     if (comm.rank() == 0) {
       std::printf("%s on %d thread ranks, ZeRO stage %d: rank 0 holds %zu of %zu parameters\n",
-                  model.describe().c_str(), comm.size(), 3, engine.plan().owned_count(0), model.num_params());
+                  model.describe().c_str(), comm.size(), stage_number(config.stage), engine.plan().owned_count(0),
+                  model.num_params());
     }
     for (int step = 1; step <= kSteps; ++step) {
       const zero::StepResult r = engine.train_step(feed);  // r.loss: the mean over both ranks

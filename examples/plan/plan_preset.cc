@@ -32,11 +32,12 @@ int main(int argc, char** argv) {
       "stage  params       grads        optimizer    buffers      activations  peak         fits  sends/step\n");
   for (const plan::StagePlan& s : n8.stages) {
     auto gib = [](uint64_t bytes) { return plan::format_gib(double(bytes)); };
-    std::printf("%-6d %-12s %-12s %-12s %-12s %-12s %-12s %-5s %s\n", s.stage, gib(s.states.params).c_str(),
-                gib(s.states.grads).c_str(), gib(s.states.optimizer()).c_str(), gib(s.buffers()).c_str(),
-                gib(s.activations).c_str(), gib(s.peak).c_str(), s.fits.value_or(false) ? "yes" : "no",
-                gib(s.comm.sent_bytes).c_str());
+    std::printf("%-6d %-12s %-12s %-12s %-12s %-12s %-12s %-5s %s\n", stage_number(s.stage),
+                gib(s.states.params).c_str(), gib(s.states.grads).c_str(), gib(s.states.optimizer()).c_str(),
+                gib(s.buffers()).c_str(), gib(s.activations).c_str(), gib(s.peak).c_str(),
+                s.fits.value_or(false) ? "yes" : "no", gib(s.comm.sent_bytes).c_str());
   }
-  if (n8.recommended) std::printf("recommended: stage %d. %s\n", *n8.recommended, n8.recommendation.c_str());
+  if (n8.recommended)
+    std::printf("recommended: stage %d. %s\n", stage_number(*n8.recommended), n8.recommendation.c_str());
   return 0;
 }
