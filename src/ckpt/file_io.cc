@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "core/error.h"
@@ -15,7 +16,9 @@
 namespace zerodp::ckpt {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
+// strerror may share one buffer between threads, and every rank thread saves
+// its own shard: the category's message is built per call (strerror_r).
+std::string errno_text(int err) { return std::generic_category().message(err); }
 
 }  // namespace
 
