@@ -16,7 +16,9 @@
 #include "core/simd.h"
 #include "train/run_facts.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{
       "zerodp: data-parallel training with ZeRO (stages 0-3), on CPU ranks as threads or MPI processes.\n"
       "Every run measures what each rank holds and sends next to the ZeRO paper's formulas."};
@@ -81,4 +83,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {
+    // Building the commands failed, or printing an error did (stderr closed):
+    // nothing is left to say it with but the exit code.
+    return 1;
+  }
 }

@@ -53,7 +53,7 @@ void ensure_mpi() {
     if (!initialized) {
       ZDP_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS, CommError,
                 "[mpi] MPI_Init_thread failed");
-      std::atexit(finalize_at_exit);
+      ZDP_CHECK(std::atexit(finalize_at_exit) == 0, CommError, "[mpi] cannot register MPI_Finalize at exit");
     } else {
       MPI_Query_thread(&provided);
     }
