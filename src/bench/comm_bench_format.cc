@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <sstream>
+#include <string>
 
 #include "bench/comm_bench_parse.h"
 
@@ -62,11 +64,11 @@ std::string format_baseline_line(const CommBaselineRow& row) {
 }
 
 std::optional<CommBaselineRow> parse_baseline_line(const std::string& line) {
-  char name[64];
+  std::istringstream in(line);
+  std::string tag, name;
   CommBaselineRow row;
-  if (std::sscanf(line.c_str(), "zerodp-baseline %63s %zu %zu %lf", name, &row.bytes, &row.count, &row.seconds) != 4) {
-    return std::nullopt;
-  }
+  in >> tag >> name >> row.bytes >> row.count >> row.seconds;
+  if (!in || tag != "zerodp-baseline") return std::nullopt;
   row.collective = parse_bench_collective(name);
   return row;
 }

@@ -71,6 +71,7 @@ std::vector<StageTiming> run_engine_bench(const EngineBenchOptions& o, comm::Bac
     }
   });
   std::vector<StageTiming> rows;
+  rows.reserve(results.size());
   for (const auto& [stage, t] : results) rows.push_back(t);
   return rows;
 }

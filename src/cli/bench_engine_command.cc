@@ -77,6 +77,7 @@ std::vector<bench::StageTiming> run_mpi_side(const BenchEngineFlags& f) {
   ZDP_CHECK(by_stage.size() == f.stages.size(), Error, "[bench engine] the MPI run returned {} of {} results",
             by_stage.size(), f.stages.size());
   std::vector<bench::StageTiming> timings;
+  timings.reserve(by_stage.size());
   for (const auto& [stage, t] : by_stage) timings.push_back(t);
   return timings;
 }

@@ -31,7 +31,8 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
   // one pass over out instead of two.
   float beta = 0.0f;
   if (!bias.empty()) {
-    for (int i = 0; i < s.rows; ++i) std::copy(bias.begin(), bias.end(), out.begin() + size_t(i) * s.out);
+    for (int i = 0; i < s.rows; ++i)
+      std::copy(bias.begin(), bias.end(), out.begin() + static_cast<std::ptrdiff_t>(i) * s.out);
     beta = 1.0f;
   }
   gemm(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta, out.data(),
