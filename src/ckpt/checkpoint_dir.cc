@@ -85,7 +85,7 @@ std::string resolve_checkpoint(const std::string& path) {
   if (is_complete_checkpoint(path)) return path;
   const std::string latest = read_latest(path);
   if (!latest.empty()) {
-    const std::string dir = join_path(path, latest);
+    std::string dir = join_path(path, latest);
     if (is_complete_checkpoint(dir)) return dir;
     if (is_complete_checkpoint(dir + ".prev")) return dir + ".prev";  // a save of the same step was interrupted
     ZDP_THROW(InputFileError,
@@ -114,12 +114,11 @@ std::vector<std::string> rotate_checkpoints(const std::string& root, int keep_la
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory(ec)) continue;
-    if (ends_with(name, ".tmp") && parse_step(name.substr(0, name.size() - 4))) {
-      remove(entry.path());
-    } else if (ends_with(name, ".prev") && parse_step(name.substr(0, name.size() - 5)) &&
-               is_complete_checkpoint((fs::path(root) / name.substr(0, name.size() - 5)).string())) {
-      remove(entry.path());
-    }
+    // A save that never finished, or a checkpoint whose replacement did.
+    const bool unfinished = ends_with(name, ".tmp") && parse_step(name.substr(0, name.size() - 4));
+    const bool replaced = ends_with(name, ".prev") && parse_step(name.substr(0, name.size() - 5)) &&
+                          is_complete_checkpoint((fs::path(root) / name.substr(0, name.size() - 5)).string());
+    if (unfinished || replaced) remove(entry.path());
   }
   if (keep_last <= 0) return removed;
   const std::string latest = read_latest(root);

@@ -26,7 +26,7 @@ uint64_t proc_kib_line(const char* file, const char* key) {
 
 void return_large_frees_to_the_os() {
 #if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);  // NOLINT(concurrency-mt-unsafe): at start, before any thread
 #endif
 }
 

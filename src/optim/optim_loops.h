@@ -14,7 +14,8 @@
 #include "optim/optim_kernels.h"
 
 namespace zerodp::optim::kernels {
-namespace {
+// Internal linkage on purpose: each level's file compiles its own copy.
+namespace {  // NOLINT(cert-dcl59-cpp)
 
 template <DecayMode kMode>
 void adam_loop(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s) {

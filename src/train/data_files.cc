@@ -13,7 +13,8 @@ namespace {
 
 std::vector<std::string> glob_matches(const std::string& pattern) {
   glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  // Resolved once, on the main thread, before any rank starts.
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);  // NOLINT(concurrency-mt-unsafe)
   std::vector<std::string> out;
   if (rc == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);

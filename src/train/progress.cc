@@ -31,7 +31,7 @@ void Progress::update(const ProgressEntry& entry) {
   if (entry.val_loss >= 0) last_val_ = entry.val_loss;
   if (live_) {
     fmt::print("\r\033[K{}", format(entry));
-    std::fflush(stdout);
+    (void)std::fflush(stdout);  // a closed stdout must not stop training
     line_open_ = true;
     return;
   }
@@ -40,7 +40,7 @@ void Progress::update(const ProgressEntry& entry) {
   if (entry.step == 1 || entry.step == total_ || (log_every_ > 0 && entry.step % log_every_ == 0) ||
       entry.val_loss >= 0 || entry.skipped) {
     fmt::print("{}\n", format(entry));
-    std::fflush(stdout);
+    (void)std::fflush(stdout);
   }
 }
 
@@ -48,7 +48,7 @@ void Progress::note(const std::string& line) {
   if (line_open_) fmt::print("\n");
   line_open_ = false;
   fmt::print("{}\n", line);
-  std::fflush(stdout);
+  (void)std::fflush(stdout);
 }
 
 void Progress::finish() {
@@ -60,7 +60,7 @@ void Progress::finish() {
         "parameters were not updated (the metrics file marks them \"skipped\": true)\n",
         skipped_);
   }
-  std::fflush(stdout);
+  (void)std::fflush(stdout);
 }
 
 }  // namespace zerodp::train

@@ -31,7 +31,8 @@ std::string encoder_json(const std::vector<std::string>& extra) {
     std::string key = utf8_encode(byte_to_unicode(static_cast<uint8_t>(b)));
     if (key == "\"" || key == "\\") key = "\\" + key;
     json += id ? ", \"" : "\"";
-    json += key + "\": " + std::to_string(id);
+    json += key;
+    json += "\": " + std::to_string(id);
     ++id;
   }
   for (const auto& e : extra) {
