@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/memory_check.h"
+
+#include <fmt/format.h>
+
+#include "comm/mpi.h"
+#include "core/process_memory.h"
+
+namespace zerodp::train {
+
+plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated_copy, uint64_t load_scratch) {
+  plan::RunShape shape;
+  shape.stage = config.engine.stage;
+  shape.ranks = ranks;
+  shape.dtype = config.engine.dtype;
+  shape.optimizer = config.engine.optimizer;
+  shape.micro_batch = config.micro_batch;
+  shape.seq_len = config.seq_len;
+  shape.checkpointing = config.activation_checkpointing;
+  shape.grad_accum = config.engine.grad_accum;
+  shape.prefetch = config.engine.prefetch;
+  shape.bucket_elements = config.engine.bucket_elements;
+  shape.consolidated_copy = consolidated_copy;
+  shape.load_scratch = load_scratch;
+  return shape;
+}
+
+// --max-memory, or this machine's memory shared by the processes on it
+// (Open MPI tells how many run here).
+MemoryLimit memory_limit(const TrainConfig& config) {
+  if (config.max_memory_bytes > 0) return {static_cast<uint64_t>(config.max_memory_bytes), "--max-memory"};
+  uint64_t machine = machine_memory_bytes();
+  std::string what = "this machine's memory";
+  if (const uint64_t cgroup = cgroup_memory_limit_bytes(); cgroup > 0 && (machine == 0 || cgroup < machine)) {
+    machine = cgroup;
+    what = "this process's cgroup memory limit";
+  }
+  if (machine == 0) return {UINT64_MAX, "no limit (the machine's memory is unknown)"};
+  int local = 1;
+  if (config.backend == comm::Backend::kMpi) {
+    if (const auto launch = comm::mpi_launch()) local = launch->processes_on_host;
+  }
+  if (local == 1) return {machine, what + " (--max-memory)"};
+  return {machine / static_cast<uint64_t>(local), fmt::format("{} / {} processes on it (--max-memory)", what, local)};
+}
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
+std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+// The measured peak next to the plan, and how far the plan is above it.
+std::string format_process_memory(const plan::ProcessPrediction& plan, uint64_t peak, bool mpi) {
+  const uint64_t allocator = plan.allocator();
+  const uint64_t ranks = plan.ranks_total() - allocator;
+  const double over = peak > 0 ? 100.0 * (static_cast<double>(plan.total()) / static_cast<double>(peak) - 1.0) : 0.0;
+  return fmt::format(
+      "Process memory{}: peak resident {} measured; the plan {} = baseline {} (binary, libraries, data, OpenBLAS "
+      "buffers) + {} rank{} at {} peak moment {} + allocator rounding {} ({:+.1f}% against the measurement)\n",
+      mpi ? " (rank 0's process)" : "", mib(peak), mib(plan.total()), mib(plan.baseline), plan.ranks.size(),
+      plan.ranks.size() == 1 ? "" : "s", plan.ranks.size() == 1 ? "its" : "their", mib(ranks), mib(allocator), over);
+}
+
+}  // namespace zerodp::train

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/rank_figures.h"
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+namespace zerodp::train {
+namespace {
+
+// What each rank reports for the metrics file and the summary: its ledger
+// and its counters of the last step (calls, bytes sent, bytes received per
+// collective; not the seconds). All integers and no padding, so the bytes
+// that travel are exactly the values.
+struct RankFigures {
+  RankMemory memory;
+  std::array<std::array<uint64_t, 3>, comm::kNumCollectives> comm{};
+};
+static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
+
+}  // namespace
+
+AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step) {
+  RankFigures mine;
+  const zero::LedgerSnapshot ledger = engine.ledger().snapshot();
+  for (size_t c = 0; c < zero::kNumMemoryCategories; ++c) {
+    mine.memory.current[c] = ledger.categories[c].current;
+    mine.memory.peak[c] = ledger.categories[c].peak;
+  }
+  mine.memory.model_states = ledger.model_states.current;
+  mine.memory.owned = engine.plan().owned_count(comm.rank());
+  for (int k = 0; k < comm::kNumCollectives; ++k) {
+    const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
+    mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};
+  }
+  AllRankFigures all;
+  for (const RankFigures& r : comm.all_gather_value(mine)) {
+    all.memory.push_back(r.memory);
+    comm::CommStats& c = all.step_comm.emplace_back();
+    for (int k = 0; k < comm::kNumCollectives; ++k) {
+      comm::CollectiveStats& s = c[static_cast<comm::Collective>(k)];
+      s.calls = r.comm[k][0];
+      s.bytes_sent = r.comm[k][1];
+      s.bytes_received = r.comm[k][2];
+    }
+  }
+  return all;
+}
+
+}  // namespace zerodp::train

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// What every rank reports for the metrics file and the summary, gathered on
+// every rank in one collective: its ledger (current and peak bytes by
+// category, model states, owned elements) and its counters of the last step
+// (calls, bytes sent, bytes received per collective; not the seconds).
+// Thread-safety: collect_figures is collective (every rank calls it).
+#pragma once
+
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/summary.h"
+#include "zero/engine.h"
+
+namespace zerodp::train {
+
+struct AllRankFigures {
+  std::vector<RankMemory> memory;          // per rank
+  std::vector<comm::CommStats> step_comm;  // per rank
+};
+
+// One all-gather of a fixed-size struct of integers.
+AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step);
+
+}  // namespace zerodp::train

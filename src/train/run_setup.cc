@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/run_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/shard_reader.h"
+#include "ckpt/weights_reader.h"
+#include "comm/mpi.h"
+#include "core/error.h"
+#include "train/samples.h"
+
+namespace zerodp::train {
+namespace {
+
+// `mpirun -np N zerodp train` without --backend: N processes would each run
+// their own thread job. The launch is detected and the MPI backend used
+// (the effective configuration says so); an explicit --backend thread under
+// a multi-process launch is refused.
+void use_mpi_when_launched_by_mpirun(TrainConfig& config) {
+  const auto launch = comm::mpi_launch();
+  if (!launch || config.backend == comm::Backend::kMpi) return;
+  const int processes = launch->processes;
+  if (config.given("backend")) {
+    ZDP_CHECK(processes <= 1, ConfigError,
+              "[train] --backend thread under mpirun -np {}: each of the {} processes would train its own copy; "
+              "drop --backend thread (or pass --backend mpi) to train one job across them",
+              processes, processes);
+    return;
+  }
+  ZDP_CHECK(comm::mpi_available(), ConfigError,
+            "[train] started by mpirun, but this zerodp was built without MPI: install libopenmpi-dev and rebuild "
+            "(scripts/setup), or run without mpirun (--ranks N uses threads)");
+  config.backend = comm::Backend::kMpi;
+  config.sources["backend"] = fmt::format("detected: started by mpirun -np {}", processes);
+}
+
+}  // namespace
+
+RunSetup prepare_run(const TrainConfig& input) {
+  RunSetup run;
+  TrainConfig& config = run.config;
+  config = input;
+  // A resume continues the run it saved: its model, data, batch, optimizer
+  // and schedule, unless flags say otherwise (resume_config.h).
+  check_start_point(config);
+  use_mpi_when_launched_by_mpirun(config);
+  if (!config.resume_dir.empty()) {
+    run.resume_path = ckpt::resolve_checkpoint(config.resume_dir);
+    run.resumed = ckpt::read_manifest(run.resume_path);
+    run.resume_notes = apply_checkpoint_config(config, *run.resumed, run.resume_path);
+  }
+  apply_data_defaults(config);
+  if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
+    config.ranks = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (config.ranks >= 1) resolve_batch(config, config.ranks);
+  validate(config);
+  if (config.data.empty() && !config.val_data.empty()) {
+    warn(
+        fmt::format("--val-data {} is ignored: the embedded corpus validates on its own held-out sums; give "
+                    "--data too",
+                    config.val_data));
+  }
+  run.corpus = config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
+  const Corpus& corpus = run.corpus;
+  if (config.sample_tokens > 0) check_sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
+  run.model_config = model::resolve_model_config(config.model);
+  const model::ModelConfig& model_config = run.model_config;
+  ZDP_CHECK(model_config.kind == model::ModelKind::kGpt, ConfigError,
+            "[train] model '{}' is an MLP: zerodp train trains GPT models on token data; pick a gpt preset "
+            "(zerodp model list)",
+            config.model);
+  const model::GptConfig& gc = model_config.gpt;
+  ZDP_CHECK(corpus.vocab <= gc.vocab, ConfigError,
+            "[train] the data has token ids up to {} but the model's vocabulary is {}: use a model with vocab >= {}",
+            corpus.vocab - 1, gc.vocab, corpus.vocab);
+  ZDP_CHECK(config.seq_len <= gc.max_seq_len, ConfigError,
+            "[train] --seq-len {} is longer than the model's context {}: use --seq-len {} or less", config.seq_len,
+            gc.max_seq_len, gc.max_seq_len);
+  run.model = model::make_model(model_config);
+  run.gpt = &dynamic_cast<const model::Gpt&>(*run.model);
+  // Checked once per process, before any rank allocates: a bad file is
+  // refused first. Each rank then reads only the parameters it holds.
+  if (!config.init_from.empty()) ckpt::GptWeightsReader(config.init_from, gc);  // any of its formats
+  // Rank 0 answers the held-out sums and writes the sample from one fp32
+  // copy of the model; with neither, no rank ever holds the whole model.
+  run.held_out = config.held_out > 0 && !corpus.held_out.empty();
+  run.consolidate = run.held_out || config.sample_tokens > 0;
+  // A resume reads each record through one buffer of whole chunks.
+  run.load_scratch = run.resumed ? ckpt::read_scratch_bytes(run.resumed->chunk_bytes) : 0;
+  // What a checkpoint records of the data, to name a changed file at resume:
+  // read once, for that check and for the saves.
+  run.data_fingerprint = config.save_dir.empty() && !run.resumed ? DataFingerprint{} : fingerprint_data(config.data);
+  if (run.resumed) run.resume_notes += check_saved_data(config, *run.resumed, run.resume_path, run.data_fingerprint);
+  return run;
+}
+
+}  // namespace zerodp::train

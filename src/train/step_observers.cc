@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/step_observers.h"
+
+#include <fmt/format.h>
+
+#include "ckpt/checkpoint.h"
+#include "train/rank_figures.h"
+#include "train/samples.h"
+
+namespace zerodp::train {
+
+CheckpointPolicy::CheckpointPolicy(zero::Engine& engine, const TrainConfig& config, const DataFingerprint& data,
+                                   Progress* progress)
+    : engine_(engine), config_(config), data_(data), progress_(progress) {}
+
+void CheckpointPolicy::on_step(const StepEvent& event) {
+  if (!config_.save_dir.empty() && config_.save_every > 0 && event.step % config_.save_every == 0) {
+    save(event.step, config_.save_dir);
+  }
+}
+
+void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
+  ckpt::SaveOptions options;
+  options.seed = config_.seed;
+  options.data_step = data_step;
+  options.keep_last = config_.keep_last;
+  options.metadata = run_record(config_, data_);
+  const ckpt::SaveResult saved = ckpt::save(engine_, root, options);
+  last_saved_ = data_step;
+  if (progress_ != nullptr) {
+    progress_->note(
+        fmt::format("saved {} ({:.1f} MB in {:.2f} s)", saved.path, saved.bytes_total / 1e6, saved.seconds));
+  }
+}
+
+HeldOutReport::HeldOutReport(zero::Engine& engine, const model::Gpt& gpt, const Corpus& corpus,
+                             const TrainConfig& config, Progress* progress)
+    : engine_(engine), gpt_(gpt), corpus_(corpus), config_(config), progress_(progress) {}
+
+void HeldOutReport::on_step(const StepEvent& event) {
+  if (event.val_loss < 0) return;
+  const zero::LedgerBuffer<float> now = engine_.gather_params_to(0);  // collective
+  if (progress_ == nullptr) return;
+  progress_->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", event.step,
+                              event.val_loss,
+                              100.0 * held_out_accuracy(gpt_, now, corpus_, config_.held_out, config_.seq_len)));
+}
+
+MetricsLog::MetricsLog(zero::Engine& engine, comm::Communicator& comm, MetricsWriter* writer)
+    : engine_(engine), comm_(comm), writer_(writer) {}
+
+void MetricsLog::on_step(const StepEvent& event) {
+  const AllRankFigures figures = collect_figures(comm_, engine_, event.comm);  // collective
+  if (writer_ == nullptr) return;
+  const zero::StepResult& r = event.result;
+  nlohmann::json rec = {{"step", event.step},
+                        {"loss", r.loss},
+                        {"lr", r.lr},
+                        {"loss_scale", r.loss_scale},
+                        {"skipped", r.skipped},
+                        {"clipped", r.clipped},
+                        {"tokens_per_s", event.tokens_per_second},
+                        {"step_seconds", event.seconds}};
+  rec["grad_norm"] = r.skipped ? nlohmann::json(nullptr) : nlohmann::json(r.grad_norm);
+  if (event.val_loss >= 0) rec["val_loss"] = event.val_loss;
+  rec["memory"] = memory_json(figures.memory);
+  rec["comm"] = comm_json(figures.step_comm);
+  writer_->write(rec);
+}
+
+void ProgressLine::on_step(const StepEvent& event) {
+  // One step count everywhere: a skipped fp16 step is a step (marked), as in the metrics file.
+  const zero::StepResult& r = event.result;
+  progress_.update({.step = event.step,
+                    .total = event.steps,
+                    .loss = r.loss,
+                    .val_loss = event.val_loss,
+                    .tokens_per_second = event.tokens_per_second,
+                    .loss_scale = show_loss_scale_ ? r.loss_scale : 0.0,
+                    .skipped = r.skipped});
+}
+
+}  // namespace zerodp::train
