@@ -462,19 +462,7 @@ TrainOutcome run_training(const TrainConfig& input) {
                       r.skipped};
       progress->update(e);
       if (metrics) {
-        nlohmann::json rec = {{"step", step + 1},
-                              {"loss", r.loss},
-                              {"lr", r.lr},
-                              {"loss_scale", r.loss_scale},
-                              {"skipped", r.skipped},
-                              {"clipped", r.clipped},
-                              {"tokens_per_s", tokens_per_step / dt},
-                              {"step_seconds", dt}};
-        rec["grad_norm"] = r.skipped ? nlohmann::json(nullptr) : nlohmann::json(r.grad_norm);
-        if (val >= 0) rec["val_loss"] = val;
-        rec["memory"] = memory_json(figures.memory);
-        rec["comm"] = comm_json(figures.step_comm);
-        metrics->write(rec);
+        metrics->write(step_record(step + 1, r, dt, tokens_per_step, val, figures.memory, figures.step_comm));
       }
     }
     if (interrupted != 0) {
@@ -510,9 +498,10 @@ TrainOutcome run_training(const TrainConfig& input) {
     }
     if (metrics) {
       // The final validation pass, so a report's best validation loss is this run's.
-      nlohmann::json final_record = {{"step", step}, {"val_loss", final_val}};
-      if (held_out) final_record["held_out_accuracy"] = outcome.held_out_accuracy;
-      metrics->write({{"final", final_record}});
+      metrics->write(
+          report::FinalRecord{.step = step,
+                              .val_loss = final_val,
+                              .held_out_accuracy = held_out ? std::optional(outcome.held_out_accuracy) : std::nullopt});
     }
     RunStats stats;
     stats.model_description = gpt.describe();
