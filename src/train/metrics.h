@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// MetricsWriter: the --metrics file, JSON Lines, one object per step:
-// step, loss, val_loss (when computed), lr, grad_norm (unscaled, before
-// clipping), loss_scale, skipped, tokens_per_s, memory (per rank, by ledger
-// category: current and peak bytes) and comm (per rank, bytes sent and
-// received per collective in this step). Flushed every line, so a crash
-// loses at most the line being written.
+// MetricsWriter: the --metrics file, JSON Lines. The format and its typed
+// records are defined once, in report/metrics_record.h (what `zerodp
+// report` reads back): a first config record (effective_config.h), one
+// report::StepRecord per step, a last report::FinalRecord. This file turns
+// the trainer's figures (a step's result, each rank's ledger and counters)
+// into those records and writes them. Flushed every line, so a crash loses
+// at most the line being written.
 // Thread-safety: rank 0's thread only.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "comm/stats.h"
+#include "report/metrics_record.h"
 #include "train/summary.h"
+
+namespace zerodp::zero {
+struct StepResult;
+}  // namespace zerodp::zero
 
 namespace zerodp::train {
 
@@ -22,6 +30,9 @@ class MetricsWriter {
  public:
   // Opens (truncates) path; ConfigError when it cannot be created.
   explicit MetricsWriter(const std::string& path);
+  void write(const report::StepRecord& record);
+  void write(const report::FinalRecord& record);
+  // A line as it is: the config record (effective_config_record).
   void write(const nlohmann::json& record);
 
  private:
@@ -29,7 +40,19 @@ class MetricsWriter {
   std::ofstream out_;
 };
 
-nlohmann::json memory_json(const std::vector<RankMemory>& memory);
-nlohmann::json comm_json(const std::vector<comm::CommStats>& step_comm);
+// Each rank's ledger: every category's current and peak bytes, and its
+// model-state bytes.
+std::vector<report::RankMemoryRecord> memory_records(const std::vector<RankMemory>& memory);
+// Each rank's counters of one step, by collective; a collective with no
+// calls in the step is left out.
+std::vector<report::RankCommRecord> comm_records(const std::vector<comm::CommStats>& step_comm);
+
+// The record of optimizer step `step` (counted from 1): its result `r`, its
+// `seconds`, its throughput (tokens_per_step / seconds), `val_loss` when the
+// step computed one (negative: none), and every rank's figures. grad_norm is
+// absent (null) on a skipped step.
+report::StepRecord step_record(int64_t step, const zero::StepResult& r, double seconds, double tokens_per_step,
+                               double val_loss, const std::vector<RankMemory>& memory,
+                               const std::vector<comm::CommStats>& step_comm);
 
 }  // namespace zerodp::train

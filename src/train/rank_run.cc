@@ -200,6 +200,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
                           .steps = config.steps,
                           .result = r,
                           .seconds = dt,
+                          .tokens_per_step = tokens_per_step,
                           .tokens_per_second = tokens_per_step / dt,
                           .val_loss = eval ? validate_now() : -1.0,
                           .comm = last_step_comm};
@@ -238,9 +239,10 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   }
   if (metrics) {
     // The final validation pass, so a report's best validation loss is this run's.
-    nlohmann::json final_record = {{"step", step}, {"val_loss", final_val}};
-    if (run.held_out) final_record["held_out_accuracy"] = outcome.held_out_accuracy;
-    metrics->write({{"final", final_record}});
+    metrics->write(report::FinalRecord{
+        .step = step,
+        .val_loss = final_val,
+        .held_out_accuracy = run.held_out ? std::optional(outcome.held_out_accuracy) : std::nullopt});
   }
   RunStats stats;
   stats.model_description = gpt.describe();

@@ -52,20 +52,8 @@ MetricsLog::MetricsLog(zero::Engine& engine, comm::Communicator& comm, MetricsWr
 void MetricsLog::on_step(const StepEvent& event) {
   const AllRankFigures figures = collect_figures(comm_, engine_, event.comm);  // collective
   if (writer_ == nullptr) return;
-  const zero::StepResult& r = event.result;
-  nlohmann::json rec = {{"step", event.step},
-                        {"loss", r.loss},
-                        {"lr", r.lr},
-                        {"loss_scale", r.loss_scale},
-                        {"skipped", r.skipped},
-                        {"clipped", r.clipped},
-                        {"tokens_per_s", event.tokens_per_second},
-                        {"step_seconds", event.seconds}};
-  rec["grad_norm"] = r.skipped ? nlohmann::json(nullptr) : nlohmann::json(r.grad_norm);
-  if (event.val_loss >= 0) rec["val_loss"] = event.val_loss;
-  rec["memory"] = memory_json(figures.memory);
-  rec["comm"] = comm_json(figures.step_comm);
-  writer_->write(rec);
+  writer_->write(step_record(event.step, event.result, event.seconds, event.tokens_per_step, event.val_loss,
+                             figures.memory, figures.step_comm));
 }
 
 void ProgressLine::on_step(const StepEvent& event) {

@@ -18,7 +18,7 @@
 namespace zerodp::report {
 namespace {
 
-// Two ranks, the shape src/train/metrics.cc writes.
+// Two ranks, the shape src/report/metrics_record.h defines and the trainer writes.
 std::string record(int step, double loss, const std::string& extra = "") {
   std::ostringstream o;
   o << R"({"step":)" << step << R"(,"loss":)" << loss << R"(,"lr":0.001,"loss_scale":)" << (step < 3 ? 65536 : 32768)
