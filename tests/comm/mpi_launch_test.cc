@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// What mpirun's environment tells a process (comm::mpi_launch): the job's
+// and the host's process counts, and a refusal naming a value that is not
+// a count (it was read as 0 before). The tests set the variables themselves
+// and restore them; they run on one thread.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "comm/mpi.h"
+#include "core/error.h"
+
+namespace zerodp::comm {
+namespace {
+
+// Sets (or, with nullopt, unsets) one variable for the test's lifetime.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const std::optional<std::string>& value) {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): the tests run on one thread
+    value ? ::setenv(name_, value->c_str(), 1) : ::unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(MpiLaunch, NoLauncherIsNoLaunch) {
+  const ScopedEnv a("OMPI_COMM_WORLD_SIZE", std::nullopt), b("PMI_SIZE", std::nullopt);
+  EXPECT_FALSE(mpi_launch().has_value());
+  EXPECT_FALSE(mpi_launched());
+}
+
+TEST(MpiLaunch, CountsComeFromOpenMpiOrPmi) {
+  const ScopedEnv a("OMPI_COMM_WORLD_SIZE", "4"), b("OMPI_COMM_WORLD_LOCAL_SIZE", "2"), c("PMI_SIZE", std::nullopt);
+  ASSERT_TRUE(mpi_launch().has_value());
+  EXPECT_EQ(mpi_launch()->processes, 4);
+  EXPECT_EQ(mpi_launch()->processes_on_host, 2);
+  const ScopedEnv d("OMPI_COMM_WORLD_SIZE", std::nullopt), e("OMPI_COMM_WORLD_LOCAL_SIZE", std::nullopt),
+      f("PMI_SIZE", "3"), g("MPI_LOCALNRANKS", std::nullopt);
+  EXPECT_EQ(mpi_launch()->processes, 3);
+  EXPECT_EQ(mpi_launch()->processes_on_host, 1);  // the launcher does not say: alone
+}
+
+TEST(MpiLaunch, AValueThatIsNotACountIsRefusedByName) {
+  for (const char* bad : {"abc", "", "0", "-2", "4x", "99999999999"}) {
+    const ScopedEnv a("OMPI_COMM_WORLD_SIZE", bad);
+    try {
+      (void)mpi_launch();
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("OMPI_COMM_WORLD_SIZE='") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::comm
