@@ -146,26 +146,14 @@ class MpiCommunicator final : public Communicator {
     start(kind);
     std::vector<double> values(static_cast<size_t>(size()));
     values[rank()] = value;
-    const int tag = make_tag(kind, Dtype::fp32(), op, 1);
-    for (int i = 1; i < size(); ++i) {
-      const int k = (rank() - i + size()) % size();
-      recv(k, &values[k], sizeof(double), kind);
-    }
-    for (int i = 1; i < size(); ++i) send((rank() + i) % size(), &values[rank()], sizeof(double), tag, kind);
-    wait_all(kind, tag);
+    exchange(kind, make_tag(kind, Dtype::fp32(), op, 1), &values[rank()], as_bytes(values.data()), sizeof(double));
     return reduce_scalars(values, op);
   }
   void do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) override {
     const Collective kind = Collective::kIntAllReduce;
     start(kind);
     values[rank()] = value;
-    const int tag = make_tag(kind, Dtype::fp32(), op, 1);
-    for (int i = 1; i < size(); ++i) {
-      const int k = (rank() - i + size()) % size();
-      recv(k, &values[k], sizeof(uint64_t), kind);
-    }
-    for (int i = 1; i < size(); ++i) send((rank() + i) % size(), &values[rank()], sizeof(uint64_t), tag, kind);
-    wait_all(kind, tag);
+    exchange(kind, make_tag(kind, Dtype::fp32(), op, 1), &values[rank()], as_bytes(values.data()), sizeof(uint64_t));
   }
   // Every rank sends its value to every peer; the tag's count is the value's
   // size in bytes, and the arrival check compares the byte counts.
@@ -173,14 +161,8 @@ class MpiCommunicator final : public Communicator {
     const Collective kind = Collective::kValueAllGather;
     start(kind);
     const size_t bytes = value.size();
-    const int tag = make_tag(kind, Dtype::fp32(), ReduceOp::kSum, bytes);
-    for (int i = 1; i < size(); ++i) {
-      const int k = (rank() - i + size()) % size();
-      recv(k, out.data() + static_cast<size_t>(k) * bytes, bytes, kind);
-    }
-    for (int i = 1; i < size(); ++i) send((rank() + i) % size(), value.data(), bytes, tag, kind);
     if (bytes > 0) std::memcpy(out.data() + static_cast<size_t>(rank()) * bytes, value.data(), bytes);
-    wait_all(kind, tag);
+    exchange(kind, make_tag(kind, Dtype::fp32(), ReduceOp::kSum, bytes), value.data(), out.data(), bytes);
   }
   void on_broken(const std::string&) override {
     // Cancel what is still posted so MPI does not write into buffers the
@@ -238,6 +220,20 @@ class MpiCommunicator final : public Communicator {
     return static_cast<int>(bytes);
   }
 
+  template <typename T>
+  static std::byte* as_bytes(T* values) {
+    return reinterpret_cast<std::byte*>(values);  // the values travel as their bytes
+  }
+  // The small collectives' exchange: this rank sends `bytes` from `mine` to
+  // every peer and receives peer k's into all[k * bytes, (k + 1) * bytes).
+  void exchange(Collective kind, int tag, const void* mine, std::byte* all, size_t bytes) {
+    for (int i = 1; i < size(); ++i) {
+      const int k = (rank() - i + size()) % size();
+      recv(k, all + static_cast<size_t>(k) * bytes, bytes, kind);
+    }
+    for (int i = 1; i < size(); ++i) send((rank() + i) % size(), mine, bytes, tag, kind);
+    wait_all(kind, tag);
+  }
   void send(int peer, const void* data, size_t bytes, int tag, Collective kind) {
     const int n = checked_bytes(bytes, kind);
     requests_.push_back(MPI_REQUEST_NULL);
