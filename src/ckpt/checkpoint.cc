@@ -108,7 +108,7 @@ Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string
   m.save_id = save_id;
   m.created_by = "zerodp " + build_info().version + " (" + build_info().commit + ")";
   m.model_kind = model.kind();
-  m.model_json = model_config_json(model_config_of(model));
+  m.model_json = model::model_config_json(model.config());
   m.model_description = model.describe();
   m.num_params = model.num_params();
   for (const auto& u : model.units()) m.units.push_back({u.name, u.count});

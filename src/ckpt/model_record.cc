@@ -4,44 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/gpt.h"
-#include "model/mlp.h"
 
 namespace zerodp::ckpt {
-
-model::ModelConfig model_config_of(const model::Model& m) {
-  model::ModelConfig c;
-  c.name = "custom";
-  if (const auto* gpt = dynamic_cast<const model::Gpt*>(&m)) {
-    c.kind = model::ModelKind::kGpt;
-    c.gpt = gpt->config();
-  } else if (const auto* mlp = dynamic_cast<const model::Mlp*>(&m)) {
-    c.kind = model::ModelKind::kMlp;
-    c.mlp = mlp->config();
-  } else {
-    ZDP_THROW(ConfigError, "[ckpt] cannot record a model of kind \"{}\": only gpt and mlp models are checkpointed",
-              m.kind());
-  }
-  return c;
-}
-
-std::string model_config_json(const model::ModelConfig& c) {
-  nlohmann::ordered_json j;
-  if (c.kind == model::ModelKind::kGpt) {
-    j["kind"] = "gpt";
-    j["layers"] = c.gpt.layers;
-    j["heads"] = c.gpt.heads;
-    j["channels"] = c.gpt.channels;
-    j["vocab"] = c.gpt.vocab;
-    j["max_seq_len"] = c.gpt.max_seq_len;
-    j["padded_vocab"] = c.gpt.padded_vocab;
-  } else {
-    j["kind"] = "mlp";
-    j["widths"] = c.mlp.widths;
-    j["head"] = c.mlp.head == model::MlpHead::kClassification ? "classification" : "regression";
-  }
-  return j.dump();
-}
 
 model::ModelConfig manifest_model_config(const Manifest& manifest, const std::string& path) {
   try {
@@ -65,8 +29,8 @@ void check_same_model(const Manifest& manifest, const model::Model& model, const
               path, u, manifest.units[u].name, manifest.units[u].count, units[u].name, units[u].count,
               manifest.model_description, model.describe());
   }
-  const std::string here = model_config_json(model_config_of(model));
-  const std::string there = model_config_json(manifest_model_config(manifest, path));
+  const std::string here = model::model_config_json(model.config());
+  const std::string there = model::model_config_json(manifest_model_config(manifest, path));
   ZDP_CHECK(here == there, ConfigError,
             "[ckpt] {}: saved from a different model ({}) than this run's ({}): use the same --model as the saved run",
             path, there, here);

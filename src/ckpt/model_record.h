@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// How a checkpoint records its model: the model config as the JSON that
-// model::model_config_from_json reads back (so offline tools can rebuild the
-// model, or its llm.c header, from the manifest alone), and the checks that a
-// manifest belongs to a given model.
+// How a checkpoint records its model: the model config as the JSON of
+// model::model_config_json (so offline tools can rebuild the model, or its
+// llm.c header, from the manifest alone), and the checks that a manifest
+// belongs to a given model.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -14,10 +14,6 @@
 
 namespace zerodp::ckpt {
 
-// The config of a Gpt or Mlp (ConfigError for other Model types).
-model::ModelConfig model_config_of(const model::Model& model);
-// {"kind": "gpt", "layers": ..., ...} / {"kind": "mlp", "widths": [...], "head": ...}
-std::string model_config_json(const model::ModelConfig& config);
 // The manifest's model config (IoError naming `manifest_path` when invalid).
 model::ModelConfig manifest_model_config(const Manifest& manifest, const std::string& manifest_path);
 
