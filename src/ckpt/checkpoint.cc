@@ -107,14 +107,14 @@ Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string
   Manifest m;
   m.save_id = save_id;
   m.created_by = "zerodp " + build_info().version + " (" + build_info().commit + ")";
-  m.model_kind = model.kind();
+  m.model_kind = model.config().kind;
   m.model_json = model::model_config_json(model.config());
   m.model_description = model.describe();
   m.num_params = model.num_params();
-  for (const auto& u : model.units()) m.units.push_back({u.name, u.count});
+  for (const auto& u : model.units()) m.units.push_back({.name = u.name, .count = u.count});
   m.ranks = engine.plan().ranks();
   m.stage = engine.config().stage;
-  m.dtype = std::string(engine.config().dtype.name());
+  m.dtype = engine.config().dtype;
   m.tensors = tensors;
   m.optimizer = engine.config().optimizer;
   m.engine_json = engine_json(engine.config());
@@ -174,13 +174,13 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   ShardFileInfo mine;
   on_every_rank(comm, [&] {
     const ShardLayout layout(unit_counts, ranks, rank, tensors.size(), options.chunk_bytes);
-    const FileHeader header{kFormatVersion,
-                            static_cast<uint32_t>(rank),
-                            static_cast<uint32_t>(ranks),
-                            static_cast<uint32_t>(unit_counts.size()),
-                            static_cast<uint32_t>(tensors.size()),
-                            options.chunk_bytes,
-                            save_id};
+    const FileHeader header{.version = kFormatVersion,
+                            .rank = static_cast<uint32_t>(rank),
+                            .ranks = static_cast<uint32_t>(ranks),
+                            .num_units = static_cast<uint32_t>(unit_counts.size()),
+                            .num_tensors = static_cast<uint32_t>(tensors.size()),
+                            .chunk_bytes = options.chunk_bytes,
+                            .save_id = save_id};
     const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
     ShardWriter writer(path + ".tmp", header, layout);
     for (size_t i = 0; i < views.size(); ++i) {
@@ -210,9 +210,9 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
     if (rank != 0) return;
     Manifest m = base_manifest(engine, tensors, options, save_id);
     for (int r = 0; r < ranks; ++r) {
-      m.shards.push_back({shard_file_name(r, ranks),
-                          ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
-                          crcs[r]});
+      m.shards.push_back({.file = shard_file_name(r, ranks),
+                          .bytes = ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
+                          .crc32c = crcs[r]});
     }
     write_manifest(tmp_dir, m);
     reach(options, SavePoint::kManifestWritten, comm);
@@ -275,7 +275,7 @@ LoadResult load(zero::Engine& engine, const std::string& path) {
   counters.optimizer_steps = m.optimizer_steps;
   // The scaler resumes only between fp16 runs; otherwise this run's own
   // initial scaler state stands.
-  if (m.dtype == "fp16" && engine.config().dtype == Dtype::fp16()) counters.scaler = m.scaler;
+  if (m.dtype == Dtype::fp16() && engine.config().dtype == Dtype::fp16()) counters.scaler = m.scaler;
   engine.state_loaded(counters);
 
   result.step = m.data_step;
@@ -284,7 +284,7 @@ LoadResult load(zero::Engine& engine, const std::string& path) {
   result.seed = m.seed;
   result.saved_ranks = m.ranks;
   result.saved_stage = m.stage;
-  result.saved_dtype = m.dtype;
+  result.saved_dtype = std::string(m.dtype.name());
   result.metadata = m.metadata;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

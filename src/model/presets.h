@@ -35,10 +35,9 @@
 #include "model/gpt_config.h"
 #include "model/mlp.h"
 #include "model/model.h"
+#include "model/model_kind.h"
 
 namespace zerodp::model {
-
-enum class ModelKind { kGpt, kMlp };
 
 struct ModelConfig {
   std::string name;  // preset name, or "custom"
