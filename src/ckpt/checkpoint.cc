@@ -16,7 +16,6 @@
 #include "ckpt/model_record.h"
 #include "ckpt/shard_reader.h"
 #include "ckpt/shard_writer.h"
-#include "comm/fault_injection.h"
 #include "core/build_info.h"
 #include "core/error.h"
 
@@ -51,11 +50,9 @@ void on_every_rank(comm::Communicator& comm, Fn&& fn) {
   }
 }
 
-// ZERODP_FAULT's save points are named in SavePoint's order.
-static_assert(static_cast<size_t>(SavePoint::kLatestWritten) + 1 == std::size(comm::kSavePointNames));
-
 void reach(const SaveOptions& options, SavePoint point, comm::Communicator& comm) {
-  if (point != SavePoint::kDone) comm.fault_point(comm::kSavePointNames[static_cast<size_t>(point)]);
+  if (point == SavePoint::kBegin) check_fault_save_point();
+  if (point != SavePoint::kDone) comm.fault_point(save_point_name(point));
   if (options.on_point) options.on_point(point, comm.rank());
 }
 

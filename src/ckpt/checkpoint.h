@@ -30,20 +30,10 @@
 #include <string>
 
 #include "ckpt/format.h"
+#include "ckpt/save_point.h"
 #include "zero/engine.h"
 
 namespace zerodp::ckpt {
-
-// Points of a save, in order, for tests that interrupt it.
-enum class SavePoint {
-  kBegin,            // nothing written yet
-  kShardPartial,     // this rank's temporary shard file has its first record
-  kShardWritten,     // this rank's shard file is complete and renamed
-  kManifestWritten,  // rank 0: manifest written inside the .tmp directory
-  kDirRenamed,       // rank 0: the checkpoint is visible as step-*
-  kLatestWritten,    // rank 0: `latest` names it
-  kDone,             // every rank, after rotation
-};
 
 struct SaveOptions {
   uint64_t seed = 0;  // the run's seed, recorded with the data position
