@@ -7,9 +7,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ckpt/manifest.h"
-#include "model/model.h"
 #include "model/presets.h"
 
 namespace zerodp::ckpt {
@@ -18,7 +18,10 @@ namespace zerodp::ckpt {
 model::ModelConfig manifest_model_config(const Manifest& manifest, const std::string& manifest_path);
 
 // ConfigError naming `manifest_path` and the first difference when the
-// manifest was saved from a different model (config, Φ, unit names/counts).
-void check_same_model(const Manifest& manifest, const model::Model& model, const std::string& manifest_path);
+// manifest was saved from a different model than this run's (its units in
+// flat order, one-line description and model::model_config_json): Φ, unit
+// names/counts, config.
+void check_same_model(const Manifest& manifest, const std::vector<UnitEntry>& units, const std::string& description,
+                      const std::string& model_json, const std::string& manifest_path);
 
 }  // namespace zerodp::ckpt
