@@ -22,7 +22,7 @@
 #include "core/stage.h"
 #include "model/model_kind.h"
 #include "optim/loss_scaler.h"
-#include "optim/optimizer.h"
+#include "optim/optimizer_config.h"
 
 namespace zerodp::ckpt {
 
