@@ -7,7 +7,6 @@
 #include <exception>
 #include <filesystem>
 #include <iterator>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "ckpt/checkpoint_dir.h"
@@ -16,7 +15,7 @@
 #include "ckpt/model_record.h"
 #include "ckpt/shard_reader.h"
 #include "ckpt/shard_writer.h"
-#include "comm/fault_injection.h"
+#include "comm/shard.h"
 #include "core/build_info.h"
 #include "core/error.h"
 
@@ -51,41 +50,14 @@ void on_every_rank(comm::Communicator& comm, Fn&& fn) {
   }
 }
 
-// ZERODP_FAULT's save points are named in SavePoint's order.
-static_assert(static_cast<size_t>(SavePoint::kLatestWritten) + 1 == std::size(comm::kSavePointNames));
-
 void reach(const SaveOptions& options, SavePoint point, comm::Communicator& comm) {
-  if (point != SavePoint::kDone) comm.fault_point(comm::kSavePointNames[static_cast<size_t>(point)]);
+  if (point == SavePoint::kBegin) check_fault_save_point();
+  if (point != SavePoint::kDone) comm.fault_point(save_point_name(point));
   if (options.on_point) options.on_point(point, comm.rank());
 }
 
-std::string engine_json(const zero::EngineConfig& c) {
-  nlohmann::ordered_json j;
-  j["stage"] = c.stage;
-  j["grad_accum"] = c.grad_accum;
-  j["clip_norm"] = c.clip_norm;
-  const auto& s = c.lr_schedule;
-  j["lr_schedule"] = {{"kind", std::string(optim::lr_schedule_kind_name(s.kind))},
-                      {"max_lr", s.max_lr},
-                      {"min_lr", s.min_lr},
-                      {"warmup_steps", s.warmup_steps},
-                      {"total_steps", s.total_steps},
-                      {"warmup_type", s.warmup_type == optim::WarmupType::kLinear ? "linear" : "log"},
-                      {"warmup_min_ratio", s.warmup_min_ratio},
-                      {"cos_min_ratio", s.cos_min_ratio}};
-  const auto& l = c.loss_scaler;
-  j["loss_scaler"] = {{"mode", l.mode == optim::LossScaleMode::kDynamic ? "dynamic" : "static"},
-                      {"initial_scale", l.initial_scale},
-                      {"window", l.window},
-                      {"hysteresis", l.hysteresis},
-                      {"min_scale", l.min_scale},
-                      {"consecutive_hysteresis", l.consecutive_hysteresis},
-                      {"floor_patience", l.floor_patience}};
-  return j.dump();
-}
-
 // The tensor names of unit 0's views, checked to be the same for every unit.
-std::vector<std::string> tensor_names(const std::vector<zero::Engine::StateView>& views, size_t units) {
+std::vector<std::string> tensor_names(const std::vector<StateTensorView>& views, size_t units) {
   std::vector<std::string> names;
   for (const auto& v : views) {
     if (v.unit == 0) names.push_back(v.name);
@@ -100,24 +72,22 @@ std::vector<std::string> tensor_names(const std::vector<zero::Engine::StateView>
   return names;
 }
 
-Manifest base_manifest(const zero::Engine& engine, const std::vector<std::string>& tensors, const SaveOptions& options,
-                       uint64_t save_id) {
-  const auto& model = engine.model();
-  const auto counters = engine.counters();
+Manifest base_manifest(const RunRecord& record, const StepCounters& counters, int ranks,
+                       const std::vector<std::string>& tensors, const SaveOptions& options, uint64_t save_id) {
   Manifest m;
   m.save_id = save_id;
   m.created_by = "zerodp " + build_info().version + " (" + build_info().commit + ")";
-  m.model_kind = model.kind();
-  m.model_json = model_config_json(model_config_of(model));
-  m.model_description = model.describe();
-  m.num_params = model.num_params();
-  for (const auto& u : model.units()) m.units.push_back({u.name, u.count});
-  m.ranks = engine.plan().ranks();
-  m.stage = engine.config().stage;
-  m.dtype = std::string(engine.config().dtype.name());
+  m.model_kind = record.model_kind;
+  m.model_json = record.model_json;
+  m.model_description = record.model_description;
+  for (const auto& u : record.units) m.num_params += u.count;
+  m.units = record.units;
+  m.ranks = ranks;
+  m.stage = record.stage;
+  m.dtype = record.dtype;
   m.tensors = tensors;
-  m.optimizer = engine.config().optimizer;
-  m.engine_json = engine_json(engine.config());
+  m.optimizer = record.optimizer;
+  m.engine_json = record.engine_json;
   m.chunk_bytes = options.chunk_bytes;
   m.steps = counters.steps;
   m.optimizer_steps = counters.optimizer_steps;
@@ -136,13 +106,14 @@ void remove_dir(const std::string& path) {
 
 }  // namespace
 
-SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions& options) {
+SaveResult save(TrainingState& state, const std::string& root, const SaveOptions& options) {
   const auto start = Clock::now();
-  comm::Communicator& comm = engine.communicator();
+  comm::Communicator& comm = state.communicator();
   const int rank = comm.rank();
   const int ranks = comm.size();
-  const zero::PartitionPlan& plan = engine.plan();
-  const int64_t step = options.data_step >= 0 ? options.data_step : engine.counters().steps;
+  const RunRecord record = state.record();
+  const StepCounters counters = state.counters();
+  const int64_t step = options.data_step >= 0 ? options.data_step : counters.steps;
   const std::string name = step_dir_name(step);
   const std::string final_dir = join_path(root, name);
   const std::string tmp_dir = final_dir + ".tmp";
@@ -166,27 +137,27 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   if (rank == 0) my_id = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}() & 0xFFFFu) << 32);
   const uint64_t save_id = comm.all_reduce_uint64(my_id, comm::ReduceOp::kMax);
 
-  const std::vector<zero::Engine::StateView> views = engine.state_views();
-  const std::vector<std::string> tensors = tensor_names(views, plan.num_units());
+  const std::vector<StateTensorView> views = state.state_tensors();
+  const std::vector<std::string> tensors = tensor_names(views, record.units.size());
   std::vector<size_t> unit_counts;
-  for (size_t u = 0; u < plan.num_units(); ++u) unit_counts.push_back(plan.unit_count(u));
+  for (const auto& u : record.units) unit_counts.push_back(u.count);
 
   ShardFileInfo mine;
   on_every_rank(comm, [&] {
     const ShardLayout layout(unit_counts, ranks, rank, tensors.size(), options.chunk_bytes);
-    const FileHeader header{kFormatVersion,
-                            static_cast<uint32_t>(rank),
-                            static_cast<uint32_t>(ranks),
-                            static_cast<uint32_t>(unit_counts.size()),
-                            static_cast<uint32_t>(tensors.size()),
-                            options.chunk_bytes,
-                            save_id};
+    const FileHeader header{.version = kFormatVersion,
+                            .rank = static_cast<uint32_t>(rank),
+                            .ranks = static_cast<uint32_t>(ranks),
+                            .num_units = static_cast<uint32_t>(unit_counts.size()),
+                            .num_tensors = static_cast<uint32_t>(tensors.size()),
+                            .chunk_bytes = options.chunk_bytes,
+                            .save_id = save_id};
     const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
     ShardWriter writer(path + ".tmp", header, layout);
     for (size_t i = 0; i < views.size(); ++i) {
       const auto& v = views[i];
       // The plan shard, also at stage 0 where the view is the whole unit.
-      const comm::ShardRange own = plan.shard(v.unit, rank);
+      const comm::ShardRange own = comm::shard_range(unit_counts[v.unit], ranks, rank);
       ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count, ShapeError,
                 "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
       writer.write_record(v.unit, i % tensors.size(), v.data.subspan(own.offset - v.range.offset, own.count));
@@ -208,11 +179,11 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   }
   on_every_rank(comm, [&] {
     if (rank != 0) return;
-    Manifest m = base_manifest(engine, tensors, options, save_id);
+    Manifest m = base_manifest(record, counters, ranks, tensors, options, save_id);
     for (int r = 0; r < ranks; ++r) {
-      m.shards.push_back({shard_file_name(r, ranks),
-                          ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
-                          crcs[r]});
+      m.shards.push_back({.file = shard_file_name(r, ranks),
+                          .bytes = ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
+                          .crc32c = crcs[r]});
     }
     write_manifest(tmp_dir, m);
     reach(options, SavePoint::kManifestWritten, comm);
@@ -244,23 +215,24 @@ SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions
   return result;
 }
 
-LoadResult load(zero::Engine& engine, const std::string& path) {
+LoadResult load(TrainingState& state, const std::string& path) {
   const auto start = Clock::now();
-  comm::Communicator& comm = engine.communicator();
+  comm::Communicator& comm = state.communicator();
+  const RunRecord record = state.record();
   LoadResult result;
   Manifest m;
   on_every_rank(comm, [&] {
     result.path = resolve_checkpoint(path);
     m = read_manifest(result.path);
     const std::string manifest_path = join_path(result.path, kManifestName);
-    check_same_model(m, engine.model(), manifest_path);
-    const auto& opt = engine.config().optimizer;
+    check_same_model(m, record.units, record.model_description, record.model_json, manifest_path);
+    const auto& opt = record.optimizer;
     ZDP_CHECK(m.optimizer.kind == opt.kind, ConfigError,
               "[ckpt load] {}: saved with optimizer {}, this run uses {}: use --optimizer {} to resume it",
               manifest_path, optim::optimizer_kind_name(m.optimizer.kind), optim::optimizer_kind_name(opt.kind),
               optim::optimizer_kind_name(m.optimizer.kind));
-    const std::vector<zero::Engine::StateView> views = engine.state_views();
-    const std::vector<std::string> tensors = tensor_names(views, engine.plan().num_units());
+    const std::vector<StateTensorView> views = state.state_tensors();
+    const std::vector<std::string> tensors = tensor_names(views, record.units.size());
     ZDP_CHECK(tensors == m.tensors, ConfigError,
               "[ckpt load] {}: saved state tensors [{}], this run's optimizer keeps [{}] (e.g. SGD momentum on/off): "
               "use the saved optimizer settings",
@@ -270,13 +242,13 @@ LoadResult load(zero::Engine& engine, const std::string& path) {
       reader.read(views[i].unit, i % tensors.size(), views[i].range, views[i].data);
     }
   });
-  zero::Engine::Counters counters = engine.counters();
+  StepCounters counters = state.counters();
   counters.steps = m.steps;
   counters.optimizer_steps = m.optimizer_steps;
   // The scaler resumes only between fp16 runs; otherwise this run's own
   // initial scaler state stands.
-  if (m.dtype == "fp16" && engine.config().dtype == Dtype::fp16()) counters.scaler = m.scaler;
-  engine.state_loaded(counters);
+  if (m.dtype == Dtype::fp16() && record.dtype == Dtype::fp16()) counters.scaler = m.scaler;
+  state.state_loaded(counters);
 
   result.step = m.data_step;
   result.engine_steps = m.steps;
@@ -284,7 +256,7 @@ LoadResult load(zero::Engine& engine, const std::string& path) {
   result.seed = m.seed;
   result.saved_ranks = m.ranks;
   result.saved_stage = m.stage;
-  result.saved_dtype = m.dtype;
+  result.saved_dtype = std::string(m.dtype.name());
   result.metadata = m.metadata;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

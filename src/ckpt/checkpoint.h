@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Saving and loading a zero::Engine's training state: the calls the trainer
-// makes. Both are collective (every rank calls them, with the same
-// arguments) and work with any number of ranks on either backend.
+// Saving and loading a run's training state, seen through a TrainingState
+// (ckpt/training_state.h; zero::Engine's is engine_ckpt/engine_checkpoint.h,
+// which also has save/load overloads taking the engine). Both are collective
+// (every rank calls them, with the same arguments) and work with any number
+// of ranks on either backend.
 //
-// save(engine, root): every rank writes its plan shard of every state
+// save(state, root): every rank writes its plan shard of every state
 // tensor (fp32 master weights, optimizer moments) to its own file in
 // ROOT/step-<steps>.tmp/ (temporary name, fsync, rename); after a barrier
 // rank 0 writes the manifest last, renames the directory to
@@ -11,17 +13,18 @@
 // (keep_last). An interrupted save leaves every earlier checkpoint, and
 // `latest`, as they were.
 //
-// load(engine, path): path is a checkpoint directory or a root (its
-// `latest`). Each rank reads exactly the elements its engine holds — whole
+// load(state, path): path is a checkpoint directory or a root (its
+// `latest`). Each rank reads exactly the elements its state holds — whole
 // units at stage 0, its own shard at stages 1-3 — from the shard files that
 // hold them, whatever N and stage saved them, verifying every chunk's CRC32C;
-// then Engine::state_loaded sets the step counters and loss-scaler state.
+// then TrainingState::state_loaded sets the step counters and loss-scaler
+// state.
 // Errors: ConfigError for a different model, optimizer kind or state, a
 // future format version or a path without a checkpoint; IoError for missing,
 // truncated or corrupt files. Each names the file. On error every rank
 // throws (the failing rank its error, the others PeerFailedError after it),
-// and the engine's state is unspecified: discard it.
-// Thread-safety: one call per rank thread, on that rank's engine.
+// and the state is unspecified: discard it.
+// Thread-safety: one call per rank thread, on that rank's state.
 #pragma once
 
 #include <cstdint>
@@ -30,25 +33,16 @@
 #include <string>
 
 #include "ckpt/format.h"
-#include "zero/engine.h"
+#include "ckpt/save_point.h"
+#include "ckpt/training_state.h"
+#include "core/stage.h"
 
 namespace zerodp::ckpt {
-
-// Points of a save, in order, for tests that interrupt it.
-enum class SavePoint {
-  kBegin,            // nothing written yet
-  kShardPartial,     // this rank's temporary shard file has its first record
-  kShardWritten,     // this rank's shard file is complete and renamed
-  kManifestWritten,  // rank 0: manifest written inside the .tmp directory
-  kDirRenamed,       // rank 0: the checkpoint is visible as step-*
-  kLatestWritten,    // rank 0: `latest` names it
-  kDone,             // every rank, after rotation
-};
 
 struct SaveOptions {
   uint64_t seed = 0;  // the run's seed, recorded with the data position
   // The data position: the trainer's step counter, which counts skipped fp16
-  // overflow steps too. -1 = the engine's step counter. It names the
+  // overflow steps too. -1 = the state's step counter. It names the
   // directory (step-<data_step>).
   int64_t data_step = -1;
   int keep_last = 0;                                             // keep this many newest checkpoints; 0 keeps all
@@ -65,12 +59,12 @@ struct SaveResult {
   double seconds = 0.0;      // on this rank, save() start to end
 };
 
-SaveResult save(zero::Engine& engine, const std::string& root, const SaveOptions& options = {});
+SaveResult save(TrainingState& state, const std::string& root, const SaveOptions& options = {});
 
 struct LoadResult {
   std::string path;          // the checkpoint directory actually loaded
   int64_t step = 0;          // the data position (SaveOptions::data_step): continue with this step
-  int64_t engine_steps = 0;  // Engine::Counters::steps, as restored
+  int64_t engine_steps = 0;  // StepCounters::steps, as restored
   int64_t optimizer_steps = 0;
   uint64_t seed = 0;  // the seed it was saved with
   int saved_ranks = 0;
@@ -80,6 +74,6 @@ struct LoadResult {
   double seconds = 0.0;
 };
 
-LoadResult load(zero::Engine& engine, const std::string& path);
+LoadResult load(TrainingState& state, const std::string& path);
 
 }  // namespace zerodp::ckpt

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "ckpt/crc32c.h"
@@ -129,9 +130,16 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
             "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam or sgd", path, kind);
   c.kind = optim::parse_optimizer_kind(kind);
   if (c.kind == optim::OptimizerKind::kSgd) {
-    c.sgd = {f.number("lr"), f.number("momentum"), f.number("weight_decay"), f.boolean("nesterov")};
+    c.sgd = {.lr = f.number("lr"),
+             .momentum = f.number("momentum"),
+             .weight_decay = f.number("weight_decay"),
+             .nesterov = f.boolean("nesterov")};
   } else {
-    c.adam = {f.number("lr"), f.number("beta1"), f.number("beta2"), f.number("eps"), f.number("weight_decay")};
+    c.adam = {.lr = f.number("lr"),
+              .beta1 = f.number("beta1"),
+              .beta2 = f.number("beta2"),
+              .eps = f.number("eps"),
+              .weight_decay = f.number("weight_decay")};
   }
   return c;
 }
@@ -188,7 +196,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["save_id"] = m.save_id;
   j["created_by"] = m.created_by;
   j["model"] = Json::parse(m.model_json);
-  j["model_kind"] = m.model_kind;
+  j["model_kind"] = std::string(model::model_kind_name(m.model_kind));
   j["model_description"] = m.model_description;
   j["num_params"] = m.num_params;
   Json units = Json::array();
@@ -196,7 +204,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["units"] = units;
   j["ranks"] = m.ranks;
   j["stage"] = stage_number(m.stage);
-  j["dtype"] = m.dtype;
+  j["dtype"] = std::string(m.dtype.name());
   j["tensors"] = m.tensors;
   j["optimizer"] = optimizer_json(m.optimizer);
   j["engine"] = m.engine_json.empty() ? Json::object() : Json::parse(m.engine_json);
@@ -247,13 +255,18 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   m.created_by = f.string("created_by");
   ZDP_CHECK(f.at("model").is_object(), InputFileError, "[ckpt] {}: field \"model\" must be an object", path);
   m.model_json = f.at("model").dump();
-  m.model_kind = f.string("model_kind");
+  {
+    const std::string kind = f.string("model_kind");
+    const std::optional<model::ModelKind> known = model::find_model_kind(kind);
+    ZDP_CHECK(known.has_value(), InputFileError, "[ckpt] {}: model_kind \"{}\" is not gpt or mlp", path, kind);
+    m.model_kind = *known;
+  }
   m.model_description = f.string("model_description");
   m.num_params = f.unsigned_integer("num_params");
   uint64_t total = 0;
   for (const auto& u : f.array("units", kMaxUnits)) {
     const Fields uf(u, path, "units[].");
-    UnitEntry e{uf.string("name"), static_cast<size_t>(uf.integer("count", 0, int64_t{1} << 48))};
+    UnitEntry e{.name = uf.string("name"), .count = static_cast<size_t>(uf.integer("count", 0, int64_t{1} << 48))};
     total += e.count;
     m.units.push_back(std::move(e));
   }
@@ -262,9 +275,12 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
             m.num_params);
   m.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
   m.stage = static_cast<Stage>(f.integer("stage", 0, stage_number(Stage::k3)));
-  m.dtype = f.string("dtype");
-  ZDP_CHECK(m.dtype == "fp32" || m.dtype == "fp16" || m.dtype == "bf16", InputFileError,
-            "[ckpt] {}: dtype \"{}\" is not fp32, fp16 or bf16", path, m.dtype);
+  {
+    const std::string dtype = f.string("dtype");
+    ZDP_CHECK(dtype == "fp32" || dtype == "fp16" || dtype == "bf16", InputFileError,
+              "[ckpt] {}: dtype \"{}\" is not fp32, fp16 or bf16", path, dtype);
+    m.dtype = Dtype::parse(dtype);
+  }
   for (const auto& t : f.array("tensors", 16)) {
     ZDP_CHECK(t.is_string() && known_tensors().count(t.get<std::string>()) > 0, InputFileError,
               "[ckpt] {}: tensor name {} is not one of master, exp_avg, exp_avg_sq, momentum_buffer", path, t.dump());
@@ -297,8 +313,9 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
             "[ckpt] {}: {} shard files listed for {} ranks", path, shards.size(), m.ranks);
   for (size_t r = 0; r < shards.size(); ++r) {
     const Fields sf(shards[r], path, "shards[].");
-    ShardFileInfo s{sf.string("file"), sf.unsigned_integer("bytes"),
-                    static_cast<uint32_t>(sf.integer("crc32c", 0, std::numeric_limits<uint32_t>::max()))};
+    ShardFileInfo s{.file = sf.string("file"),
+                    .bytes = sf.unsigned_integer("bytes"),
+                    .crc32c = static_cast<uint32_t>(sf.integer("crc32c", 0, std::numeric_limits<uint32_t>::max()))};
     // Only the names zerodp writes: a manifest can never point outside its directory.
     ZDP_CHECK(s.file == shard_file_name(static_cast<int>(r), m.ranks), InputFileError,
               "[ckpt] {}: shard {} is named \"{}\", expected \"{}\"", path, r, s.file,

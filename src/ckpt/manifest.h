@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "ckpt/format.h"
+#include "core/dtype.h"
 #include "core/stage.h"
+#include "model/model_kind.h"
 #include "optim/loss_scaler.h"
-#include "optim/optimizer.h"
+#include "optim/optimizer_config.h"
 
 namespace zerodp::ckpt {
 
@@ -41,7 +43,7 @@ struct Manifest {
   std::string created_by;  // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
   // The model: model_json is what model::model_config_from_json accepts.
-  std::string model_kind;  // "gpt" or "mlp"
+  model::ModelKind model_kind = model::ModelKind::kGpt;  // "model_kind": "gpt" or "mlp"
   std::string model_json;
   std::string model_description;
   uint64_t num_params = 0;       // Φ
@@ -50,7 +52,7 @@ struct Manifest {
   // How it was trained and sharded.
   int ranks = 1;                     // N: shard files and plan shards
   Stage stage = Stage::k0;           // informational: any stage loads any checkpoint
-  std::string dtype = "fp32";        // parameter dtype of the run
+  Dtype dtype = Dtype::fp32();       // parameter dtype of the run: "fp32", "fp16" or "bf16"
   std::vector<std::string> tensors;  // "master", then the optimizer's state names
   optim::OptimizerConfig optimizer;
   std::string engine_json;  // the rest of the engine config (informational)

@@ -4,44 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/gpt.h"
-#include "model/mlp.h"
 
 namespace zerodp::ckpt {
-
-model::ModelConfig model_config_of(const model::Model& m) {
-  model::ModelConfig c;
-  c.name = "custom";
-  if (const auto* gpt = dynamic_cast<const model::Gpt*>(&m)) {
-    c.kind = model::ModelKind::kGpt;
-    c.gpt = gpt->config();
-  } else if (const auto* mlp = dynamic_cast<const model::Mlp*>(&m)) {
-    c.kind = model::ModelKind::kMlp;
-    c.mlp = mlp->config();
-  } else {
-    ZDP_THROW(ConfigError, "[ckpt] cannot record a model of kind \"{}\": only gpt and mlp models are checkpointed",
-              m.kind());
-  }
-  return c;
-}
-
-std::string model_config_json(const model::ModelConfig& c) {
-  nlohmann::ordered_json j;
-  if (c.kind == model::ModelKind::kGpt) {
-    j["kind"] = "gpt";
-    j["layers"] = c.gpt.layers;
-    j["heads"] = c.gpt.heads;
-    j["channels"] = c.gpt.channels;
-    j["vocab"] = c.gpt.vocab;
-    j["max_seq_len"] = c.gpt.max_seq_len;
-    j["padded_vocab"] = c.gpt.padded_vocab;
-  } else {
-    j["kind"] = "mlp";
-    j["widths"] = c.mlp.widths;
-    j["head"] = c.mlp.head == model::MlpHead::kClassification ? "classification" : "regression";
-  }
-  return j.dump();
-}
 
 model::ModelConfig manifest_model_config(const Manifest& manifest, const std::string& path) {
   try {
@@ -51,22 +15,24 @@ model::ModelConfig manifest_model_config(const Manifest& manifest, const std::st
   }
 }
 
-void check_same_model(const Manifest& manifest, const model::Model& model, const std::string& path) {
-  const auto& units = model.units();
-  ZDP_CHECK(manifest.num_params == model.num_params() && manifest.units.size() == units.size(), ConfigError,
+void check_same_model(const Manifest& manifest, const std::vector<UnitEntry>& units, const std::string& description,
+                      const std::string& model_json, const std::string& path) {
+  uint64_t num_params = 0;
+  for (const auto& u : units) num_params += u.count;
+  ZDP_CHECK(manifest.num_params == num_params && manifest.units.size() == units.size(), ConfigError,
             "[ckpt] {}: saved from a different model ({}, {} parameters in {} units); this run trains {} ({} "
             "parameters in {} units): use the same --model as the saved run",
-            path, manifest.model_description, manifest.num_params, manifest.units.size(), model.describe(),
-            model.num_params(), units.size());
+            path, manifest.model_description, manifest.num_params, manifest.units.size(), description, num_params,
+            units.size());
   for (size_t u = 0; u < units.size(); ++u) {
     ZDP_CHECK(manifest.units[u].count == units[u].count && manifest.units[u].name == units[u].name, ConfigError,
               "[ckpt] {}: saved from a different model: unit {} is \"{}\" with {} parameters there, \"{}\" with {} "
               "here ({} vs {}): use the same --model as the saved run",
               path, u, manifest.units[u].name, manifest.units[u].count, units[u].name, units[u].count,
-              manifest.model_description, model.describe());
+              manifest.model_description, description);
   }
-  const std::string here = model_config_json(model_config_of(model));
-  const std::string there = model_config_json(manifest_model_config(manifest, path));
+  const std::string& here = model_json;
+  const std::string there = model::model_config_json(manifest_model_config(manifest, path));
   ZDP_CHECK(here == there, ConfigError,
             "[ckpt] {}: saved from a different model ({}) than this run's ({}): use the same --model as the saved run",
             path, there, here);

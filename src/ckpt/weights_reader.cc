@@ -278,7 +278,7 @@ GptWeightsReader::GptWeightsReader(const std::string& path, const model::GptConf
   ZDP_CHECK(held == expected, ConfigError,
             "[init-from] {} ({}) holds a {}; this run trains a {}: pass the model it holds with --model '{}'", path,
             description(), held.describe(), expected.describe(),
-            model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}));
+            model::model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}));
 }
 
 GptWeightsReader::~GptWeightsReader() = default;

@@ -28,12 +28,12 @@ void run_inspect(const std::string& path) {
   fmt::print("checkpoint {}\n", r.path);
   fmt::print("  format version {}, written by {}, save id {:#x}\n", m.format_version, m.created_by, m.save_id);
   fmt::print("  model: {} ({} parameters in {} units)\n", m.model_description, m.num_params, m.units.size());
-  fmt::print("  saved at {} ranks, ZeRO stage {}, {} parameters, optimizer {}\n", m.ranks, m.stage, m.dtype,
+  fmt::print("  saved at {} ranks, ZeRO stage {}, {} parameters, optimizer {}\n", m.ranks, m.stage, m.dtype.name(),
              optim::optimizer_kind_name(m.optimizer.kind));
   fmt::print("  tensors per unit: {}\n", fmt::join(m.tensors, ", "));
   fmt::print("  data step {} (engine steps {}, optimizer steps {}), seed {}\n", m.data_step, m.steps, m.optimizer_steps,
              m.seed);
-  if (m.dtype == "fp16") {
+  if (m.dtype == Dtype::fp16()) {
     fmt::print("  loss scale {} (iteration {}, {} overflows, hysteresis left {})\n", m.scaler.scale, m.scaler.iteration,
                m.scaler.total_overflows, m.scaler.hysteresis_left);
   }

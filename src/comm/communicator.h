@@ -120,9 +120,10 @@ class Communicator {
   void abort(std::string_view reason);
   bool broken() const { return !broken_reason_.empty(); }
 
-  // Fault injection at a step that is not a collective (a checkpoint save's
-  // points, fault_injection.h): fails here when ZERODP_FAULT names this rank,
-  // its save and `point`. Cheap when no fault is set.
+  // Fault injection at a step that is not a collective (e.g. a checkpoint
+  // save's points, fault_injection.h): fails here when ZERODP_FAULT names
+  // this rank, `point` (an opaque name) and this visit of it. Cheap when no
+  // fault is set.
   void fault_point(std::string_view point);
 
  protected:

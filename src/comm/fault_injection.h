@@ -15,13 +15,16 @@
 //   hang   the call sleeps "forever": until the backend reports that a peer
 //          failed (thread backend, so tests can join the thread), or until
 //          the process is killed (MPI: the peers' timeouts and MPI_Abort).
-// Or at a step of a checkpoint save instead of a collective:
+// Or at a named point of a step that is not a collective:
 //   ZERODP_FAULT="rank=1,save=2,point=shard-written,action=exit"
-// fails rank 1 at that point of its 2nd save (1-based) in this process;
-// points, in order: begin, shard-partial, shard-written (every rank),
-// manifest-written, dir-renamed, latest-written (rank 0 only): see
-// ckpt::SavePoint. A hang there ends when a peer is known to have failed.
-// A malformed value is a ConfigError at the first collective.
+// fails rank 1 the 2nd time (1-based, per rank and point, in this process)
+// it reaches point "shard-written" (Communicator::fault_point). comm treats
+// point names as opaque: the layer that reaches them names and validates
+// them (ckpt::SavePoint: each save reaches each of its points at most once,
+// so K counts saves; ckpt refuses an unknown point when a save begins). A
+// hang there ends when a peer is known to have failed.
+// A malformed value (syntax: keys, numbers, action, a point name of
+// lowercase letters, digits and '-') is a ConfigError at the first collective.
 // Tests in one process set the fault directly with set_fault(), which
 // overrides the environment.
 // Thread-safety: all functions may be called from any thread; the fault is a
@@ -43,14 +46,10 @@ enum class FaultAction { kThrow, kExit, kHang };
 struct FaultSpec {
   int rank = 0;
   uint64_t collective = 0;  // 1-based call number on that rank; 0 for a save fault
-  uint64_t save = 0;        // 1-based save number on that rank; 0 for a collective fault
-  std::string point;        // with save: one of kSavePointNames
+  uint64_t save = 0;        // 1-based visit of `point` on that rank; 0 for a collective fault
+  std::string point;        // with save: an opaque point name (ckpt::SavePoint's names)
   FaultAction action = FaultAction::kThrow;
 };
-
-// The checkpoint save points a fault may name, in the order a save reaches them.
-inline constexpr std::string_view kSavePointNames[] = {
-    "begin", "shard-partial", "shard-written", "manifest-written", "dir-renamed", "latest-written"};
 
 // The process exit code of action=exit.
 inline constexpr int kFaultExitCode = 86;
@@ -71,7 +70,8 @@ std::optional<FaultSpec> active_fault();
 // CommError, exits the process, or sleeps until peer_failed() is true and
 // then throws CommError. Cheap when no fault is set (one atomic load).
 void inject_fault_if_due(int rank, uint64_t call, Collective kind, const std::function<bool()>& peer_failed);
-// The same at save point `point` of `rank` (saves are counted at "begin").
+// The same at point `point` of `rank`: counts this rank's visits of `point`
+// and fails when the active fault names the point and this visit.
 void inject_save_fault_if_due(int rank, std::string_view point, const std::function<bool()>& peer_failed);
 
 }  // namespace zerodp::comm

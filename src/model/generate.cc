@@ -46,7 +46,7 @@ int32_t sample_token(std::span<const float> logits, float temperature, int top_k
 
 std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, std::span<const int32_t> prompt,
                               const GenerateConfig& gc) {
-  const GptConfig& c = model.config();
+  const GptConfig& c = model.gpt_config();
   ZDP_CHECK(!prompt.empty(), ConfigError, "[generate] the prompt is empty; give at least one token");
   ZDP_CHECK(gc.max_new_tokens >= 0, ConfigError, "[generate] max_new_tokens is {}, must be >= 0", gc.max_new_tokens);
   ZDP_CHECK(gc.top_k >= 0, ConfigError, "[generate] top_k is {}, must be >= 0 (0 = all)", gc.top_k);

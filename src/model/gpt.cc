@@ -13,6 +13,7 @@
 #include "kernels/softmax_xent.h"
 #include "model/gpt_block.h"
 #include "model/gpt_workspace.h"
+#include "model/presets.h"
 
 namespace zerodp::model {
 
@@ -28,6 +29,14 @@ GptWorkspace& as_gpt(Workspace& ws) {
 }
 
 }  // namespace
+
+ModelConfig Gpt::config() const {
+  ModelConfig c;
+  c.name = "custom";
+  c.kind = ModelKind::kGpt;
+  c.gpt = config_;
+  return c;
+}
 
 Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config.channels)) {
   config_.validate();

@@ -46,7 +46,8 @@ class Gpt final : public Model {
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   double train_flops_per_position(int seq_len) const override;
 
-  const GptConfig& config() const { return config_; }
+  ModelConfig config() const override;  // kind gpt, with gpt_config()
+  const GptConfig& gpt_config() const { return config_; }
   const BlockLayout& layout() const { return layout_; }
 
  private:

@@ -13,6 +13,7 @@
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "kernels/softmax_xent.h"
+#include "model/presets.h"
 
 namespace zerodp::model {
 
@@ -113,6 +114,14 @@ MlpWorkspace& as_mlp(Workspace& ws) {
 }
 
 }  // namespace
+
+ModelConfig Mlp::config() const {
+  ModelConfig c;
+  c.name = "custom";
+  c.kind = ModelKind::kMlp;
+  c.mlp = config_;
+  return c;
+}
 
 Mlp::Mlp(const MlpConfig& config) : config_(config) {
   config_.validate();

@@ -48,7 +48,8 @@ class Mlp final : public Model {
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   double train_flops_per_position(int seq_len) const override;  // per sample
 
-  const MlpConfig& config() const { return config_; }
+  ModelConfig config() const override;  // kind mlp, with mlp_config()
+  const MlpConfig& mlp_config() const { return config_; }
 
  private:
   MlpConfig config_;

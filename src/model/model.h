@@ -117,11 +117,16 @@ class Workspace {
   kernels::Profile* profile_ = nullptr;
 };
 
+struct ModelConfig;  // model/presets.h
+
 class Model {
  public:
   virtual ~Model() = default;
 
-  virtual std::string kind() const = 0;      // "gpt" or "mlp"
+  virtual std::string kind() const = 0;  // "gpt" or "mlp"
+  // The config this model was built from (name "custom"): what
+  // make_model() rebuilds it from and model_config_json() records.
+  virtual ModelConfig config() const = 0;
   virtual std::string describe() const = 0;  // one line: shape and parameter count
   virtual size_t num_params() const = 0;     // Φ
   virtual const std::vector<UnitInfo>& units() const = 0;

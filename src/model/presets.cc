@@ -136,6 +136,24 @@ ModelConfig model_config_from_json(std::string_view text) {
   return c;
 }
 
+std::string model_config_json(const ModelConfig& c) {
+  nlohmann::ordered_json j;
+  if (c.kind == ModelKind::kGpt) {
+    j["kind"] = "gpt";
+    j["layers"] = c.gpt.layers;
+    j["heads"] = c.gpt.heads;
+    j["channels"] = c.gpt.channels;
+    j["vocab"] = c.gpt.vocab;
+    j["max_seq_len"] = c.gpt.max_seq_len;
+    j["padded_vocab"] = c.gpt.padded_vocab;
+  } else {
+    j["kind"] = "mlp";
+    j["widths"] = c.mlp.widths;
+    j["head"] = c.mlp.head == MlpHead::kClassification ? "classification" : "regression";
+  }
+  return j.dump();
+}
+
 ModelConfig resolve_model_config(std::string_view s) {
   const size_t first = s.find_first_not_of(" \t\n\r");
   if (first != std::string_view::npos && s[first] == '{') return model_config_from_json(s);

@@ -35,10 +35,9 @@
 #include "model/gpt_config.h"
 #include "model/mlp.h"
 #include "model/model.h"
+#include "model/model_kind.h"
 
 namespace zerodp::model {
-
-enum class ModelKind { kGpt, kMlp };
 
 struct ModelConfig {
   std::string name;  // preset name, or "custom"
@@ -53,6 +52,10 @@ std::vector<std::string> model_preset_names();
 ModelConfig model_preset(std::string_view name);
 // Parses a JSON object (text) into a validated config.
 ModelConfig model_config_from_json(std::string_view json_text);
+// The inverse, in the schema above (compact, keys in that order; the name is
+// not recorded): {"kind":"gpt","layers":...} / {"kind":"mlp","widths":[...],"head":...}.
+// Checkpoint manifests record a model this way.
+std::string model_config_json(const ModelConfig& config);
 // A preset name, a path ending in .json, or an inline JSON object ("{...}").
 ModelConfig resolve_model_config(std::string_view name_or_json);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The optimizer interface the ZeRO engine calls on a rank's owned shard of
-// the flat fp32 master parameters, with its configs and the factory.
+// the flat fp32 master parameters, and the factory (the configs are in
+// optim/optimizer_config.h).
 //
 // An optimizer is built for one shard size and owns its state buffers (Adam's
 // m and v, SGD's momentum), allocated zeroed at construction and reported to
@@ -30,46 +31,9 @@
 #include "core/aligned_buffer.h"
 #include "core/convert.h"
 #include "core/dtype.h"
+#include "optim/optimizer_config.h"
 
 namespace zerodp::optim {
-
-enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2 };
-
-// "adamw", "adam" or "sgd"; ConfigError naming the accepted values otherwise.
-OptimizerKind parse_optimizer_kind(std::string_view name);
-std::string_view optimizer_kind_name(OptimizerKind kind);
-
-// Adam and AdamW (PyTorch torch.optim.Adam / AdamW, amsgrad off).
-// AdamW decays decoupled: p = p*(1 - lr*wd) before the update.
-// Adam adds L2 to the gradient: g = g + wd*p.
-struct AdamConfig {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-};
-
-// SGD with momentum (PyTorch torch.optim.SGD, dampening 0): L2 weight decay
-// into the gradient; momentum buffer b = g on the first step, then
-// b = momentum*b + g; update d = b, or g + momentum*b with nesterov.
-struct SgdConfig {
-  double lr = 1e-2;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;
-};
-
-// Which optimizer, with the config of that kind (the other is ignored).
-struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::kAdamW;
-  AdamConfig adam = {};
-  SgdConfig sgd = {};
-};
-
-// Throws ConfigError for out-of-range hyperparameters (negative lr, betas
-// outside [0, 1), negative eps or weight decay, nesterov without momentum).
-void validate(const OptimizerConfig& config);
 
 // Elements [offset, offset + count) of a flat buffer.
 struct ElementRange {

@@ -14,6 +14,7 @@
 #include "ckpt/weights_reader.h"
 #include "core/process_memory.h"
 #include "core/simd.h"
+#include "engine_ckpt/engine_checkpoint.h"
 #include "kernels/gemm.h"
 #include "optim/optimizer.h"
 #include "train/effective_config.h"
@@ -146,7 +147,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
     if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
   }
   if (!config.resume_dir.empty()) {
-    const ckpt::LoadResult loaded = ckpt::load(engine, config.resume_dir);
+    const ckpt::LoadResult loaded = engine_ckpt::load(engine, config.resume_dir);
     step = loaded.step;
     if (lead) {
       progress->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {}); {}", loaded.path,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ckpt/checkpoint.h"
+#include "engine_ckpt/engine_checkpoint.h"
 #include "train/rank_figures.h"
 #include "train/samples.h"
 
@@ -25,7 +26,7 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
   options.data_step = data_step;
   options.keep_last = config_.keep_last;
   options.metadata = run_record(config_, data_);
-  const ckpt::SaveResult saved = ckpt::save(engine_, root, options);
+  const ckpt::SaveResult saved = engine_ckpt::save(engine_, root, options);
   last_saved_ = data_step;
   if (progress_ != nullptr) {
     progress_->note(

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
+#include "engine_ckpt/engine_checkpoint.h"
 #include "model/gpt.h"
 #include "support/rank_harness.h"
 #include "zero/engine.h"
@@ -26,6 +27,11 @@
 namespace zerodp::ckpt::testing {
 
 namespace fs = std::filesystem;
+
+// The tests save and load engines through the engine's adapter
+// (engine_ckpt/engine_checkpoint.h).
+using engine_ckpt::load;
+using engine_ckpt::save;
 using zero::testing::mlp_feeder;
 using zero::testing::small_mlp;
 

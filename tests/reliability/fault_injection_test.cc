@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/save_point.h"
 #include "comm/world.h"
 #include "core/error.h"
 
@@ -42,10 +43,25 @@ TEST(FaultSpec, ParsesSaveFaults) {
   for (const char* bad : {"rank=1,save=2,action=exit",                              // no point
                           "rank=1,point=begin,action=exit",                         // no save
                           "rank=1,save=0,point=begin,action=exit",                  // saves count from 1
-                          "rank=1,save=1,point=halfway,action=exit",                // unknown point
+                          "rank=1,save=1,point=Half way,action=exit",               // not a point name
                           "rank=1,collective=3,save=1,point=begin,action=exit"}) {  // both kinds
     EXPECT_THROW(parse_fault_spec(bad), ConfigError) << bad;
   }
+}
+
+// comm parses any point name; the save points are ckpt's, and ckpt refuses
+// an unknown one as a save begins, with the message the parser used to give.
+TEST(FaultSpec, UnknownSavePointIsRefusedByCkpt) {
+  FaultGuard guard(parse_fault_spec("rank=1,save=1,point=halfway,action=exit"));  // unknown point
+  try {
+    ckpt::check_fault_save_point();
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("unknown save point 'halfway': use begin, shard-partial"), std::string::npos)
+        << e.message();
+  }
+  set_fault(parse_fault_spec("rank=1,save=1,point=dir-renamed,action=exit"));
+  ckpt::check_fault_save_point();
 }
 
 // The save counter is per rank and counts at "begin"; only the named save

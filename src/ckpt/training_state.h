@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// What ckpt::save and ckpt::load need of a training run, as an abstract
+// view of one rank's training state, so that ckpt is a format library that
+// knows no engine. zero::Engine's implementation lives in a layer above
+// both (engine_ckpt/engine_checkpoint.h).
+//
+// The partition is the one every checkpoint uses: each unit's elements are
+// split over the N ranks with comm::shard_range (the rank's "plan shard"),
+// N being communicator().size().
+// Thread-safety: one TrainingState per rank, used from that rank's thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ckpt/manifest.h"
+#include "comm/communicator.h"
+#include "comm/shard.h"
+#include "core/dtype.h"
+#include "core/stage.h"
+#include "model/model_kind.h"
+#include "optim/loss_scaler.h"
+#include "optim/optimizer_config.h"
+
+namespace zerodp::ckpt {
+
+// One state tensor of one unit, over the elements this rank holds.
+struct StateTensorView {
+  std::string name;        // "master" (fp32 master weights), then the optimizer's state names
+  size_t unit = 0;         // index into RunRecord::units
+  comm::ShardRange range;  // unit-relative elements held in `data`; covers the rank's plan shard
+  std::span<float> data;   // writable: load fills it
+};
+
+// Where training stands (identical on every rank).
+struct StepCounters {
+  int64_t steps = 0;            // optimizer steps taken (skipped fp16 steps excluded)
+  int64_t optimizer_steps = 0;  // steps minus fp16 skips
+  optim::LossScalerState scaler;
+};
+
+// What the manifest records of the run and a load checks (identical on
+// every rank), as plain values.
+struct RunRecord {
+  model::ModelKind model_kind = model::ModelKind::kGpt;
+  std::string model_json;         // model::model_config_json of the model
+  std::string model_description;  // one line (Model::describe)
+  std::vector<UnitEntry> units;   // the units in flat order and their element counts
+  Stage stage = Stage::k0;        // informational
+  Dtype dtype = Dtype::fp32();    // the parameter dtype
+  optim::OptimizerConfig optimizer;
+  std::string engine_json;  // the rest of the run's config as a JSON object (informational); "" for {}
+};
+
+class TrainingState {
+ public:
+  virtual ~TrainingState() = default;
+
+  // This rank's communicator: its rank and N, and the collectives that
+  // save and load run.
+  virtual comm::Communicator& communicator() = 0;
+  virtual RunRecord record() const = 0;
+  // Every (unit, tensor) this rank holds: unit-major, every unit's tensors
+  // in the same order, "master" first.
+  virtual std::vector<StateTensorView> state_tensors() = 0;
+  virtual StepCounters counters() const = 0;
+  // Called by load after it filled state_tensors(), on every rank: set the
+  // counters and refresh whatever derives from the state. Collective.
+  virtual void state_loaded(const StepCounters& counters) = 0;
+};
+
+}  // namespace zerodp::ckpt

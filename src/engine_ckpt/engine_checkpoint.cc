@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine_ckpt/engine_checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include "model/presets.h"
+
+namespace zerodp::engine_ckpt {
+
+std::string engine_config_json(const zero::EngineConfig& c) {
+  nlohmann::ordered_json j;
+  j["stage"] = c.stage;
+  j["grad_accum"] = c.grad_accum;
+  j["clip_norm"] = c.clip_norm;
+  const auto& s = c.lr_schedule;
+  j["lr_schedule"] = {{"kind", std::string(optim::lr_schedule_kind_name(s.kind))},
+                      {"max_lr", s.max_lr},
+                      {"min_lr", s.min_lr},
+                      {"warmup_steps", s.warmup_steps},
+                      {"total_steps", s.total_steps},
+                      {"warmup_type", s.warmup_type == optim::WarmupType::kLinear ? "linear" : "log"},
+                      {"warmup_min_ratio", s.warmup_min_ratio},
+                      {"cos_min_ratio", s.cos_min_ratio}};
+  const auto& l = c.loss_scaler;
+  j["loss_scaler"] = {{"mode", l.mode == optim::LossScaleMode::kDynamic ? "dynamic" : "static"},
+                      {"initial_scale", l.initial_scale},
+                      {"window", l.window},
+                      {"hysteresis", l.hysteresis},
+                      {"min_scale", l.min_scale},
+                      {"consecutive_hysteresis", l.consecutive_hysteresis},
+                      {"floor_patience", l.floor_patience}};
+  return j.dump();
+}
+
+ckpt::RunRecord EngineTrainingState::record() const {
+  const model::Model& model = engine_.model();
+  const model::ModelConfig config = model.config();
+  const zero::EngineConfig& c = engine_.config();
+  ckpt::RunRecord r;
+  r.model_kind = config.kind;
+  r.model_json = model::model_config_json(config);
+  r.model_description = model.describe();
+  // The plan partitions the model's units, in flat order.
+  for (const auto& u : model.units()) r.units.push_back({.name = u.name, .count = u.count});
+  r.stage = c.stage;
+  r.dtype = c.dtype;
+  r.optimizer = c.optimizer;
+  r.engine_json = engine_config_json(c);
+  return r;
+}
+
+std::vector<ckpt::StateTensorView> EngineTrainingState::state_tensors() {
+  std::vector<ckpt::StateTensorView> out;
+  for (auto& v : engine_.state_views()) {
+    out.push_back({.name = std::move(v.name), .unit = v.unit, .range = v.range, .data = v.data});
+  }
+  return out;
+}
+
+ckpt::StepCounters EngineTrainingState::counters() const {
+  const zero::Engine::Counters c = engine_.counters();
+  return {.steps = c.steps, .optimizer_steps = c.optimizer_steps, .scaler = c.scaler};
+}
+
+void EngineTrainingState::state_loaded(const ckpt::StepCounters& counters) {
+  zero::Engine::Counters c = engine_.counters();
+  c.steps = counters.steps;
+  c.optimizer_steps = counters.optimizer_steps;
+  c.scaler = counters.scaler;
+  engine_.state_loaded(c);
+}
+
+ckpt::SaveResult save(zero::Engine& engine, const std::string& root, const ckpt::SaveOptions& options) {
+  EngineTrainingState state(engine);
+  return ckpt::save(state, root, options);
+}
+
+ckpt::LoadResult load(zero::Engine& engine, const std::string& path) {
+  EngineTrainingState state(engine);
+  return ckpt::load(state, path);
+}
+
+}  // namespace zerodp::engine_ckpt

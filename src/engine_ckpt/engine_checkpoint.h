@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// Checkpoints of a zero::Engine: the adapter between the engine and ckpt's
+// format library, a layer above both (ckpt knows no engine; the engine
+// knows no checkpoint files).
+//
+// EngineTrainingState is the engine's ckpt::TrainingState: its plan's units,
+// its state views (fp32 master weights and optimizer state over the
+// elements this rank's optimizer updates), its counters, and its config as
+// the manifest records it. save/load are ckpt::save/ckpt::load through it,
+// with the same contracts (ckpt/checkpoint.h).
+// Thread-safety: one per rank, used from that rank's thread, like the engine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/training_state.h"
+#include "zero/engine.h"
+
+namespace zerodp::engine_ckpt {
+
+class EngineTrainingState final : public ckpt::TrainingState {
+ public:
+  explicit EngineTrainingState(zero::Engine& engine) : engine_(engine) {}
+
+  comm::Communicator& communicator() override { return engine_.communicator(); }
+  ckpt::RunRecord record() const override;
+  std::vector<ckpt::StateTensorView> state_tensors() override;
+  ckpt::StepCounters counters() const override;
+  // Engine::state_loaded with these counters (the engine's other counters kept).
+  void state_loaded(const ckpt::StepCounters& counters) override;
+
+ private:
+  zero::Engine& engine_;
+};
+
+// The engine config beyond what the manifest records elsewhere (stage,
+// gradient accumulation, clipping, LR schedule, loss scaler), as the JSON
+// object of the manifest's "engine" field.
+std::string engine_config_json(const zero::EngineConfig& config);
+
+// ckpt::save / ckpt::load of `engine` (collective, as there).
+ckpt::SaveResult save(zero::Engine& engine, const std::string& root, const ckpt::SaveOptions& options = {});
+ckpt::LoadResult load(zero::Engine& engine, const std::string& path);
+
+}  // namespace zerodp::engine_ckpt
