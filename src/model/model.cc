@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/presets.h"
 
 namespace zerodp::model {
 
@@ -62,6 +63,13 @@ void backward_all(const Model& model, std::span<const float> params, std::span<f
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     model.backward(i, model.unit_span(params, ops[i].unit), model.unit_span(grads, ops[i].unit), ws);
   }
+}
+
+ModelConfig Model::config() const {
+  ZDP_THROW(ConfigError,
+            "[model] a model of kind \"{}\" has no config to record: only gpt and mlp models are checkpointed "
+            "and rebuilt (override Model::config)",
+            kind());
 }
 
 }  // namespace zerodp::model

@@ -125,8 +125,10 @@ class Model {
 
   virtual std::string kind() const = 0;  // "gpt" or "mlp"
   // The config this model was built from (name "custom"): what
-  // make_model() rebuilds it from and model_config_json() records.
-  virtual ModelConfig config() const = 0;
+  // make_model() rebuilds it from and model_config_json() records. A model
+  // of one's own need not have one: the default throws ConfigError, so it
+  // trains but cannot be checkpointed (examples/custom_model).
+  virtual ModelConfig config() const;
   virtual std::string describe() const = 0;  // one line: shape and parameter count
   virtual size_t num_params() const = 0;     // Φ
   virtual const std::vector<UnitInfo>& units() const = 0;
