@@ -30,13 +30,7 @@ GptWorkspace& as_gpt(Workspace& ws) {
 
 }  // namespace
 
-ModelConfig Gpt::config() const {
-  ModelConfig c;
-  c.name = "custom";
-  c.kind = ModelKind::kGpt;
-  c.gpt = config_;
-  return c;
-}
+ModelConfig Gpt::config() const { return {.name = "custom", .kind = ModelKind::kGpt, .gpt = config_, .mlp = {}}; }
 
 Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config.channels)) {
   config_.validate();

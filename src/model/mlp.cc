@@ -115,13 +115,7 @@ MlpWorkspace& as_mlp(Workspace& ws) {
 
 }  // namespace
 
-ModelConfig Mlp::config() const {
-  ModelConfig c;
-  c.name = "custom";
-  c.kind = ModelKind::kMlp;
-  c.mlp = config_;
-  return c;
-}
+ModelConfig Mlp::config() const { return {.name = "custom", .kind = ModelKind::kMlp, .gpt = {}, .mlp = config_}; }
 
 Mlp::Mlp(const MlpConfig& config) : config_(config) {
   config_.validate();
