@@ -202,7 +202,6 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
                           .result = r,
                           .seconds = dt,
                           .tokens_per_step = tokens_per_step,
-                          .tokens_per_second = tokens_per_step / dt,
                           .val_loss = eval ? validate_now() : -1.0,
                           .comm = last_step_comm};
     for (StepObserver* o : observers) o->on_step(event);

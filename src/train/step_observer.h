@@ -17,11 +17,10 @@ struct StepEvent {
   int64_t step = 0;   // steps done, this one included (the data position a save resumes at)
   int64_t steps = 0;  // the run's last step
   zero::StepResult result;
-  double seconds = 0;            // this step's wall time on this rank
-  double tokens_per_step = 0;    // the job's: micro-batch x seq x accum x ranks
-  double tokens_per_second = 0;  // tokens_per_step / seconds
-  double val_loss = -1;          // the validation loss after this step; -1 when not evaluated
-  comm::CommStats comm;          // this rank's collectives during the step
+  double seconds = 0;          // this step's wall time on this rank
+  double tokens_per_step = 0;  // the job's: micro-batch x seq x accum x ranks
+  double val_loss = -1;        // the validation loss after this step; -1 when not evaluated
+  comm::CommStats comm;        // this rank's collectives during the step
 };
 
 class StepObserver {

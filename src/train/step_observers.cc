@@ -64,7 +64,7 @@ void ProgressLine::on_step(const StepEvent& event) {
                     .total = event.steps,
                     .loss = r.loss,
                     .val_loss = event.val_loss,
-                    .tokens_per_second = event.tokens_per_second,
+                    .tokens_per_second = event.tokens_per_step / event.seconds,
                     .loss_scale = show_loss_scale_ ? r.loss_scale : 0.0,
                     .skipped = r.skipped});
 }
