@@ -10,7 +10,7 @@
 # names exist as aliases (zerodp::zero = zerodp_zero).
 include(CMakePackageConfigHelpers)
 
-set(ZERODP_PUBLIC_LAYERS core text comm kernels model optim zero plan ckpt engine_ckpt)
+set(ZERODP_PUBLIC_LAYERS core text comm kernels model optim zero plan ckpt weights engine_ckpt)
 set(ZERODP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/zerodp)
 set(zerodp_public_targets "")
 foreach(layer IN LISTS ZERODP_PUBLIC_LAYERS)

@@ -10,7 +10,7 @@
    output; GELU's tanh form "gelu_new"; layernorm eps from config.json;
    causal attention scaled by 1/sqrt(head size); lm_head tied to wte), all in
    float64 from the fp32 weights, and computes the logits of fixed tokens.
-3. Writes tests/ckpt/fixtures/hf_gpt2/: model.safetensors and config.json
+3. Writes tests/weights/fixtures/hf_gpt2/: model.safetensors and config.json
    (zerodp's export, as written) and logits.json (the tokens, torch's logits
    [T, V] and the zerodp model config).
 
@@ -37,7 +37,7 @@ PADDED_VOCAB = 384  # zerodp's default: the vocabulary rounded up to a multiple 
 # Keep in step with tests/cli/cli_files_test.cc.
 TRAIN = ["--seed", "14", "--steps", "4", "--ranks", "1", "--stage", "0", "--precision", "fp32", "--lr", "1e-2",
          "--micro-batch", "4", "--seq-len", "16", "--sample-tokens", "0", "--held-out", "0", "--eval-every", "0"]
-OUT_DIR = os.path.join("tests", "ckpt", "fixtures", "hf_gpt2")
+OUT_DIR = os.path.join("tests", "weights", "fixtures", "hf_gpt2")
 TOKENS = [ord(c) for c in "12+34=046\n57+08="]  # 16 tokens: the whole context
 
 

@@ -61,7 +61,7 @@ void check_engine_bench_options(const EngineBenchOptions& o) {
 std::vector<StageTiming> run_engine_bench(const EngineBenchOptions& o, comm::Backend backend) {
   check_engine_bench_options(o);
   const auto mc = model::resolve_model_config(o.model);
-  ZDP_CHECK(mc.kind == model::ModelKind::kGpt, ConfigError, "[bench engine] --model must be a GPT preset or config");
+  ZDP_CHECK(mc.kind == ModelKind::kGpt, ConfigError, "[bench engine] --model must be a GPT preset or config");
   const auto m = model::make_model(mc);
   std::map<int, StageTiming> results;  // a stage named twice is timed twice and shown once
   comm::run_ranks(backend, backend == comm::Backend::kThread ? o.ranks : 0, {}, [&](comm::Communicator& comm) {

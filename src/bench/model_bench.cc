@@ -42,7 +42,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   ModelBenchResult r;
   r.model = cfg.name;
   r.describe = m->describe();
-  r.is_gpt = cfg.kind == model::ModelKind::kGpt;
+  r.is_gpt = cfg.kind == ModelKind::kGpt;
   r.batch = o.batch;
   r.seq_len = r.is_gpt ? o.seq : 1;
   r.positions = size_t(o.batch) * r.seq_len;

@@ -12,7 +12,6 @@
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/file_io.h"
 #include "ckpt/manifest.h"
-#include "ckpt/model_record.h"
 #include "ckpt/shard_reader.h"
 #include "ckpt/shard_writer.h"
 #include "comm/shard.h"
@@ -70,6 +69,27 @@ std::vector<std::string> tensor_names(const std::vector<StateTensorView>& views,
               names[i % names.size()], i / names.size());
   }
   return names;
+}
+
+// The saved units (names and element counts) against this run's: the layout
+// the records follow. Whether the model is the same beyond that is the
+// training state's to say (TrainingState::check_saved_model).
+void check_same_units(const Manifest& manifest, const std::vector<UnitEntry>& units, const std::string& description,
+                      const std::string& path) {
+  uint64_t num_params = 0;
+  for (const auto& u : units) num_params += u.count;
+  ZDP_CHECK(manifest.num_params == num_params && manifest.units.size() == units.size(), ConfigError,
+            "[ckpt] {}: saved from a different model ({}, {} parameters in {} units); this run trains {} ({} "
+            "parameters in {} units): use the same --model as the saved run",
+            path, manifest.model_description, manifest.num_params, manifest.units.size(), description, num_params,
+            units.size());
+  for (size_t u = 0; u < units.size(); ++u) {
+    ZDP_CHECK(manifest.units[u].count == units[u].count && manifest.units[u].name == units[u].name, ConfigError,
+              "[ckpt] {}: saved from a different model: unit {} is \"{}\" with {} parameters there, \"{}\" with {} "
+              "here ({} vs {}): use the same --model as the saved run",
+              path, u, manifest.units[u].name, manifest.units[u].count, units[u].name, units[u].count,
+              manifest.model_description, description);
+  }
 }
 
 Manifest base_manifest(const RunRecord& record, const StepCounters& counters, int ranks,
@@ -225,7 +245,8 @@ LoadResult load(TrainingState& state, const std::string& path) {
     result.path = resolve_checkpoint(path);
     m = read_manifest(result.path);
     const std::string manifest_path = join_path(result.path, kManifestName);
-    check_same_model(m, record.units, record.model_description, record.model_json, manifest_path);
+    check_same_units(m, record.units, record.model_description, manifest_path);
+    state.check_saved_model(m.model_json, manifest_path);
     const auto& opt = record.optimizer;
     ZDP_CHECK(m.optimizer.kind == opt.kind, ConfigError,
               "[ckpt load] {}: saved with optimizer {}, this run uses {}: use --optimizer {} to resume it",

@@ -196,7 +196,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["save_id"] = m.save_id;
   j["created_by"] = m.created_by;
   j["model"] = Json::parse(m.model_json);
-  j["model_kind"] = std::string(model::model_kind_name(m.model_kind));
+  j["model_kind"] = std::string(model_kind_name(m.model_kind));
   j["model_description"] = m.model_description;
   j["num_params"] = m.num_params;
   Json units = Json::array();
@@ -257,7 +257,7 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   m.model_json = f.at("model").dump();
   {
     const std::string kind = f.string("model_kind");
-    const std::optional<model::ModelKind> known = model::find_model_kind(kind);
+    const std::optional<ModelKind> known = find_model_kind(kind);
     ZDP_CHECK(known.has_value(), InputFileError, "[ckpt] {}: model_kind \"{}\" is not gpt or mlp", path, kind);
     m.model_kind = *known;
   }

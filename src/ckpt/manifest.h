@@ -19,8 +19,8 @@
 
 #include "ckpt/format.h"
 #include "core/dtype.h"
+#include "core/model_kind.h"
 #include "core/stage.h"
-#include "model/model_kind.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer_config.h"
 
@@ -43,7 +43,7 @@ struct Manifest {
   std::string created_by;  // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
   // The model: model_json is what model::model_config_from_json accepts.
-  model::ModelKind model_kind = model::ModelKind::kGpt;  // "model_kind": "gpt" or "mlp"
+  ModelKind model_kind = ModelKind::kGpt;  // "model_kind": "gpt" or "mlp"
   std::string model_json;
   std::string model_description;
   uint64_t num_params = 0;       // Φ

@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The offline checkpoint tools behind `zerodp ckpt inspect|consolidate|
-// reshard`: they need no ranks and no engine, only the files.
-//
-// consolidate streams export piece by export piece (one layer's tensor, or
-// wte): each is read from its unit's records into one reusable buffer and
-// appended to safetensors (and, for GPT, llm.c's model file and Hugging Face
-// GPT-2's layout in OUT/hf/, hf_format.h), so the peak is the largest piece
-// (at most a 4 MiB slice) plus the reader's batch, not the model.
+// The offline checkpoint tools behind `zerodp ckpt inspect|reshard`: they
+// need no ranks and no engine, only the files, and they read the model record
+// as an opaque JSON object (weights/model_record.h parses it;
+// weights/consolidate.h writes whole-model files).
 // reshard streams record by record (peak: the largest new record) into a new
 // checkpoint directory for M ranks, written to OUT.tmp and renamed when
 // complete; the result loads like a checkpoint saved at M ranks.
@@ -35,28 +31,10 @@ struct InspectReport {
 // reported per file, not thrown).
 InspectReport inspect_checkpoint(const std::string& path);
 
-// ---- consolidate ----
 // The full tensor (Φ elements, flat order) from all shards. `tensor` indexes
 // manifest.tensors ("master" is 0). Holds 4Φ bytes: consolidate does not use
 // it; tests and the fuzz target compare whole states with it.
 std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
-
-struct ConsolidateOptions {
-  bool llmc = true;               // also model.bin in llm.c's format (GPT only)
-  bool hf = true;                 // also hf/model.safetensors + hf/config.json (GPT only)
-  bool optimizer_states = false;  // also <state>.safetensors for every optimizer tensor
-};
-struct ConsolidateResult {
-  std::string checkpoint;            // the directory read
-  std::vector<std::string> files;    // written
-  uint64_t stream_buffer_bytes = 0;  // the one buffer the tensors streamed through (export_format.h)
-  uint64_t rss_before_bytes = 0;     // resident set before reading (this process)
-  uint64_t peak_rss_bytes = 0;       // the process's high-water mark after
-};
-// Writes OUT/model.safetensors (and OUT/model.bin, OUT/hf/model.safetensors,
-// OUT/hf/config.json for GPT); OUT is created.
-ConsolidateResult consolidate(const std::string& checkpoint, const std::string& out_dir,
-                              const ConsolidateOptions& options = {});
 
 // ---- reshard ----
 struct ReshardOptions {

@@ -19,8 +19,8 @@
 #include "comm/communicator.h"
 #include "comm/shard.h"
 #include "core/dtype.h"
+#include "core/model_kind.h"
 #include "core/stage.h"
-#include "model/model_kind.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer_config.h"
 
@@ -44,7 +44,7 @@ struct StepCounters {
 // What the manifest records of the run and a load checks (identical on
 // every rank), as plain values.
 struct RunRecord {
-  model::ModelKind model_kind = model::ModelKind::kGpt;
+  ModelKind model_kind = ModelKind::kGpt;
   std::string model_json;         // model::model_config_json of the model
   std::string model_description;  // one line (Model::describe)
   std::vector<UnitEntry> units;   // the units in flat order and their element counts
@@ -69,6 +69,12 @@ class TrainingState {
   // Called by load after it filled state_tensors(), on every rank: set the
   // counters and refresh whatever derives from the state. Collective.
   virtual void state_loaded(const StepCounters& counters) = 0;
+  // Called by load, on every rank, after it found the saved units (names and
+  // element counts) equal to record().units and before it reads any state:
+  // throw (ConfigError naming `manifest_path`) when the saved model, as
+  // record().model_json recorded it, is not this one. The format library
+  // does not read model JSON; the state's owner does.
+  virtual void check_saved_model(const std::string& saved_model_json, const std::string& manifest_path) const = 0;
 };
 
 }  // namespace zerodp::ckpt

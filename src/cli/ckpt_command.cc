@@ -11,20 +11,30 @@
 #include <string>
 
 #include "ckpt/checkpoint_dir.h"
+#include "ckpt/file_io.h"
 #include "ckpt/offline.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "core/stage.h"
+#include "weights/consolidate.h"
+#include "weights/model_record.h"
 
 namespace zerodp::cli {
 namespace {
 
 std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+// The recorded model must parse as a model config (InputFileError naming the
+// manifest): ckpt's tools copy it as JSON, src/weights reads it.
+void check_model_record(const ckpt::Manifest& manifest, const std::string& checkpoint_dir) {
+  weights::manifest_model_config(manifest, ckpt::join_path(checkpoint_dir, ckpt::kManifestName));
+}
+
 void run_inspect(const std::string& path) {
   const ckpt::InspectReport r = ckpt::inspect_checkpoint(path);
   const ckpt::Manifest& m = r.manifest;
+  check_model_record(m, r.path);
   fmt::print("checkpoint {}\n", r.path);
   fmt::print("  format version {}, written by {}, save id {:#x}\n", m.format_version, m.created_by, m.save_id);
   fmt::print("  model: {} ({} parameters in {} units)\n", m.model_description, m.num_params, m.units.size());
@@ -51,8 +61,8 @@ void run_inspect(const std::string& path) {
 }
 
 void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc, bool no_hf) {
-  const ckpt::ConsolidateResult r =
-      ckpt::consolidate(path, out, {.llmc = !no_llmc, .hf = !no_hf, .optimizer_states = states});
+  const weights::ConsolidateResult r =
+      weights::consolidate(path, out, {.llmc = !no_llmc, .hf = !no_hf, .optimizer_states = states});
   fmt::print("consolidated {}\n", r.checkpoint);
   for (const auto& f : r.files) fmt::print("  wrote {}\n", f);
   fmt::print(
@@ -65,6 +75,8 @@ void run_consolidate(const std::string& path, const std::string& out, bool state
 void run_reshard(const std::string& path, const std::string& out, int ranks, int stage) {
   std::optional<Stage> recorded;
   if (stage >= 0) recorded = parse_stage(stage, "[ckpt reshard] --stage");
+  const std::string dir = ckpt::resolve_checkpoint(path);
+  check_model_record(ckpt::read_manifest(dir), dir);
   const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = recorded});
   fmt::print("resharded {} to {} ranks: {} ({} in all; streamed through a {} buffer)\n", ckpt::resolve_checkpoint(path),
              ranks, r.path, mib(r.bytes_total), mib(r.largest_record_bytes));

@@ -52,7 +52,7 @@ std::string model_display_name(const std::string& spec) {
 void resolve_model_into(const std::string& spec, plan::PlanConfig& c) {
   c.model_name = model_display_name(spec);
   const model::ModelConfig m = model::resolve_model_config(spec);
-  if (m.kind == model::ModelKind::kGpt) {
+  if (m.kind == ModelKind::kGpt) {
     c.shape = plan::gpt_shape(m.gpt);
     ZDP_CHECK_EQ(c.shape->num_params(), model::num_params(m), Error,
                  "[plan] plan's and src/model's parameter counts differ");

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/presets.h"
+#include "weights/model_record.h"
 
 namespace zerodp::engine_ckpt {
 
@@ -68,6 +69,11 @@ void EngineTrainingState::state_loaded(const ckpt::StepCounters& counters) {
   c.optimizer_steps = counters.optimizer_steps;
   c.scaler = counters.scaler;
   engine_.state_loaded(c);
+}
+
+void EngineTrainingState::check_saved_model(const std::string& saved_model_json,
+                                            const std::string& manifest_path) const {
+  weights::check_same_model_config(saved_model_json, model::model_config_json(engine_.model().config()), manifest_path);
 }
 
 ckpt::SaveResult save(zero::Engine& engine, const std::string& root, const ckpt::SaveOptions& options) {

@@ -30,6 +30,8 @@ class EngineTrainingState final : public ckpt::TrainingState {
   ckpt::StepCounters counters() const override;
   // Engine::state_loaded with these counters (the engine's other counters kept).
   void state_loaded(const ckpt::StepCounters& counters) override;
+  // weights::check_same_model_config against the engine's model.
+  void check_saved_model(const std::string& saved_model_json, const std::string& manifest_path) const override;
 
  private:
   zero::Engine& engine_;

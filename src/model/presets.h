@@ -32,10 +32,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model_kind.h"
 #include "model/gpt_config.h"
 #include "model/mlp.h"
 #include "model/model.h"
-#include "model/model_kind.h"
 
 namespace zerodp::model {
 

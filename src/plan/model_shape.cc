@@ -71,7 +71,7 @@ std::optional<GptShape> find_preset(std::string_view name) {
   for (const std::string& n : model::model_preset_names()) {
     if (n != name) continue;
     const model::ModelConfig m = model::model_preset(n);
-    if (m.kind != model::ModelKind::kGpt) return std::nullopt;
+    if (m.kind != ModelKind::kGpt) return std::nullopt;
     return gpt_shape(m.gpt);
   }
   return std::nullopt;
@@ -79,7 +79,7 @@ std::optional<GptShape> find_preset(std::string_view name) {
 
 GptShape resolve_model(std::string_view spec) {
   const model::ModelConfig m = model::resolve_model_config(spec);
-  ZDP_CHECK(m.kind == model::ModelKind::kGpt, ConfigError,
+  ZDP_CHECK(m.kind == ModelKind::kGpt, ConfigError,
             "[plan] --model '{}' is an MLP: plan needs a GPT's shape here (give --params for an MLP's count)", spec);
   return gpt_shape(m.gpt);
 }

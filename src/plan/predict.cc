@@ -23,7 +23,7 @@ std::string human_bytes(uint64_t bytes) {
 }  // namespace
 
 UnitSchedule unit_schedule(const model::ModelConfig& config) {
-  if (config.kind == model::ModelKind::kGpt) return gpt_unit_schedule(gpt_shape(config.gpt));
+  if (config.kind == ModelKind::kGpt) return gpt_unit_schedule(gpt_shape(config.gpt));
   UnitSchedule s;
   const std::vector<int>& w = config.mlp.widths;
   ZDP_CHECK(w.size() >= 2, ConfigError, "[plan] an MLP needs at least [in, out] widths, got {}", w.size());
@@ -39,7 +39,7 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
   a.micro_batch = run.micro_batch;
   a.seq_len = run.seq_len;
   a.checkpointing = run.checkpointing;
-  if (config.kind == model::ModelKind::kGpt) {
+  if (config.kind == ModelKind::kGpt) {
     ZDP_CHECK(run.seq_len >= 1, ConfigError, "[plan] sequence length {} must be at least 1", run.seq_len);
     return estimate_activations(gpt_shape(config.gpt), a).total_bytes;
   }

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/weights_reader.h"
 #include "core/process_memory.h"
 #include "core/simd.h"
 #include "engine_ckpt/engine_checkpoint.h"
@@ -28,6 +27,7 @@
 #include "train/stop_signal.h"
 #include "train/summary.h"
 #include "train/warm_up.h"
+#include "weights/weights_reader.h"
 #include "zero/engine.h"
 
 namespace zerodp::train {
@@ -142,7 +142,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   const double tokens_per_step =
       static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
   if (!config.init_from.empty()) {
-    ckpt::GptWeightsReader reader(config.init_from, run.model_config.gpt);
+    weights::GptWeightsReader reader(config.init_from, run.model_config.gpt);
     engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
     if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
   }

@@ -8,10 +8,10 @@
 
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/shard_reader.h"
-#include "ckpt/weights_reader.h"
 #include "comm/mpi.h"
 #include "core/error.h"
 #include "train/samples.h"
+#include "weights/weights_reader.h"
 
 namespace zerodp::train {
 namespace {
@@ -70,7 +70,7 @@ RunSetup prepare_run(const TrainConfig& input) {
   if (config.sample_tokens > 0) check_sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
   run.model_config = model::resolve_model_config(config.model);
   const model::ModelConfig& model_config = run.model_config;
-  ZDP_CHECK(model_config.kind == model::ModelKind::kGpt, ConfigError,
+  ZDP_CHECK(model_config.kind == ModelKind::kGpt, ConfigError,
             "[train] model '{}' is an MLP: zerodp train trains GPT models on token data; pick a gpt preset "
             "(zerodp model list)",
             config.model);
@@ -85,7 +85,7 @@ RunSetup prepare_run(const TrainConfig& input) {
   run.gpt = &dynamic_cast<const model::Gpt&>(*run.model);
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
-  if (!config.init_from.empty()) ckpt::GptWeightsReader(config.init_from, gc);  // any of its formats
+  if (!config.init_from.empty()) weights::GptWeightsReader(config.init_from, gc);  // any of its formats
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
   run.held_out = config.held_out > 0 && !corpus.held_out.empty();

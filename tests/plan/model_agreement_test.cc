@@ -19,7 +19,7 @@ TEST(ModelAgreement, EveryModelGptPresetHasThePlannedParameterCount) {
   int gpts = 0;
   for (const std::string& name : model::model_preset_names()) {
     const model::ModelConfig m = model::model_preset(name);
-    if (m.kind != model::ModelKind::kGpt) continue;
+    if (m.kind != ModelKind::kGpt) continue;
     ++gpts;
     const GptShape s = from_model(m.gpt);
     EXPECT_EQ(s.num_params(), model::num_params(m)) << name;
@@ -32,7 +32,7 @@ TEST(ModelAgreement, EveryModelGptPresetHasThePlannedParameterCount) {
 TEST(ModelAgreement, PlanPresetsAreTheModelPresets) {
   for (const std::string& name : model::model_preset_names()) {
     const model::ModelConfig m = model::model_preset(name);
-    if (m.kind != model::ModelKind::kGpt) continue;
+    if (m.kind != ModelKind::kGpt) continue;
     ASSERT_TRUE(find_preset(name).has_value()) << name;
     EXPECT_EQ(find_preset(name)->num_params(), model::num_params(m)) << name;
   }

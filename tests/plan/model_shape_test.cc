@@ -69,7 +69,7 @@ TEST(ModelShape, ResolvesPresetsAndFiles) {
 TEST(ModelShape, PresetsAreTheModelPresets) {
   for (const std::string& name : model::model_preset_names()) {
     const model::ModelConfig m = model::model_preset(name);
-    if (m.kind != model::ModelKind::kGpt) {
+    if (m.kind != ModelKind::kGpt) {
       EXPECT_FALSE(find_preset(name).has_value()) << name;
       continue;
     }

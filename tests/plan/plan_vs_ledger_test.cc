@@ -27,7 +27,7 @@ model::ModelConfig odd_gpt() {
   // to 41, context 13; no count divisible by 2, 3 or 4 in general.
   model::ModelConfig m;
   m.name = "odd-gpt";
-  m.kind = model::ModelKind::kGpt;
+  m.kind = ModelKind::kGpt;
   m.gpt = model::GptConfig{13, 37, 41, 3, 3, 21};
   return m;
 }
@@ -35,7 +35,7 @@ model::ModelConfig odd_gpt() {
 model::ModelConfig odd_mlp() {
   model::ModelConfig m;
   m.name = "odd-mlp";
-  m.kind = model::ModelKind::kMlp;
+  m.kind = ModelKind::kMlp;
   m.mlp = model::MlpConfig{{12, 17, 9, 5}, model::MlpHead::kClassification};
   return m;
 }
@@ -46,7 +46,7 @@ zero::BatchFeeder feeder(const model::ModelConfig& mc, const RunShape& run, int 
     model::Batch batch;
     std::vector<int32_t> tokens, targets, labels;
     std::vector<float> features, values;
-    if (mc.kind == model::ModelKind::kGpt) {
+    if (mc.kind == ModelKind::kGpt) {
       const int n = run.micro_batch * run.seq_len;
       for (int i = 0; i < n; ++i) {
         tokens.push_back((i * 7 + rank * 3 + micro) % mc.gpt.vocab);

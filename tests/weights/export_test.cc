@@ -8,19 +8,24 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_dir.h"
-#include "ckpt/export_format.h"
+#include "ckpt/ckpt_test_util.h"
 #include "ckpt/manifest.h"
 #include "ckpt/offline.h"
-#include "ckpt_test_util.h"
 #include "model/gpt.h"
 #include "model/llmc_io.h"
+#include "weights/consolidate.h"
+#include "weights/export_format.h"
 
-namespace zerodp::ckpt::testing {
+namespace zerodp::weights::testing {
 namespace {
+
+// The checkpoints these tests export come from ckpt and its test helpers.
+using namespace zerodp::ckpt;           // NOLINT(google-build-using-namespace)
+using namespace zerodp::ckpt::testing;  // NOLINT(google-build-using-namespace)
 
 model::ModelConfig gpt_model(const model::GptConfig& g) {
   model::ModelConfig c;
-  c.kind = model::ModelKind::kGpt;
+  c.kind = ModelKind::kGpt;
   c.gpt = g;
   return c;
 }
@@ -140,4 +145,4 @@ TEST(Consolidate, ExportTensorsCoverTheFlatBufferOnce) {
 }
 
 }  // namespace
-}  // namespace zerodp::ckpt::testing
+}  // namespace zerodp::weights::testing

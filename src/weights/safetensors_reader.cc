@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ckpt/safetensors_reader.h"
+#include "weights/safetensors_reader.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,9 @@
 #include "ckpt/file_io.h"
 #include "core/error.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
+
+using ckpt::File;
 namespace {
 
 // The safetensors library's own limit on the header.
@@ -117,4 +119,4 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   return h;
 }
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ckpt/hf_format.h"
+#include "weights/hf_format.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,11 @@
 #include "ckpt/file_io.h"
 #include "core/error.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
+
+using ckpt::File;
+using ckpt::join_path;
+using ckpt::read_small_file;
 namespace {
 
 constexpr int kGpt2Vocab = 50257;  // GPT-2's tokenizer; its last id is <|endoftext|>
@@ -144,4 +148,4 @@ HfGpt2Config read_hf_gpt2_config(const std::string& path) {
   return c;
 }
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

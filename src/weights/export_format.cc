@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ckpt/export_format.h"
+#include "weights/export_format.h"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,9 @@
 #include "model/llmc_io.h"
 #include "model/mlp.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
+
+using ckpt::File;
 namespace {
 
 std::vector<ExportTensor> gpt_tensors(const model::GptConfig& g) {
@@ -145,7 +147,7 @@ size_t ExportTensor::count() const {
 }
 
 std::vector<ExportTensor> export_tensors(const model::ModelConfig& config) {
-  return config.kind == model::ModelKind::kGpt ? gpt_tensors(config.gpt) : mlp_tensors(config.mlp);
+  return config.kind == ModelKind::kGpt ? gpt_tensors(config.gpt) : mlp_tensors(config.mlp);
 }
 
 size_t largest_piece(std::span<const ExportTensor> tensors) {
@@ -208,4 +210,4 @@ uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, st
   return write_llmc_model(path, c, tensors, flat_reader(flat));
 }
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
 
 struct SafetensorsEntry {
   std::string dtype;  // "F32", "BF16", ...
@@ -40,4 +40,4 @@ SafetensorsHeader read_safetensors_header(const std::string& path);
 // "[3, 8]"
 std::string shape_text(const std::vector<int64_t>& shape);
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

@@ -33,7 +33,7 @@
 
 #include "model/presets.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
 
 struct ExportTensor {
   std::string name;
@@ -84,4 +84,4 @@ uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor
 uint64_t write_llmc_model(const std::string& path, const model::GptConfig& config,
                           std::span<const ExportTensor> tensors, std::span<const float> flat);
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "ckpt/export_format.h"
 #include "model/gpt_config.h"
+#include "weights/export_format.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
 
 inline constexpr const char* kHfPrefix = "transformer.";
 inline constexpr const char* kHfWeightsName = "model.safetensors";
@@ -58,4 +58,4 @@ struct HfGpt2Config {
 };
 HfGpt2Config read_hf_gpt2_config(const std::string& path);
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

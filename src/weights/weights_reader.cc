@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ckpt/weights_reader.h"
+#include "weights/weights_reader.h"
 
 #include <fmt/format.h>
 
@@ -10,16 +10,20 @@
 #include <optional>
 #include <vector>
 
-#include "ckpt/export_format.h"
 #include "ckpt/file_io.h"
-#include "ckpt/hf_format.h"
-#include "ckpt/model_record.h"
-#include "ckpt/safetensors_reader.h"
 #include "core/error.h"
 #include "model/llmc_io.h"
 #include "model/presets.h"
+#include "weights/export_format.h"
+#include "weights/hf_format.h"
+#include "weights/model_record.h"
+#include "weights/safetensors_reader.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
+
+using ckpt::File;
+using ckpt::join_path;
+using ckpt::parent_path;
 namespace {
 
 constexpr size_t kCacheElements = size_t{1} << 18;  // 1 MiB of rows of a transposed matrix
@@ -180,7 +184,7 @@ struct GptWeightsReader::Impl {
       } catch (const ConfigError& e) {
         ZDP_THROW(InputFileError, "[load] {}: its metadata's model is not one zerodp reads: {}", h.path, e.message());
       }
-      ZDP_CHECK(mc.kind == model::ModelKind::kGpt, InputFileError, "[load] {}: holds an MLP, not a GPT", h.path);
+      ZDP_CHECK(mc.kind == ModelKind::kGpt, InputFileError, "[load] {}: holds an MLP, not a GPT", h.path);
       config = mc.gpt;
     } else {
       const auto wte = matrix_shape(h, "wte"), wpe = matrix_shape(h, "wpe");
@@ -193,7 +197,7 @@ struct GptWeightsReader::Impl {
       note = "without zerodp's metadata: vocabulary and heads as --model's";
     }
     validate_held(h.path);
-    model::ModelConfig mc{.name = "file", .kind = model::ModelKind::kGpt, .gpt = config, .mlp = {}};
+    model::ModelConfig mc{.name = "file", .kind = ModelKind::kGpt, .gpt = config, .mlp = {}};
     pieces.emplace(h.path, file_pieces(h, export_tensors(mc), config, weights_format_name(format)),
                    model::gpt_num_params(config));
   }
@@ -278,7 +282,7 @@ GptWeightsReader::GptWeightsReader(const std::string& path, const model::GptConf
   ZDP_CHECK(held == expected, ConfigError,
             "[init-from] {} ({}) holds a {}; this run trains a {}: pass the model it holds with --model '{}'", path,
             description(), held.describe(), expected.describe(),
-            model::model_config_json({.name = "custom", .kind = model::ModelKind::kGpt, .gpt = held, .mlp = {}}));
+            model::model_config_json({.name = "custom", .kind = ModelKind::kGpt, .gpt = held, .mlp = {}}));
 }
 
 GptWeightsReader::~GptWeightsReader() = default;
@@ -300,4 +304,4 @@ void GptWeightsReader::read(size_t first, std::span<float> out) {
   }
 }
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kinds of model zerodp builds, and their names in the model schema
 // ("kind" in model/presets.h's JSON, Model::kind(), a checkpoint manifest's
-// "model_kind"). A header of its own so that readers of a recorded kind
-// (ckpt's manifest) need nothing else of the model layer.
+// "model_kind"). In core, the vocabulary every layer shares, so that ckpt's
+// manifest records a kind without depending on the model layer.
 // Thread-safety: pure functions.
 #pragma once
 
 #include <optional>
 #include <string_view>
 
-namespace zerodp::model {
+namespace zerodp {
 
 enum class ModelKind { kGpt, kMlp };
 
@@ -23,4 +23,4 @@ constexpr std::optional<ModelKind> find_model_kind(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace zerodp::model
+}  // namespace zerodp

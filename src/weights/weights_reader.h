@@ -27,7 +27,7 @@
 
 #include "model/gpt_config.h"
 
-namespace zerodp::ckpt {
+namespace zerodp::weights {
 
 enum class WeightsFormat { kLlmc, kZerodpSafetensors, kHfSafetensors };
 const char* weights_format_name(WeightsFormat format);  // "llm.c model file", ...
@@ -53,4 +53,4 @@ class GptWeightsReader {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace zerodp::ckpt
+}  // namespace zerodp::weights

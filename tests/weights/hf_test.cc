@@ -15,19 +15,24 @@
 #include <random>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/export_format.h"
-#include "ckpt/hf_format.h"
-#include "ckpt/model_record.h"
+#include "ckpt/ckpt_test_util.h"
 #include "ckpt/offline.h"
-#include "ckpt/weights_reader.h"
-#include "ckpt_test_util.h"
 #include "kernels/linear.h"
 #include "model/gpt.h"
 #include "model/gpt_workspace.h"
 #include "model/llmc_io.h"
+#include "weights/consolidate.h"
+#include "weights/export_format.h"
+#include "weights/hf_format.h"
+#include "weights/model_record.h"
+#include "weights/weights_reader.h"
 
-namespace zerodp::ckpt::testing {
+namespace zerodp::weights::testing {
 namespace {
+
+// The checkpoints these tests export come from ckpt and its test helpers.
+using namespace zerodp::ckpt;           // NOLINT(google-build-using-namespace)
+using namespace zerodp::ckpt::testing;  // NOLINT(google-build-using-namespace)
 
 const std::string kFixture = ZERODP_HF_FIXTURE_DIR;
 
@@ -83,7 +88,7 @@ std::vector<float> distinct_params(const model::GptConfig& g) {
 }
 
 model::ModelConfig gpt_model(const model::GptConfig& g) {
-  return {.name = "custom", .kind = model::ModelKind::kGpt, .gpt = g, .mlp = {}};
+  return {.name = "custom", .kind = ModelKind::kGpt, .gpt = g, .mlp = {}};
 }
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
@@ -397,4 +402,4 @@ TEST(HfFixture, LogitsMatchTorch) {
 }
 
 }  // namespace
-}  // namespace zerodp::ckpt::testing
+}  // namespace zerodp::weights::testing

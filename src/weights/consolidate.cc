@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weights/consolidate.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/file_io.h"
+#include "ckpt/shard_reader.h"
+#include "ckpt/staged_output.h"
+#include "core/error.h"
+#include "core/process_memory.h"
+#include "weights/export_format.h"
+#include "weights/hf_format.h"
+#include "weights/model_record.h"
+
+namespace zerodp::weights {
+namespace {
+
+using ckpt::check_fresh_output;
+using ckpt::CheckpointReader;
+using ckpt::join_path;
+using ckpt::kManifestName;
+using ckpt::Manifest;
+using ckpt::read_manifest;
+using ckpt::resolve_checkpoint;
+using ckpt::StagedOutput;
+using ckpt::sync_directory;
+using ckpt::without_trailing_slashes;
+
+// Maps a flat element offset to its unit, so that an export piece (one
+// layer's tensor, or wte) is served from one unit's records.
+class UnitIndex {
+ public:
+  explicit UnitIndex(const std::vector<size_t>& counts) : begins_(counts.size() + 1, 0) {
+    for (size_t u = 0; u < counts.size(); ++u) begins_[u + 1] = begins_[u] + counts[u];
+  }
+  void read(CheckpointReader& reader, size_t tensor, size_t offset, std::span<float> out) const {
+    // The unit whose range [begin, end) holds `offset`: the last begin <= offset.
+    const auto it = std::upper_bound(begins_.begin(), begins_.end(), offset);
+    const size_t unit = static_cast<size_t>(it - begins_.begin()) - 1;
+    ZDP_CHECK(it != begins_.end() && offset + out.size() <= begins_[unit + 1], Error,
+              "[ckpt consolidate] export piece [{}, {}) crosses a unit boundary or reaches past Φ = {} (internal: "
+              "the export tensors no longer match the model's units; please report)",
+              offset, offset + out.size(), begins_.back());
+    reader.read(unit, tensor, {offset - begins_[unit], out.size()}, out);
+  }
+
+ private:
+  std::vector<size_t> begins_;  // begins_[u]: flat offset of unit u; back() is Φ
+};
+
+}  // namespace
+
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& out_dir,
+                              const ConsolidateOptions& options) {
+  ConsolidateResult result;
+  result.rss_before_bytes = current_rss_bytes();
+  result.checkpoint = resolve_checkpoint(checkpoint);
+  check_fresh_output(out_dir, "consolidate");
+  const Manifest manifest = read_manifest(result.checkpoint);
+  const std::string manifest_path = join_path(result.checkpoint, kManifestName);
+  const model::ModelConfig config = manifest_model_config(manifest, manifest_path);
+  const std::vector<ExportTensor> tensors = export_tensors(config);
+
+  StagedOutput staged(without_trailing_slashes(out_dir), "consolidate");
+  const std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                       {"source", "zerodp checkpoint"},
+                                                       {"step", std::to_string(manifest.steps)},
+                                                       {"model", manifest.model_json}};
+
+  CheckpointReader reader(result.checkpoint, manifest);
+  const UnitIndex units(manifest.unit_counts());
+  for (size_t t = 0; t < manifest.tensors.size(); ++t) {
+    if (t > 0 && !options.optimizer_states) break;
+    // Each file is its own pass over the shards: reading twice costs time,
+    // holding a tensor between the two would cost memory.
+    const PieceReader read = [&](size_t offset, std::span<float> out) { units.read(reader, t, offset, out); };
+    const std::string& name = manifest.tensors[t];
+    const std::string file = t == 0 ? "model.safetensors" : name + ".safetensors";
+    const uint64_t buffer = write_safetensors(join_path(staged.dir(), file), tensors, read, metadata);
+    result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffer);
+    result.files.push_back(join_path(out_dir, file));
+    if (t == 0 && options.llmc && config.kind == ModelKind::kGpt) {
+      const uint64_t llmc = write_llmc_model(join_path(staged.dir(), "model.bin"), config.gpt, tensors, read);
+      result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, llmc);
+      result.files.push_back(join_path(out_dir, "model.bin"));
+    }
+    if (t == 0 && options.hf && config.kind == ModelKind::kGpt) {
+      const std::string hf = join_path(staged.dir(), "hf");
+      std::error_code ec;
+      std::filesystem::create_directory(hf, ec);
+      ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", hf, ec.message());
+      const uint64_t buffers = write_hf_gpt2(hf, config.gpt, read);
+      result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffers);
+      sync_directory(hf);
+      result.files.push_back(join_path(out_dir, std::string("hf/") + kHfWeightsName));
+      result.files.push_back(join_path(out_dir, std::string("hf/") + kHfConfigName));
+    }
+  }
+  staged.commit();
+  result.peak_rss_bytes = peak_rss_bytes();
+  return result;
+}
+
+}  // namespace zerodp::weights
