@@ -17,9 +17,9 @@ namespace {
 // Times `steps` steps after one warm-up step; a step's time is the slowest
 // rank's. Runs on every rank; the result is valid everywhere.
 StageTiming time_stage(const model::Model& m, int vocab, comm::Communicator& comm, const EngineBenchOptions& o,
-                       int stage) {
+                       Stage stage) {
   zero::EngineConfig config;
-  config.stage = parse_stage(stage, "[bench engine] --stages");
+  config.stage = stage;
   config.dtype = o.precision;
   config.optimizer.adam.lr = 1e-4;
   config.lr_schedule.max_lr = 1e-4;
@@ -45,7 +45,7 @@ StageTiming time_stage(const model::Model& m, int vocab, comm::Communicator& com
     ms.push_back(comm.all_reduce_scalar(mine, comm::ReduceOp::kMax));
   }
   std::sort(ms.begin(), ms.end());
-  return {stage, ms[ms.size() / 2], ms.front(), ms.back()};
+  return {stage_number(stage), ms[ms.size() / 2], ms.front(), ms.back()};
 }
 
 }  // namespace
@@ -53,9 +53,7 @@ StageTiming time_stage(const model::Model& m, int vocab, comm::Communicator& com
 void check_engine_bench_options(const EngineBenchOptions& o) {
   ZDP_CHECK(o.ranks >= 1, ConfigError, "[bench engine] --ranks {} must be at least 1", o.ranks);
   ZDP_CHECK(o.steps >= 1, ConfigError, "[bench engine] --steps {} must be at least 1", o.steps);
-  for (int s : o.stages) {
-    ZDP_CHECK(s >= 0 && s <= 3, ConfigError, "[bench engine] stage {} does not exist: use 0-3", s);
-  }
+  for (int s : o.stages) parse_stage(s, "[bench engine] --stages");
 }
 
 std::vector<StageTiming> run_engine_bench(const EngineBenchOptions& o, comm::Backend backend) {
@@ -66,7 +64,7 @@ std::vector<StageTiming> run_engine_bench(const EngineBenchOptions& o, comm::Bac
   std::map<int, StageTiming> results;  // a stage named twice is timed twice and shown once
   comm::run_ranks(backend, backend == comm::Backend::kThread ? o.ranks : 0, {}, [&](comm::Communicator& comm) {
     for (int stage : o.stages) {
-      const StageTiming t = time_stage(*m, mc.gpt.vocab, comm, o, stage);
+      const StageTiming t = time_stage(*m, mc.gpt.vocab, comm, o, parse_stage(stage, "[bench engine] --stages"));
       if (comm.rank() == 0) results[stage] = t;
     }
   });

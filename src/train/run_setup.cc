@@ -81,8 +81,11 @@ RunSetup prepare_run(const TrainConfig& input) {
   ZDP_CHECK(config.seq_len <= gc.max_seq_len, ConfigError,
             "[train] --seq-len {} is longer than the model's context {}: use --seq-len {} or less", config.seq_len,
             gc.max_seq_len, gc.max_seq_len);
-  run.model = model::make_model(model_config);
-  run.gpt = &dynamic_cast<const model::Gpt&>(*run.model);
+  // The trainer trains GPTs (checked above): it keeps the Gpt for generation
+  // and the held-out report, and the Model for the engine.
+  auto gpt = std::make_unique<model::Gpt>(gc);
+  run.gpt = gpt.get();
+  run.model = std::move(gpt);
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
   if (!config.init_from.empty()) weights::GptWeightsReader(config.init_from, gc);  // any of its formats
