@@ -31,17 +31,46 @@ inline T max_rule(T acc, T x) {
 
 // acc[0, len) = op-combine of contributions; `load(k, dst)` writes
 // contribution k's block as fp32 into dst (or returns a pointer to it).
+// kMax combines left to right; kSum and kAvg in the pairwise order of
+// reduce.h, with `partials` holding one block per level of the binary counter
+// (reduce_vector.h's tree_sum, block-wise).
 template <typename Load>
-void combine_block(float* acc, float* tmp, size_t len, size_t n, ReduceOp op, Load&& load) {
-  const float* first = load(0, acc);
-  if (first != acc) std::memcpy(acc, first, len * sizeof(float));
-  for (size_t k = 1; k < n; ++k) {
-    const float* x = load(k, tmp);
-    if (op == ReduceOp::kMax) {
+void combine_block(float* acc, float* tmp, std::vector<float>& partials, size_t len, size_t n, ReduceOp op,
+                   Load&& load) {
+  if (op == ReduceOp::kMax) {
+    const float* first = load(0, acc);
+    if (first != acc) std::memcpy(acc, first, len * sizeof(float));
+    for (size_t k = 1; k < n; ++k) {
+      const float* x = load(k, tmp);
       for (size_t j = 0; j < len; ++j) acc[j] = max_rule(acc[j], x[j]);
-    } else {
-      for (size_t j = 0; j < len; ++j) acc[j] += x[j];
     }
+  } else {
+    size_t size[64];
+    size_t held = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const float* x = load(k, tmp);
+      size_t s = 1;
+      // The carry is x until the first merge, then the block below it.
+      float* carry = nullptr;
+      while (held > 0 && size[held - 1] == s) {
+        float* left = partials.data() + (held - 1) * kBlock;
+        const float* right = carry != nullptr ? carry : x;
+        for (size_t j = 0; j < len; ++j) left[j] = left[j] + right[j];
+        carry = left;
+        s *= 2;
+        --held;
+      }
+      float* slot = partials.data() + held * kBlock;
+      if (carry == nullptr) std::memcpy(slot, x, len * sizeof(float));
+      size[held] = s;
+      ++held;
+    }
+    float* total = partials.data() + (held - 1) * kBlock;
+    for (size_t h = held - 1; h-- > 0;) {
+      const float* left = partials.data() + h * kBlock;
+      for (size_t j = 0; j < len; ++j) total[j] = left[j] + total[j];
+    }
+    std::memcpy(acc, total, len * sizeof(float));
   }
   if (op == ReduceOp::kAvg) {
     const float divisor = static_cast<float>(n);
@@ -93,9 +122,11 @@ void reduce_blocked(std::span<const void* const> ins, std::span<void* const> out
   alignas(64) float tmp[kBlock];
   alignas(64) T rounded[kBlock];
   const size_t n = ins.size();
+  // One block per level of the pairwise sum's counter (bit_width(n) levels).
+  std::vector<float> partials(op == ReduceOp::kMax ? 0 : static_cast<size_t>(std::bit_width(n)) * kBlock);
   for (size_t start = 0; start < count; start += kBlock) {
     const size_t len = std::min(kBlock, count - start);
-    combine_block(acc, tmp, len, n, op, [&](size_t k, float* dst) -> const float* {
+    combine_block(acc, tmp, partials, len, n, op, [&](size_t k, float* dst) -> const float* {
       const T* src = static_cast<const T*>(ins[k]) + start;
       if constexpr (std::is_same_v<T, float>) {
         (void)dst;
@@ -141,14 +172,23 @@ void reduce_ordered(std::span<const void* const> ins, void* out, size_t count, D
   reduce_ordered_into_all(ins, outs, count, dtype, op, level);
 }
 
+double pairwise_sum(std::span<const double> values) {
+  ZDP_CHECK(!values.empty(), CommError, "[reduce] no contributions to reduce");
+  if (values.size() == 1) return values[0];
+  // The largest power of two below the count, then the rest: reduce.h's order.
+  const size_t prefix = std::bit_floor(values.size() - 1);
+  return pairwise_sum(values.first(prefix)) + pairwise_sum(values.subspan(prefix));
+}
+
 double reduce_scalars(std::span<const double> values, ReduceOp op) {
   ZDP_CHECK(!values.empty(), CommError, "[reduce] no contributions to reduce");
-  double acc = values[0];
-  for (size_t k = 1; k < values.size(); ++k) {
-    acc = op == ReduceOp::kMax ? max_rule(acc, values[k]) : acc + values[k];
+  if (op == ReduceOp::kMax) {
+    double acc = values[0];
+    for (size_t k = 1; k < values.size(); ++k) acc = max_rule(acc, values[k]);
+    return acc;
   }
-  if (op == ReduceOp::kAvg) acc /= static_cast<double>(values.size());
-  return acc;
+  const double sum = pairwise_sum(values);
+  return op == ReduceOp::kAvg ? sum / static_cast<double>(values.size()) : sum;
 }
 
 std::optional<uint64_t> reduce_uint64s(std::span<const uint64_t> values, ReduceOp op) {

@@ -84,6 +84,34 @@ inline Vec16 canonical_nan(Vec16 v) {
   return reinterpret_cast<Vec16>((nan & 0x7FC00000u) | (~nan & reinterpret_cast<U32x16>(v)));
 }
 
+// The canonical pairwise order of the sum (reduce.h): the sum of
+// contributions [0, n) is the sum of its largest power-of-two prefix plus
+// the sum of the rest, each part summed the same way. A binary counter over
+// the contributions in rank order builds it: `held` blocks of falling
+// power-of-two sizes, two equal neighbours merging left + right as the next
+// arrives, the rest folded right to left at the end.
+template <class Load>
+inline Vec16 tree_sum(size_t n, Load load) {
+  Vec16 partial[64];
+  size_t size[64];
+  size_t held = 0;
+  for (size_t k = 0; k < n; ++k) {
+    Vec16 carry = load(k);
+    size_t s = 1;
+    while (held > 0 && size[held - 1] == s) {
+      carry = partial[held - 1] + carry;
+      s *= 2;
+      --held;
+    }
+    partial[held] = carry;
+    size[held] = s;
+    ++held;
+  }
+  Vec16 acc = partial[held - 1];
+  for (size_t h = held - 1; h-- > 0;) acc = partial[h] + acc;
+  return acc;
+}
+
 template <class Isa>
 inline Vec16 load_x16(const float* p) {
   return load_fp32x16(p);
@@ -124,18 +152,16 @@ bool same_line_offset(T* const* outs, size_t m) {
 template <class Isa, typename T>
 void sum_partial(const T* const* in, size_t n, T* const* out, size_t m, size_t i, size_t len, bool average) {
   T lanes[16] = {};
-  std::memcpy(static_cast<void*>(lanes), in[0] + i, len * sizeof(T));
-  Vec16 acc = load_x16<Isa>(lanes);
-  for (size_t k = 1; k < n; ++k) {
+  Vec16 acc = tree_sum(n, [&](size_t k) {
     std::memcpy(static_cast<void*>(lanes), in[k] + i, len * sizeof(T));
-    acc += load_x16<Isa>(lanes);
-  }
+    return load_x16<Isa>(lanes);
+  });
   if (average) acc = acc / (Vec16{} + static_cast<float>(n));
   store_x16<Isa>(lanes, canonical_nan(acc));
   for (size_t o = 0; o < m; ++o) std::memcpy(static_cast<void*>(out[o] + i), lanes, len * sizeof(T));
 }
 
-// out[o][i] = sum_k in[k][i] (or the average) for every output o: every
+// out[o][i] = the pairwise sum of in[k][i] (or the average) for every output o: every
 // input read once, the result written to every output, nothing staged. Each
 // step loads every contribution before it stores to any output, so an output
 // may be exactly one of the inputs.
@@ -151,8 +177,7 @@ void sum_fused(const T* const* in, size_t n, T* const* out, size_t m, size_t cou
       const size_t head = align < count ? align : count;
       if (head > 0) sum_partial<Isa>(in, n, out, m, 0, head, average);
       for (i = head; i + 16 <= count; i += 16) {
-        Vec16 acc = load_x16<Isa>(in[0] + i);
-        for (size_t k = 1; k < n; ++k) acc += load_x16<Isa>(in[k] + i);
+        Vec16 acc = tree_sum(n, [&](size_t k) { return load_x16<Isa>(in[k] + i); });
         if (average) acc = acc / vdivisor;
         acc = canonical_nan(acc);
         for (size_t o = 0; o < m; ++o) Isa::stream_fp32x16(out[o] + i, acc);
@@ -168,8 +193,7 @@ void sum_fused(const T* const* in, size_t n, T* const* out, size_t m, size_t cou
     }
   } else {
     for (; i + 16 <= count; i += 16) {
-      Vec16 acc = load_x16<Isa>(in[0] + i);
-      for (size_t k = 1; k < n; ++k) acc += load_x16<Isa>(in[k] + i);
+      Vec16 acc = tree_sum(n, [&](size_t k) { return load_x16<Isa>(in[k] + i); });
       if (average) acc = acc / vdivisor;
       acc = canonical_nan(acc);
       for (size_t o = 0; o < m; ++o) store_x16<Isa>(out[o] + i, acc);

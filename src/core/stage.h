@@ -19,7 +19,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -72,6 +74,18 @@ constexpr const StageTraits& traits(Stage stage) { return kStageTable[static_cas
 constexpr bool keeps_owned_accumulator(Stage stage, int grad_accum) {
   const StageTraits& t = traits(stage);
   return grad_accum > 1 && !t.partitions_grads && t.reduce == GradReduce::kReduceScatter;
+}
+
+// The engine sums a step's micro-batches in the pairwise order of
+// comm/reduce.h (so the sum is the same tree whatever N: zero/engine.h).
+// Besides the accumulator, that order holds partial sums waiting for their
+// sibling: this many, each the accumulator's size. It is the most set bits
+// of an even micro-batch index t < grad_accum - 1 (0 up to 3 micro-batches,
+// 1 for 4-7, 2 for 8-15, ...; the last micro-batch folds in directly).
+constexpr int pairwise_partials(int grad_accum) {
+  int most = 0;
+  for (int t = 2; t < grad_accum - 1; t += 2) most = std::max(most, std::popcount(static_cast<unsigned>(t)));
+  return most;
 }
 
 // Full-model collectives per step with `grad_accum` micro-batches, each a

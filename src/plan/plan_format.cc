@@ -108,6 +108,12 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
         "add an owned accumulator (Φ/N) to its flat local gradients, and a step sends {0} reductions where the "
         "communication columns show one (stage 2: {0} reduce-scatters + 1 all-gather = {1}Φ)\n",
         c.grad_accum, c.grad_accum + 1);
+    if (pairwise_partials(c.grad_accum) > 0) {
+      out += fmt::format(
+          "--grad-accum {}: the micro-batches are summed pairwise (the same bits at every power-of-two N), which "
+          "holds {} partial sum(s) the size of the gradient accumulator; the grads columns include them\n",
+          c.grad_accum, pairwise_partials(c.grad_accum));
+    }
   }
 
   const bool has_gathered = r.largest_unit_params.has_value();

@@ -56,8 +56,14 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
   return params + grads + optimizer;
 }
 
+// Beyond the formula: stage 1's owned accumulator, and the pairwise sum's
+// partials over micro-batches (core/stage.h), each the accumulator's size.
 uint64_t accumulator_bytes(const RunStats& s, int rank) {
-  return keeps_owned_accumulator(s.stage, s.grad_accum) ? s.dtype.size() * s.memory[rank].owned : 0;
+  const bool owned_accumulator = keeps_owned_accumulator(s.stage, s.grad_accum);
+  const uint64_t own = s.memory[rank].owned;
+  const uint64_t accumulator = traits(s.stage).partitions_grads || owned_accumulator ? own : s.num_params;
+  return s.dtype.size() *
+         ((owned_accumulator ? own : 0) + static_cast<uint64_t>(pairwise_partials(s.grad_accum)) * accumulator);
 }
 
 double expected_sent_phi(const RunStats& s) { return collectives_per_step(s.stage, s.grad_accum); }
@@ -84,16 +90,22 @@ std::string format_summary(const RunStats& s) {
     const uint64_t accumulator = accumulator_bytes(s, r);
     const uint64_t expected = formula_model_state_bytes(s, r) + accumulator;
     const char* verdict = m.model_states != expected ? "DIFFERS"
-                          : accumulator > 0          ? "= formula + accumulator pΦ/N"
+                          : accumulator > 0          ? "= formula + accumulators"
                                                      : "= formula";
     out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
                        mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
                        mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
   }
-  if (accumulator_bytes(s, 0) > 0) {
+  if (keeps_owned_accumulator(s.stage, s.grad_accum)) {
     out +=
-        "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator\n"
+        "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator pΦ/N\n"
         "   beside the flat local gradients it reduce-scatters from: docs/architecture.md)\n";
+  }
+  if (pairwise_partials(s.grad_accum) > 0) {
+    out += fmt::format(
+        "  (--grad-accum {} sums the micro-batches pairwise, the same tree at every power-of-two N, holding\n"
+        "   {} partial sum(s) the size of the gradient accumulator: docs/architecture.md)\n",
+        s.grad_accum, pairwise_partials(s.grad_accum));
   }
   out += fmt::format(
       "  replica / rank 0 = {:.2f}x less memory for model states\n",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "comm/reduce.h"
 #include "core/convert.h"
 #include "core/error.h"
 #include "optim/grad_utils.h"
@@ -93,6 +94,10 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   grads_ = StateBuffer(plan_, rank_, layout(stage.partitions_grads || separate_staging), dt, ledger_,
                        MemoryCategory::kGrads);
   if (separate_staging) grad_staging_ = StateBuffer(plan_, rank_, Layout::kFlat, dt, ledger_, MemoryCategory::kGrads);
+  for (int p = 0; p < pairwise_partials(config_.grad_accum); ++p) {
+    grad_partials_.emplace_back(plan_, rank_, layout(stage.partitions_grads || separate_staging), dt, ledger_,
+                                MemoryCategory::kGrads);
+  }
   if (mixed) {
     master_ =
         StateBuffer(plan_, rank_, layout(stage.partitions_optimizer), Dtype::fp32(), ledger_, MemoryCategory::kMaster);
@@ -244,7 +249,7 @@ void Engine::forward_pass() {
   }
 }
 
-void Engine::backward_pass(bool first_micro) {
+void Engine::backward_pass(int micro) {
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
@@ -255,20 +260,20 @@ void Engine::backward_pass(bool first_micro) {
     const auto params = acquire(i, -1);
     model_.backward(i, params, {scratch->data(), scratch->size()}, *workspace_);
     release(i);
-    if (last_backward_op_[unit] == i) reduce_unit(unit, first_micro);
+    if (last_backward_op_[unit] == i) reduce_unit(unit, micro);
   }
-  flush_bucket(first_micro);
+  flush_bucket(micro);
 }
 
 // Stage 0: gradients of adjacent units (backward completes them in falling
 // flat order) are packed into one bucket and all-reduced together once it
 // holds bucket_elements, like DDP's buckets. The sum is element-wise, so the
 // bucket size never changes the bits.
-void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro) {
+void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, int micro) {
   const size_t count = local.count;
   const size_t start = plan_.unit_offset(unit);
   if (bucket_.data && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
-    flush_bucket(first_micro);
+    flush_bucket(micro);
   }
   if (!bucket_.data) {
     // The bucket fills downwards from this unit's end, so it never needs
@@ -287,27 +292,29 @@ void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro)
   convert_into(all.slice(bucket_.capacity - bucket_.filled, count), local);
 }
 
-void Engine::flush_bucket(bool first_micro) {
+void Engine::flush_bucket(int micro) {
   if (!bucket_.data) return;
   const comm::Buffer all(bucket_.data->data(), bucket_.capacity, config_.dtype);
   const comm::Buffer staging = all.slice(bucket_.capacity - bucket_.filled, bucket_.filled);
-  const comm::Buffer acc = grads_.all().slice(bucket_.lo, bucket_.hi - bucket_.lo);
+  const size_t lo = bucket_.lo, len = bucket_.hi - bucket_.lo;
+  const comm::Buffer acc = grads_.all().slice(lo, len);
   std::shared_ptr<LedgerBuffer<std::byte>> keep = std::move(bucket_.data);
   bucket_ = Bucket{};
-  limit_in_flight(submit([this, staging, acc, first_micro, keep] {
-    if (first_micro) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
+  limit_in_flight(submit([this, staging, acc, micro, keep, lo, len] {
+    if (micro == 0) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
     comm_.all_reduce(staging, staging, comm::ReduceOp::kSum);
-    accumulate_into(acc, staging);
+    add_pairwise(staging, micro, config_.grad_accum,
+                 [&](int p) { return p == 0 ? acc : grad_partials_[p - 1].all().slice(lo, len); });
   }));
 }
 
 // The unit's fp32 gradient is complete: reduce it across ranks (on the comm
 // thread) and add it into the accumulator.
-void Engine::reduce_unit(size_t unit, bool first_micro) {
+void Engine::reduce_unit(size_t unit, int micro) {
   std::shared_ptr<LedgerBuffer<float>> scratch = std::move(grad_scratch_[unit]);
   const comm::ConstBuffer local(scratch->data(), scratch->size(), Dtype::fp32());
   const StageTraits& stage = traits(config_.stage);
-  if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, local, first_micro);
+  if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, local, micro);
   std::shared_ptr<LedgerBuffer<std::byte>> bucket;
   comm::Buffer staging;
   if (!stage.partitions_grads) {
@@ -331,11 +338,12 @@ void Engine::reduce_unit(size_t unit, bool first_micro) {
   // is the own shard of the very buffer it stages in.
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
-  staging_tickets_[unit] = submit([this, staging, acc, own, first_micro, bucket, scratch] {
-    if (first_micro) return comm_.reduce_scatter(staging, acc, comm::ReduceOp::kSum);
+  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit] {
+    if (micro == 0) return comm_.reduce_scatter(staging, acc, comm::ReduceOp::kSum);
     const comm::Buffer own_part = staging.slice(own.offset, own.count);
     comm_.reduce_scatter(staging, own_part, comm::ReduceOp::kSum);
-    accumulate_into(acc, own_part);
+    add_pairwise(own_part, micro, config_.grad_accum,
+                 [&](int p) { return p == 0 ? acc : grad_partials_[p - 1].own_shard(unit); });
   });
   limit_in_flight(staging_tickets_[unit]);
 }
@@ -343,17 +351,29 @@ void Engine::reduce_unit(size_t unit, bool first_micro) {
 // ---- the step ----
 
 StepResult Engine::train_step(const BatchFeeder& feed) {
-  double loss_sum = 0.0;
+  std::vector<double> losses;
   const float grad_scale =
       static_cast<float>(scaler_.scale() / (static_cast<double>(comm_.size()) * config_.grad_accum));
   for (int micro = 0; micro < config_.grad_accum; ++micro) {
     feed(*workspace_, micro);
     forward_pass();
-    loss_sum += workspace_->loss();
+    losses.push_back(workspace_->loss());
     workspace_->set_loss_grad_scale(grad_scale);
-    backward_pass(micro == 0);
+    backward_pass(micro);
   }
-  return apply_step(loss_sum / config_.grad_accum);
+  return apply_step(losses);
+}
+
+double Engine::step_loss(const std::vector<double>& local_losses) {
+  const size_t n = static_cast<size_t>(comm_.size());
+  const size_t k = local_losses.size();
+  std::vector<double> all(n * k);
+  comm_.all_gather_value_bytes(std::as_bytes(std::span(local_losses)), std::as_writable_bytes(std::span(all)));
+  std::vector<double> global(n * k);  // rank r's micro-batch m is global micro-batch m * N + r
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t m = 0; m < k; ++m) global[m * n + r] = all[r * k + m];
+  }
+  return comm::pairwise_sum(global) / static_cast<double>(global.size());
 }
 
 double Engine::eval_loss(const BatchFeeder& feed) {
@@ -362,8 +382,9 @@ double Engine::eval_loss(const BatchFeeder& feed) {
   return comm_.all_reduce_scalar(workspace_->loss(), comm::ReduceOp::kAvg);
 }
 
-StepResult Engine::apply_step(double local_loss) {
-  drain();
+StepResult Engine::apply_step(const std::vector<double>& losses) {
+  drain();  // the comm thread is idle from here: the collectives below are this thread's
+  const double loss = step_loss(losses);
   // Overflow and norm over this rank's shards of the reduced gradient: the
   // same elements at every stage, summed in rank order.
   double local_sumsq = 0.0;
@@ -374,7 +395,7 @@ StepResult Engine::apply_step(double local_loss) {
     local_sumsq += sum_of_squares(g);
   }
   StepResult result;
-  result.loss = comm_.all_reduce_scalar(local_loss, comm::ReduceOp::kAvg);
+  result.loss = loss;
   result.loss_scale = scaler_.scale();
   result.lr = lr_schedule_.lr_at(steps_);
   const bool overflow = comm_.all_reduce_scalar(local_nonfinite ? 1.0 : 0.0, comm::ReduceOp::kMax) > 0.0;

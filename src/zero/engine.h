@@ -20,11 +20,19 @@
 // unit's parameters before each op that uses it (the next op's unit is
 // prefetched on the comm thread) and drops them after.
 //
-// Determinism: every micro-batch's gradients are reduced (rank-order fp32
-// sum, rounded once) and added to the gradient accumulator; norms and
-// overflow flags are summed over the partition plan's shards in rank order;
-// the optimizer is element-wise. So the same config gives the same bits at
-// every stage and on every backend.
+// Determinism: every micro-batch's gradients are reduced (comm/reduce.h's
+// pairwise fp32 sum over ranks, rounded once) and added into a pairwise sum
+// over the step's micro-batches (add_pairwise); norms and overflow flags are
+// summed over the partition plan's shards in rank order; the optimizer is
+// element-wise. So the same config gives the same bits at every stage and on
+// every backend. And since rank r's micro-batch m is global micro-batch
+// m * N + r (train/sampler.h), the sum over 2^a ranks of pairwise sums over
+// m is the one pairwise tree over all M = N * grad_accum micro-batches: with
+// fp32 gradients, every power-of-two N at the same M and micro-batch size
+// gives the same bits (the gradient scale 1/M and the loss are the same
+// too). Clipping reads a norm summed over N's shards, so its last bits, and
+// a clipped step's, still depend on N; so does a bf16/fp16 run, whose
+// reduced gradient rounds to the dtype at every micro-batch.
 // Thread-safety: one Engine per rank, driven by that rank's thread.
 #pragma once
 
@@ -142,16 +150,19 @@ class Engine {
   struct Gathered;  // stage 3: a unit's parameters gathered on the comm thread
 
   void forward_pass();
-  void backward_pass(bool first_micro);
+  void backward_pass(int micro);
   // The fp32 parameters of op_index's unit, ready for compute; stage 3
   // gathers them (and prefetches the next op in `direction`).
   std::span<const float> acquire(int op_index, int direction);
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
-  void reduce_unit(size_t unit, bool first_micro);
-  void bucket_unit(size_t unit, comm::ConstBuffer local, bool first_micro);
-  void flush_bucket(bool first_micro);
-  StepResult apply_step(double local_loss);
+  void reduce_unit(size_t unit, int micro);
+  void bucket_unit(size_t unit, comm::ConstBuffer local, int micro);
+  void flush_bucket(int micro);
+  // The step's loss: every rank's micro-batch losses in global micro-batch
+  // order (micro * N + rank, the sampler's), pairwise summed, over their count.
+  double step_loss(const std::vector<double>& local_losses);
+  StepResult apply_step(const std::vector<double>& local_losses);
   void fill_params(const ParamSource& source);
   // Every parameter into `full` (flat, fp32) when it is not empty; the other
   // ranks of a stage-3 gather pass an empty span and only take part.
@@ -176,7 +187,10 @@ class Engine {
   StateBuffer params_;        // storage dtype; flat (stages 0-2) or owned (3)
   StateBuffer grads_;         // the accumulator: flat (0-1) or owned (2-3)
   StateBuffer grad_staging_;  // stage 1 with accumulation: flat local grads before reduce-scatter
-  StateBuffer master_;        // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
+  // The pairwise sum's partials over micro-batches (pairwise_partials), laid
+  // out like grads_.
+  std::vector<StateBuffer> grad_partials_;
+  StateBuffer master_;  // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
   optim::LossScaler scaler_;
   optim::LrSchedule lr_schedule_;

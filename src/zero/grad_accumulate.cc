@@ -2,6 +2,8 @@
 #include "zero/grad_accumulate.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "core/convert.h"
 #include "core/error.h"
@@ -27,6 +29,34 @@ void accumulate_into(comm::Buffer acc, comm::ConstBuffer x) {
     convert(x.slice(done, n).data, x.dtype, b, Dtype::fp32(), n);
     for (size_t i = 0; i < n; ++i) a[i] += b[i];
     convert(a, Dtype::fp32(), acc_block.data, acc.dtype, n);
+  }
+}
+
+void add_pairwise(comm::ConstBuffer x, int micro, int count, const std::function<comm::Buffer(int)>& slot) {
+  ZDP_CHECK(micro >= 1 && micro < count, Error, "[accumulate] micro-batch {} of {} (0 writes the accumulator)", micro,
+            count);
+  // Held before x: one block per set bit of `micro`, largest first.
+  std::vector<unsigned> sizes;
+  for (int bit = 31; bit >= 0; --bit) {
+    if ((static_cast<unsigned>(micro) >> bit) & 1u) sizes.push_back(1u << bit);
+  }
+  int held = static_cast<int>(sizes.size());
+  std::optional<comm::Buffer> carry;  // none: x itself
+  for (unsigned size = 1; held > 0 && sizes[held - 1] == size; size *= 2) {
+    const comm::Buffer left = slot(held - 1);
+    accumulate_into(left, carry ? comm::ConstBuffer(*carry) : x);
+    carry = left;
+    --held;
+  }
+  if (micro < count - 1) {
+    if (!carry) convert_into(slot(held), x);  // waits for its sibling
+    return;
+  }
+  comm::ConstBuffer total = carry ? comm::ConstBuffer(*carry) : x;
+  for (int p = held - 1; p >= 0; --p) {
+    const comm::Buffer left = slot(p);
+    accumulate_into(left, total);
+    total = left;
   }
 }
 

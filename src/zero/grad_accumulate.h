@@ -5,6 +5,8 @@
 // Thread-safety: pure over caller-owned memory.
 #pragma once
 
+#include <functional>
+
 #include "comm/types.h"
 
 namespace zerodp::zero {
@@ -14,5 +16,14 @@ void accumulate_into(comm::Buffer acc, comm::ConstBuffer x);
 
 // dst = src converted to dst's dtype (a copy when the dtypes agree).
 void convert_into(comm::Buffer dst, comm::ConstBuffer src);
+
+// Adds micro-batch `micro`'s reduced gradient `x` into the pairwise sum of
+// micro-batches 0..count-1 (comm/reduce.h's order: a binary counter whose
+// equal neighbours merge as the next arrives, folded right to left after
+// the last). slot(0) is the accumulator, which micro-batch 0 wrote directly;
+// slot(p), 1 <= p <= pairwise_partials(count), the partial sums: the same
+// range of buffers of the same dtype. After the last micro-batch slot(0)
+// holds the sum. Each addition rounds once to the dtype.
+void add_pairwise(comm::ConstBuffer x, int micro, int count, const std::function<comm::Buffer(int)>& slot);
 
 }  // namespace zerodp::zero

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "comm/shard.h"
 #include "core/aligned_buffer.h"
@@ -98,17 +99,29 @@ struct Reference {
   double abs_sum;  // sum of |contributions|
 };
 
+// The documented pairwise order, written out recursively: the largest
+// power-of-two prefix, then the rest.
+float pairwise(const std::vector<float>& v, size_t lo, size_t n) {
+  if (n == 1) return v[lo];
+  size_t prefix = 1;
+  while (prefix * 2 < n) prefix *= 2;
+  return pairwise(v, lo, prefix) + pairwise(v, lo + prefix, n - prefix);
+}
+
 Reference reference(ReduceOp op, int n, size_t i, Dtype d, Data data) {
   double sum = 0, abs_sum = 0;
   double max_d = 0;
   float acc = 0;
+  std::vector<float> values;
   for (int k = 0; k < n; ++k) {
     const float v = value(k, i, d, data);
+    values.push_back(v);
     sum += v;
     abs_sum += std::fabs(v);
     max_d = k == 0 ? v : std::max(max_d, static_cast<double>(v));
-    acc = k == 0 ? v : (op == ReduceOp::kMax ? max_rule(acc, v) : acc + v);
+    acc = k == 0 ? v : max_rule(acc, v);
   }
+  if (op != ReduceOp::kMax) acc = pairwise(values, 0, values.size());
   if (op == ReduceOp::kAvg) acc = acc / static_cast<float>(n);
   const double exact = op == ReduceOp::kMax ? max_d : op == ReduceOp::kAvg ? sum / n : sum;
   if (data == Data::kExact) {

@@ -7,8 +7,9 @@
 // References: for "exact" data (integers times small powers of two, chosen
 // so every fp32 sum is exact) the reference is the fp64 sum rounded as the
 // contract says (kAvg: fp32 division, then one rounding to the dtype); for
-// "random" data (random magnitudes, sums round) it is the naive ordered fp32
-// loop of the contract, and additionally within tolerance of the fp64 sum.
+// "random" data (random magnitudes, sums round) it is the contract's pairwise
+// fp32 sum written out recursively, and additionally within tolerance of the
+// fp64 sum.
 // Thread-safety: run_case may run concurrently on different ranks.
 #pragma once
 

@@ -6,6 +6,8 @@
 // and mismatched calls.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -40,15 +42,22 @@ TEST_P(MpiConformance, MatchesReferenceAndThreadBackendBitwise) {
 INSTANTIATE_TEST_SUITE_P(All, MpiConformance, ::testing::ValuesIn(mpi_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return case_name(info.param); });
 
-TEST(MpiScalar, SumInRankOrderAndMax) {
+TEST(MpiScalar, SumInThePairwiseOrderAndMax) {
   auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
   const int n = comm->size();
   EXPECT_EQ(comm->all_reduce_scalar(comm->rank() + 1.0, ReduceOp::kSum), n * (n + 1) / 2.0);
   EXPECT_EQ(comm->all_reduce_scalar(comm->rank(), ReduceOp::kMax), n - 1.0);
   const double parts[] = {1e16, 1.0, -1e16, 1.0};
-  double want = 0;
-  for (int k = 0; k < n; ++k) want = k == 0 ? parts[0] : want + parts[k % 4];
-  EXPECT_EQ(comm->all_reduce_scalar(parts[comm->rank() % 4], ReduceOp::kSum), want);
+  std::vector<double> values;
+  for (int k = 0; k < n; ++k) values.push_back(parts[k % 4]);
+  // comm/reduce.h's order, written out: the largest power-of-two prefix, then the rest.
+  const std::function<double(size_t, size_t)> pairwise = [&](size_t lo, size_t count) -> double {
+    if (count == 1) return values[lo];
+    size_t prefix = 1;
+    while (prefix * 2 < count) prefix *= 2;
+    return pairwise(lo, prefix) + pairwise(lo + prefix, count - prefix);
+  };
+  EXPECT_EQ(comm->all_reduce_scalar(parts[comm->rank() % 4], ReduceOp::kSum), pairwise(0, values.size()));
   comm->barrier();
   EXPECT_EQ(comm->stats()[Collective::kBarrier].calls, 1u);
   EXPECT_EQ(comm->stats()[Collective::kScalarAllReduce].bytes_sent, 3u * (n - 1) * 8);

@@ -20,15 +20,17 @@ namespace {
 
 using zerodp::testing::run_on_ranks;
 
-TEST(ScalarAllReduce, SumAvgMaxInRankOrder) {
+TEST(ScalarAllReduce, SumAvgMaxInThePairwiseOrder) {
   run_on_ranks(4, [](Communicator& c) {
     const double v = c.rank() + 1;  // 1, 2, 3, 4
     EXPECT_EQ(c.all_reduce_scalar(v, ReduceOp::kSum), 10.0);
     EXPECT_EQ(c.all_reduce_scalar(v, ReduceOp::kAvg), 2.5);
     EXPECT_EQ(c.all_reduce_scalar(v, ReduceOp::kMax), 4.0);
-    // Rank order matters in fp64: 1e16 + 1 - 1e16 ... evaluated left to right.
+    // The order matters in fp64 (1e16 + 1 rounds to 1e16): the pairwise
+    // order gives 0, left to right would give 1.
     const double parts[] = {1e16, 1.0, -1e16, 1.0};
-    EXPECT_EQ(c.all_reduce_scalar(parts[c.rank()], ReduceOp::kSum), ((1e16 + 1.0) + -1e16) + 1.0);
+    EXPECT_EQ(c.all_reduce_scalar(parts[c.rank()], ReduceOp::kSum), (1e16 + 1.0) + (-1e16 + 1.0));
+    EXPECT_NE(c.all_reduce_scalar(parts[c.rank()], ReduceOp::kSum), ((1e16 + 1.0) + -1e16) + 1.0);
   });
 }
 

@@ -183,6 +183,8 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
       run.bucket_elements = c.bucket_elements;
       run.grad_accum = 3;  // stage 1 keeps a flat staging buffer beside its owned accumulator
       expect_ledger_matches(c.model, run, false);
+      run.grad_accum = 8;  // and the pairwise sum over micro-batches holds two partial sums
+      expect_ledger_matches(c.model, run, false);
       run.grad_accum = 1;
       run.optimizer = {.kind = optim::OptimizerKind::kSgd, .sgd = {.momentum = 0.9}};
       expect_ledger_matches(c.model, run, false);

@@ -4,10 +4,12 @@
 // communication volume, learning, and agreement with a single rank.
 #include "zero/engine.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/convert.h"
 #include "core/error.h"
@@ -179,6 +181,53 @@ TEST(Engine, LossFallsAtEveryStage) {
 // N ranks with micro-batch b see the same global batch as one rank with
 // micro-batch N*b; only the order of the sums differs, so the results agree
 // to rounding (fp32).
+// The global batch fixed at M = 8 micro-batches of 2 samples, global
+// micro-batch j = m * N + r (train/sampler.h's assignment): 1, 2, 4 and 8
+// ranks (8, 4, 2 and 1 micro-batches each) sum the same pairwise tree, so
+// every stage gives the same bits at every such N (fp32, no clipping:
+// zero/engine.h).
+TEST(Engine, EveryPowerOfTwoRankCountGivesTheSameBitsAtAFixedGlobalBatch) {
+  constexpr int kMicroBatches = 8;
+  constexpr int kSamples = 2;
+  const model::Mlp mlp(testing::small_mlp());
+  for (int stage = 0; stage <= 3; ++stage) {
+    std::optional<RunResult> first;
+    for (int n : {1, 2, 4, 8}) {
+      EngineConfig c = config_for(stage, Dtype::fp32());
+      c.grad_accum = kMicroBatches / n;
+      RunResult r;
+      comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+        Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
+        for (int64_t step = 0; step < 4; ++step) {
+          const BatchFeeder feed = [&, step](model::Workspace& ws, int micro) {
+            const int global = micro * comm.size() + comm.rank();
+            std::vector<float> x;
+            std::vector<int32_t> y;
+            for (int i = 0; i < kSamples; ++i) {
+              const testing::Sample s = testing::make_sample(static_cast<uint64_t>(step), 0, global * kSamples + i);
+              x.insert(x.end(), s.x.begin(), s.x.end());
+              y.push_back(s.label);
+            }
+            model::Batch batch;
+            batch.features = x;
+            batch.labels = y;
+            ws.set_batch(batch);
+          };
+          const double loss = engine.train_step(feed).loss;
+          if (comm.rank() == 0) r.losses.push_back(loss);
+        }
+        auto master = engine.gather_master_params();
+        if (comm.rank() == 0) r.master = std::move(master);
+      });
+      if (!first) {
+        first = r;
+      } else {
+        expect_same_bits(*first, r, fmt::format("stage {}, {} ranks x {} micro-batches", stage, n, c.grad_accum));
+      }
+    }
+  }
+}
+
 TEST(Engine, RanksAgreeWithOneRankOverTheSameGlobalBatch) {
   const EngineConfig c = config_for(2, Dtype::fp32());
   const RunResult one = train_mlp(1, c, 10, 12);
