@@ -198,21 +198,9 @@ TEST(Engine, EveryPowerOfTwoRankCountGivesTheSameBitsAtAFixedGlobalBatch) {
       RunResult r;
       comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
         Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
-        for (int64_t step = 0; step < 4; ++step) {
-          const BatchFeeder feed = [&, step](model::Workspace& ws, int micro) {
-            const int global = micro * comm.size() + comm.rank();
-            std::vector<float> x;
-            std::vector<int32_t> y;
-            for (int i = 0; i < kSamples; ++i) {
-              const testing::Sample s = testing::make_sample(static_cast<uint64_t>(step), 0, global * kSamples + i);
-              x.insert(x.end(), s.x.begin(), s.x.end());
-              y.push_back(s.label);
-            }
-            model::Batch batch;
-            batch.features = x;
-            batch.labels = y;
-            ws.set_batch(batch);
-          };
+        int64_t step = 0;
+        const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
+        for (step = 0; step < 4; ++step) {
           const double loss = engine.train_step(feed).loss;
           if (comm.rank() == 0) r.losses.push_back(loss);
         }

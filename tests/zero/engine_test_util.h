@@ -51,20 +51,37 @@ using SampleEdit = std::function<void(Sample& sample, int64_t step, int index)>;
 
 // The feeder for rank `rank` of `ranks`, micro-batch size b: rank r takes
 // samples [r*b, (r+1)*b) of the global batch of b*ranks samples.
+// Loads b samples, sample(i) for i < b, as one MLP micro-batch.
+inline void set_mlp_batch(model::Workspace& ws, int b, const std::function<Sample(int)>& sample) {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  for (int i = 0; i < b; ++i) {
+    const Sample s = sample(i);
+    x.insert(x.end(), s.x.begin(), s.x.end());
+    y.push_back(s.label);
+  }
+  model::Batch batch;
+  batch.features = x;
+  batch.labels = y;
+  ws.set_batch(batch);
+}
+
 inline BatchFeeder mlp_feeder(const int64_t& step, int rank, int b, const SampleEdit& edit = {}) {
   return [&step, rank, b, edit](model::Workspace& ws, int micro) {
-    std::vector<float> x;
-    std::vector<int32_t> y;
-    for (int i = 0; i < b; ++i) {
+    set_mlp_batch(ws, b, [&](int i) {
       Sample s = make_sample(static_cast<uint64_t>(step), micro, rank * b + i);
       if (edit) edit(s, step, i);
-      x.insert(x.end(), s.x.begin(), s.x.end());
-      y.push_back(s.label);
-    }
-    model::Batch batch;
-    batch.features = x;
-    batch.labels = y;
-    ws.set_batch(batch);
+      return s;
+    });
+  };
+}
+
+// A fixed global batch: rank r's micro-batch m is global micro-batch
+// m * ranks + r of b samples (train/sampler.h's assignment), whatever N is.
+inline BatchFeeder global_batch_feeder(const int64_t& step, int rank, int ranks, int b) {
+  return [&step, rank, ranks, b](model::Workspace& ws, int micro) {
+    const int global = micro * ranks + rank;
+    set_mlp_batch(ws, b, [&](int i) { return make_sample(static_cast<uint64_t>(step), 0, global * b + i); });
   };
 }
 
