@@ -113,6 +113,11 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     j["momentum"] = c.sgd.momentum;
     j["weight_decay"] = c.sgd.weight_decay;
     j["nesterov"] = c.sgd.nesterov;
+  } else if (c.kind == optim::OptimizerKind::kLion) {
+    j["lr"] = c.lion.lr;
+    j["beta1"] = c.lion.beta1;
+    j["beta2"] = c.lion.beta2;
+    j["weight_decay"] = c.lion.weight_decay;
   } else {
     j["lr"] = c.adam.lr;
     j["beta1"] = c.adam.beta1;
@@ -126,14 +131,19 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
 optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) {
   optim::OptimizerConfig c;
   const std::string kind = f.string("kind");
-  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd", InputFileError,
-            "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam or sgd", path, kind);
+  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd" || kind == "lion", InputFileError,
+            "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam, sgd or lion", path, kind);
   c.kind = optim::parse_optimizer_kind(kind);
   if (c.kind == optim::OptimizerKind::kSgd) {
     c.sgd = {.lr = f.number("lr"),
              .momentum = f.number("momentum"),
              .weight_decay = f.number("weight_decay"),
              .nesterov = f.boolean("nesterov")};
+  } else if (c.kind == optim::OptimizerKind::kLion) {
+    c.lion = {.lr = f.number("lr"),
+              .beta1 = f.number("beta1"),
+              .beta2 = f.number("beta2"),
+              .weight_decay = f.number("weight_decay")};
   } else {
     c.adam = {.lr = f.number("lr"),
               .beta1 = f.number("beta1"),

@@ -26,7 +26,8 @@ struct TrainFlags {
   std::string config_path, backend = "thread", precision = "bf16", optimizer = "adamw", schedule = "warmup-cosine",
                            max_memory;
   int stage = 3, grad_accum = 1, warmup = 20;
-  double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.9;
+  double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.0;
+  std::vector<double> betas;
   bool no_prefetch = false, no_overlap = false;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
@@ -144,9 +145,10 @@ void add_train_command(CLI::App& app) {
       "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
       [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);
   flag(cmd, f, "--steps", d.steps, "Optimizer steps", [&f](auto& c) { c.steps = f.c.steps; });
-  flag(cmd, f, "--lr", f.lr, "Peak learning rate", [&f](auto& c) {
+  flag(cmd, f, "--lr", f.lr, "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4)", [&f](auto& c) {
     c.engine.optimizer.adam.lr = f.lr;
     c.engine.optimizer.sgd.lr = f.lr;
+    c.engine.optimizer.lion.lr = f.lr;
     c.engine.lr_schedule.max_lr = f.lr;
   });
   flag(cmd, f, "--schedule", f.schedule, "LR schedule: constant, warmup, warmup-linear or warmup-cosine",
@@ -155,14 +157,29 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.lr_schedule.warmup_steps = f.warmup; });
   flag(cmd, f, "--min-lr-ratio", f.min_lr_ratio, "warmup-cosine: final LR as a fraction of the peak",
        [&f](auto& c) { c.engine.lr_schedule.cos_min_ratio = f.min_lr_ratio; });
-  flag(cmd, f, "--optimizer", f.optimizer, "adamw, adam or sgd",
+  flag(cmd, f, "--optimizer", f.optimizer,
+       "adamw, adam, sgd (with --momentum: SGD with momentum) or lion (sign of a momentum;\n"
+       "K = 8 bytes per parameter against AdamW's 12); docs/optim.md",
        [&f](auto& c) { c.engine.optimizer.kind = optim::parse_optimizer_kind(f.optimizer); });
-  flag(cmd, f, "--momentum", f.momentum, "SGD momentum",
+  flag(cmd, f, "--momentum", f.momentum, "SGD momentum (0: plain SGD, no state)",
        [&f](auto& c) { c.engine.optimizer.sgd.momentum = f.momentum; });
-  flag(cmd, f, "--weight-decay", f.weight_decay, "Weight decay (decoupled for AdamW, L2 for Adam/SGD)", [&f](auto& c) {
-    c.engine.optimizer.adam.weight_decay = f.weight_decay;
-    c.engine.optimizer.sgd.weight_decay = f.weight_decay;
-  });
+  flag(
+      cmd, f, "--betas", f.betas,
+      "AdamW/Adam/Lion betas B1,B2 (default 0.9,0.999; Lion 0.9,0.99: the paper's); Lion's update\n"
+      "is the sign of B1*m + (1-B1)*g and its momentum decays by B2",
+      [&f](auto& c) {
+        ZDP_CHECK(f.betas.size() == 2, ConfigError, "[train] --betas needs two numbers B1,B2, e.g. --betas 0.9,0.99");
+        c.engine.optimizer.adam.beta1 = c.engine.optimizer.lion.beta1 = f.betas[0];
+        c.engine.optimizer.adam.beta2 = c.engine.optimizer.lion.beta2 = f.betas[1];
+      },
+      false)
+      ->delimiter(',');
+  flag(cmd, f, "--weight-decay", f.weight_decay, "Weight decay (decoupled for AdamW and Lion, L2 for Adam/SGD)",
+       [&f](auto& c) {
+         c.engine.optimizer.adam.weight_decay = f.weight_decay;
+         c.engine.optimizer.sgd.weight_decay = f.weight_decay;
+         c.engine.optimizer.lion.weight_decay = f.weight_decay;
+       });
   flag(cmd, f, "--clip", f.clip, "Global gradient-norm clipping (0 = off)",
        [&f](auto& c) { c.engine.clip_norm = f.clip; });
   flag(cmd, f, "--loss-scale", f.loss_scale, "fp16: a static loss scale (0 = dynamic, starting at 2^16)",

@@ -50,6 +50,17 @@ struct SgdScalars {
   float neg_lr = 0.0f;
 };
 
+// Per-step scalars of Lion.
+struct LionScalars {
+  float grad_scale = 1.0f;    // g = grad * grad_scale
+  float decay_factor = 1.0f;  // decay: p = p * decay_factor (1 - lr*wd)
+  float beta1 = 0.9f;
+  float one_minus_beta1 = 0.1f;
+  float beta2 = 0.99f;
+  float one_minus_beta2 = 0.01f;
+  float neg_lr = 0.0f;  // -lr
+};
+
 enum class MomentumMode : uint8_t {
   kNone = 0,     // plain SGD: d = g
   kFirst = 1,    // first step: buf = g
@@ -68,6 +79,8 @@ struct KernelSet {
   // buf may be null when mode is kNone.
   void (*sgd)(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, DecayMode decay, MomentumMode mode,
               bool nesterov);
+  // p and m updated in place; decay: p = p * decay_factor first.
+  void (*lion)(float* p, const float* g, float* m, size_t n, const LionScalars& s, bool decay);
   void (*sum_squares)(const float* x, size_t n, double* acc);
   // True when some element has all exponent bits set (infinity or NaN).
   bool (*nonfinite_f32)(const float* x, size_t n);

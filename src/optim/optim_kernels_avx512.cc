@@ -126,6 +126,61 @@ void sgd_momentum(float* p, const float* g, float* buf, size_t n, const SgdScala
   }
 }
 
+struct LionVec {
+  __m512 grad_scale, decay_factor, beta1, one_minus_beta1, beta2, one_minus_beta2, neg_lr, one;
+  explicit LionVec(const LionScalars& s)
+      : grad_scale(_mm512_set1_ps(s.grad_scale)),
+        decay_factor(_mm512_set1_ps(s.decay_factor)),
+        beta1(_mm512_set1_ps(s.beta1)),
+        one_minus_beta1(_mm512_set1_ps(s.one_minus_beta1)),
+        beta2(_mm512_set1_ps(s.beta2)),
+        one_minus_beta2(_mm512_set1_ps(s.one_minus_beta2)),
+        neg_lr(_mm512_set1_ps(s.neg_lr)),
+        one(_mm512_set1_ps(1.0f)) {}
+};
+
+// One vector of the Lion update. The sign is the portable loop's
+// (c > 0) - (c < 0) + (c - c): ordered compares (false for NaN) select 1 or
+// +0 per lane, then the same subtraction and addition.
+template <bool kDecay>
+inline void lion_vec(__m512& p, __m512 g, __m512& m, const LionVec& s) {
+  const __m512 grad = _mm512_mul_ps(g, s.grad_scale);
+  if constexpr (kDecay) p = _mm512_mul_ps(p, s.decay_factor);
+  const __m512 c = _mm512_add_ps(_mm512_mul_ps(m, s.beta1), _mm512_mul_ps(s.one_minus_beta1, grad));
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 pos = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, zero, _CMP_GT_OQ), s.one);
+  const __m512 neg = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, zero, _CMP_LT_OQ), s.one);
+  const __m512 sign = _mm512_add_ps(_mm512_sub_ps(pos, neg), _mm512_sub_ps(c, c));
+  p = _mm512_add_ps(p, _mm512_mul_ps(s.neg_lr, sign));
+  m = _mm512_add_ps(_mm512_mul_ps(m, s.beta2), _mm512_mul_ps(s.one_minus_beta2, grad));
+}
+
+template <bool kDecay>
+void lion_loop(float* p, const float* g, float* m, size_t n, const LionScalars& scalars) {
+  const LionVec s(scalars);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    __m512 pv = _mm512_loadu_ps(p + i);
+    __m512 mv = _mm512_loadu_ps(m + i);
+    lion_vec<kDecay>(pv, _mm512_loadu_ps(g + i), mv, s);
+    _mm512_storeu_ps(p + i, pv);
+    _mm512_storeu_ps(m + i, mv);
+  }
+  if (i < n) {
+    const __mmask16 k = tail_mask(n - i);
+    __m512 pv = _mm512_maskz_loadu_ps(k, p + i);
+    __m512 mv = _mm512_maskz_loadu_ps(k, m + i);
+    lion_vec<kDecay>(pv, _mm512_maskz_loadu_ps(k, g + i), mv, s);
+    _mm512_mask_storeu_ps(p + i, k, pv);
+    _mm512_mask_storeu_ps(m + i, k, mv);
+  }
+}
+
+void lion_avx512(float* p, const float* g, float* m, size_t n, const LionScalars& s, bool decay) {
+  if (decay) return lion_loop<true>(p, g, m, n, s);
+  lion_loop<false>(p, g, m, n, s);
+}
+
 void adam_avx512(float* p, const float* g, float* m, float* v, size_t n, const AdamScalars& s, DecayMode mode) {
   switch (mode) {
     case DecayMode::kNone:
@@ -214,7 +269,7 @@ void scale_avx512(float* x, size_t n, float factor) {
 
 }  // namespace
 
-const KernelSet kAvx512Kernels = {adam_avx512,          sgd_avx512,           sum_squares_avx512,
+const KernelSet kAvx512Kernels = {adam_avx512,          sgd_avx512,           lion_avx512, sum_squares_avx512,
                                   nonfinite_f32_avx512, nonfinite_u16_avx512, scale_avx512};
 
 }  // namespace zerodp::optim::kernels

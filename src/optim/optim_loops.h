@@ -49,6 +49,25 @@ void sgd_loop(float* p, const float* g, float* buf, size_t n, const SgdScalars& 
   }
 }
 
+// Lion's sign: for a finite c, (c > 0) - (c < 0) gives +1, -1 or +0 (for
+// both zeros: sign(0) = 0, so the parameter only decays); c - c is +0 for a
+// finite c and NaN for a NaN or infinite one, so adding it keeps the sign
+// exact and turns a non-finite c into NaN (the parameter goes NaN, as
+// AdamW's does, instead of freezing or drifting silently).
+template <bool kDecay>
+void lion_loop(float* p, const float* g, float* m, size_t n, const LionScalars& s) {
+  for (size_t i = 0; i < n; ++i) {
+    const float grad = g[i] * s.grad_scale;
+    float param = p[i];
+    if constexpr (kDecay) param = param * s.decay_factor;
+    // c = b1*m + (1-b1)*g;  p = p + (-lr)*sign(c);  m = b2*m + (1-b2)*g
+    const float c = m[i] * s.beta1 + s.one_minus_beta1 * grad;
+    const float sign = (static_cast<float>(c > 0.0f) - static_cast<float>(c < 0.0f)) + (c - c);
+    p[i] = param + s.neg_lr * sign;
+    m[i] = m[i] * s.beta2 + s.one_minus_beta2 * grad;
+  }
+}
+
 template <DecayMode kDecay, MomentumMode kMomentum>
 void sgd_nesterov(float* p, const float* g, float* buf, size_t n, const SgdScalars& s, bool nesterov) {
   if (nesterov) return sgd_loop<kDecay, kMomentum, true>(p, g, buf, n, s);
@@ -85,6 +104,11 @@ void sgd_generic(float* p, const float* g, float* buf, size_t n, const SgdScalar
   sgd_momentum<DecayMode::kNone>(p, g, buf, n, s, mode, nesterov);
 }
 
+void lion_generic(float* p, const float* g, float* m, size_t n, const LionScalars& s, bool decay) {
+  if (decay) return lion_loop<true>(p, g, m, n, s);
+  lion_loop<false>(p, g, m, n, s);
+}
+
 void sum_squares_generic(const float* x, size_t n, double* acc) {
   for (size_t i = 0; i < n; ++i) {
     const double d = static_cast<double>(x[i]);
@@ -111,7 +135,7 @@ void scale_generic(float* x, size_t n, float factor) {
   for (size_t i = 0; i < n; ++i) x[i] = x[i] * factor;
 }
 
-constexpr KernelSet kGenericKernels = {adam_generic,          sgd_generic,           sum_squares_generic,
+constexpr KernelSet kGenericKernels = {adam_generic,          sgd_generic,           lion_generic, sum_squares_generic,
                                        nonfinite_f32_generic, nonfinite_u16_generic, scale_generic};
 
 }  // namespace

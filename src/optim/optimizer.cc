@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "optim/adam.h"
+#include "optim/lion.h"
 #include "optim/sgd.h"
 
 namespace zerodp::optim {
@@ -35,7 +36,8 @@ OptimizerKind parse_optimizer_kind(std::string_view name) {
   if (name == "adamw") return OptimizerKind::kAdamW;
   if (name == "adam") return OptimizerKind::kAdam;
   if (name == "sgd") return OptimizerKind::kSgd;
-  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam or sgd", name);
+  if (name == "lion") return OptimizerKind::kLion;
+  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam, sgd or lion", name);
 }
 
 std::string_view optimizer_kind_name(OptimizerKind kind) {
@@ -46,8 +48,36 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
       return "adam";
     case OptimizerKind::kSgd:
       return "sgd";
+    case OptimizerKind::kLion:
+      return "lion";
   }
   return "?";
+}
+
+double config_lr(const OptimizerConfig& config) {
+  switch (config.kind) {
+    case OptimizerKind::kSgd:
+      return config.sgd.lr;
+    case OptimizerKind::kLion:
+      return config.lion.lr;
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kAdam:
+      break;
+  }
+  return config.adam.lr;
+}
+
+double config_weight_decay(const OptimizerConfig& config) {
+  switch (config.kind) {
+    case OptimizerKind::kSgd:
+      return config.sgd.weight_decay;
+    case OptimizerKind::kLion:
+      return config.lion.weight_decay;
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kAdam:
+      break;
+  }
+  return config.adam.weight_decay;
 }
 
 std::string_view state_kind_name(StateKind kind) {
@@ -71,6 +101,14 @@ void validate(const OptimizerConfig& config) {
     check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
     ZDP_CHECK(!c.nesterov || c.momentum > 0.0, ConfigError,
               "[{}] nesterov needs a momentum > 0; set a momentum like 0.9 or turn nesterov off", op);
+    return;
+  }
+  if (config.kind == OptimizerKind::kLion) {
+    const LionConfig& c = config.lion;
+    check_non_negative(c.lr, op, "lr", "use a learning rate like 1e-4 (3-10x below AdamW's)");
+    check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
+    check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.99");
+    check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
     return;
   }
   const AdamConfig& c = config.adam;
@@ -116,6 +154,9 @@ OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, 
       break;
     case OptimizerKind::kSgd:
       b.moment1 = config.sgd.momentum > 0.0 ? sizeof(float) : 0;
+      break;
+    case OptimizerKind::kLion:
+      b.moment1 = sizeof(float);  // the momentum m (exp_avg)
       break;
   }
   return b;
@@ -243,6 +284,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t 
       return std::make_unique<Adam>(config.adam, AdamVariant::kAdam, shard_size, std::move(options));
     case OptimizerKind::kSgd:
       return std::make_unique<Sgd>(config.sgd, shard_size, std::move(options));
+    case OptimizerKind::kLion:
+      return std::make_unique<Lion>(config.lion, shard_size, std::move(options));
   }
   ZDP_THROW(ConfigError, "[optimizer] unknown optimizer kind {}", static_cast<int>(config.kind));
 }

@@ -4,7 +4,7 @@
 // optim/optimizer_config.h).
 //
 // An optimizer is built for one shard size and owns its state buffers (Adam's
-// m and v, SGD's momentum), allocated zeroed at construction and reported to
+// m and v, SGD's momentum, Lion's m), allocated zeroed at construction and reported to
 // an optional StateAccountant (the engine passes one that books them in its
 // memory ledger). step() updates every element from the same-index gradient
 // only: no reduction crosses elements, the float operations run in a fixed
@@ -51,7 +51,7 @@ std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> rang
 
 // The optimizer's state buffers, for the ledger and for checkpoints.
 enum class StateKind : uint8_t {
-  kExpAvg = 0,    // Adam m (first moment)
+  kExpAvg = 0,    // Adam m (first moment); Lion's momentum m
   kExpAvgSq = 1,  // Adam v (second moment)
   kMomentum = 2,  // SGD momentum buffer
 };
@@ -84,12 +84,13 @@ struct ShardOptions {
 // run summary and the ledger's expectations read it).
 struct OptimizerBytesPerParam {
   size_t master = 0;   // fp32 master copy: mixed precision only (fp32 parameters are their own master)
-  size_t moment1 = 0;  // Adam's m, or SGD's momentum buffer
+  size_t moment1 = 0;  // Adam's m, SGD's momentum buffer or Lion's m
   size_t moment2 = 0;  // Adam's v
   size_t k() const { return master + moment1 + moment2; }
 };
 // AdamW/Adam m + v = 8 (+4 master) = 12; SGD with momentum 4 (+4) = 8; plain
-// SGD 0 (+4) = 4. The moments are the state tensors make_optimizer allocates.
+// SGD 0 (+4) = 4; Lion m 4 (+4) = 8. The moments are the state tensors
+// make_optimizer allocates.
 OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, bool mixed_precision);
 // K: optimizer_bytes_per_param(config, mixed_precision).k().
 size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision);
@@ -125,7 +126,7 @@ class Optimizer {
   void set_step_count(int64_t steps);
 
   // The state buffers, in a fixed order (Adam: exp_avg, exp_avg_sq; SGD with
-  // momentum: momentum_buffer; plain SGD: none). Writable, so a checkpoint
+  // momentum: momentum_buffer; plain SGD: none; Lion: exp_avg). Writable, so a checkpoint
   // loader can fill them in place; together with step_count() this is the
   // whole state.
   std::vector<StateTensor> state();

@@ -11,9 +11,10 @@
 
 namespace zerodp::optim {
 
-enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2 };
+enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2, kLion = 3 };
 
-// "adamw", "adam" or "sgd"; ConfigError naming the accepted values otherwise.
+// "adamw", "adam", "sgd" or "lion"; ConfigError naming the accepted values
+// otherwise.
 OptimizerKind parse_optimizer_kind(std::string_view name);
 std::string_view optimizer_kind_name(OptimizerKind kind);
 
@@ -38,12 +39,30 @@ struct SgdConfig {
   bool nesterov = false;
 };
 
-// Which optimizer, with the config of that kind (the other is ignored).
+// Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms",
+// arXiv 2302.06675, Algorithm 2; DeepSpeed's "Lion"): one momentum m and a
+// sign update, with decoupled weight decay applied as p*(1 - lr*wd):
+//   c = b1*m + (1-b1)*g;  p = p*(1 - lr*wd) - lr*sign(c);  m = b2*m + (1-b2)*g
+// The defaults are the paper's (and lion-pytorch's); Lion wants a learning
+// rate 3-10x smaller than AdamW's and a weight decay 3-10x larger.
+struct LionConfig {
+  double lr = 1e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double weight_decay = 0.0;
+};
+
+// Which optimizer, with the config of that kind (the others are ignored).
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdamW;
   AdamConfig adam = {};
   SgdConfig sgd = {};
+  LionConfig lion = {};
 };
+
+// The learning rate and the weight decay of config.kind's config.
+double config_lr(const OptimizerConfig& config);
+double config_weight_decay(const OptimizerConfig& config);
 
 // Throws ConfigError for out-of-range hyperparameters (negative lr, betas
 // outside [0, 1), negative eps or weight decay, nesterov without momentum).

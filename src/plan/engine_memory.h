@@ -8,7 +8,7 @@
 //                                          + Φ x g (the flat local-gradient
 //                                          staging it reduce-scatters from)
 //   master    fp16/bf16 only: stage 0 Φ x 4, stages 1-3 owned(r) x 4
-//   adam_m    Adam m or SGD's momentum: (stage 0 ? Φ : owned(r)) x 4
+//   adam_m    Adam m, SGD's momentum or Lion's m: (stage 0 ? Φ : owned(r)) x 4
 //   adam_v    Adam v: the same
 //   gathered  fp16/bf16: an fp32 compute copy of the largest unit; stage 3
 //             adds its pool of gather buffers in the training dtype, each the

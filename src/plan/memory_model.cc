@@ -17,7 +17,8 @@ optim::OptimizerConfig parse_optimizer(std::string_view name) {
     return {.kind = optim::OptimizerKind::kSgd, .sgd = {.momentum = 0.9}};
   }
   if (s == "sgd") return {.kind = optim::OptimizerKind::kSgd};
-  ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum or sgd", name);
+  if (s == "lion") return {.kind = optim::OptimizerKind::kLion};
+  ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd or lion", name);
 }
 
 std::string_view optimizer_name(const optim::OptimizerConfig& optimizer) {

@@ -12,9 +12,11 @@
 //   fp16/bf16    AdamW / Adam     2  2  4      4  4   12  16   (the paper)
 //   fp16/bf16    SGD + momentum   2  2  4      4  -    8  12
 //   fp16/bf16    SGD              2  2  4      -  -    4   8
+//   fp16/bf16    Lion             2  2  4      4  -    8  12
 //   fp32         AdamW / Adam     4  4  -      4  4    8  16
 //   fp32         SGD + momentum   4  4  -      4  -    4  12
 //   fp32         SGD              4  4  -      -  -    0   8
+//   fp32         Lion             4  4  -      4  -    4  12
 //
 // fp32 training keeps no master copy (the parameters are the fp32 copy), so
 // fp32 Adam is 16 bytes per parameter like mixed precision, split 4 + 4 + 8.
@@ -52,7 +54,7 @@ namespace zerodp::plan {
 
 // The plan names an optimizer by the states it keeps (it has no --momentum):
 // "adamw", "adam", "sgd-momentum" (also "sgdm", "momentum", "sgd_momentum"),
-// "sgd"; case-insensitive. The result is src/optim's config of that kind with
+// "sgd", "lion"; case-insensitive. The result is src/optim's config of that kind with
 // default hyperparameters (sgd-momentum: momentum 0.9). ConfigError naming the
 // accepted values otherwise.
 optim::OptimizerConfig parse_optimizer(std::string_view name);
@@ -64,7 +66,7 @@ struct BytesPerParam {
   int params = 0;   // the training copy (fp16/bf16 or fp32)
   int grads = 0;    // gradients in the training dtype
   int master = 0;   // fp32 master weights (low-precision runs only)
-  int moment1 = 0;  // Adam m, or SGD's momentum buffer
+  int moment1 = 0;  // Adam m, SGD's momentum buffer or Lion's m
   int moment2 = 0;  // Adam v
 
   int optimizer() const { return master + moment1 + moment2; }  // the paper's K

@@ -55,6 +55,8 @@ std::string optimizer_display(const optim::OptimizerConfig& o) {
       return "Adam";
     case optim::OptimizerKind::kSgd:
       return o.sgd.momentum > 0.0 ? "SGD with momentum" : "SGD";
+    case optim::OptimizerKind::kLion:
+      return "Lion";
   }
   return "?";
 }
@@ -69,7 +71,7 @@ std::string describe_training(const PlanConfig& config) {
 std::string describe_bytes_per_param(const BytesPerParam& bpp, const optim::OptimizerConfig& optimizer) {
   std::vector<std::string> parts;
   if (bpp.master) parts.push_back(fmt::format("fp32 master {}", bpp.master));
-  const bool adam = optimizer.kind != optim::OptimizerKind::kSgd;
+  const bool adam = optimizer.kind == optim::OptimizerKind::kAdamW || optimizer.kind == optim::OptimizerKind::kAdam;
   if (bpp.moment1) parts.push_back(fmt::format("{} {}", adam ? "Adam m" : "momentum", bpp.moment1));
   if (bpp.moment2) parts.push_back(fmt::format("Adam v {}", bpp.moment2));
   const std::string detail = parts.empty() ? "no optimizer state" : fmt::format("{}", fmt::join(parts, " + "));

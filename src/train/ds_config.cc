@@ -164,7 +164,7 @@ void apply_optimizer(Section o, TrainConfig& c) {
     Section p = o.section("params");
     if (p.has("adam_w_mode")) adam_w_mode = p.boolean("adam_w_mode");
     if (p.has("lr")) {
-      opt.adam.lr = opt.sgd.lr = p.number("lr");
+      opt.adam.lr = opt.sgd.lr = opt.lion.lr = p.number("lr");
       c.engine.lr_schedule.max_lr = opt.adam.lr;
       c.sources["lr"] = p.from("lr");
     }
@@ -173,15 +173,15 @@ void apply_optimizer(Section o, TrainConfig& c) {
       const json& b = p.at("betas");
       ZDP_CHECK(b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number(), ConfigError,
                 "[config] optimizer.params.betas must be two numbers, got {}", b.dump());
-      opt.adam.beta1 = b[0].get<double>();
-      opt.adam.beta2 = b[1].get<double>();
+      opt.adam.beta1 = opt.lion.beta1 = b[0].get<double>();
+      opt.adam.beta2 = opt.lion.beta2 = b[1].get<double>();
     }
     if (p.has("eps")) {
       opt.adam.eps = p.number("eps");
       c.sources["eps"] = p.from("eps");
     }
     if (p.has("weight_decay")) {
-      opt.adam.weight_decay = opt.sgd.weight_decay = p.number("weight_decay");
+      opt.adam.weight_decay = opt.sgd.weight_decay = opt.lion.weight_decay = p.number("weight_decay");
       c.sources["weight-decay"] = p.from("weight_decay");
     }
     if (p.has("momentum")) {
@@ -199,8 +199,10 @@ void apply_optimizer(Section o, TrainConfig& c) {
     opt.kind = optim::OptimizerKind::kAdamW;
   } else if (lower == "sgd") {
     opt.kind = optim::OptimizerKind::kSgd;
+  } else if (lower == "lion") {
+    opt.kind = optim::OptimizerKind::kLion;
   } else {
-    ZDP_THROW(ConfigError, "[config] optimizer.type '{}' is not supported: use Adam, AdamW or SGD", type);
+    ZDP_THROW(ConfigError, "[config] optimizer.type '{}' is not supported: use Adam, AdamW, SGD or Lion", type);
   }
   o.finish();
 }
@@ -277,11 +279,13 @@ void apply_deepspeed_defaults(TrainConfig& c) {
   c.log_every = 10;                // steps_per_print
   auto& opt = c.engine.optimizer;  // no optimizer section: AdamW with DeepSpeed's Adam defaults
   opt.kind = optim::OptimizerKind::kAdamW;
-  opt.adam.lr = opt.sgd.lr = 1e-3;
-  opt.adam.beta1 = 0.9;
-  opt.adam.beta2 = 0.999;
+  opt.adam.lr = opt.sgd.lr = opt.lion.lr = 1e-3;
+  // DeepSpeed's Lion (FusedLion, DeepSpeedCPULion) has Adam's defaults too:
+  // lr 1e-3, betas (0.9, 0.999), not the paper's (0.9, 0.99).
+  opt.adam.beta1 = opt.lion.beta1 = 0.9;
+  opt.adam.beta2 = opt.lion.beta2 = 0.999;
   opt.adam.eps = 1e-8;
-  opt.adam.weight_decay = opt.sgd.weight_decay = 0.0;
+  opt.adam.weight_decay = opt.sgd.weight_decay = opt.lion.weight_decay = 0.0;
   c.engine.lr_schedule = optim::LrScheduleConfig{};  // no scheduler: the optimizer's lr throughout
   c.engine.lr_schedule.kind = optim::LrScheduleKind::kConstant;
   c.engine.lr_schedule.max_lr = opt.adam.lr;

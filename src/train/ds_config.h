@@ -7,7 +7,7 @@
 // stage3_prefetch_bucket_size}, fp16 {enabled, loss_scale,
 // initial_scale_power, loss_scale_window, hysteresis, min_loss_scale,
 // consecutive_hysteresis}, bf16 {enabled}, optimizer {type: Adam | AdamW |
-// SGD, params {lr, betas, eps, weight_decay, momentum, nesterov,
+// SGD | Lion, params {lr, betas, eps, weight_decay, momentum, nesterov,
 // adam_w_mode}}, scheduler {type: WarmupLR | WarmupDecayLR | WarmupCosineLR,
 // params}, activation_checkpointing (its presence turns it on). DeepSpeed keys that do nothing here (offload, monitors,
 // ...) are warned about by name; any other key is a ConfigError naming it. See docs/train.md for the mapping.
@@ -27,7 +27,8 @@ using WarningSink = std::function<void(const std::string&)>;
 // DeepSpeed's defaults where zerodp's differ, applied first whenever a config
 // file is given (docs/train.md lists them and where zerodp still differs):
 // stage 0, fp32, no clipping, AdamW at lr 1e-3 (betas 0.9/0.999, eps 1e-8,
-// no weight decay), a constant rate, a log line every 10 steps.
+// no weight decay; a Lion gets the same lr and betas, as DeepSpeed's Lion
+// does), a constant rate, a log line every 10 steps.
 void apply_deepspeed_defaults(TrainConfig& config);
 
 // Applies DeepSpeed's defaults and then the JSON text to `config`; `source`

@@ -57,6 +57,10 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
     add("lr", e.optimizer.sgd.lr);
     add("momentum", e.optimizer.sgd.momentum);
     add("weight-decay", e.optimizer.sgd.weight_decay);
+  } else if (e.optimizer.kind == optim::OptimizerKind::kLion) {
+    add("lr", e.optimizer.lion.lr);
+    add("betas", nlohmann::json::array({e.optimizer.lion.beta1, e.optimizer.lion.beta2}));
+    add("weight-decay", e.optimizer.lion.weight_decay);
   } else {
     add("lr", e.optimizer.adam.lr);
     add("betas", nlohmann::json::array({e.optimizer.adam.beta1, e.optimizer.adam.beta2}));

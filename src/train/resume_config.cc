@@ -57,21 +57,27 @@ const std::vector<Field>& fields() {
        }},
       {"lr", [](const TrainConfig& c) { return json(c.engine.lr_schedule.max_lr); },
        [](TrainConfig& c, const json& v) {
-         c.engine.lr_schedule.max_lr = c.engine.optimizer.adam.lr = c.engine.optimizer.sgd.lr = v.get<double>();
+         optim::OptimizerConfig& o = c.engine.optimizer;
+         c.engine.lr_schedule.max_lr = o.adam.lr = o.sgd.lr = o.lion.lr = v.get<double>();
        }},
+      // The betas of the run's kind ("optimizer" is set before them).
       {"betas",
        [](const TrainConfig& c) {
-         return json::array({c.engine.optimizer.adam.beta1, c.engine.optimizer.adam.beta2});
+         const optim::OptimizerConfig& o = c.engine.optimizer;
+         if (o.kind == optim::OptimizerKind::kLion) return json::array({o.lion.beta1, o.lion.beta2});
+         return json::array({o.adam.beta1, o.adam.beta2});
        },
        [](TrainConfig& c, const json& v) {
-         c.engine.optimizer.adam.beta1 = v.at(0).get<double>();
-         c.engine.optimizer.adam.beta2 = v.at(1).get<double>();
+         optim::OptimizerConfig& o = c.engine.optimizer;
+         o.adam.beta1 = o.lion.beta1 = v.at(0).get<double>();
+         o.adam.beta2 = o.lion.beta2 = v.at(1).get<double>();
        }},
       {"eps", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.eps); },
        [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.eps = v.get<double>(); }},
-      {"weight-decay", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.weight_decay); },
+      {"weight-decay", [](const TrainConfig& c) { return json(optim::config_weight_decay(c.engine.optimizer)); },
        [](TrainConfig& c, const json& v) {
-         c.engine.optimizer.adam.weight_decay = c.engine.optimizer.sgd.weight_decay = v.get<double>();
+         optim::OptimizerConfig& o = c.engine.optimizer;
+         o.adam.weight_decay = o.sgd.weight_decay = o.lion.weight_decay = v.get<double>();
        }},
       {"momentum", [](const TrainConfig& c) { return json(c.engine.optimizer.sgd.momentum); },
        [](TrainConfig& c, const json& v) { c.engine.optimizer.sgd.momentum = v.get<double>(); }},

@@ -18,10 +18,11 @@ bool below_one(double v) { return std::isfinite(v) && v >= 0.0 && v < 1.0; }
 
 void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
   const bool sgd = o.kind == optim::OptimizerKind::kSgd;
-  const double lr = sgd ? o.sgd.lr : o.adam.lr;
+  const bool lion = o.kind == optim::OptimizerKind::kLion;
+  const double lr = optim::config_lr(o);
   ZDP_CHECK(non_negative(lr), ConfigError, "[train] {} {} must be a finite number >= 0, e.g. 1.5e-3",
             c.spelled("lr", "optimizer.params.lr"), lr);
-  const double decay = sgd ? o.sgd.weight_decay : o.adam.weight_decay;
+  const double decay = optim::config_weight_decay(o);
   ZDP_CHECK(non_negative(decay), ConfigError, "[train] {} {} must be >= 0 (0 turns it off)",
             c.spelled("weight-decay", "optimizer.params.weight_decay"), decay);
   ZDP_CHECK(below_one(o.sgd.momentum), ConfigError, "[train] {} {} must be in [0, 1), e.g. 0.9 (0: plain SGD)",
@@ -29,9 +30,10 @@ void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
   ZDP_CHECK(!sgd || !o.sgd.nesterov || o.sgd.momentum > 0.0, ConfigError,
             "[train] optimizer.params.nesterov in --config needs a momentum > 0: set --momentum (or "
             "optimizer.params.momentum) to e.g. 0.9, or turn nesterov off");
-  ZDP_CHECK(below_one(o.adam.beta1) && below_one(o.adam.beta2), ConfigError,
-            "[train] optimizer.params.betas [{}, {}] in --config must each be in [0, 1), e.g. [0.9, 0.999]",
-            o.adam.beta1, o.adam.beta2);
+  const double beta1 = lion ? o.lion.beta1 : o.adam.beta1;
+  const double beta2 = lion ? o.lion.beta2 : o.adam.beta2;
+  ZDP_CHECK(below_one(beta1) && below_one(beta2), ConfigError, "[train] {} {},{} must each be in [0, 1), e.g. {}",
+            c.spelled("betas", "optimizer.params.betas"), beta1, beta2, lion ? "0.9,0.99" : "0.9,0.999");
   ZDP_CHECK(non_negative(o.adam.eps), ConfigError,
             "[train] optimizer.params.eps {} in --config must be a finite number >= 0, e.g. 1e-8", o.adam.eps);
 }

@@ -40,7 +40,7 @@ enum class MemoryCategory : uint8_t {
   kParams = 0,       // low-precision (or fp32) parameters this rank keeps resident
   kGrads = 1,        // gradients this rank keeps
   kMaster = 2,       // fp32 master parameters (mixed precision)
-  kAdamM = 3,        // Adam first moment (also SGD's momentum buffer)
+  kAdamM = 3,        // Adam first moment (also SGD's momentum buffer and Lion's m)
   kAdamV = 4,        // Adam second moment
   kGathered = 5,     // stage 3: all-gathered parameters of the current/prefetched unit
   kBuckets = 6,      // gradient buckets for reduction
@@ -103,8 +103,8 @@ class MemoryLedger {
   LedgerSnapshot counts_;
 };
 
-// Books an optimizer's state buffers: exp_avg and momentum_buffer under
-// adam_m, exp_avg_sq under adam_v. Pass it in optim::ShardOptions.
+// Books an optimizer's state buffers: exp_avg (Adam's m, Lion's m) and
+// momentum_buffer under adam_m, exp_avg_sq under adam_v. Pass it in optim::ShardOptions.
 optim::StateAccountant optimizer_state_accountant(MemoryLedger& ledger);
 
 // An owning, aligned, zeroed buffer of `count` T, booked under `category` in

@@ -146,6 +146,15 @@ inline zero::EngineConfig test_config(int stage, Dtype dtype = Dtype::fp32()) {
   return c;
 }
 
+// test_config with Lion (and its lr at the schedule's peak, 3x below AdamW's).
+inline zero::EngineConfig lion_config(int stage, Dtype dtype = Dtype::fp32()) {
+  zero::EngineConfig c = test_config(stage, dtype);
+  c.optimizer.kind = optim::OptimizerKind::kLion;
+  c.optimizer.lion = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
+  c.lr_schedule.max_lr = 3e-3;
+  return c;
+}
+
 inline constexpr int kMicro = 4;
 inline constexpr uint64_t kSeed = 42;
 

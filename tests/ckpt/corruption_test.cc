@@ -157,6 +157,8 @@ TEST_F(Corruption, OptimizerKindMismatch) {
   sgd.optimizer.kind = optim::OptimizerKind::kSgd;
   sgd.optimizer.sgd.momentum = 0.9;
   expect_error<ConfigError>(try_load(2, sgd), "manifest.json", "optimizer adamw");
+  // Lion keeps exp_avg like AdamW, but not exp_avg_sq: the kind is refused first.
+  expect_error<ConfigError>(try_load(2, lion_config(2)), "manifest.json", "this run uses lion");
 }
 
 // Rewrites the manifest through JSON with `edit`, re-sealing its CRC.

@@ -54,6 +54,28 @@ TEST(Manifest, RoundTrip) {
   EXPECT_EQ(back.tensor_index("momentum_buffer"), -1);
 }
 
+TEST(Manifest, LionRoundTrip) {
+  Manifest m = sample();
+  m.tensors = {"master", "exp_avg"};
+  m.optimizer = {.kind = optim::OptimizerKind::kLion,
+                 .lion = {.lr = 3e-4, .beta1 = 0.95, .beta2 = 0.98, .weight_decay = 1}};
+  m.shards.clear();
+  for (int r = 0; r < 3; ++r) {
+    m.shards.push_back({shard_file_name(r, 3), ShardLayout(m.unit_counts(), 3, r, 2, 64).file_size(), 7u});
+  }
+  const std::string text = manifest_to_json(m);
+  EXPECT_NE(text.find(R"("kind": "lion")"), std::string::npos) << text;
+  const Manifest back = manifest_from_json(text, "m.json");
+  EXPECT_EQ(manifest_to_json(back), text);
+  EXPECT_EQ(back.optimizer.kind, optim::OptimizerKind::kLion);
+  EXPECT_EQ(back.optimizer.lion.lr, 3e-4);
+  EXPECT_EQ(back.optimizer.lion.beta1, 0.95);
+  EXPECT_EQ(back.optimizer.lion.beta2, 0.98);
+  EXPECT_EQ(back.optimizer.lion.weight_decay, 1.0);
+  EXPECT_EQ(back.tensor_index("exp_avg"), 1);
+  EXPECT_EQ(back.tensor_index("exp_avg_sq"), -1);
+}
+
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   const size_t at = s.find(from);
   EXPECT_NE(at, std::string::npos) << from;

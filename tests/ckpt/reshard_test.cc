@@ -73,6 +73,10 @@ Continued start_from_state(const FullState& state, int m, const zero::EngineConf
 struct Reshard {
   int n, s, m, t;
   Dtype dtype = Dtype::fp32();
+  // test_config's AdamW unless given (the optimizer of both runs).
+  std::function<zero::EngineConfig(int stage, Dtype dtype)> config = [](int stage, Dtype dtype) {
+    return test_config(stage, dtype);
+  };
 };
 
 void expect_reshard(const Reshard& c) {
@@ -83,7 +87,7 @@ void expect_reshard(const Reshard& c) {
   std::mutex mu;
   // Small chunks, so that reads start and end inside chunks.
   zerodp::testing::run_on_ranks(c.n, [&](comm::Communicator& comm) {
-    zero::Engine engine(mlp, comm, test_config(c.s, c.dtype), kSeed, kMicro, 1);
+    zero::Engine engine(mlp, comm, c.config(c.s, c.dtype), kSeed, kMicro, 1);
     std::vector<double> losses;
     train_steps(engine, kMicro, kK, losses);
     collect_state(engine, saved, mu);
@@ -93,7 +97,7 @@ void expect_reshard(const Reshard& c) {
   const FullState a = consolidate_all(dir / "a");
   ASSERT_TRUE(same_state(a, saved, &why)) << "consolidating the N-rank checkpoint: " << why;
 
-  const zero::EngineConfig target = test_config(c.t, c.dtype);
+  const zero::EngineConfig target = c.config(c.t, c.dtype);
   const Continued direct = continue_from(dir / "a", c.m, target, dir / "b");
   EXPECT_TRUE(same_state(direct.loaded, saved, &why)) << "state right after loading at M: " << why;
   const FullState b = consolidate_all(dir / "b");
@@ -115,6 +119,22 @@ TEST(Reshard, TwoToFourStage1To2) { expect_reshard({2, 1, 4, 2}); }
 TEST(Reshard, ThreeToTwoStage0To3) { expect_reshard({3, 0, 2, 3}); }
 TEST(Reshard, FourToOneStage2To1) { expect_reshard({4, 2, 1, 1}); }
 TEST(Reshard, OneToThreeStage0To2Bf16) { expect_reshard({1, 0, 3, 2, Dtype::bf16()}); }
+// Lion's exp_avg and SGD's momentum_buffer reshard like Adam's moments.
+TEST(Reshard, LionThreeToTwoStage3To1Bf16) {
+  expect_reshard({3, 3, 2, 1, Dtype::bf16(), [](int stage, Dtype dtype) { return lion_config(stage, dtype); }});
+}
+TEST(Reshard, LionOneToFourStage0To3) {
+  expect_reshard({1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return lion_config(stage, dtype); }});
+}
+TEST(Reshard, SgdMomentumTwoToThreeStage2To0) {
+  expect_reshard({2, 2, 3, 0, Dtype::fp32(), [](int stage, Dtype dtype) {
+                    zero::EngineConfig c = test_config(stage, dtype);
+                    c.optimizer.kind = optim::OptimizerKind::kSgd;
+                    c.optimizer.sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.001};
+                    return c;
+                  }});
+}
+
 TEST(Reshard, MoreRanksThanUnitElements) {
   // 60 ranks: the 50-element unit leaves ranks with empty shards.
   TempDir dir;

@@ -129,6 +129,20 @@ TEST(ExactResume, PlainSgdHasOnlyMaster) {
   expect_exact_resume({"plain sgd stage 2", 2, c}, 2);
 }
 
+// Lion's one state tensor (exp_avg) and its schedule-driven decay resume
+// bitwise at every stage and precision, fp16's skipped steps included.
+TEST(ExactResume, LionEveryStageAndPrecision) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string name = "lion fp32 stage " + std::to_string(stage);
+    expect_exact_resume({name.c_str(), 3, lion_config(stage)}, 3);
+  }
+  expect_exact_resume({"lion bf16 stage 3", 2, lion_config(3, Dtype::bf16())}, 3);
+  zero::EngineConfig fp16 = fp16_config(2);
+  fp16.optimizer = lion_config(2).optimizer;
+  fp16.lr_schedule.max_lr = 3e-3;
+  expect_exact_resume({"lion fp16 stage 2", 2, fp16}, 5);
+}
+
 TEST(ExactResume, SingleRank) { expect_exact_resume({"1 rank", 1, test_config(0)}, 2); }
 
 }  // namespace

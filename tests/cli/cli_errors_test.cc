@@ -66,6 +66,11 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       {"--stage 7", "--stage 7", "zero_optimization.stage"},
       {"--grad-accum 0", "--grad-accum 0", "gradient_accumulation_steps"},
       {"--optimizer sgd --momentum 2", "--momentum 2", "optimizer.params.momentum"},
+      {"--optimizer lion --lr -1", "--lr -1", "optimizer.params.lr"},
+      {"--optimizer lion --weight-decay -0.1", "--weight-decay -0.1", "optimizer.params.weight_decay"},
+      {"--optimizer lion --betas 1,0.99", "--betas 1,0.99", "optimizer.params.betas"},
+      {"--betas 0.9,-0.5", "--betas 0.9,-0.5", "optimizer.params.betas"},
+      {"--optimizer lion --betas 0.9", "--betas needs two numbers", "optimizer.params.betas"},
       {"--momentum -0.5", "--momentum -0.5", "optimizer.params.momentum"},
       {"--min-lr-ratio 2", "--min-lr-ratio 2", "scheduler.params.cos_min_ratio"},
       {"--precision fp16 --loss-scale -1", "--loss-scale -1", "fp16.loss_scale"},
@@ -81,8 +86,8 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       EXPECT_EQ(r.err.find(c.key), std::string::npos) << args << "\n" << r.err;
     }
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
-    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lr_schedule]", "[loss_scaler]", "[optimizer]",
-                            "[clip]", "internal error"}) {
+    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lion]", "[lr_schedule]", "[loss_scaler]",
+                            "[optimizer]", "[clip]", "internal error"}) {
       EXPECT_EQ(r.err.find(tag), std::string::npos) << args << "\n" << r.err;
     }
   }
@@ -97,6 +102,8 @@ TEST(CliErrors, BadConfigValuesNameTheKey) {
   } cases[] = {
       {R"({"optimizer": {"type": "AdamW", "params": {"lr": -1}}})", "optimizer.params.lr"},
       {R"({"optimizer": {"type": "AdamW", "params": {"betas": [1.5, 0.999]}}})", "optimizer.params.betas"},
+      {R"({"optimizer": {"type": "Lion", "params": {"betas": [0.9, 1.0]}}})", "optimizer.params.betas"},
+      {R"({"optimizer": {"type": "Lion", "params": {"lr": -1e-4}}})", "optimizer.params.lr"},
       {R"({"zero_optimization": {"stage": 9}})", "zero_optimization.stage"},
       {R"({"gradient_clipping": -2})", "gradient_clipping"},
       {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 5, "warmup_max_lr": 1}}})",
@@ -109,7 +116,7 @@ TEST(CliErrors, BadConfigValuesNameTheKey) {
     EXPECT_EQ(r.code, 2) << c.json << "\n" << r.err;
     EXPECT_NE(r.err.find(c.key), std::string::npos) << c.json << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.json << "\n" << r.err;
-    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lr_schedule]", "[loss_scaler]"}) {
+    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lion]", "[lr_schedule]", "[loss_scaler]"}) {
       EXPECT_EQ(r.err.find(tag), std::string::npos) << c.json << "\n" << r.err;
     }
     fs::remove(file);

@@ -107,6 +107,53 @@ TEST(Workflow, VersionMetricsAndCheckpointsTellWhatReproducesARun) {
   fs::remove_all(dir);
 }
 
+// Lion through the CLI: its flags, the effective configuration, K = 8 in the
+// memory summary, and a resume that takes the optimizer and its settings
+// from the checkpoint and ends on the straight run's loss.
+TEST(Workflow, LionTrainsAndResumesAsSaved) {
+  const fs::path dir = fs::temp_directory_path() / ("zerodp_workflow_lion." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string lion = "--optimizer lion --lr 3e-4 --betas 0.95,0.98 --weight-decay 0.2 --eval-every 0";
+  const Result r =
+      run(fmt::format("train {} --steps 4 --save-every 2 --save {} {}", lion, (dir / "ckpt").string(), kQuick));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("optimizer lion, lr 0.0003, betas [0.95,0.98], weight-decay 0.2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("K = 8"), std::string::npos) << r.out;
+  std::ifstream manifest(dir / "ckpt" / "step-00000002" / "manifest.json");
+  const std::string m{std::istreambuf_iterator<char>(manifest), std::istreambuf_iterator<char>()};
+  EXPECT_NE(m.find(R"("kind": "lion")"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"("tensors": [)"), std::string::npos) << m;
+  EXPECT_EQ(m.find("exp_avg_sq"), std::string::npos) << m;
+  const std::string step2 = (dir / "ckpt" / "step-00000002").string();
+  const Result resumed = run(fmt::format("train --resume {} {} --eval-every 0", step2, kQuick));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("optimizer lion, lr 0.0003, betas [0.95,0.98], weight-decay 0.2"), std::string::npos)
+      << resumed.out;
+  EXPECT_NE(resumed.out.find("taken from the checkpoint"), std::string::npos) << resumed.out;
+  EXPECT_EQ(last_step_line(resumed.out, 4), last_step_line(r.out, 4)) << resumed.out;
+  expect_refused(fmt::format("train --resume {} --betas 0.9,0.99", step2), "--resume-override betas");
+  expect_refused(fmt::format("train --resume {} --optimizer adamw", step2), "--optimizer adamw contradicts");
+  fs::remove_all(dir);
+}
+
+// --optimizer sgd without --lr trains at the schedule's peak, and the
+// effective configuration (and the checkpoint) now say so: they used to show
+// SgdConfig's 0.01. --help's --momentum default is the one a run gets (it
+// showed 0.9 while the run was plain SGD).
+TEST(Workflow, SgdShowsTheRateAndMomentumItTrainsWith) {
+  const Result r = run(fmt::format("train --optimizer sgd --steps 1 --eval-every 0 {}", kQuick));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("lr 0.0015,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("momentum 0.0,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("K = 4"), std::string::npos) << r.out;  // bf16: the fp32 master only
+  const Result m = run(fmt::format("train --optimizer sgd --momentum 0.9 --steps 1 --eval-every 0 {}", kQuick));
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("K = 8"), std::string::npos) << m.out;
+  const Result help = run("train --help");
+  EXPECT_NE(help.out.find("--momentum FLOAT=0 "), std::string::npos) << help.out;
+}
+
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {

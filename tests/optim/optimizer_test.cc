@@ -2,6 +2,8 @@
 // The optimizer interface: parsing, validation, K, shard ranges, size checks.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "optim/optimizer.h"
 
@@ -12,12 +14,14 @@ TEST(Optimizer, ParsesKinds) {
   EXPECT_EQ(parse_optimizer_kind("adamw"), OptimizerKind::kAdamW);
   EXPECT_EQ(parse_optimizer_kind("adam"), OptimizerKind::kAdam);
   EXPECT_EQ(parse_optimizer_kind("sgd"), OptimizerKind::kSgd);
+  EXPECT_EQ(parse_optimizer_kind("lion"), OptimizerKind::kLion);
   EXPECT_EQ(optimizer_kind_name(OptimizerKind::kAdamW), "adamw");
+  EXPECT_EQ(optimizer_kind_name(OptimizerKind::kLion), "lion");
   try {
     parse_optimizer_kind("lamb");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam or sgd");
+    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam, sgd or lion");
   }
 }
 
@@ -30,6 +34,14 @@ TEST(Optimizer, BytesPerParameterK) {
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.9}}, false), 4u);
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd}, true), 4u);
   EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kSgd}, false), 0u);
+  // Lion: fp32 master + one momentum; fp32 training keeps only the momentum.
+  const OptimizerBytesPerParam lion = optimizer_bytes_per_param({.kind = OptimizerKind::kLion}, true);
+  EXPECT_EQ(lion.master, 4u);
+  EXPECT_EQ(lion.moment1, 4u);
+  EXPECT_EQ(lion.moment2, 0u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kLion}, true), 8u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kLion}, false), 4u);
+  EXPECT_EQ(make_optimizer({.kind = OptimizerKind::kLion}, 4)->state_bytes_per_param(), 4u);
   // The constructed optimizer agrees with the formula.
   EXPECT_EQ(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.momentum = 0.5}}, 4)->state_bytes_per_param(), 4u);
 }
@@ -41,6 +53,19 @@ TEST(Optimizer, RejectsBadConfigs) {
   EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdam, .adam = {.eps = -1e-8}}, 4), ConfigError);
   EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.nesterov = true}}, 4), ConfigError);
   EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.weight_decay = -1}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kLion, .lion = {.lr = -1e-4}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kLion, .lion = {.beta1 = 1.0}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kLion, .lion = {.beta2 = -0.5}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kLion, .lion = {.weight_decay = -0.1}}, 4), ConfigError);
+  EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kLion, .lion = {.lr = std::nan("")}}, 4), ConfigError);
+  // The Lion config is the one checked for a Lion: a bad Adam beta does not matter.
+  EXPECT_NO_THROW(make_optimizer({.kind = OptimizerKind::kLion, .adam = {.beta1 = 2.0}}, 4));
+  try {
+    make_optimizer({.kind = OptimizerKind::kLion, .lion = {.beta2 = 1.0}}, 4);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.message(), "[lion] beta2 1 is outside [0, 1); use a value like 0.99");
+  }
   EXPECT_THROW(make_optimizer({.kind = OptimizerKind::kAdamW}, 4, {.no_decay = {{2, 3}}}), ShapeError);
 }
 

@@ -21,6 +21,7 @@ const optim::OptimizerConfig kAdamW{.kind = optim::OptimizerKind::kAdamW};
 const optim::OptimizerConfig kAdam{.kind = optim::OptimizerKind::kAdam};
 const optim::OptimizerConfig kSgdMomentum{.kind = optim::OptimizerKind::kSgd, .sgd = {.momentum = 0.9}};
 const optim::OptimizerConfig kSgd{.kind = optim::OptimizerKind::kSgd};
+const optim::OptimizerConfig kLion{.kind = optim::OptimizerKind::kLion};
 
 const BytesPerParam kMixedAdam = bytes_per_param(Dtype::fp16(), kAdamW);
 
@@ -58,6 +59,8 @@ TEST(MemoryModel, KForEveryPrecisionAndOptimizer) {
       {Dtype::bf16(), kSgdMomentum, 2, 2, 8, 12}, {Dtype::fp16(), kSgd, 2, 2, 4, 8},
       {Dtype::fp32(), kAdamW, 4, 4, 8, 16},       {Dtype::fp32(), kAdam, 4, 4, 8, 16},
       {Dtype::fp32(), kSgdMomentum, 4, 4, 4, 12}, {Dtype::fp32(), kSgd, 4, 4, 0, 8},
+      {Dtype::bf16(), kLion, 2, 2, 8, 12},        {Dtype::fp16(), kLion, 2, 2, 8, 12},
+      {Dtype::fp32(), kLion, 4, 4, 4, 12},
   };
   for (const Case& c : cases) {
     const BytesPerParam b = bytes_per_param(c.dtype, c.opt);
@@ -226,6 +229,13 @@ TEST(MemoryModel, BadStageOrRanksIsAConfigError) {
   EXPECT_THROW(parse_optimizer("lamb"), ConfigError);
   EXPECT_EQ(optimizer_name(parse_optimizer("AdamW")), "adamw");
   EXPECT_EQ(optimizer_name(parse_optimizer("sgd-momentum")), "sgd-momentum");
+  EXPECT_EQ(optimizer_name(parse_optimizer("Lion")), "lion");
+  EXPECT_EQ(parse_optimizer("lion").kind, optim::OptimizerKind::kLion);
+  try {
+    parse_optimizer("lamb");
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.message(), "[plan] unknown optimizer 'lamb': use adamw, adam, sgd-momentum, sgd or lion");
+  }
 }
 
 }  // namespace

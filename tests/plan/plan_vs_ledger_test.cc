@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // plan held against the engine: for GPT and MLP models, stages 0-3, N = 1..4
-// thread ranks, fp32 and bf16, one zero::Engine train_step per rank, and
-// every rank's ledger compared with plan's prediction for that rank:
+// thread ranks, fp32 and bf16 (and fp16 with Lion and SGD with momentum), one
+// zero::Engine train_step per rank, and every rank's ledger compared with
+// plan's prediction for that rank:
 // model states (params, grads, master, adam_m, adam_v) exactly, the
 // activations exactly (the tuned per-tensor list), the unit buffers
 // (gathered) exactly, the transient gradient buffers (buckets) exactly with
@@ -208,6 +209,35 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
   defaults.micro_batch = 2;
   defaults.seq_len = 8;
   expect_ledger_matches(model::model_preset("gpt-tiny"), defaults, false);
+}
+
+// Lion (one fp32 momentum, K = 8 mixed / 4 fp32) and SGD with momentum at
+// every stage, rank count and precision: `zerodp plan --optimizer lion` and
+// the engine's ledger agree byte for byte on every rank.
+TEST(PlanVsLedger, LionAndSgdMomentumEveryStageRankCountAndPrecision) {
+  const std::vector<optim::OptimizerConfig> optimizers = {parse_optimizer("lion"), parse_optimizer("sgd-momentum")};
+  for (const Case& c : {cases()[1], cases()[2]}) {
+    for (const optim::OptimizerConfig& optimizer : optimizers) {
+      for (Dtype dt : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
+        for (Stage stage : kAllStages) {
+          for (int n = 1; n <= 4; ++n) {
+            RunShape run;
+            run.stage = stage;
+            run.ranks = n;
+            run.dtype = dt;
+            run.optimizer = optimizer;
+            run.micro_batch = c.micro_batch;
+            run.seq_len = c.seq_len;
+            run.bucket_elements = c.bucket_elements;
+            expect_ledger_matches(c.model, run, /*overlap=*/false);
+            const RankPrediction p = predict_rank(c.model, run);
+            EXPECT_GT(p.adam_m, 0u);  // the momentum is there, and nothing in adam_v
+            EXPECT_EQ(p.adam_v, 0u);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(PlanVsLedger, WithTheCommThreadBucketsLieBetweenPredictionAndBound) {

@@ -157,6 +157,22 @@ TEST(PlanFormat, TextNamesUnitsAndStages) {
   EXPECT_NE(text.find("Table 1"), std::string::npos);
 }
 
+// `zerodp plan --optimizer lion`: K = 8 (master + one momentum), 12Φ a
+// replica, and stage 3 divides all of it by N.
+TEST(PlanFormat, LionIsKEight) {
+  PlanConfig c = paper_config();
+  c.optimizer = parse_optimizer("lion");
+  c.ranks = {64};
+  const PlanResult r = make_plan(c);
+  const std::string text = format_plan_text(r, {});
+  EXPECT_NE(text.find("fp16 + Lion (mixed precision: fp32 master weights)"), std::string::npos) << text;
+  EXPECT_NE(text.find("optimizer K = 8 (fp32 master 4 + momentum 4) = 12"), std::string::npos) << text;
+  const nlohmann::json j = plan_to_json(r, {});
+  EXPECT_EQ(j["bytes_per_param"]["optimizer_k"].get<int>(), 8);
+  EXPECT_EQ(j["plans"][0]["stages"][0]["model_states_bytes"].get<uint64_t>(), 12 * 7'500'000'000u);
+  EXPECT_EQ(j["plans"][0]["stages"][3]["model_states_bytes"].get<uint64_t>(), 12 * 7'500'000'000u / 64);
+}
+
 TEST(PlanFormat, JsonCarriesExactBytes) {
   FormatOptions o;
   o.compare_deepspeed = true;

@@ -115,6 +115,8 @@ TEST(Predict, OptimizerKindsAndBadInput) {
   EXPECT_EQ(optimizer_name(o), "sgd");
   o.sgd.momentum = 0.9;
   EXPECT_EQ(optimizer_name(o), "sgd-momentum");
+  o.kind = optim::OptimizerKind::kLion;
+  EXPECT_EQ(optimizer_name(o), "lion");
   RunShape run = four_ranks(0);
   run.checkpointing = true;
   EXPECT_THROW(predict_rank(model::model_preset("mlp-small"), run), ConfigError);

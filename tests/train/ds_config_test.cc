@@ -81,6 +81,39 @@ TEST(DeepSpeedConfig, AdamIsAdamWUnlessAdamWModeIsOff) {
             0.9);
 }
 
+// DeepSpeed's "Lion" (FusedLion / DeepSpeedCPULion): lr, betas and
+// weight_decay; what is not given takes DeepSpeed's Lion defaults, which are
+// its Adam's (lr 1e-3, betas 0.9/0.999), not the paper's 0.9/0.99.
+TEST(DeepSpeedConfig, LionTakesItsParamsAndDeepSpeedsDefaults) {
+  const Applied a =
+      apply(R"({"optimizer": {"type": "Lion", "params": {"lr": 3e-4, "betas": [0.95, 0.98], "weight_decay": 0.5}}})");
+  const optim::OptimizerConfig& o = a.config.engine.optimizer;
+  EXPECT_EQ(o.kind, optim::OptimizerKind::kLion);
+  EXPECT_EQ(o.lion.lr, 3e-4);
+  EXPECT_EQ(a.config.engine.lr_schedule.max_lr, 3e-4);
+  EXPECT_EQ(o.lion.beta1, 0.95);
+  EXPECT_EQ(o.lion.beta2, 0.98);
+  EXPECT_EQ(o.lion.weight_decay, 0.5);
+  EXPECT_EQ(a.config.sources.at("optimizer"), "config optimizer.type");
+  EXPECT_TRUE(a.warnings.empty());
+  const optim::OptimizerConfig d = apply(R"({"optimizer": {"type": "lion"}})").config.engine.optimizer;
+  EXPECT_EQ(d.kind, optim::OptimizerKind::kLion);
+  EXPECT_EQ(d.lion.lr, 1e-3);
+  EXPECT_EQ(d.lion.beta1, 0.9);
+  EXPECT_EQ(d.lion.beta2, 0.999);
+  EXPECT_EQ(d.lion.weight_decay, 0.0);
+  // SGD with momentum: its DeepSpeed/PyTorch names, with nesterov and decay.
+  const optim::OptimizerConfig s =
+      apply(R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9, "nesterov": true,
+                "weight_decay": 0.01}}})")
+          .config.engine.optimizer;
+  EXPECT_EQ(s.kind, optim::OptimizerKind::kSgd);
+  EXPECT_EQ(s.sgd.lr, 0.1);
+  EXPECT_EQ(s.sgd.momentum, 0.9);
+  EXPECT_TRUE(s.sgd.nesterov);
+  EXPECT_EQ(s.sgd.weight_decay, 0.01);
+}
+
 TEST(DeepSpeedConfig, BatchRuleIsCheckedOrDerivedOnceRanksAreKnown) {
   Applied derived = apply(R"({"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4})");
   resolve_batch(derived.config, 3);
@@ -162,7 +195,9 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   // 0 would read as "not given" (the data's default micro-batch).
   EXPECT_NE(error_of(R"({"train_micro_batch_size_per_gpu": 0})").find("train_micro_batch_size_per_gpu must be >= 1"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"optimizer": {"type": "Lamb"}})").find("'Lamb' is not supported"), std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"optimizer": {"type": "Lamb"}})").find("'Lamb' is not supported: use Adam, AdamW, SGD or Lion"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle"}})").find("'OneCycle' is not supported"), std::string::npos);
   EXPECT_NE(error_of("{ not json").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("must be an object"), std::string::npos);

@@ -85,6 +85,46 @@ TEST(Consolidate, MlpTensorsByLayer) {
   EXPECT_TRUE(bitwise_equal(all, master));
 }
 
+// Lion's and SGD's checkpoints consolidate their one optimizer tensor each:
+// --optimizer-states writes exp_avg.safetensors for Lion (its momentum, under
+// lion-pytorch's and DeepSpeed's name) and momentum_buffer.safetensors for
+// SGD with momentum (PyTorch's name), and nothing for a second moment.
+void expect_one_state_file(const zero::EngineConfig& config, const std::string& state_name) {
+  SCOPED_TRACE(state_name);
+  TempDir dir;
+  const model::Mlp mlp(small_mlp());
+  FullState state;
+  std::mutex mu;
+  zerodp::testing::run_on_ranks(3, [&](comm::Communicator& comm) {
+    zero::Engine engine(mlp, comm, config, kSeed, kMicro, 1);
+    std::vector<double> losses;
+    train_steps(engine, kMicro, 2, losses);
+    collect_state(engine, state, mu);
+    save(engine, dir / "ckpt");
+  });
+  ASSERT_EQ(state.tensors.size(), 2u);  // master and the state
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+  EXPECT_EQ(r.files.size(), 2u);
+  EXPECT_FALSE(fs::exists(dir / "out/exp_avg_sq.safetensors"));
+  for (const auto& [file, name] : {std::pair<std::string, std::string>{"model", "master"}, {state_name, state_name}}) {
+    const Safetensors s = parse_safetensors(dir / ("out/" + file + ".safetensors"));
+    std::vector<float> all;
+    for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+      const auto t = tensor(s, n);
+      all.insert(all.end(), t.begin(), t.end());
+    }
+    EXPECT_TRUE(bitwise_equal(all, state.tensors.at(name))) << file;
+  }
+}
+
+TEST(Consolidate, LionAndSgdMomentumWriteTheirOneStateTensor) {
+  expect_one_state_file(lion_config(3, Dtype::bf16()), "exp_avg");
+  zero::EngineConfig sgd = test_config(1);
+  sgd.optimizer.kind = optim::OptimizerKind::kSgd;
+  sgd.optimizer.sgd = {.lr = 0.05, .momentum = 0.9};
+  expect_one_state_file(sgd, "momentum_buffer");
+}
+
 // The point of streaming: a deep model is consolidated through a buffer of
 // its largest piece (here one layer's fcw, bigger than wte), not of Φ.
 TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lion on a rank's flat fp32 shard (Chen et al. 2023, "Symbolic Discovery of
+// Optimization Algorithms", arXiv 2302.06675, Algorithm 2). At each step, per
+// element, in float, in this order:
+//   g = grad * grad_scale
+//   p = p * (1 - lr*wd)                       (decoupled decay, when wd != 0)
+//   c = b1*m + (1-b1)*g
+//   p = p + (-lr) * sign(c)                   sign(+-0) = 0; NaN for a non-finite c
+//   m = b2*m + (1-b2)*g
+// The paper writes the update as p - lr*(sign(c) + wd*p); the decay is applied
+// as the multiply p*(1 - lr*wd), as the paper's code, lion-pytorch and
+// DeepSpeed's Lion do (lr is the step's scheduled rate). The scalars
+// 1 - lr*wd, 1-b1, 1-b2 and -lr are computed in double and rounded to float
+// once per step; -lr*sign(c) is then exact. There is no bias correction and
+// no step-count dependence. Elements in a no-decay range skip the decay line.
+// Owns m ("exp_avg", the name lion-pytorch and DeepSpeed give it), 4 bytes
+// per element, allocated zeroed.
+// Non-finite gradients: a NaN or infinite g makes m and the parameter NaN, as
+// AdamW's update does. The engine never gets there: fp16 skips overflow steps
+// and fp32/bf16 stop with an error before the optimizer runs.
+// Thread-safety: as Optimizer.
+#pragma once
+
+#include "optim/optim_kernels.h"
+#include "optim/optimizer.h"
+
+namespace zerodp::optim {
+
+class Lion final : public Optimizer {
+ public:
+  // REQUIRES: validate()d config. Allocates a zeroed m of shard_size.
+  Lion(const LionConfig& config, size_t shard_size, ShardOptions options = {});
+
+  OptimizerKind kind() const override { return OptimizerKind::kLion; }
+  double base_lr() const override { return config_.lr; }
+  const LionConfig& config() const { return config_; }
+
+  std::span<float> exp_avg() { return {state_data(0), size()}; }
+
+ private:
+  void begin_step(double lr, float grad_scale) override;
+  void update(float* params, const float* grads, size_t offset, size_t count, bool decay) override;
+
+  LionConfig config_;
+  kernels::LionScalars scalars_;
+};
+
+}  // namespace zerodp::optim
