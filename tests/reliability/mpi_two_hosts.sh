@@ -14,66 +14,18 @@
 #              timeout (3 s) plus slack, and the whole job (mpirun and host b's
 #              daemon) must end too: never a hang.
 #
-# Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and iproute2; without them it
-# exits 77, which CTest reports as skipped, with the reason.
+# The bed is two_host_bed.sh's. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN)
+# and iproute2; without them it exits 77, which CTest reports as skipped,
+# with the reason.
 # usage: mpi_two_hosts.sh ZERODP MPIRUN same-bits|cut-link
 set -uo pipefail
-zerodp=$1 mpirun=$2 mode=$3
-here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d)
-ns_a=zdp$$a ns_b=zdp$$b
-host_a=hosta$$ host_b=hostb$$
-addr_a=192.0.2.1 addr_b=192.0.2.2
-
-# `ip netns add` turns /run/netns into a mount point the first time; if this
-# test did that, it undoes it (a chroot could not be removed otherwise). The
-# two tests of this script hold one CTest RESOURCE_LOCK, so neither unmounts
-# it under the other.
-netns_was_mounted=0
-mountpoint -q /run/netns 2> /dev/null && netns_was_mounted=1
-cleanup() {
-  for ns in "$ns_a" "$ns_b"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null)
-    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
-  [ $netns_was_mounted = 0 ] && [ -z "$(ls -A /run/netns 2> /dev/null)" ] && umount /run/netns 2> /dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-# Each setup step must work here, or the machine cannot host the test (not
-# root, no iproute2, a chroot where namespaces cannot switch mounts): skip,
-# saying which step and what it printed.
-setup() { "$@" > /dev/null 2> "$dir/err" || skip "cannot set up the hosts: '$*' failed: $(tr '\n' ' ' < "$dir/err")"; }
-
-[ "$(id -u)" = 0 ] || skip "network namespaces need root"
-command -v ip > /dev/null || skip "ip (iproute2) is not installed"
-setup ip netns add "$ns_a"
-setup ip netns add "$ns_b"
-setup ip link add veth0 netns "$ns_a" type veth peer name veth0 netns "$ns_b"
-setup ip -n "$ns_a" addr add "$addr_a/24" dev veth0
-setup ip -n "$ns_b" addr add "$addr_b/24" dev veth0
-for ns in "$ns_a" "$ns_b"; do
-  setup ip -n "$ns" link set lo up
-  setup ip -n "$ns" link set veth0 up
-  # A host whose peer vanished without a word (no FIN, no RST) gives up after
-  # ~13 s of retransmissions instead of Linux's default ~15 min: OpenMPI's
-  # launcher learns of the lost host only through TCP (docs/reliability.md).
-  setup ip netns exec "$ns" sh -c 'echo 5 > /proc/sys/net/ipv4/tcp_retries2'
-done
-setup unshare --uts true
-setup ip netns exec "$ns_a" cat /sys/class/net/veth0/statistics/tx_bytes
-
-export ZDP_NETNS_HOSTS="$addr_a=$ns_a=$host_a $addr_b=$ns_b=$host_b"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi_opts=(--hostfile "$dir/hosts" --mca plm_rsh_agent "$here/netns_rsh.sh"
-          --mca btl self,vader,tcp --mca btl_tcp_if_include 192.0.2.0/24 --mca oob_tcp_if_include 192.0.2.0/24
-          --mca oob_tcp_keepalive_time 8 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
-on_host_a() { ip netns exec "$ns_a" unshare --uts sh -c "hostname $host_a && exec \"\$@\"" sh "$@"; }
+zerodp=$1 mode=$3
+export BED_MPIRUN=$2  # read by two_host_bed.sh
+# shellcheck source=two_host_bed.sh
+. "$(dirname "$0")/two_host_bed.sh"
+dir=$BED_DIR ns_a=$BED_NS_A ns_b=$BED_NS_B host_a=$BED_HOST_A host_b=$BED_HOST_B addr_b=$BED_ADDR_B
+bed_up
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-link_bytes() { ip netns exec "$ns_a" cat /sys/class/net/veth0/statistics/tx_bytes; }
 common=(train --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0)
 
 same_bits() {
@@ -81,11 +33,11 @@ same_bits() {
   local run=(--steps 6 --stage "$stage" --precision "$precision" --comm-timeout 60)
   "$zerodp" "${common[@]}" "${run[@]}" --ranks 4 --metrics "$dir/thread.jsonl" > "$dir/thread.log" ||
     fail "the thread run failed"
-  local before; before=$(link_bytes)
-  on_host_a timeout 240 "$mpirun" "${mpi_opts[@]}" -np 4 --map-by slot --display-map "$zerodp" "${common[@]}" \
+  local before; before=$(bed_tx_bytes a)
+  BED_TIMEOUT=240 bed_mpirun 4 2 --display-map "$zerodp" "${common[@]}" \
     "${run[@]}" --backend mpi --metrics "$dir/mpi.jsonl" > "$dir/mpi.log" 2>&1 ||
     { cat "$dir/mpi.log"; fail "the two-host run failed"; }
-  local crossed=$(( $(link_bytes) - before ))
+  local crossed=$(( $(bed_tx_bytes a) - before ))
   grep -o '"loss":[^,}]*' "$dir/thread.jsonl" > "$dir/thread.loss"
   grep -o '"loss":[^,}]*' "$dir/mpi.jsonl" > "$dir/mpi.loss"
   [ "$(wc -l < "$dir/thread.loss")" = 6 ] || fail "expected 6 steps of metrics"
@@ -104,8 +56,7 @@ same_bits() {
 
 cut_link() {
   local timeout_s=3
-  printf '%s slots=1\n%s slots=1\n' "$addr_a" "$addr_b" > "$dir/hosts"
-  on_host_a timeout 300 "$mpirun" "${mpi_opts[@]}" -np 2 --output-filename "$dir/out" "$zerodp" "${common[@]}" \
+  BED_TIMEOUT=300 bed_mpirun 2 1 --output-filename "$dir/out" "$zerodp" "${common[@]}" \
     --steps 1000000 --stage 3 --precision bf16 --comm-timeout "$timeout_s" --backend mpi \
     --metrics "$dir/metrics.jsonl" > "$dir/job.log" 2>&1 &
   local launcher=$!
@@ -150,7 +101,6 @@ cut_link() {
 
 case $mode in
   same-bits)
-    printf '%s slots=2\n%s slots=2\n' "$addr_a" "$addr_b" > "$dir/hosts"
     same_bits 3 bf16
     same_bits 1 fp16
     echo "two hosts: identical" ;;
