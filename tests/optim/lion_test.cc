@@ -282,8 +282,7 @@ TEST(Lion, EveryShardCutAndSimdLevelGivesTheSameBits) {
   constexpr size_t kN = 1031;  // prime: shards of every alignment and tail
   const std::vector<float> whole = run_sharded({}, SimdLevel::kScalar, 6, kN);
   for (SimdLevel level : supported_simd_levels()) {
-    for (const std::vector<size_t>& cuts :
-         std::vector<std::vector<size_t>>{{}, {516}, {1, 2, 3}, {100, 250, 251, 999}, {17, 344, 687}}) {
+    for (const std::vector<size_t>& cuts : testing::shard_cuts()) {
       SCOPED_TRACE(simd_level_name(level));
       EXPECT_EQ(first_bit_difference(run_sharded(cuts, level, 6, kN), whole), -1);
     }
@@ -291,24 +290,8 @@ TEST(Lion, EveryShardCutAndSimdLevelGivesTheSameBits) {
 }
 
 TEST(Lion, LowPrecisionGradientsEqualTheirFp32Widening) {
-  constexpr size_t kN = 9000;  // spans more than one widening block
-  const std::vector<float> g32 = random_vector(kN, 3);
-  std::vector<Half> g16(kN);
-  std::vector<BFloat16> gbf(kN);
-  convert(g32, std::span<Half>(g16));
-  convert(g32, std::span<BFloat16>(gbf));
-  std::vector<float> g16_wide(kN), gbf_wide(kN);
-  convert(g16, std::span<float>(g16_wide));
-  convert(gbf, std::span<float>(gbf_wide));
-  auto run = [&](auto grads) {
-    std::vector<float> params = random_vector(kN, 4);
-    auto opt =
-        make_optimizer({.kind = OptimizerKind::kLion, .lion = {.weight_decay = 0.1}}, kN, {.no_decay = {{4000, 200}}});
-    for (int t = 0; t < 3; ++t) opt->step(params, grads, 1e-3, 0.25f);
-    return params;
-  };
-  EXPECT_EQ(first_bit_difference(run(std::span<const Half>(g16)), run(std::span<const float>(g16_wide))), -1);
-  EXPECT_EQ(first_bit_difference(run(std::span<const BFloat16>(gbf)), run(std::span<const float>(gbf_wide))), -1);
+  testing::expect_low_precision_grads_equal_their_widening(
+      {.kind = OptimizerKind::kLion, .lion = {.weight_decay = 0.1}});
 }
 
 TEST(Lion, SavedStateResumesBitwise) {

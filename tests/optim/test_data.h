@@ -11,6 +11,9 @@
 #include <span>
 #include <vector>
 
+#include "core/convert.h"
+#include "optim/optimizer.h"
+
 namespace zerodp::optim::testing {
 
 inline std::vector<float> random_vector(size_t n, uint32_t seed, float stddev = 1.0f) {
@@ -28,6 +31,36 @@ inline int64_t first_bit_difference(std::span<const float> a, std::span<const fl
     if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return static_cast<int64_t>(i);
   }
   return -1;
+}
+
+// Shard cuts for the shard/SIMD-level tests of an optimizer over 1031
+// elements: none, halves, tiny first shards, uneven ones.
+inline const std::vector<std::vector<size_t>>& shard_cuts() {
+  static const std::vector<std::vector<size_t>> cuts = {{}, {516}, {1, 2, 3}, {100, 250, 251, 999}, {17, 344, 687}};
+  return cuts;
+}
+
+// Three steps of `config` over fp16 and bf16 gradients give bitwise the
+// parameters of three steps over their exact fp32 widening (a low-precision
+// gradient is widened once, exactly, and nothing else).
+inline void expect_low_precision_grads_equal_their_widening(const OptimizerConfig& config) {
+  constexpr size_t kN = 9000;  // spans more than one widening block
+  const std::vector<float> g32 = random_vector(kN, 3);
+  std::vector<Half> g16(kN);
+  std::vector<BFloat16> gbf(kN);
+  convert(g32, std::span<Half>(g16));
+  convert(g32, std::span<BFloat16>(gbf));
+  std::vector<float> g16_wide(kN), gbf_wide(kN);
+  convert(g16, std::span<float>(g16_wide));
+  convert(gbf, std::span<float>(gbf_wide));
+  auto run = [&](auto grads) {
+    std::vector<float> params = random_vector(kN, 4);
+    auto opt = make_optimizer(config, kN, {.no_decay = {{4000, 200}}});
+    for (int t = 0; t < 3; ++t) opt->step(params, grads, 1e-3, 0.25f);
+    return params;
+  };
+  EXPECT_EQ(first_bit_difference(run(std::span<const Half>(g16)), run(std::span<const float>(g16_wide))), -1);
+  EXPECT_EQ(first_bit_difference(run(std::span<const BFloat16>(gbf)), run(std::span<const float>(gbf_wide))), -1);
 }
 
 }  // namespace zerodp::optim::testing
