@@ -310,7 +310,11 @@ TEST(Engine, EveryPowerOfTwoRankCountGivesTheSameBitsAtAFixedGlobalBatch) {
           if (comm.rank() == 0) r.losses.push_back(loss);
         }
         auto master = engine.gather_master_params();
-        if (comm.rank() == 0) r.master = std::move(master);
+        auto params = engine.gather_params();
+        if (comm.rank() == 0) {
+          r.master = std::move(master);
+          r.params = std::move(params);
+        }
       });
       if (!first) {
         first = r;
