@@ -45,24 +45,19 @@ void combine_block(float* acc, float* tmp, std::vector<float>& partials, size_t 
       for (size_t j = 0; j < len; ++j) acc[j] = max_rule(acc[j], x[j]);
     }
   } else {
-    size_t size[64];
+    // Before contribution k the counter holds one block per set bit of k,
+    // largest first; k merges with as many as k has trailing one bits.
     size_t held = 0;
     for (size_t k = 0; k < n; ++k) {
       const float* x = load(k, tmp);
-      size_t s = 1;
-      // The carry is x until the first merge, then the block below it.
-      float* carry = nullptr;
-      while (held > 0 && size[held - 1] == s) {
-        float* left = partials.data() + (held - 1) * kBlock;
-        const float* right = carry != nullptr ? carry : x;
-        for (size_t j = 0; j < len; ++j) left[j] = left[j] + right[j];
+      held = static_cast<size_t>(std::popcount(k));
+      const float* carry = x;
+      for (int i = 0; i < std::countr_one(k); ++i) {
+        float* left = partials.data() + (--held) * kBlock;
+        for (size_t j = 0; j < len; ++j) left[j] = left[j] + carry[j];
         carry = left;
-        s *= 2;
-        --held;
       }
-      float* slot = partials.data() + held * kBlock;
-      if (carry == nullptr) std::memcpy(slot, x, len * sizeof(float));
-      size[held] = s;
+      if (carry == x) std::memcpy(partials.data() + held * kBlock, x, len * sizeof(float));
       ++held;
     }
     float* total = partials.data() + (held - 1) * kBlock;

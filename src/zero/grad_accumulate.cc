@@ -2,8 +2,7 @@
 #include "zero/grad_accumulate.h"
 
 #include <algorithm>
-#include <optional>
-#include <vector>
+#include <bit>
 
 #include "core/convert.h"
 #include "core/error.h"
@@ -35,28 +34,26 @@ void accumulate_into(comm::Buffer acc, comm::ConstBuffer x) {
 void add_pairwise(comm::ConstBuffer x, int micro, int count, const std::function<comm::Buffer(int)>& slot) {
   ZDP_CHECK(micro >= 1 && micro < count, Error, "[accumulate] micro-batch {} of {} (0 writes the accumulator)", micro,
             count);
-  // Held before x: one block per set bit of `micro`, largest first.
-  std::vector<unsigned> sizes;
-  for (int bit = 31; bit >= 0; --bit) {
-    if ((static_cast<unsigned>(micro) >> bit) & 1u) sizes.push_back(1u << bit);
-  }
-  int held = static_cast<int>(sizes.size());
-  std::optional<comm::Buffer> carry;  // none: x itself
-  for (unsigned size = 1; held > 0 && sizes[held - 1] == size; size *= 2) {
-    const comm::Buffer left = slot(held - 1);
-    accumulate_into(left, carry ? comm::ConstBuffer(*carry) : x);
+  // Held before x: one block per set bit of `micro`, largest first, in
+  // slots 0.. . x merges with as many of the smallest as `micro` has
+  // trailing one bits; the merged block then sits in the last slot it freed.
+  const auto t = static_cast<unsigned>(micro);
+  int held = std::popcount(t);
+  const int merges = std::countr_one(t);
+  comm::ConstBuffer carry = x;
+  for (int i = 0; i < merges; ++i) {
+    const comm::Buffer left = slot(--held);
+    accumulate_into(left, carry);
     carry = left;
-    --held;
   }
   if (micro < count - 1) {
-    if (!carry) convert_into(slot(held), x);  // waits for its sibling
+    if (merges == 0) convert_into(slot(held), x);  // waits for its sibling
     return;
   }
-  comm::ConstBuffer total = carry ? comm::ConstBuffer(*carry) : x;
-  for (int p = held - 1; p >= 0; --p) {
+  for (int p = held - 1; p >= 0; --p) {  // the last micro-batch: fold right to left
     const comm::Buffer left = slot(p);
-    accumulate_into(left, total);
-    total = left;
+    accumulate_into(left, carry);
+    carry = left;
   }
 }
 
