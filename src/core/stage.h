@@ -88,6 +88,16 @@ constexpr int pairwise_partials(int grad_accum) {
   return most;
 }
 
+// Gradient elements beyond the formula's pΦ (stage 0-1) or pΦ/N (2-3) that
+// a rank holding `owned` of Φ elements keeps: stage 1's owned accumulator,
+// and the pairwise sum's partials, each the accumulator's size (the owned
+// shard where gradients are partitioned or stage 1 accumulates, else Φ).
+constexpr uint64_t extra_grad_elements(Stage stage, int grad_accum, uint64_t owned, uint64_t phi) {
+  const bool owned_accumulator = keeps_owned_accumulator(stage, grad_accum);
+  const uint64_t accumulator = traits(stage).partitions_grads || owned_accumulator ? owned : phi;
+  return (owned_accumulator ? owned : 0) + static_cast<uint64_t>(pairwise_partials(grad_accum)) * accumulator;
+}
+
 // Full-model collectives per step with `grad_accum` micro-batches, each a
 // volume of Φ elements: an all-reduce counts 2 (a reduce-scatter and an
 // all-gather), a reduce-scatter 1, per micro-batch; an all-gather refresh 1

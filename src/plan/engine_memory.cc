@@ -177,11 +177,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   const StageTraits& stage = traits(run.stage);
   p.params = (stage.partitions_params ? owned : phi) * dsize;
   p.grads = (stage.partitions_grads ? owned : phi) * dsize;
-  const bool owned_accumulator = keeps_owned_accumulator(run.stage, run.grad_accum);
-  if (owned_accumulator) p.grads = owned * dsize + phi * dsize;
-  // The pairwise sum's partials over micro-batches, each the accumulator's size.
-  const uint64_t accumulator = stage.partitions_grads || owned_accumulator ? owned : phi;
-  p.grads += static_cast<uint64_t>(pairwise_partials(run.grad_accum)) * accumulator * dsize;
+  p.grads += extra_grad_elements(run.stage, run.grad_accum, owned, phi) * dsize;
   const uint64_t updated = stage.partitions_optimizer ? owned : phi;
   p.master = updated * static_cast<uint64_t>(bpp.master);
   p.adam_m = updated * static_cast<uint64_t>(bpp.moment1);

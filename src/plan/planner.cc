@@ -92,14 +92,8 @@ PlanResult make_plan(const PlanConfig& config) {
       StagePlan& sp = rp.stages[static_cast<size_t>(stage_number(s))];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
-      // Stage 1 accumulating: besides the flat local gradients it
-      // reduce-scatters from (the formula's pΦ), an owned accumulator.
-      const bool owned_accumulator = keeps_owned_accumulator(s, c.grad_accum);
-      if (owned_accumulator) sp.states.grads += shard * static_cast<uint64_t>(bpp.grads);
-      // The partial sums of the pairwise sum over micro-batches (core/stage.h).
-      const uint64_t accumulator = traits(s).partitions_grads || owned_accumulator ? shard : c.num_params;
-      sp.states.grads +=
-          static_cast<uint64_t>(pairwise_partials(c.grad_accum)) * accumulator * static_cast<uint64_t>(bpp.grads);
+      // Stage 1's owned accumulator and the pairwise sum's partials (core/stage.h).
+      sp.states.grads += extra_grad_elements(s, c.grad_accum, shard, c.num_params) * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
       if (schedule) {
         // The engine's own buffers, as its busiest rank (0) books them.

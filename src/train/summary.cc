@@ -59,11 +59,7 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
 // Beyond the formula: stage 1's owned accumulator, and the pairwise sum's
 // partials over micro-batches (core/stage.h), each the accumulator's size.
 uint64_t accumulator_bytes(const RunStats& s, int rank) {
-  const bool owned_accumulator = keeps_owned_accumulator(s.stage, s.grad_accum);
-  const uint64_t own = s.memory[rank].owned;
-  const uint64_t accumulator = traits(s.stage).partitions_grads || owned_accumulator ? own : s.num_params;
-  return s.dtype.size() *
-         ((owned_accumulator ? own : 0) + static_cast<uint64_t>(pairwise_partials(s.grad_accum)) * accumulator);
+  return s.dtype.size() * extra_grad_elements(s.stage, s.grad_accum, s.memory[rank].owned, s.num_params);
 }
 
 double expected_sent_phi(const RunStats& s) { return collectives_per_step(s.stage, s.grad_accum); }
