@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 
 #include "core/error.h"
 
@@ -22,10 +23,36 @@ constexpr uint64_t kOtherBuffers = 16;
 // arena glibc gives a new thread (a heap padded by 128 KiB).
 constexpr uint64_t kCommThreadBytes = uint64_t{256} << 10;
 
-// Peak bytes of the "buckets" category over one step's backward passes.
-// `lagging`: releases that the engine leaves to the comm thread (the
-// reduction's input buffer) are deferred until the comm thread must have
-// caught up; otherwise they happen at once.
+// zero::BufferPool as the engine uses it for the buckets category: buffers
+// matched by exact byte size and kept, so what it holds from the second step
+// on is, per size, the most buffers of that size out at once, summed.
+class PoolModel {
+ public:
+  void take(uint64_t bytes) {
+    Size& s = sizes_[bytes];
+    s.most = std::max(s.most, ++s.out);
+  }
+  void give(uint64_t bytes) {
+    if (bytes != 0) --sizes_[bytes].out;
+  }
+  uint64_t held() const {
+    uint64_t total = 0;
+    for (const auto& [bytes, s] : sizes_) total += bytes * s.most;
+    return total;
+  }
+
+ private:
+  struct Size {
+    uint64_t out = 0, most = 0;
+  };
+  std::map<uint64_t, Size> sizes_;
+};
+
+// What the "buckets" category holds from the second step on (its peak): the
+// engine's pooled buffers over one step's backward passes.
+// `lagging`: buffers that the engine leaves to the comm thread (a
+// reduction's input) come back only when the comm thread must have caught
+// up; otherwise at once.
 uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagging) {
   const size_t num_units = s.unit_counts.size();
   const int num_ops = static_cast<int>(s.op_units.size());
@@ -39,24 +66,25 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   for (size_t u = 1; u < num_units; ++u) offsets[u] = offsets[u - 1] + s.unit_counts[u - 1];
   const uint64_t dsize = run.dtype.size();
   const bool low = run.dtype.is_low_precision();
-  uint64_t live = 0;     // fp32 unit gradients the compute thread holds
-  uint64_t pending = 0;  // buffers queued with their reduction
-  // The queued reductions, oldest first: the engine waits for the oldest
-  // once more than kMaxReductionsInFlight wait (zero/engine_config.h).
+  PoolModel pool;
+  // The queued reductions' input buffers (0: none), oldest first: the engine
+  // waits for the oldest once more than kMaxReductionsInFlight wait
+  // (zero/engine_config.h).
   std::deque<uint64_t> queue;
   auto enqueue = [&](uint64_t bytes) {
-    if (!lagging) return;
+    if (!lagging) return pool.give(bytes);
     queue.push_back(bytes);
-    pending += bytes;
     while (queue.size() > kMaxReductionsInFlight) {
-      pending -= queue.front();
+      pool.give(queue.front());
       queue.pop_front();
     }
   };
-  uint64_t peak = 0;
+  auto catch_up = [&] {
+    for (uint64_t bytes : queue) pool.give(bytes);
+    queue.clear();
+  };
   // Stage 0's open bucket: capacity (elements; 0 = none), filled, lowest flat element.
   uint64_t capacity = 0, filled = 0, lo = 0;
-  auto note = [&](uint64_t extra) { peak = std::max(peak, live + pending + capacity * dsize + extra); };
   auto flush = [&] {
     if (capacity == 0) return;
     enqueue(capacity * dsize);
@@ -66,18 +94,14 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   for (int micro = 0; micro < run.grad_accum; ++micro) {
     // Stage 3's first gather of the next forward waits behind every queued
     // reduction; stages 0-2 never wait before the step's drain.
-    if (traits(run.stage).gathers_on_acquire) {
-      pending = 0;
-      queue.clear();
-    }
+    if (traits(run.stage).gathers_on_acquire) catch_up();
     std::vector<bool> open(num_units, false);
     for (int i = num_ops - 1; i >= 0; --i) {
       const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
       const uint64_t c = s.unit_counts[u];
       if (!open[u]) {
         open[u] = true;
-        live += 4 * c;
-        note(0);
+        pool.take(4 * c);  // the unit's fp32 gradient
       }
       if (last_op[u] != i) continue;
       open[u] = false;
@@ -89,29 +113,28 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
           // Filled downwards from this unit's end: never more than the
           // flat elements below it (as the engine sizes it).
           capacity = std::min(std::max(run.bucket_elements, c), offsets[u] + c);
-          note(0);
+          pool.take(capacity * dsize);
         }
         filled += c;
         lo = offsets[u];
-        live -= 4 * c;
+        pool.give(4 * c);
         continue;
       }
-      uint64_t queued = 0;
       if (!traits(run.stage).partitions_grads) {
-        live -= 4 * c;  // converted into the flat grads buffer, freed at once
+        pool.give(4 * c);  // converted into the flat grads buffer, given back at once
+        enqueue(0);
       } else if (low) {
-        queued = dsize * c;  // the low-precision copy, allocated while the fp32 one lives
-        note(queued);
-        live -= 4 * c;
+        pool.take(dsize * c);  // the low-precision copy, taken while the fp32 one is out
+        pool.give(4 * c);
+        enqueue(dsize * c);
       } else {
-        queued = 4 * c;  // the fp32 gradient itself is the reduction's input
-        live -= 4 * c;
+        enqueue(4 * c);  // the fp32 gradient itself is the reduction's input
       }
-      enqueue(queued);
     }
     flush();  // the end of each backward pass
   }
-  return peak;
+  catch_up();  // the step's drain
+  return pool.held();
 }
 
 }  // namespace

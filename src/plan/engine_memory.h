@@ -20,8 +20,10 @@
 //             packs adjacent units until full (then all-reduced, and a new one
 //             opened); at stages 2-3 in fp16/bf16 a low-precision copy of the
 //             unit (fp32 reduces the gradient itself); stage 1 converts
-//             straight into its grads buffer. Simulated op by op over the
-//             backward pass.
+//             straight into its grads buffer. The engine pools them
+//             (zero/buffer_pool.h): per byte size, the most out at once,
+//             summed, held from the second step on. Simulated op by op over
+//             the backward pass.
 //   activations  the workspace's bytes (activations.h)
 //   scratch   outside the step: the initialisation's (and --init-from's)
 //             fp32 chunk of min(64Ki, largest unit) elements while the
@@ -33,8 +35,8 @@
 // owned(r) = sum over units of the rank's shard, c/N plus one on the first
 // c mod N ranks (comm::shard_range), so rank 0 is always the busiest.
 //
-// Buckets: `buckets` is the peak when every reduction finishes before the
-// next backward op allocates (exact with EngineConfig::overlap off, and a
+// Buckets: `buckets` is the pool's size when every reduction finishes before
+// the next backward op takes a buffer (exact with EngineConfig::overlap off, and a
 // lower bound with it on); `buckets_bound` is the worst case with the comm
 // thread lagging: the latest kMaxReductionsInFlight (2) reductions' buffers
 // still queued, as the engine waits for the oldest beyond that (stage 3's
@@ -45,7 +47,7 @@
 // peak is the largest of three moments: the constructor's fill (model
 // states, the compute copy, the chunk), a step (model states, gathered,
 // buckets, activations) and the end's consolidated copy (the same with the
-// copy in place of the buckets, which are free by then).
+// copy in place of the buckets: the engine trims their pool first).
 // Thread-safety: all functions are pure.
 #pragma once
 

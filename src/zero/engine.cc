@@ -82,7 +82,8 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
       scaler_(config.dtype == Dtype::fp16()
                   ? config.loss_scaler
                   : optim::LossScalerConfig{.mode = optim::LossScaleMode::kStatic, .initial_scale = 1.0}),
-      lr_schedule_(config.lr_schedule) {
+      lr_schedule_(config.lr_schedule),
+      step_buffers_(ledger_, MemoryCategory::kBuckets) {
   validate(config_);
   const StageTraits& stage = traits(config_.stage);
   const Dtype dt = config_.dtype;
@@ -254,11 +255,10 @@ void Engine::backward_pass(int micro) {
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
     auto& scratch = grad_scratch_[unit];
-    if (!scratch) {
-      scratch = std::make_shared<LedgerBuffer<float>>(ledger_, MemoryCategory::kBuckets, plan_.unit_count(unit));
-    }
+    const size_t count = plan_.unit_count(unit);
+    if (!scratch) scratch = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
     const auto params = acquire(i, -1);
-    model_.backward(i, params, {scratch->data(), scratch->size()}, *workspace_);
+    model_.backward(i, params, {pooled_data<float>(scratch), count}, *workspace_);
     release(i);
     if (last_backward_op_[unit] == i) reduce_unit(unit, micro);
   }
@@ -279,8 +279,7 @@ void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, int micro) {
     // The bucket fills downwards from this unit's end, so it never needs
     // more than the flat elements below that point.
     bucket_.capacity = std::min(std::max(config_.bucket_elements, count), start + count);
-    bucket_.data = std::make_shared<LedgerBuffer<std::byte>>(ledger_, MemoryCategory::kBuckets,
-                                                             bucket_.capacity * config_.dtype.size());
+    bucket_.data = step_buffers_.take(bucket_.capacity * config_.dtype.size(), BufferPool::Fill::kUndefined);
     bucket_.filled = 0;
     bucket_.hi = start + count;
   }
@@ -298,7 +297,7 @@ void Engine::flush_bucket(int micro) {
   const comm::Buffer staging = all.slice(bucket_.capacity - bucket_.filled, bucket_.filled);
   const size_t lo = bucket_.lo, len = bucket_.hi - bucket_.lo;
   const comm::Buffer acc = grads_.all().slice(lo, len);
-  std::shared_ptr<LedgerBuffer<std::byte>> keep = std::move(bucket_.data);
+  BufferPool::Handle keep = std::move(bucket_.data);
   bucket_ = Bucket{};
   limit_in_flight(submit([this, staging, acc, micro, keep, lo, len] {
     if (micro == 0) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
@@ -311,11 +310,11 @@ void Engine::flush_bucket(int micro) {
 // The unit's fp32 gradient is complete: reduce it across ranks (on the comm
 // thread) and add it into the accumulator.
 void Engine::reduce_unit(size_t unit, int micro) {
-  std::shared_ptr<LedgerBuffer<float>> scratch = std::move(grad_scratch_[unit]);
-  const comm::ConstBuffer local(scratch->data(), scratch->size(), Dtype::fp32());
+  BufferPool::Handle scratch = std::move(grad_scratch_[unit]);
+  const comm::ConstBuffer local(scratch->data(), plan_.unit_count(unit), Dtype::fp32());
   const StageTraits& stage = traits(config_.stage);
   if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, local, micro);
-  std::shared_ptr<LedgerBuffer<std::byte>> bucket;
+  BufferPool::Handle bucket;
   comm::Buffer staging;
   if (!stage.partitions_grads) {
     // Stage 1 keeps the full local gradient (the paper's 2Φ): reduce-scatter
@@ -325,13 +324,12 @@ void Engine::reduce_unit(size_t unit, int micro) {
     convert_into(staging, local);
     scratch.reset();
   } else if (config_.dtype.is_low_precision()) {
-    bucket = std::make_shared<LedgerBuffer<std::byte>>(ledger_, MemoryCategory::kBuckets,
-                                                       local.count * config_.dtype.size());
+    bucket = step_buffers_.take(local.count * config_.dtype.size(), BufferPool::Fill::kUndefined);
     staging = comm::Buffer(bucket->data(), local.count, config_.dtype);
     convert_into(staging, local);
     scratch.reset();
   } else {
-    staging = comm::Buffer(scratch->data(), scratch->size(), Dtype::fp32());
+    staging = comm::Buffer(scratch->data(), local.count, Dtype::fp32());
   }
 
   // Stage 1 without accumulation reduce-scatters in place: its accumulator

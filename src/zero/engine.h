@@ -49,6 +49,7 @@
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
+#include "zero/buffer_pool.h"
 #include "zero/comm_worker.h"
 #include "zero/engine_config.h"
 #include "zero/memory_ledger.h"
@@ -197,14 +198,15 @@ class Engine {
   std::unique_ptr<model::Workspace> workspace_;
   std::vector<int> last_backward_op_;
 
-  LedgerBuffer<float> compute_params_;                              // fp32 copy of the current unit (low precision)
-  std::vector<std::shared_ptr<LedgerBuffer<float>>> grad_scratch_;  // per unit, while its backward is open
-  std::vector<std::shared_ptr<Gathered>> gathered_;                 // per op, stage 3
-  std::vector<LedgerBuffer<std::byte>> gather_pool_;                // stage 3: reused gather buffers
-  std::vector<CommWorker::Ticket> staging_tickets_;                 // per unit: its last reduction
-  std::deque<CommWorker::Ticket> in_flight_;                        // gradient reductions not yet waited for
-  struct Bucket {                                                   // stage 0: gradients awaiting all-reduce
-    std::shared_ptr<LedgerBuffer<std::byte>> data;
+  LedgerBuffer<float> compute_params_;                // fp32 copy of the current unit (low precision)
+  BufferPool step_buffers_;                           // the buckets category: scratch gradients, buckets
+  std::vector<BufferPool::Handle> grad_scratch_;      // per unit, fp32, while its backward is open
+  std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
+  std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
+  std::vector<CommWorker::Ticket> staging_tickets_;   // per unit: its last reduction
+  std::deque<CommWorker::Ticket> in_flight_;          // gradient reductions not yet waited for
+  struct Bucket {                                     // stage 0: gradients awaiting all-reduce
+    BufferPool::Handle data;
     size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi)
   };
   Bucket bucket_;

@@ -73,6 +73,9 @@ std::vector<float> Engine::gather_params() {
 LedgerBuffer<float> Engine::gather_params_to(int root) {
   ZDP_CHECK(root >= 0 && root < comm_.size(), ConfigError, "[gather_params] root {} is not a rank of {}", root,
             comm_.size());
+  // The steps' pooled gradient buffers go first: a consolidated copy comes
+  // at the end of a run, and the plan counts it in their place.
+  step_buffers_.trim();
   LedgerBuffer<float> full;
   if (root == rank_) full = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, plan_.num_params());
   if (root == rank_ || traits(config_.stage).partitions_params) gather_params_into(full.span());

@@ -61,41 +61,45 @@ TEST(EngineMemory, UnitBuffers) {
 
 TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
   // Backward: op 3 opens unit 0 (40 B fp32), op 2 unit 2 (16 B), op 1 unit 1
-  // (28 B), op 0 closes unit 0. fp32 stage 2: the peak is units 0 and 1 open.
+  // (28 B), op 0 closes unit 0. The engine's pool keeps each buffer by its
+  // size, so the category holds, per size, the most out at once: fp32 stage
+  // 2 has one gradient of each unit's size.
   EngineRun run{.stage = Stage::k2, .ranks = 2, .dtype = Dtype::fp32()};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 28u);
-  // Lagging comm thread: unit 2 (16) and unit 1 (28) still queued when
-  // unit 0 is open (40), then unit 0's own buffer joins the queue.
+  EXPECT_EQ(p.buckets, 40u + 16u + 28u);
+  // A lagging comm thread keeps unit 2 (16) and unit 1 (28) queued while
+  // unit 0 is open: still one of each size.
   EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u);
-  // bf16: the reduction's 2-byte copy lives beside the fp32 gradient.
+  // bf16: each reduction's 2-byte copy (8, 14, 20) is taken beside the fp32
+  // gradient.
   run.dtype = Dtype::bf16();
   p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 28u + 14u);
+  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 8u + 14u + 20u);
   // Stage 1 converts into its grads buffer: no copy.
   run.stage = Stage::k1;
-  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u);
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u);
 }
 
 TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
   // bf16, buckets of 12 elements (24 B). Backward reduces unit 2 (4 el.,
   // flat 17..20): a bucket opens; unit 1 (7 el., flat 10..16) is adjacent and
-  // fits (11); unit 0 (10) does not: flush, open another. Peak: unit 0 and 1
-  // gradients open (40 + 28) with the first bucket (24).
+  // fits (11); unit 0 (10) does not: flush, open another of 20 B (it needs
+  // only the 10 elements below its end). The pool: the three gradients (40,
+  // 16, 28) and the two buckets (24, 20).
   EngineRun run{.stage = Stage::k0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 28u + 24u);
-  // Lagging over 2 micro-batches: the first pass's two buckets (24, and 20:
-  // unit 0's bucket needs only the 10 elements below its end) still queued
-  // during the second.
+  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
+  // Lagging over 2 micro-batches: the first pass's two buckets still queued
+  // when the second pass takes its own, so two of each bucket size.
   run.grad_accum = 2;
   p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 28u + 24u);
-  EXPECT_EQ(p.buckets_bound, 24u + 20u + 40u + 28u + 24u);
-  // A bucket is never smaller than the unit it must hold.
+  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
+  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u + 2 * 24u + 2 * 20u);
+  // A bucket is never smaller than the unit it must hold: one per unit (8,
+  // 14, 20 B).
   run.grad_accum = 1;
   run.bucket_elements = 1;
-  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u + 14u);
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 8u + 14u + 20u);
 }
 
 TEST(EngineMemory, TotalsAndBadInput) {
