@@ -179,6 +179,9 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
       } else {
         f.set(c, was);
       }
+      // The global batch, not the accumulation, is what the run trained
+      // with: another rank count shares the same micro-batches (resolve_batch).
+      if (std::string(f.name) == "grad-accum") c.resume_micro_batches = was.get<int>() * manifest.ranks;
       c.sources[f.name] = "checkpoint";
       continue;
     }

@@ -113,6 +113,21 @@ namespace zerodp::train {
 
 void resolve_batch(TrainConfig& c, int ranks) {
   if (c.engine.lr_schedule.total_steps == 0) c.engine.lr_schedule.total_steps = c.steps;
+  if (c.resume_micro_batches > 0) {
+    // Rank r's micro-batch m is global micro-batch m * N + r (sampler.h):
+    // the same M micro-batches per step train on the same data at any N.
+    const int m = c.resume_micro_batches;
+    ZDP_CHECK(m % ranks == 0, ConfigError,
+              "[train] the checkpoint's step is {} micro-batches (grad-accum x ranks as saved), which {} ranks "
+              "cannot share evenly: resume on a rank count that divides {}, or give --grad-accum with "
+              "--resume-override grad-accum to change the global batch",
+              m, ranks, m);
+    if (c.engine.grad_accum != m / ranks) {
+      c.engine.grad_accum = m / ranks;
+      c.sources["grad-accum"] = fmt::format("derived: the checkpoint's {} micro-batches per step over {} rank{}", m,
+                                            ranks, ranks == 1 ? "" : "s");
+    }
+  }
   if (c.train_batch_size <= 0) return;
   const int tbs = c.train_batch_size;
   const bool micro_given = c.micro_batch > 0;

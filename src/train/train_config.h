@@ -41,6 +41,10 @@ struct TrainConfig {
   // given (the micro-batch, or the accumulation) or checks the rule.
   int train_batch_size = 0;
   bool grad_accum_given = false;  // by --grad-accum or gradient_accumulation_steps
+  // A resume that takes its accumulation from the checkpoint keeps the saved
+  // global batch: this many micro-batches per step (grad-accum x ranks as
+  // saved), shared by the ranks that resume it (resolve_batch). 0: not such a resume.
+  int resume_micro_batches = 0;
   // 0 = not given: the data's default (apply_data_defaults), short windows
   // of many lines for the embedded arithmetic corpus, longer ones for text.
   // The CLI and config files refuse a given 0.
@@ -121,7 +125,9 @@ void check_start_point(const TrainConfig& config);
 // train_batch_size is given: with the micro-batch, the accumulation is
 // derived; with the accumulation, the micro-batch; with neither, the
 // accumulation is 1 and the micro-batch derived; with both, the rule is
-// checked. ConfigError when a division is not exact or the rule fails.
+// checked. A resume's saved global batch (resume_micro_batches) comes first:
+// the accumulation is its micro-batches over `ranks`. ConfigError when a
+// division is not exact or the rule fails.
 // Idempotent: derived values count as given afterwards.
 void resolve_batch(TrainConfig& config, int ranks);
 

@@ -224,6 +224,16 @@ TEST_F(Resume, AGlobOfShardsIsRecordedAndAChangedShardNamed) {
                  "has changed since the checkpoint");
 }
 
+TEST_F(Resume, AnotherRankCountKeepsTheGlobalBatch) {
+  // Saved by 2 ranks x 1 micro-batch: 1 rank resumes it with 2 micro-batches a step.
+  const Result r =
+      run(fmt::format("train --resume {} --ranks 1 --sample-tokens 0 --held-out 0 --eval-every 0", step3()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("grad-accum 2 (the checkpoint's 2 micro-batches per step over 1 rank)"), std::string::npos)
+      << r.out;
+  expect_refused(fmt::format("train --resume {} --ranks 4", step3()), "which 4 ranks cannot share evenly");
+}
+
 TEST_F(Resume, NothingLeftToTrainIsRefused) {
   expect_refused(fmt::format("train --resume {} --steps 3", step3()), "nothing to train");
   expect_refused(fmt::format("train --resume {}", (dir_ / "ckpt").string()), "is at step 6");

@@ -4,7 +4,7 @@
 # micro-batches, 2 x 4, 4 x 2 and 8 x 1 (threads), and 2 MPI processes x 4
 # when MPIRUN is given, train to bitwise the same losses and consolidated
 # weights (fp32, no clipping: zero/engine.h says why). A run saved at N = 2
-# and resumed at N = 4 (--resume-override grad-accum keeps the global batch)
+# and resumed at N = 4 (which keeps the saved global batch: grad-accum 2)
 # ends with the straight N = 4 run's weights.
 # usage: train_any_power_of_two_n.sh ZERODP STAGE [MPIRUN]
 set -euo pipefail
@@ -33,7 +33,7 @@ if [ -n "$mpirun" ]; then
   weights "$dir/mpi" "$dir/n1.out/model.safetensors" || { echo "the MPI run's weights differ"; exit 1; }
 fi
 "$zerodp" "${common[@]}" --ranks 2 --grad-accum 4 --steps 3 --save "$dir/half" > "$dir/half.log"
-"$zerodp" "${common[@]}" --ranks 4 --grad-accum 2 --steps 6 --resume "$dir/half" --resume-override grad-accum \
-  --save "$dir/resumed" > "$dir/resumed.log"
+"$zerodp" "${common[@]}" --ranks 4 --steps 6 --resume "$dir/half" --save "$dir/resumed" > "$dir/resumed.log"
+grep -q "grad-accum 2 (the checkpoint's 8 micro-batches per step over 4 ranks)" "$dir/resumed.log"
 weights "$dir/resumed" "$dir/n1.out/model.safetensors" || { echo "the resume at N = 4 differs"; exit 1; }
 echo "identical at every N: $(tr '\n' ' ' < "$dir/n1.loss")"
