@@ -113,6 +113,13 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
           // Filled downwards from this unit's end: never more than the
           // flat elements below it (as the engine sizes it).
           capacity = std::min(std::max(run.bucket_elements, c), offsets[u] + c);
+          if (capacity == c && !low) {
+            // A bucket the unit fills alone: at fp32 its gradient is the
+            // bucket, the reduction's input.
+            capacity = 0;
+            enqueue(4 * c);
+            continue;
+          }
           pool.take(capacity * dsize);
         }
         filled += c;

@@ -269,8 +269,9 @@ void Engine::backward_pass(int micro) {
 // flat order) are packed into one bucket and all-reduced together once it
 // holds bucket_elements, like DDP's buckets. The sum is element-wise, so the
 // bucket size never changes the bits.
-void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, int micro) {
-  const size_t count = local.count;
+void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
+  const size_t count = plan_.unit_count(unit);
+  const comm::ConstBuffer local(scratch->data(), count, Dtype::fp32());
   const size_t start = plan_.unit_offset(unit);
   if (bucket_.data && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
     flush_bucket(micro);
@@ -279,9 +280,18 @@ void Engine::bucket_unit(size_t unit, comm::ConstBuffer local, int micro) {
     // The bucket fills downwards from this unit's end, so it never needs
     // more than the flat elements below that point.
     bucket_.capacity = std::min(std::max(config_.bucket_elements, count), start + count);
-    bucket_.data = step_buffers_.take(bucket_.capacity * config_.dtype.size(), BufferPool::Fill::kUndefined);
     bucket_.filled = 0;
     bucket_.hi = start + count;
+    if (bucket_.capacity == count && config_.dtype == Dtype::fp32()) {
+      // A bucket that this unit fills alone (a large unit, or the lowest,
+      // such as GPT's embedding): at fp32 its gradient is the bucket, with
+      // no copy and no second buffer of its size.
+      bucket_.data = std::move(scratch);
+      bucket_.filled = count;
+      bucket_.lo = start;
+      return flush_bucket(micro);
+    }
+    bucket_.data = step_buffers_.take(bucket_.capacity * config_.dtype.size(), BufferPool::Fill::kUndefined);
   }
   // Filled from the end: the used part [capacity - filled, capacity) is the
   // flat range [lo, hi).
@@ -311,9 +321,9 @@ void Engine::flush_bucket(int micro) {
 // thread) and add it into the accumulator.
 void Engine::reduce_unit(size_t unit, int micro) {
   BufferPool::Handle scratch = std::move(grad_scratch_[unit]);
-  const comm::ConstBuffer local(scratch->data(), plan_.unit_count(unit), Dtype::fp32());
   const StageTraits& stage = traits(config_.stage);
-  if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, local, micro);
+  if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, std::move(scratch), micro);
+  const comm::ConstBuffer local(scratch->data(), plan_.unit_count(unit), Dtype::fp32());
   BufferPool::Handle bucket;
   comm::Buffer staging;
   if (!stage.partitions_grads) {

@@ -158,7 +158,7 @@ class Engine {
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
   void reduce_unit(size_t unit, int micro);
-  void bucket_unit(size_t unit, comm::ConstBuffer local, int micro);
+  void bucket_unit(size_t unit, BufferPool::Handle scratch, int micro);
   void flush_bucket(int micro);
   // The step's loss: every rank's micro-batch losses in global micro-batch
   // order (micro * N + rank, the sampler's), pairwise summed, over their count.

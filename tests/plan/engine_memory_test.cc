@@ -100,6 +100,11 @@ TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
   run.grad_accum = 1;
   run.bucket_elements = 1;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 8u + 14u + 20u);
+  // fp32, buckets of 12 (48 B): unit 0's bucket would hold unit 0 alone, so
+  // its gradient is all-reduced as it is: no second 40-byte buffer.
+  run.dtype = Dtype::fp32();
+  run.bucket_elements = 12;
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 48u);
 }
 
 TEST(EngineMemory, TotalsAndBadInput) {
