@@ -24,6 +24,11 @@ double bus_factor(comm::Collective kind, int ranks);
 std::string format_comm_table(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows,
                               std::string_view baseline_note);
 
+// The rows as JSON in the format plan::CommMeasurements defines
+// (plan/calibration.h: what `zerodp plan --calibrate-comm` reads), indented
+// by 2, without a final newline.
+std::string format_comm_json(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows);
+
 // "zerodp-baseline <collective> <bytes> <count> <seconds>", no newline.
 std::string format_baseline_line(const CommBaselineRow& row);
 // The row of a baseline line; nullopt for any other line.
