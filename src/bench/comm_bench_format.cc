@@ -16,12 +16,7 @@
 namespace zerodp::bench {
 
 using comm::Collective;
-
-double bus_factor(Collective kind, int ranks) {
-  if (kind == Collective::kBroadcast) return 1.0;
-  const double f = static_cast<double>(ranks - 1) / ranks;
-  return kind == Collective::kAllReduce ? 2 * f : f;
-}
+using plan::bus_factor;
 
 std::string format_comm_json(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows) {
   plan::CommMeasurements m{.backend = std::string(comm::backend_name(o.backend)),

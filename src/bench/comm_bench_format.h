@@ -13,10 +13,6 @@
 
 namespace zerodp::bench {
 
-// busbw / algbw: all_reduce 2(n-1)/n, reduce_scatter and all_gather
-// (n-1)/n, broadcast 1.
-double bus_factor(comm::Collective kind, int ranks);
-
 // The table: a header naming backend, ranks, dtype and `baseline_note`,
 // then one section per collective of `options` with a line per size that
 // has a row (time, algbw, busbw, OpenMPI's busbw and ours against it, memcpy

@@ -117,8 +117,8 @@ std::vector<bench::CommBaselineRow> run_baseline_child(const BenchCommFlags& f) 
   return rows;
 }
 
-void print_table(const BenchCommFlags& f, const bench::CommBenchOptions& o, const std::vector<bench::CommBenchRow>& rows,
-                 const std::string& baseline_note) {
+void print_table(const BenchCommFlags& f, const bench::CommBenchOptions& o,
+                 const std::vector<bench::CommBenchRow>& rows, const std::string& baseline_note) {
   if (f.json) {
     fmt::print("{}\n", bench::format_comm_json(o, rows));
   } else {

@@ -69,8 +69,8 @@ plan::Hardware to_hardware(const PlanOptions& o) {
   }
   if (!o.calibrate_model.empty()) {
     const std::string what = "--calibrate-model " + o.calibrate_model;
-    plan::calibrate_compute(plan::model_measurement_from_json(plan::read_json_file(o.calibrate_model, what), what),
-                            hw, "bench model " + o.calibrate_model);
+    plan::calibrate_compute(plan::model_measurement_from_json(plan::read_json_file(o.calibrate_model, what), what), hw,
+                            "bench model " + o.calibrate_model);
   }
   const auto set_link = [](plan::Link& link, const std::string& bw, const std::string& lat, const char* name) {
     if (!bw.empty()) link.bandwidth = plan::parse_bandwidth(bw, std::string("--") + name + "-bandwidth");

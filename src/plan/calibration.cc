@@ -65,13 +65,13 @@ std::optional<CollectiveOp> cost_op(comm::Collective c) {
   }
 }
 
-double bus_factor(comm::Collective c, int ranks) {
-  if (c == comm::Collective::kBroadcast) return 1;
-  const double f = static_cast<double>(ranks - 1) / ranks;
-  return c == comm::Collective::kAllReduce ? 2 * f : f;
-}
-
 }  // namespace
+
+double bus_factor(comm::Collective kind, int ranks) {
+  if (kind == comm::Collective::kBroadcast) return 1;
+  const double f = static_cast<double>(ranks - 1) / ranks;
+  return kind == comm::Collective::kAllReduce ? 2 * f : f;
+}
 
 nlohmann::json comm_measurements_to_json(const CommMeasurements& m) {
   nlohmann::json rows = nlohmann::json::array();
@@ -84,8 +84,8 @@ nlohmann::json comm_measurements_to_json(const CommMeasurements& m) {
                     {"algbw_GBps", algbw},
                     {"busbw_GBps", algbw * bus_factor(s.collective, m.ranks)}});
   }
-  return {{"format", kCommFormat}, {"version", kCommVersion}, {"backend", m.backend}, {"ranks", m.ranks},
-          {"dtype", m.dtype},      {"rows", rows}};
+  return {{"format", kCommFormat}, {"version", kCommVersion}, {"backend", m.backend},
+          {"ranks", m.ranks},      {"dtype", m.dtype},        {"rows", rows}};
 }
 
 CommMeasurements comm_measurements_from_json(const nlohmann::json& j, std::string_view what) {
@@ -131,8 +131,7 @@ ModelMeasurement model_measurement_from_json(const nlohmann::json& j, std::strin
 
 Link fit_link(const CommMeasurements& m, const Hardware& hw, std::string_view source) {
   const std::string where(source);
-  ZDP_CHECK(m.ranks >= 2, InputFileError, "[plan] {}: a bench comm run on {} rank calibrates no link", where,
-            m.ranks);
+  ZDP_CHECK(m.ranks >= 2, InputFileError, "[plan] {}: a bench comm run on {} rank calibrates no link", where, m.ranks);
   const bool across_hosts = m.ranks > hw.ranks_per_host;
   const auto bytes_per_exchange = [&](double s) {
     return across_hosts ? link_bytes_per_exchange(s, m.ranks, hw) : local_bytes_per_exchange(s, m.ranks, hw);

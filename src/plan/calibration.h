@@ -44,6 +44,10 @@ struct CommMeasurements {
   std::vector<CommSample> samples;
 };
 
+// busbw / algbw, nccl-tests' convention: all_reduce 2(n-1)/n,
+// reduce_scatter and all_gather (n-1)/n, broadcast 1.
+double bus_factor(comm::Collective kind, int ranks);
+
 // {"format":"zerodp-bench-comm","version":1,"backend":..,"ranks":..,"dtype":..,
 //  "rows":[{"collective":"all_gather","bytes":..,"count":..,"seconds":..,
 //           "algbw_GBps":..,"busbw_GBps":..}]} (algbw and busbw for readers;
@@ -55,8 +59,8 @@ struct ModelMeasurement {
   std::string model;
   uint64_t num_params = 0;
   int batch = 0, seq_len = 0;
-  double sgemm_flops = 0;               // FLOP/s
-  double train_flops_per_position = 0;  // forward + backward
+  double sgemm_flops = 0;                             // FLOP/s
+  double train_flops_per_position = 0;                // forward + backward
   double forward_s = 0, backward_s = 0, adamw_s = 0;  // mean per step
 
   double model_flops() const;  // forward + backward FLOP/s: step FLOPs / (forward_s + backward_s)

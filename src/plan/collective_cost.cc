@@ -29,8 +29,6 @@ double collective_seconds(CollectiveOp op, double bytes, int ranks, const Hardwa
   return exchange_steps(op) * step;
 }
 
-double sent_bytes(CollectiveOp op, double bytes, int ranks) {
-  return exchange_steps(op) * bytes * (ranks - 1) / ranks;
-}
+double sent_bytes(CollectiveOp op, double bytes, int ranks) { return exchange_steps(op) * bytes * (ranks - 1) / ranks; }
 
 }  // namespace zerodp::plan

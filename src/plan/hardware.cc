@@ -63,8 +63,7 @@ void apply_link_json(const nlohmann::json& j, Link& link, std::string_view key, 
     } else if (k == "latency_us") {
       link.latency_s = number(v, name, what, 0, 1e9) * 1e-6;
     } else {
-      ZDP_THROW(InputFileError, "[plan] {}: unknown key \"{}\" (a link has bandwidth_GBps and latency_us)", what,
-                name);
+      ZDP_THROW(InputFileError, "[plan] {}: unknown key \"{}\" (a link has bandwidth_GBps and latency_us)", what, name);
     }
   }
   link.source = std::string(what);
@@ -134,7 +133,14 @@ void read_hardware_file(const std::filesystem::path& path, Hardware& hw) {
 
 double parse_bandwidth(std::string_view text, std::string_view what) {
   return scaled(text, what, "a rate such as 1Gbit, 800Gbps, 100Mbit (bits/s) or 12.5GB, 117MB (bytes/s)",
-                {{"gbit", 1e9 / 8}, {"gbps", 1e9 / 8}, {"mbit", 1e6 / 8}, {"mbps", 1e6 / 8}, {"tbit", 1e12 / 8}, {"gb", 1e9}, {"mb", 1e6}, {"tb", 1e12}});
+                {{"gbit", 1e9 / 8},
+                 {"gbps", 1e9 / 8},
+                 {"mbit", 1e6 / 8},
+                 {"mbps", 1e6 / 8},
+                 {"tbit", 1e12 / 8},
+                 {"gb", 1e9},
+                 {"mb", 1e6},
+                 {"tb", 1e12}});
 }
 
 double parse_duration(std::string_view text, std::string_view what) {

@@ -41,8 +41,8 @@ struct Hardware {
   // data-parallel collectives on its slice, all of them through the host's
   // link at once.
   int model_parallel = 1;
-  Link link;   // between hosts: the host's NIC, shared by all its ranks
-  Link local;  // between ranks of one host (shared memory), per rank
+  Link link;                      // between hosts: the host's NIC, shared by all its ranks
+  Link local;                     // between ranks of one host (shared memory), per rank
   double gemm_flops = 0;          // FLOP/s of one rank's GEMM
   double model_efficiency = 1.0;  // the model's forward + backward rate / gemm_flops
   double optimizer_s_per_param = 0;

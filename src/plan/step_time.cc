@@ -122,9 +122,7 @@ class StepSimulation {
     return collective_seconds(op, buffer_bytes, run_.ranks, hw_);
   }
 
-  double gather(int op) {
-    return timeline_.submit(cost(CollectiveOp::kAllGather, bytes(counts_[ops_[op].unit])));
-  }
+  double gather(int op) { return timeline_.submit(cost(CollectiveOp::kAllGather, bytes(counts_[ops_[op].unit]))); }
 
   // engine.cc's acquire, the model's forward or backward, release, and
   // after a unit's last backward op its reduction.

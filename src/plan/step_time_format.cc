@@ -75,10 +75,12 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                      "stage", "compute s", "optim s", "comm s", "serial s", "scheduled s", "step s", "hidden",
                      "sent MB", "link MB", "tokens/s", "TFLOP/s/rank");
     }
-    fmt::format_to(add, "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
-                   static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, t.comm_s, t.serial_s, t.scheduled_s,
-                   t.step_s, 100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6,
-                   tokens_per_step(row.run) / t.step_s, t.flops_per_s() / 1e12);
+    fmt::format_to(
+        add,
+        "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
+        static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, t.comm_s, t.serial_s, t.scheduled_s, t.step_s,
+        100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6, tokens_per_step(row.run) / t.step_s,
+        t.flops_per_s() / 1e12);
   }
   return out;
 }

@@ -67,8 +67,7 @@ TEST(CliPredict, CalibratesFromBenchOutputs) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("shared memory       "), std::string::npos);
   EXPECT_NE(r.out.find("[bench comm " + comm_file.string() + " (2 ranks, thread)]"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("[bench model " + model_file.string() + " (gpt-tiny, B 2 x T 16)]"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("[bench model " + model_file.string() + " (gpt-tiny, B 2 x T 16)]"), std::string::npos) << r.out;
 }
 
 TEST(CliPredict, RefusesBadInputInOneLine) {
@@ -77,7 +76,8 @@ TEST(CliPredict, RefusesBadInputInOneLine) {
   expect_refused(kRun + "--gemm-rate 30G", "needs the link between hosts");
   expect_refused(kRun + "--gemm-rate 30G --ranks-per-host 2", "needs their shared-memory link");
   expect_refused(kRun + "--gemm-rate 30G --link-bandwidth fast", "--link-bandwidth 'fast' is not understood");
-  expect_refused(kRun + "--gemm-rate 30G --link-bandwidth 1Gbit --link-latency 5", "--link-latency '5' is not understood");
+  expect_refused(kRun + "--gemm-rate 30G --link-bandwidth 1Gbit --link-latency 5",
+                 "--link-latency '5' is not understood");
   expect_refused(kRun + kMachine + "--overlap-efficiency 1.5", "overlap efficiency must be in [0, 1]");
   expect_refused(kRun + kMachine + "--hardware /nonexistent/hw.json", "cannot open the file");
   const auto unknown = write_temp("zerodp_predict_unknown.json", R"({"nic": 100})");

@@ -18,12 +18,9 @@ using comm::Collective;
 
 CommMeasurements two_hosts() {
   CommMeasurements m{.backend = "mpi", .ranks = 2, .dtype = "bf16", .samples = {}};
-  m.samples = {{Collective::kAllGather, 1024, 512, 1.1e-4},
-               {Collective::kReduceScatter, 1024, 512, 1.2e-4},
-               {Collective::kAllReduce, 1024, 512, 2.4e-4},
-               {Collective::kAllGather, 1 << 20, 1 << 19, 0.0105},
-               {Collective::kAllGather, 4 << 20, 2 << 20, 0.0422},
-               {Collective::kAllGather, 16 << 20, 8 << 20, 0.168}};
+  m.samples = {{Collective::kAllGather, 1024, 512, 1.1e-4},        {Collective::kReduceScatter, 1024, 512, 1.2e-4},
+               {Collective::kAllReduce, 1024, 512, 2.4e-4},        {Collective::kAllGather, 1 << 20, 1 << 19, 0.0105},
+               {Collective::kAllGather, 4 << 20, 2 << 20, 0.0422}, {Collective::kAllGather, 16 << 20, 8 << 20, 0.168}};
   return m;
 }
 
@@ -115,12 +112,9 @@ TEST(Hardware, ReadsEveryKey) {
   EXPECT_DOUBLE_EQ(hw.optimizer_s_per_param, 1e-10);
   EXPECT_DOUBLE_EQ(hw.overlap_efficiency, 0.8);
   EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"link_bw": 1})"), hw, "test"), InputFileError);
-  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"overlap_efficiency": 2})"), hw, "test"),
-               InputFileError);
-  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"link": {"bandwidth": 1}})"), hw, "test"),
-               InputFileError);
-  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"gemm_tflops": "fast"})"), hw, "test"),
-               InputFileError);
+  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"overlap_efficiency": 2})"), hw, "test"), InputFileError);
+  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"link": {"bandwidth": 1}})"), hw, "test"), InputFileError);
+  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"gemm_tflops": "fast"})"), hw, "test"), InputFileError);
 }
 
 TEST(Hardware, ParsesRatesAndTimes) {
