@@ -6,19 +6,27 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "bench/comm_bench_parse.h"
+#include "plan/calibration.h"
 
 namespace zerodp::bench {
 
 using comm::Collective;
+using plan::bus_factor;
 
-double bus_factor(Collective kind, int ranks) {
-  if (kind == Collective::kBroadcast) return 1.0;
-  const double f = static_cast<double>(ranks - 1) / ranks;
-  return kind == Collective::kAllReduce ? 2 * f : f;
+std::string format_comm_json(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows) {
+  plan::CommMeasurements m{.backend = std::string(comm::backend_name(o.backend)),
+                           .ranks = o.ranks,
+                           .dtype = std::string(o.dtype.name()),
+                           .samples = {}};
+  for (const CommBenchRow& r : rows) {
+    m.samples.push_back({.collective = r.collective, .bytes = r.bytes, .count = r.count, .seconds = r.seconds});
+  }
+  return plan::comm_measurements_to_json(m).dump(2);
 }
 
 std::string format_comm_table(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows,

@@ -13,16 +13,17 @@
 
 namespace zerodp::bench {
 
-// busbw / algbw: all_reduce 2(n-1)/n, reduce_scatter and all_gather
-// (n-1)/n, broadcast 1.
-double bus_factor(comm::Collective kind, int ranks);
-
 // The table: a header naming backend, ranks, dtype and `baseline_note`,
 // then one section per collective of `options` with a line per size that
 // has a row (time, algbw, busbw, OpenMPI's busbw and ours against it, memcpy
 // bandwidth and ours against it). Ends with a newline.
 std::string format_comm_table(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows,
                               std::string_view baseline_note);
+
+// The rows as JSON in the format plan::CommMeasurements defines
+// (plan/calibration.h: what `zerodp plan --calibrate-comm` reads), indented
+// by 2, without a final newline.
+std::string format_comm_json(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows);
 
 // "zerodp-baseline <collective> <bytes> <count> <seconds>", no newline.
 std::string format_baseline_line(const CommBaselineRow& row);

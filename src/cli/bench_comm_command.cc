@@ -43,6 +43,7 @@ struct BenchCommFlags {
   bool quick = false;
   std::string baseline = "auto";
   double timeout_s = 120;
+  bool json = false;
   bool baseline_child = false;  // internal: this process is the OpenMPI baseline under mpirun
 };
 
@@ -89,6 +90,7 @@ std::vector<std::string> child_args(const BenchCommFlags& f, bool baseline_child
   for (const auto& c : f.collectives) joined += (joined.empty() ? "" : ",") + c;
   args.push_back(joined);
   if (f.quick) args.emplace_back("--quick");
+  if (f.json && !baseline_child) args.emplace_back("--json");
   if (baseline_child) args.emplace_back("--mpi-baseline-child");
   return args;
 }
@@ -115,9 +117,13 @@ std::vector<bench::CommBaselineRow> run_baseline_child(const BenchCommFlags& f) 
   return rows;
 }
 
-void print_table(const bench::CommBenchOptions& o, const std::vector<bench::CommBenchRow>& rows,
-                 const std::string& baseline_note) {
-  fmt::print("{}", bench::format_comm_table(o, rows, baseline_note));
+void print_table(const BenchCommFlags& f, const bench::CommBenchOptions& o,
+                 const std::vector<bench::CommBenchRow>& rows, const std::string& baseline_note) {
+  if (f.json) {
+    fmt::print("{}\n", bench::format_comm_json(o, rows));
+  } else {
+    fmt::print("{}", bench::format_comm_table(o, rows, baseline_note));
+  }
   (void)std::fflush(stdout);
 }
 
@@ -149,7 +155,7 @@ void run_bench_comm(const BenchCommFlags& f) {
     const bool native = f.baseline != "none";
     const auto rows = bench::run_comm_bench(o, native);
     if (comm::mpi_world_rank() == 0) {
-      print_table(o, rows, native ? "OpenMPI collectives in the same processes" : "none");
+      print_table(f, o, rows, native ? "OpenMPI collectives in the same processes" : "none");
     }
     return;
   }
@@ -168,7 +174,7 @@ void run_bench_comm(const BenchCommFlags& f) {
   }
   auto rows = bench::run_comm_bench(o);
   bench::merge_baseline(rows, baseline);
-  print_table(o, rows, note);
+  print_table(f, o, rows, note);
 }
 
 }  // namespace
@@ -206,6 +212,9 @@ void add_bench_comm_command(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds a collective may wait for a peer before failing")
       ->capture_default_str();
+  cmd->add_flag("--json", o->json,
+                "print the rows as JSON (what zerodp plan --predict --calibrate-comm reads; docs/plan.md) instead of "
+                "the table; the OpenMPI baseline and memcpy columns are left out");
   cmd->add_flag("--mpi-baseline-child", o->baseline_child,
                 "internal: run only OpenMPI's collectives and print machine-readable lines (used under mpirun)");
   cmd->callback([o] { run_bench_comm(*o); });

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `zerodp plan`: which ZeRO stage fits a model on N ranks, what each rank
-// holds by category, what it sends per step, and the chart of it. Strings
-// become a typed plan::PlanConfig here, once; plan/ does the arithmetic and
-// report/ draws.
+// holds by category, what it sends per step, and the chart of it; with
+// --predict, the step time on a machine given by flags, a hardware file and
+// bench measurements. Strings become a typed plan::PlanConfig (and
+// plan::Hardware) here, once; plan/ does the arithmetic and report/ draws.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -10,15 +11,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/presets.h"
+#include "plan/calibration.h"
+#include "plan/hardware.h"
 #include "plan/model_shape.h"
 #include "plan/plan_format.h"
 #include "plan/planner.h"
 #include "plan/quantity.h"
+#include "plan/step_time_format.h"
 #include "report/plan_chart.h"
 
 namespace zerodp::cli {
@@ -38,7 +43,74 @@ struct PlanOptions {
   std::string compare;
   bool json = false;
   std::string chart;
+  // --predict and the machine
+  bool predict = false;
+  std::string hardware;
+  std::vector<std::string> calibrate_comm;
+  std::string calibrate_model;
+  std::optional<int> ranks_per_host;
+  std::optional<int> model_parallel;
+  std::string link_bandwidth, link_latency, local_bandwidth, local_latency, gemm_rate;
+  std::optional<double> model_efficiency, overlap_efficiency, optimizer_ns;
 };
+
+// Defaults, then the --hardware file, then bench measurements, then flags.
+plan::Hardware to_hardware(const PlanOptions& o) {
+  plan::Hardware hw;
+  if (!o.hardware.empty()) plan::read_hardware_file(o.hardware, hw);
+  if (o.ranks_per_host) hw.ranks_per_host = *o.ranks_per_host;
+  if (o.model_parallel) hw.model_parallel = *o.model_parallel;
+  ZDP_CHECK(hw.ranks_per_host >= 1 && hw.model_parallel >= 1, ConfigError,
+            "[plan] --ranks-per-host and --model-parallel must be at least 1");
+  for (const std::string& path : o.calibrate_comm) {
+    const std::string what = "--calibrate-comm " + path;
+    plan::calibrate_comm(plan::comm_measurements_from_json(plan::read_json_file(path, what), what), hw,
+                         "bench comm " + path);
+  }
+  if (!o.calibrate_model.empty()) {
+    const std::string what = "--calibrate-model " + o.calibrate_model;
+    plan::calibrate_compute(plan::model_measurement_from_json(plan::read_json_file(o.calibrate_model, what), what), hw,
+                            "bench model " + o.calibrate_model);
+  }
+  const auto set_link = [](plan::Link& link, const std::string& bw, const std::string& lat, const char* name) {
+    if (!bw.empty()) link.bandwidth = plan::parse_bandwidth(bw, std::string("--") + name + "-bandwidth");
+    if (!lat.empty()) link.latency_s = plan::parse_duration(lat, std::string("--") + name + "-latency");
+    if (!bw.empty() || !lat.empty()) link.source = link.source.empty() ? "flags" : link.source + ", flags";
+  };
+  set_link(hw.link, o.link_bandwidth, o.link_latency, "link");
+  set_link(hw.local, o.local_bandwidth, o.local_latency, "local");
+  if (!o.gemm_rate.empty()) {
+    hw.gemm_flops = plan::parse_flops(o.gemm_rate, "--gemm-rate");
+    hw.compute_source = "flags";
+  }
+  if (o.model_efficiency) hw.model_efficiency = *o.model_efficiency;
+  if (o.overlap_efficiency) hw.overlap_efficiency = *o.overlap_efficiency;
+  if (o.optimizer_ns) hw.optimizer_s_per_param = *o.optimizer_ns * 1e-9;
+  hw.validate();
+  return hw;
+}
+
+std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan::PlanConfig& c) {
+  const bool machine_given = !o.hardware.empty() || !o.calibrate_comm.empty() || !o.calibrate_model.empty() ||
+                             !o.link_bandwidth.empty() || !o.gemm_rate.empty();
+  if (!o.predict) {
+    ZDP_CHECK(!machine_given, ConfigError,
+              "[plan] --hardware, --calibrate-comm, --calibrate-model, --link-bandwidth and --gemm-rate describe the "
+              "machine for --predict: add --predict");
+    return std::nullopt;
+  }
+  ZDP_CHECK(c.shape.has_value(), ConfigError,
+            "[plan] --predict needs a GPT's shape for its FLOPs and units: give --model with a GPT preset or config "
+            "instead of --params");
+  const plan::Hardware hw = to_hardware(o);
+  plan::StepTimeRun run;
+  run.dtype = c.precision;
+  run.micro_batch = o.micro_batch.value_or(1);
+  run.seq_len = o.seq_len.value_or(c.shape->context);
+  run.grad_accum = c.grad_accum;
+  run.checkpointing = o.checkpointing;
+  return plan::predict_step_times(*c.shape, c.model_name, run, c.ranks, hw);
+}
 
 std::string model_display_name(const std::string& spec) {
   if (!spec.empty() && spec.find('{') == std::string::npos && spec.find(".json") != std::string::npos) {
@@ -100,6 +172,7 @@ plan::PlanConfig to_config(const PlanOptions& o) {
 
 void run_plan(const PlanOptions& o) {
   const plan::PlanConfig config = to_config(o);
+  const std::optional<plan::StepTimePrediction> step_times = predict(o, config);
   const plan::PlanResult result = plan::make_plan(config);
   plan::FormatOptions format;
   format.compare_deepspeed = o.compare == "deepspeed";
@@ -107,11 +180,47 @@ void run_plan(const PlanOptions& o) {
   if (o.json) {
     nlohmann::json j = plan::plan_to_json(result, format);
     if (!o.chart.empty()) j["chart"] = o.chart;
+    if (step_times) j["step_time"] = plan::step_time_to_json(*step_times);
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", plan::format_plan_text(result, format));
+    if (step_times) fmt::print("{}", plan::format_step_time_text(*step_times));
     if (!o.chart.empty()) fmt::print("\nChart written to {}\n", o.chart);
   }
+}
+
+void add_predict_options(CLI::App* cmd, PlanOptions& o) {
+  cmd->add_flag("--predict", o.predict,
+                "Also predict the step time at every stage and N (needs a GPT --model; --micro-batch, --seq-len, "
+                "--grad-accum and --activation-checkpointing describe the run): an alpha-beta model of each "
+                "collective as zerodp's comm layer runs it, the model's FLOPs at a GEMM rate, and the engine's overlap "
+                "(docs/plan.md, Step time)");
+  cmd->add_option("--hardware", o.hardware,
+                  "A JSON file describing the machine: ranks_per_host, model_parallel, link {bandwidth_GBps, "
+                  "latency_us}, local {...}, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
+                  "overlap_efficiency (docs/plan.md); measurements and flags override it");
+  cmd->add_option("--calibrate-comm", o.calibrate_comm,
+                  "Output of zerodp bench comm --json: fits the link's latency and bandwidth (across hosts when its "
+                  "ranks exceed --ranks-per-host, else shared memory); repeat for both");
+  cmd->add_option("--calibrate-model", o.calibrate_model,
+                  "Output of zerodp bench model --json: the GEMM rate, the model's share of it and the optimizer's "
+                  "cost per parameter");
+  cmd->add_option("--ranks-per-host", o.ranks_per_host,
+                  "Ranks of one data-parallel group on a host (consecutive ranks share a host; default 1)");
+  cmd->add_option("--model-parallel", o.model_parallel,
+                  "GPUs per data-parallel rank (model parallelism inside a host; default 1): each holds and computes "
+                  "1/M of the model and runs its slice's collectives over the host's link");
+  cmd->add_option("--link-bandwidth", o.link_bandwidth,
+                  "A host's link to the others, each way: 1Gbit, 800Gbps, 12.5GB (bytes/s)");
+  cmd->add_option("--link-latency", o.link_latency, "Latency of one exchange step between hosts: 50us, 1ms");
+  cmd->add_option("--local-bandwidth", o.local_bandwidth, "Shared-memory bandwidth per rank within a host: 5GB");
+  cmd->add_option("--local-latency", o.local_latency, "Latency of one exchange step within a host: 5us");
+  cmd->add_option("--gemm-rate", o.gemm_rate, "GEMM FLOP/s of one rank (one GPU): 100T, 45G");
+  cmd->add_option("--model-efficiency", o.model_efficiency,
+                  "The model's forward + backward FLOP/s over the GEMM rate, in (0, 1] (default 1)");
+  cmd->add_option("--overlap-efficiency", o.overlap_efficiency,
+                  "The share of what the engine's schedule can overlap that the machine hides, in [0, 1] (default 1)");
+  cmd->add_option("--optimizer-ns", o.optimizer_ns, "Optimizer nanoseconds per parameter updated (default 0)");
 }
 
 }  // namespace
@@ -153,6 +262,7 @@ void add_plan_command(CLI::App& app) {
       "Also print another tool's estimate: deepspeed (its estimate_zero2/3_model_states_mem_needs, in GiB)");
   cmd->add_flag("--json", opts->json, "Print machine-readable JSON (all sizes in bytes) instead of tables");
   cmd->add_option("--chart", opts->chart, "Write an SVG chart: one replica's states and per-rank bars per stage and N");
+  add_predict_options(cmd, *opts);
   cmd->callback([opts] { run_plan(*opts); });
 }
 

@@ -3,12 +3,14 @@
 // the table and baseline lines it is shown with.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "bench/comm_bench.h"
 #include "bench/comm_bench_format.h"
 #include "bench/comm_bench_parse.h"
 #include "core/error.h"
+#include "plan/calibration.h"
 
 namespace zerodp::bench {
 namespace {
@@ -60,6 +62,20 @@ TEST(CommBench, TwoThreadRanksGiveOneRowPerCollectiveAndSize) {
   EXPECT_NE(table.find("# zerodp bench comm: backend thread, 2 ranks, fp16; baseline: none;"), std::string::npos);
   EXPECT_NE(table.find("\n# broadcast\n"), std::string::npos);
   EXPECT_TRUE(std::regex_search(table, std::regex("\n +4KiB +2048 +fp16 +[0-9.]+ +[0-9.]+ +[0-9.]+ +- +- ")));
+
+  // --json: what plan --calibrate-comm reads, row for row.
+  const plan::CommMeasurements m =
+      plan::comm_measurements_from_json(nlohmann::json::parse(format_comm_json(o, rows)), "test");
+  EXPECT_EQ(m.backend, "thread");
+  EXPECT_EQ(m.ranks, 2);
+  EXPECT_EQ(m.dtype, "fp16");
+  ASSERT_EQ(m.samples.size(), rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    EXPECT_EQ(m.samples[k].collective, rows[k].collective);
+    EXPECT_EQ(m.samples[k].bytes, rows[k].bytes);
+    EXPECT_EQ(m.samples[k].count, rows[k].count);
+    EXPECT_DOUBLE_EQ(m.samples[k].seconds, rows[k].seconds);
+  }
 }
 
 TEST(CommBench, BaselineLinesRoundTripAndMergeIntoTheTable) {

@@ -8,6 +8,7 @@
 #include "bench/model_bench.h"
 #include "bench/model_bench_format.h"
 #include "core/error.h"
+#include "plan/calibration.h"
 
 namespace zerodp::bench {
 namespace {
@@ -56,6 +57,12 @@ TEST(ModelBench, GptStepsGivePositiveTimesAndAProfile) {
   EXPECT_GT(j["positions_per_s"].get<double>(), 0);
   EXPECT_GT(j["seconds_per_step"]["forward"].get<double>(), 0);
   EXPECT_TRUE(j["kernels"].is_object());
+  // What plan --calibrate-model reads of it.
+  const plan::ModelMeasurement m = plan::model_measurement_from_json(j, "test");
+  EXPECT_EQ(m.num_params, r.num_params);
+  EXPECT_EQ(m.seq_len, 8);
+  EXPECT_DOUBLE_EQ(m.sgemm_flops, r.sgemm_gflops * 1e9);
+  EXPECT_NEAR(m.forward_s + m.backward_s, (r.forward_s + r.backward_s) / r.steps, 1e-12);
 }
 
 TEST(ModelBench, AnMlpCountsSamples) {

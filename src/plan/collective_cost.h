@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// The alpha-beta cost of one collective, as zerodp's comm layer runs it on
+// the flat layout (docs/comm.md, "Algorithms"): a reduce-scatter is one
+// all-to-all exchange of shards followed by a local sum, an all-gather one
+// exchange in which every rank sends its shard to every peer, an all-reduce
+// a reduce-scatter and then an all-gather (two exchanges). In one exchange
+// of a buffer of S bytes over N ranks, a rank sends its N - 1 shards of
+// S/N bytes at once; with g ranks on a host, G = g x model_parallel of them
+// sharing its link, the host's link carries per direction
+//     G (N - g) S / N  bytes,
+// and a rank sends (g - 1) S / N through shared memory to its own host.
+// The two go in parallel, so one exchange takes
+//     max(link.latency + G (N - g) S / N / link.bandwidth,
+//         local.latency + (g - 1) S / N / local.bandwidth),
+// each term present only when there are peers of that kind (N > g, g > 1).
+// The local sum of the reduce-scatter is not a term of its own: calibration
+// (plan/calibration.h) measures whole collectives, so it is inside the
+// fitted bandwidth.
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <cstdint>
+
+#include "plan/hardware.h"
+
+namespace zerodp::plan {
+
+enum class CollectiveOp { kReduceScatter, kAllGather, kAllReduce, kSmall };
+
+// Exchange steps of the collective: 1, 1, 2, and 1 for kSmall (a scalar or
+// small value every rank sends to every peer).
+int exchange_steps(CollectiveOp op);
+
+// Bytes one exchange of a buffer of `bytes` (S) puts on a host's link per
+// direction, and a rank's shared-memory bytes to its own host, for N ranks
+// of which `hw.ranks_per_host` share a host.
+double link_bytes_per_exchange(double bytes, int ranks, const Hardware& hw);
+double local_bytes_per_exchange(double bytes, int ranks, const Hardware& hw);
+
+// Seconds for the collective on a buffer of `bytes` over `ranks` ranks (0 at
+// one rank).
+double collective_seconds(CollectiveOp op, double bytes, int ranks, const Hardware& hw);
+
+// Bytes this rank sends (docs/comm.md's byte accounting, N dividing S).
+double sent_bytes(CollectiveOp op, double bytes, int ranks);
+
+}  // namespace zerodp::plan

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The machine a step-time prediction runs on (plan/step_time.h): how the
+// ranks sit on hosts, the two kinds of link between them as an alpha-beta
+// pair (latency per exchange step, bandwidth), the compute rate, the
+// optimizer's cost per parameter and how much of the overlappable
+// communication the machine really hides.
+//
+// Where the numbers come from, in the order they override each other:
+// defaults (none for the link and the GEMM rate: a prediction needs them),
+// a hardware JSON file (read_hardware_file; the format is in docs/plan.md,
+// "Step time"), measurements (plan/calibration.h), then flags.
+// Thread-safety: plain values; the functions are pure.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace zerodp::plan {
+
+// An alpha-beta link: one exchange step that moves `bytes` through it takes
+// latency_s + bytes / bandwidth.
+struct Link {
+  double latency_s = 0;
+  double bandwidth = 0;  // bytes per second, each direction
+  std::string source;    // "flag", "file", "bench comm ..." (for the report)
+
+  bool known() const { return bandwidth > 0; }
+};
+
+struct Hardware {
+  // Ranks of one data-parallel group on a host (the flat layout puts
+  // consecutive ranks on a host, as mpirun --map-by slot does).
+  int ranks_per_host = 1;
+  // GPUs (or CPU ranks) per data-parallel rank, Megatron-style model
+  // parallelism inside a host: each of them holds 1/model_parallel of every
+  // unit, computes 1/model_parallel of the FLOPs and runs its own
+  // data-parallel collectives on its slice, all of them through the host's
+  // link at once.
+  int model_parallel = 1;
+  Link link;                      // between hosts: the host's NIC, shared by all its ranks
+  Link local;                     // between ranks of one host (shared memory), per rank
+  double gemm_flops = 0;          // FLOP/s of one rank's GEMM
+  double model_efficiency = 1.0;  // the model's forward + backward rate / gemm_flops
+  double optimizer_s_per_param = 0;
+  // Of the communication the engine's schedule can overlap with compute,
+  // the fraction the machine really hides (1: all of it).
+  double overlap_efficiency = 1.0;
+  std::string compute_source;  // where gemm_flops and model_efficiency came from
+
+  double compute_flops() const { return gemm_flops * model_efficiency; }
+  // ConfigError naming the missing or impossible value and how to give it.
+  void validate() const;
+};
+
+// Reads the keys present in `j` into `hw` (others keep their values):
+// ranks_per_host, model_parallel, link {bandwidth_GBps, latency_us},
+// local {bandwidth_GBps, latency_us}, gemm_tflops, model_efficiency,
+// optimizer_ns_per_param, overlap_efficiency. InputFileError naming `what`
+// and the key for an unknown key, a wrong type or a value out of range.
+void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view what);
+
+// The file's JSON object applied to `hw`; InputFileError when it cannot be
+// read or parsed.
+void read_hardware_file(const std::filesystem::path& path, Hardware& hw);
+
+// A JSON file (a hardware file, a bench's --json output); InputFileError
+// naming `what` when it cannot be read or parsed.
+nlohmann::json read_json_file(const std::filesystem::path& path, std::string_view what);
+
+// A bandwidth as typed: "1Gbit", "800Gbit", "100Mbit" (bits per second) or
+// "12.5GB", "117MB" (bytes per second, 1e9 and 1e6); "/s" may follow.
+// Returns bytes per second; ConfigError naming `what` otherwise.
+double parse_bandwidth(std::string_view text, std::string_view what);
+
+// "50us", "1ms", "0.5s", "200ns" -> seconds; ConfigError otherwise.
+double parse_duration(std::string_view text, std::string_view what);
+
+// "100T", "45G", "3.2e13" -> FLOP/s (T = 1e12, G = 1e9, M = 1e6).
+double parse_flops(std::string_view text, std::string_view what);
+
+}  // namespace zerodp::plan

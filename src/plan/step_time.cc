@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plan/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "plan/collective_cost.h"
+
+namespace zerodp::plan {
+namespace {
+
+// zero::kMaxReductionsInFlight (plan may not include zero).
+constexpr size_t kMaxReductionsInFlight = 2;
+
+// The compute thread's clock and the comm thread's, which runs what is
+// submitted one task after another. With overlap off a task runs on the
+// compute thread at once.
+class Timeline {
+ public:
+  explicit Timeline(bool overlap) : overlap_(overlap) {}
+
+  // Returns when the task is done.
+  double submit(double seconds) {
+    comm_s_ += seconds;
+    if (!overlap_) return now_ += seconds;
+    comm_free_ = std::max(now_, comm_free_) + seconds;
+    return comm_free_;
+  }
+  // A collective the compute thread calls itself.
+  void call(double seconds) {
+    comm_s_ += seconds;
+    now_ += seconds;
+  }
+  void wait(double done) { now_ = std::max(now_, done); }
+  void compute(double seconds) { now_ += seconds; }
+  void drain() { now_ = std::max(now_, comm_free_); }
+  // engine.cc's limit_in_flight.
+  void limit_in_flight(double done) {
+    if (!overlap_) return;
+    in_flight_.push_back(done);
+    while (in_flight_.size() > kMaxReductionsInFlight) {
+      wait(in_flight_.front());
+      in_flight_.pop_front();
+    }
+  }
+  void clear_in_flight() { in_flight_.clear(); }
+
+  double now() const { return now_; }
+  double comm_seconds() const { return comm_s_; }
+
+ private:
+  bool overlap_;
+  double now_ = 0, comm_free_ = 0, comm_s_ = 0;
+  std::deque<double> in_flight_;
+};
+
+struct Op {
+  size_t unit = 0;
+  double forward_s = 0, backward_s = 0;
+};
+
+// The engine's schedule of one step, on one rank.
+class StepSimulation {
+ public:
+  StepSimulation(const GptShape& shape, const StepTimeRun& run, const Hardware& hw, bool overlap)
+      : run_(run), hw_(hw), traits_(traits(run.stage)), timeline_(overlap) {
+    const double slice = hw.model_parallel;
+    uint64_t offset = 0;
+    for (const GptShape::Unit& u : shape.units()) {
+      counts_.push_back(static_cast<double>(u.owned_params) / slice);
+      offsets_.push_back(static_cast<double>(offset) / slice);
+      offset += u.owned_params;
+    }
+    const double c = shape.channels, tokens = static_cast<double>(run.micro_batch) * run.seq_len;
+    const double rate = hw.compute_flops() * slice;
+    const double block_flops = (72.0 * c * c + 12.0 * run.seq_len * c) * tokens;
+    const double head_flops = 6.0 * shape.vocab * c * tokens;
+    const double recompute = run.checkpointing ? 1.0 / 3 : 0;
+    ops_.push_back({0, 0, 0});
+    for (int l = 0; l < shape.layers; ++l) {
+      ops_.push_back({static_cast<size_t>(1 + l), block_flops / 3 / rate, block_flops * (2.0 / 3 + recompute) / rate});
+    }
+    ops_.push_back({static_cast<size_t>(shape.layers + 1), 0, 0});
+    ops_.push_back({0, head_flops / 3 / rate, head_flops * 2 / 3 / rate});
+    last_backward_op_.assign(counts_.size(), -1);
+    for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) last_backward_op_[ops_[i].unit] = i;
+    flops_per_micro_ = (shape.layers * block_flops * (1 + recompute) + head_flops) / slice;
+  }
+
+  StepTime run() {
+    staging_.assign(counts_.size(), 0);
+    for (int micro = 0; micro < run_.grad_accum; ++micro) {
+      gathered_.assign(ops_.size(), std::nullopt);
+      for (int i = 0; i < static_cast<int>(ops_.size()); ++i) run_op(i, +1, micro);
+      for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) run_op(i, -1, micro);
+      flush_bucket();
+    }
+    apply_step();
+    StepTime t;
+    for (const Op& op : ops_) t.compute_s += (op.forward_s + op.backward_s) * run_.grad_accum;
+    t.optimizer_s = optimizer_s_;
+    t.comm_s = timeline_.comm_seconds();
+    t.scheduled_s = timeline_.now();
+    t.sent_bytes = sent_;
+    t.link_bytes = link_;
+    t.flops = flops_per_micro_ * run_.grad_accum;
+    t.collectives = collectives_;
+    return t;
+  }
+
+ private:
+  double bytes(double elements) const { return elements * static_cast<double>(run_.dtype.size()); }
+
+  double cost(CollectiveOp op, double buffer_bytes) {
+    ++collectives_;
+    sent_ += sent_bytes(op, buffer_bytes, run_.ranks);
+    link_ += exchange_steps(op) * (run_.ranks > 1 ? link_bytes_per_exchange(buffer_bytes, run_.ranks, hw_) : 0);
+    return collective_seconds(op, buffer_bytes, run_.ranks, hw_);
+  }
+
+  double gather(int op) { return timeline_.submit(cost(CollectiveOp::kAllGather, bytes(counts_[ops_[op].unit]))); }
+
+  // engine.cc's acquire, the model's forward or backward, release, and
+  // after a unit's last backward op its reduction.
+  void run_op(int i, int direction, int micro) {
+    if (traits_.gathers_on_acquire) {
+      if (!gathered_[i]) gathered_[i] = gather(i);
+      const int next = i + direction;
+      if (run_.prefetch && next >= 0 && next < static_cast<int>(ops_.size()) && !gathered_[next]) {
+        gathered_[next] = gather(next);
+      }
+      timeline_.wait(*gathered_[i]);
+    }
+    const Op& op = ops_[i];
+    timeline_.compute(direction > 0 ? op.forward_s : op.backward_s);
+    gathered_[i].reset();
+    if (direction < 0 && last_backward_op_[op.unit] == i) reduce_unit(op.unit, micro);
+  }
+
+  void reduce_unit(size_t unit, int micro) {
+    const double count = counts_[unit];
+    if (traits_.reduce == GradReduce::kAllReduce) {
+      const double start = offsets_[unit];
+      if (bucket_capacity_ > 0 && (start + count != bucket_lo_ || bucket_filled_ + count > bucket_capacity_)) {
+        flush_bucket();
+      }
+      if (bucket_capacity_ == 0) {
+        bucket_capacity_ = std::min(std::max(static_cast<double>(run_.bucket_elements), count), start + count);
+        bucket_filled_ = 0;
+      }
+      bucket_filled_ += count;
+      bucket_lo_ = start;
+      return;
+    }
+    // Stage 1 with accumulation stages into one buffer per unit: the
+    // previous micro-batch's reduce-scatter of it must have run.
+    if (!traits_.partitions_grads && run_.grad_accum > 1 && micro > 0) timeline_.wait(staging_[unit]);
+    staging_[unit] = timeline_.submit(cost(CollectiveOp::kReduceScatter, bytes(count)));
+    timeline_.limit_in_flight(staging_[unit]);
+  }
+
+  void flush_bucket() {
+    if (bucket_capacity_ == 0) return;
+    timeline_.limit_in_flight(timeline_.submit(cost(CollectiveOp::kAllReduce, bytes(bucket_filled_))));
+    bucket_capacity_ = 0;
+  }
+
+  void apply_step() {
+    timeline_.drain();
+    timeline_.clear_in_flight();
+    const double n = run_.ranks;
+    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * run_.grad_accum * n));  // the losses
+    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * n));                    // overflow flag
+    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * n));                    // norm
+    double updated = 0;
+    for (double count : counts_) updated += traits_.partitions_optimizer ? std::ceil(count / n) : count;
+    optimizer_s_ = updated * hw_.optimizer_s_per_param;
+    timeline_.compute(optimizer_s_);
+    if (traits_.refresh == ParamRefresh::kAllGather) {
+      for (double count : counts_) timeline_.submit(cost(CollectiveOp::kAllGather, bytes(count)));
+    }
+    timeline_.drain();
+  }
+
+  const StepTimeRun& run_;
+  const Hardware& hw_;
+  const StageTraits& traits_;
+  Timeline timeline_;
+  std::vector<double> counts_, offsets_;  // per unit, elements of this rank's slice
+  std::vector<Op> ops_;
+  std::vector<int> last_backward_op_;
+  std::vector<std::optional<double>> gathered_;  // per op: when its gather is done
+  std::vector<double> staging_;                  // per unit: when its last reduce-scatter is done
+  double bucket_capacity_ = 0, bucket_filled_ = 0, bucket_lo_ = 0;
+  double flops_per_micro_ = 0, optimizer_s_ = 0, sent_ = 0, link_ = 0;
+  int collectives_ = 0;
+};
+
+void check_run(const StepTimeRun& run, const Hardware& hw) {
+  ZDP_CHECK(run.ranks >= 1 && run.micro_batch >= 1 && run.seq_len >= 1 && run.grad_accum >= 1, ConfigError,
+            "[plan] --predict needs N, micro-batch, sequence length and grad-accum of at least 1 (got {}, {}, {}, {})",
+            run.ranks, run.micro_batch, run.seq_len, run.grad_accum);
+  hw.validate();
+  const int g = std::min(hw.ranks_per_host, run.ranks);
+  ZDP_CHECK(run.ranks <= g || hw.link.known(), ConfigError,
+            "[plan] --predict at {} ranks, {} per host, needs the link between hosts: give --link-bandwidth (e.g. "
+            "1Gbit), --calibrate-comm (zerodp bench comm --json across hosts) or link in --hardware",
+            run.ranks, hw.ranks_per_host);
+  ZDP_CHECK(g <= 1 || hw.local.known(), ConfigError,
+            "[plan] --predict with {} ranks on a host needs their shared-memory link: give --local-bandwidth, "
+            "--calibrate-comm (zerodp bench comm --json on one host) or local in --hardware",
+            g);
+}
+
+}  // namespace
+
+StepTime predict_step_time(const GptShape& shape, const StepTimeRun& run, const Hardware& hw) {
+  check_run(run, hw);
+  StepTime t = StepSimulation(shape, run, hw, /*overlap=*/true).run();
+  const StepTime serial = StepSimulation(shape, run, hw, /*overlap=*/false).run();
+  t.serial_s = serial.scheduled_s;
+  t.step_s = t.serial_s - hw.overlap_efficiency * (t.serial_s - t.scheduled_s);
+  return t;
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step time before the run (`zerodp plan --predict`): a GPT's training step
+// at a ZeRO stage on N ranks, from the machine's alpha-beta links
+// (plan/collective_cost.h), its compute rate and how much of the
+// overlappable communication it hides (plan/hardware.h).
+//
+// The step is simulated as zero::Engine runs it (src/zero/engine.cc), with
+// two clocks: the compute thread and the rank's comm thread, which runs the
+// collectives submitted to it one after another, in order.
+//   forward   op by op (embedding, blocks, final layernorm, the tied head);
+//             stage 3 gathers the op's unit before it runs and submits the
+//             gather of the next op's unit (prefetch)
+//   backward  in reverse, stage 3 gathering the same way; after a unit's last
+//             backward op its gradient is reduced on the comm thread: stage 0
+//             packs adjacent units into buckets of bucket_elements and
+//             all-reduces a full one, stages 1-3 reduce-scatter the unit; at
+//             most kMaxReductionsInFlight (2) reductions wait, so a lagging
+//             comm thread stalls the compute thread
+//   step      wait for the comm thread; the loss all-gather and two scalar
+//             all-reduces (overflow, norm) on the compute thread; the
+//             optimizer on the elements the rank updates (all of them at
+//             stage 0, its shards at stages 1-3); stages 1-2 all-gather
+//             every unit's parameters, and wait
+// An op's compute time is its training FLOPs at hw.compute_flops(); per
+// token a block costs 72C^2 + 12TC (forward a third, backward two thirds,
+// plus a forward again with activation checkpointing), the head 6VC, the
+// embedding and the final layernorm nothing: model::Gpt's
+// train_flops_per_position, op by op.
+//
+// serial (the engine with overlap off: every collective on the compute
+// thread) is compute + optimizer + every collective. The schedule with the
+// comm thread gives `scheduled`, what the engine could hide at best on this
+// machine; the prediction takes overlap_efficiency of that saving:
+//   step = serial - overlap_efficiency x (serial - scheduled).
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/stage.h"
+#include "plan/hardware.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+
+// What about a run decides its step time (besides the model and the machine).
+struct StepTimeRun {
+  Stage stage = Stage::k0;
+  int ranks = 1;  // N, data-parallel ranks
+  Dtype dtype = Dtype::bf16();
+  int micro_batch = 1;  // B per rank
+  int seq_len = 1;      // T
+  int grad_accum = 1;
+  bool checkpointing = false;
+  bool prefetch = true;                 // zero::EngineConfig::prefetch
+  uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)
+};
+
+struct StepTime {
+  double compute_s = 0;    // forward + backward of every micro-batch
+  double optimizer_s = 0;  // the optimizer on the elements this rank updates
+  double comm_s = 0;       // every collective of the step, one after another
+  double scheduled_s = 0;  // the engine's schedule with the comm thread, all it can overlap hidden
+  double serial_s = 0;     // compute + optimizer + comm (overlap off)
+  double step_s = 0;       // the prediction (overlap on)
+  double sent_bytes = 0;   // per rank per step
+  double link_bytes = 0;   // on a host's link per direction per step
+  double flops = 0;        // model FLOPs per rank (per GPU with model parallelism) per step
+  int collectives = 0;     // calls per step, the small ones included
+
+  double hidden_fraction() const { return comm_s > 0 ? (serial_s - step_s) / comm_s : 0; }
+  // Achieved model FLOP/s per rank (per GPU).
+  double flops_per_s() const { return step_s > 0 ? flops / step_s : 0; }
+};
+
+// ConfigError when the machine lacks a link the run needs (the link between
+// hosts when N > ranks_per_host, the local one when ranks share a host) or
+// the run is impossible (N < 1, B < 1, T < 1, grad_accum < 1).
+StepTime predict_step_time(const GptShape& shape, const StepTimeRun& run, const Hardware& hw);
+
+}  // namespace zerodp::plan

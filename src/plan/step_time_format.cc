@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plan/step_time_format.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <utility>
+
+#include "plan/quantity.h"
+
+namespace zerodp::plan {
+namespace {
+
+std::string describe_link(const Link& link) {
+  if (!link.known()) return "not given";
+  return fmt::format("{} GB/s each way ({} Gbit/s), latency {} us per exchange step  [{}]",
+                     format_significant(link.bandwidth / 1e9), format_significant(link.bandwidth * 8 / 1e9),
+                     format_significant(link.latency_s * 1e6), link.source);
+}
+
+double tokens_per_step(const StepTimeRun& run) {
+  return static_cast<double>(run.ranks) * run.micro_batch * run.seq_len * run.grad_accum;
+}
+
+}  // namespace
+
+StepTimePrediction predict_step_times(const GptShape& shape, std::string model_name, const StepTimeRun& base,
+                                      const std::vector<int>& ranks, const Hardware& hw) {
+  StepTimePrediction p{.model_name = std::move(model_name), .hardware = hw, .rows = {}};
+  for (int n : ranks) {
+    for (const StageTraits& t : kStageTable) {
+      StepTimeRun run = base;
+      run.ranks = n;
+      run.stage = t.stage;
+      p.rows.push_back({run, predict_step_time(shape, run, hw)});
+    }
+  }
+  return p;
+}
+
+std::string format_step_time_text(const StepTimePrediction& p) {
+  std::string out;
+  auto add = std::back_inserter(out);
+  const Hardware& hw = p.hardware;
+  if (p.rows.empty()) return out;
+  const StepTimeRun& r0 = p.rows.front().run;
+  fmt::format_to(add, "\nStep time (--predict): {}, {}, micro-batch {} x {} tokens per rank, grad-accum {}{}\n",
+                 p.model_name, r0.dtype.name(), r0.micro_batch, r0.seq_len, r0.grad_accum,
+                 r0.checkpointing ? ", activation checkpointing" : "");
+  fmt::format_to(add, "  layout              {} rank(s) of a data-parallel group per host{}\n", hw.ranks_per_host,
+                 hw.model_parallel > 1
+                     ? fmt::format(", model parallel {} inside a host (each of its GPUs holds 1/{} of the model)",
+                                   hw.model_parallel, hw.model_parallel)
+                     : "");
+  fmt::format_to(add, "  link between hosts  {}\n", describe_link(hw.link));
+  fmt::format_to(add, "  shared memory       {}\n", describe_link(hw.local));
+  fmt::format_to(add, "  compute             {} GFLOP/s GEMM x {} model efficiency = {} GFLOP/s per {}  [{}]\n",
+                 format_significant(hw.gemm_flops / 1e9), format_significant(hw.model_efficiency, 3),
+                 format_significant(hw.compute_flops() / 1e9), hw.model_parallel > 1 ? "GPU" : "rank",
+                 hw.compute_source.empty() ? "flags" : hw.compute_source);
+  fmt::format_to(add, "  optimizer           {} ns per parameter updated\n",
+                 format_significant(hw.optimizer_s_per_param * 1e9, 3));
+  fmt::format_to(add, "  overlap efficiency  {} of what the engine's schedule can hide\n",
+                 format_significant(hw.overlap_efficiency, 3));
+  fmt::format_to(add,
+                 "  serial = compute + optimizer + comm (overlap off); scheduled = the engine's schedule with its comm "
+                 "thread;\n  step = serial - overlap efficiency x (serial - scheduled); hidden = (serial - step) / "
+                 "comm\n");
+  int last_n = -1;
+  for (const StepTimeRow& row : p.rows) {
+    const StepTime& t = row.time;
+    if (row.run.ranks != last_n) {
+      last_n = row.run.ranks;
+      fmt::format_to(add, "\nN = {}\n{:<6}{:>11}{:>10}{:>10}{:>10}{:>12}{:>10}{:>8}{:>12}{:>12}{:>13}{:>14}\n", last_n,
+                     "stage", "compute s", "optim s", "comm s", "serial s", "scheduled s", "step s", "hidden",
+                     "sent MB", "link MB", "tokens/s", "TFLOP/s/rank");
+    }
+    fmt::format_to(
+        add,
+        "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
+        static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, t.comm_s, t.serial_s, t.scheduled_s, t.step_s,
+        100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6, tokens_per_step(row.run) / t.step_s,
+        t.flops_per_s() / 1e12);
+  }
+  return out;
+}
+
+nlohmann::json step_time_to_json(const StepTimePrediction& p) {
+  using nlohmann::json;
+  const Hardware& hw = p.hardware;
+  const auto link = [](const Link& l) {
+    return json{{"bandwidth_GBps", l.bandwidth / 1e9}, {"latency_us", l.latency_s * 1e6}, {"source", l.source}};
+  };
+  json j;
+  j["hardware"] = {{"ranks_per_host", hw.ranks_per_host},
+                   {"model_parallel", hw.model_parallel},
+                   {"link", link(hw.link)},
+                   {"local", link(hw.local)},
+                   {"gemm_tflops", hw.gemm_flops / 1e12},
+                   {"model_efficiency", hw.model_efficiency},
+                   {"optimizer_ns_per_param", hw.optimizer_s_per_param * 1e9},
+                   {"overlap_efficiency", hw.overlap_efficiency},
+                   {"compute_source", hw.compute_source}};
+  json rows = json::array();
+  for (const StepTimeRow& row : p.rows) {
+    const StepTime& t = row.time;
+    rows.push_back({{"ranks", row.run.ranks},
+                    {"stage", static_cast<int>(row.run.stage)},
+                    {"micro_batch", row.run.micro_batch},
+                    {"seq_len", row.run.seq_len},
+                    {"grad_accum", row.run.grad_accum},
+                    {"compute_s", t.compute_s},
+                    {"optimizer_s", t.optimizer_s},
+                    {"comm_s", t.comm_s},
+                    {"serial_s", t.serial_s},
+                    {"scheduled_s", t.scheduled_s},
+                    {"step_s", t.step_s},
+                    {"hidden_fraction", t.hidden_fraction()},
+                    {"sent_bytes", t.sent_bytes},
+                    {"link_bytes", t.link_bytes},
+                    {"collectives", t.collectives},
+                    {"flops_per_rank", t.flops},
+                    {"tokens_per_s", tokens_per_step(row.run) / t.step_s},
+                    {"tflops_per_rank", t.flops_per_s() / 1e12}});
+  }
+  j["rows"] = rows;
+  return j;
+}
+
+}  // namespace zerodp::plan

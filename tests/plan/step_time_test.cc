@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// The step-time model's arithmetic against hand-computed values: the
+// alpha-beta cost of each collective, the engine's schedule of a tiny GPT at
+// stages 0, 2 and 3 (every event worked out by hand in the comments), and
+// overlap efficiency's interpolation.
+#include "plan/step_time.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "plan/collective_cost.h"
+
+namespace zerodp::plan {
+namespace {
+
+// 1 MB/s each way, no latency, one rank per host: an exchange of S bytes
+// over 2 ranks takes S/2 microseconds.
+Hardware slow_link() {
+  Hardware hw;
+  hw.link = {.latency_s = 0, .bandwidth = 1e6, .source = "test"};
+  hw.gemm_flops = 1e6;
+  hw.optimizer_s_per_param = 1e-6;
+  return hw;
+}
+
+// L 1, C 4, V 8, T 2: units embedding 8*4 + 2*4 = 40, block 12*16 + 13*4 =
+// 244, final layernorm 8 (Φ 292; flat offsets 0, 40, 284).
+GptShape tiny() { return {.layers = 1, .heads = 1, .channels = 4, .vocab = 8, .context = 2}; }
+
+StepTimeRun tiny_run(Stage stage) {
+  return {.stage = stage, .ranks = 2, .dtype = Dtype::fp32(), .micro_batch = 1, .seq_len = 2};
+}
+
+TEST(CollectiveCost, FlatLayoutOneRankPerHost) {
+  Hardware hw = slow_link();
+  hw.link.latency_s = 1e-4;
+  hw.link.bandwidth = 1e8;
+  // N = 2: each rank sends S/2 over the link, one exchange (two for all-reduce).
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::kReduceScatter, 1e6, 2, hw), 1e-4 + 5e5 / 1e8);
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::kAllGather, 1e6, 2, hw), 1e-4 + 5e5 / 1e8);
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::kAllReduce, 1e6, 2, hw), 2 * (1e-4 + 5e5 / 1e8));
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::kAllGather, 1e6, 1, hw), 0);
+  EXPECT_DOUBLE_EQ(sent_bytes(CollectiveOp::kAllReduce, 1e6, 4), 1.5e6);
+}
+
+TEST(CollectiveCost, RanksSharingAHostShareItsLink) {
+  Hardware hw = slow_link();
+  hw.ranks_per_host = 2;
+  hw.link = {.latency_s = 1e-4, .bandwidth = 1e8, .source = ""};
+  hw.local = {.latency_s = 1e-6, .bandwidth = 1e9, .source = ""};
+  // N = 4, 2 per host: the link carries 2 ranks x 2 remote peers x S/4 = S
+  // each way; shared memory 1 x S/4 per rank, in parallel (the smaller).
+  EXPECT_DOUBLE_EQ(link_bytes_per_exchange(1e6, 4, hw), 1e6);
+  EXPECT_DOUBLE_EQ(local_bytes_per_exchange(1e6, 4, hw), 2.5e5);
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::kAllGather, 1e6, 4, hw), 1e-4 + 1e6 / 1e8);
+  // All 4 on one host: shared memory alone, 3 x S/4 per rank.
+  hw.ranks_per_host = 4;
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::kAllGather, 1e6, 4, hw), 1e-6 + 7.5e5 / 1e9);
+}
+
+TEST(CollectiveCost, ModelParallelGpusShareTheHostLink) {
+  Hardware hw = slow_link();
+  hw.model_parallel = 16;
+  // 25 data-parallel ranks, one per host; 16 GPUs per host each exchange
+  // their slice's S/25 with 24 remote peers.
+  EXPECT_DOUBLE_EQ(link_bytes_per_exchange(25e6, 25, hw), 16.0 * 24 * 1e6);
+}
+
+TEST(StepTime, Stage2OnTwoRanksByHand) {
+  const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k2), slow_link());
+  // Compute: 2 tokens x (block 72*16 + 12*2*4 = 1248, head 6*8*4 = 192)
+  // = 2880 FLOPs at 1 MFLOP/s.
+  EXPECT_NEAR(t.compute_s, 2.88e-3, 1e-12);
+  // Optimizer on the owned shards: 20 + 122 + 4 = 146 elements at 1 us.
+  EXPECT_NEAR(t.optimizer_s, 1.46e-4, 1e-12);
+  // Reduce-scatter and all-gather of every unit: 292 x 4 B / 2 us each, and
+  // three 16-byte collectives (losses, overflow, norm) of 8 us.
+  EXPECT_NEAR(t.comm_s, 2 * 5.84e-4 + 3 * 8e-6, 1e-12);
+  EXPECT_NEAR(t.serial_s, 2.88e-3 + 1.46e-4 + 1.192e-3, 1e-12);
+  // The schedule: forward 0.96 ms; head backward to 1.216 ms; the final
+  // layernorm's reduce-scatter (16 us) runs during the block's backward
+  // (to 2.88 ms); the block's (488 us) and the embedding's (80 us) after it,
+  // to 3.448 ms; then the small collectives, the optimizer and the
+  // all-gathers: 3.448 + 0.024 + 0.146 + 0.584 = 4.202 ms.
+  EXPECT_NEAR(t.scheduled_s, 4.202e-3, 1e-12);
+  EXPECT_NEAR(t.step_s, 4.202e-3, 1e-12);
+  EXPECT_NEAR(t.hidden_fraction(), 1.6e-5 / t.comm_s, 1e-9);
+  EXPECT_NEAR(t.sent_bytes, 2 * 584 + 3 * 8, 1e-9);
+  EXPECT_EQ(t.collectives, 3 + 3 + 3);
+}
+
+TEST(StepTime, Stage0OneBucketHidesNothing) {
+  const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k0), slow_link());
+  // One bucket of all 292 elements, all-reduced after backward: 2 x 584 us.
+  EXPECT_NEAR(t.comm_s, 1.168e-3 + 2.4e-5, 1e-12);
+  EXPECT_NEAR(t.optimizer_s, 2.92e-4, 1e-12);  // every element
+  EXPECT_NEAR(t.serial_s, 2.88e-3 + 2.92e-4 + 1.192e-3, 1e-12);
+  EXPECT_NEAR(t.scheduled_s, t.serial_s, 1e-12);
+  EXPECT_EQ(t.collectives, 1 + 3);
+}
+
+TEST(StepTime, Stage3PrefetchByHand) {
+  const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k3), slow_link());
+  // Gathers: embedding 80 us, block 488 us, final layernorm 16 us; ops
+  // embedding, block, final, head (the embedding again), in both passes.
+  EXPECT_NEAR(t.comm_s, 2 * (80 + 488 + 16 + 80) * 1e-6 + 584e-6 + 24e-6, 1e-12);
+  EXPECT_NEAR(t.serial_s, 2.88e-3 + 1.46e-4 + 1.936e-3, 1e-12);
+  // Forward: gather 0 (to 80 us) and prefetch 1 (to 568 us); the block runs
+  // 568..1400 us while 2 is gathered; 3's gather waits for the comm thread
+  // to be asked (1400..1480 us), the head runs to 1608 us. Backward: the
+  // head's unit is gathered again (to 1688 us), prefetching 2 (to 1704);
+  // the head runs to 1944 us; op 2 prefetches 1 (1944..2432), reduces unit
+  // 2 (2432..2448) and prefetches 0 (2448..2528); the block runs
+  // 2432..4096 us; unit 1's reduce-scatter 4096..4584, unit 0's to 4664;
+  // then 24 us of small collectives and 146 us of optimizer: 4834 us.
+  EXPECT_NEAR(t.scheduled_s, 4.834e-3, 1e-12);
+  // (3Φ + 2 x embedding) x 4 B x (N-1)/N, and the small ones.
+  EXPECT_NEAR(t.sent_bytes, (3 * 292 + 2 * 40) * 4 / 2.0 + 24, 1e-9);
+}
+
+TEST(StepTime, OverlapEfficiencyInterpolates) {
+  Hardware hw = slow_link();
+  hw.overlap_efficiency = 0.25;
+  const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k3), hw);
+  EXPECT_NEAR(t.step_s, 4.962e-3 - 0.25 * (4.962e-3 - 4.834e-3), 1e-12);
+  hw.overlap_efficiency = 0;
+  EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k3), hw).step_s, 4.962e-3, 1e-12);
+}
+
+TEST(StepTime, ModelParallelDividesComputeAndBytes) {
+  Hardware hw = slow_link();
+  const StepTime one = predict_step_time(tiny(), tiny_run(Stage::k2), hw);
+  hw.model_parallel = 2;
+  hw.link.bandwidth *= 2;  // two GPUs share the host's link
+  const StepTime two = predict_step_time(tiny(), tiny_run(Stage::k2), hw);
+  EXPECT_NEAR(two.compute_s, one.compute_s / 2, 1e-12);
+  EXPECT_NEAR(two.flops, one.flops / 2, 1e-9);
+}
+
+TEST(StepTime, RefusesAMachineWithoutTheLinkItNeeds) {
+  Hardware hw = slow_link();
+  hw.link = {};
+  EXPECT_THROW(predict_step_time(tiny(), tiny_run(Stage::k0), hw), ConfigError);
+  hw = slow_link();
+  hw.ranks_per_host = 2;  // both ranks on one host: shared memory needed
+  EXPECT_THROW(predict_step_time(tiny(), tiny_run(Stage::k0), hw), ConfigError);
+  hw = slow_link();
+  hw.gemm_flops = 0;
+  EXPECT_THROW(predict_step_time(tiny(), tiny_run(Stage::k0), hw), ConfigError);
+  StepTimeRun run = tiny_run(Stage::k0);
+  run.micro_batch = 0;
+  EXPECT_THROW(predict_step_time(tiny(), run, slow_link()), ConfigError);
+}
+
+}  // namespace
+}  // namespace zerodp::plan
