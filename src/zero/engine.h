@@ -163,6 +163,9 @@ class Engine {
   // order (micro * N + rank, the sampler's), pairwise summed, over their count.
   double step_loss(const std::vector<double>& local_losses);
   StepResult apply_step(const std::vector<double>& local_losses);
+  // 8-bit Adam: every rank's optimizers get the maxima of the quantization
+  // blocks their shards share with other ranks (a no-op otherwise). Collective.
+  void share_block_maxima(float coefficient);
   void fill_params(const ParamSource& source);
   // Every parameter into `full` (flat, fp32) when it is not empty; the other
   // ranks of a stage-3 gather pass an empty span and only take part.
