@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "optim/adam.h"
+
 namespace zerodp::optim {
 namespace {
 
@@ -48,26 +50,12 @@ Adam8bit::Adam8bit(const AdamConfig& config, size_t shard_size, ShardOptions opt
 void Adam8bit::share_block_end_maxima(const BlockEndMaxima& combined) { shared_ = combined; }
 
 void Adam8bit::begin_step(double lr, float grad_scale) {
-  const double t = static_cast<double>(step_count());
-  kernels::AdamScalars& s = scalars_;
-  s.grad_scale = grad_scale;
-  s.decay_factor = static_cast<float>(1.0 - lr * config_.weight_decay);
-  s.beta1 = static_cast<float>(config_.beta1);
-  s.one_minus_beta1 = static_cast<float>(1.0 - config_.beta1);
-  s.beta2 = static_cast<float>(config_.beta2);
-  s.one_minus_beta2 = static_cast<float>(1.0 - config_.beta2);
-  s.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
-  s.eps = static_cast<float>(config_.eps);
-  s.neg_step_size = static_cast<float>(-(lr / (1.0 - std::pow(config_.beta1, t))));
+  scalars_ = adam_scalars(config_, step_count(), lr, grad_scale);
 }
 
 std::array<float, 2> Adam8bit::partial_block_maxima(const float* grads, size_t begin, size_t count, float grad_scale) {
-  kernels::AdamScalars s = scalars_;
-  s.grad_scale = grad_scale;
-  s.beta1 = static_cast<float>(config_.beta1);
-  s.one_minus_beta1 = static_cast<float>(1.0 - config_.beta1);
-  s.beta2 = static_cast<float>(config_.beta2);
-  s.one_minus_beta2 = static_cast<float>(1.0 - config_.beta2);
+  // The moments need only the betas and the grad scale (no step count, no lr).
+  const kernels::AdamScalars s = adam_scalars(config_, 1, 0.0, grad_scale);
   const size_t block = (unit_offset() + begin) / quant8::kBlockSize - blocks_.first;
   const float old_m = state_data(2)[block], old_v = state_data(3)[block];
   const uint8_t* qm = state_codes(0) + begin;

@@ -148,6 +148,19 @@ struct Case {
   uint64_t bucket_elements;  // stage 0: small enough to pack several units and to flush
 };
 
+// One case's run at (stage, N, dtype, optimizer).
+RunShape run_shape(const Case& c, Stage stage, int n, Dtype dt, const optim::OptimizerConfig& optimizer = {}) {
+  RunShape run;
+  run.stage = stage;
+  run.ranks = n;
+  run.dtype = dt;
+  run.optimizer = optimizer;
+  run.micro_batch = c.micro_batch;
+  run.seq_len = c.seq_len;
+  run.bucket_elements = c.bucket_elements;
+  return run;
+}
+
 std::vector<Case> cases() {
   return {{model::model_preset("gpt-tiny"), 2, 16, 250'000},
           {odd_gpt(), 3, 11, 3000},
@@ -160,13 +173,7 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
     for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
       for (Stage stage : kAllStages) {
         for (int n = 1; n <= 4; ++n) {
-          RunShape run;
-          run.stage = stage;
-          run.ranks = n;
-          run.dtype = dt;
-          run.micro_batch = c.micro_batch;
-          run.seq_len = c.seq_len;
-          run.bucket_elements = c.bucket_elements;
+          RunShape run = run_shape(c, stage, n, dt);
           expect_ledger_matches(c.model, run, /*overlap=*/false);
           run.consolidated_copy = true;
           expect_ledger_matches(c.model, run, /*overlap=*/false);
@@ -225,14 +232,7 @@ TEST(PlanVsLedger, LionAndSgdMomentumEveryStageRankCountAndPrecision) {
       for (Dtype dt : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
         for (Stage stage : kAllStages) {
           for (int n = 1; n <= 4; ++n) {
-            RunShape run;
-            run.stage = stage;
-            run.ranks = n;
-            run.dtype = dt;
-            run.optimizer = optimizer;
-            run.micro_batch = c.micro_batch;
-            run.seq_len = c.seq_len;
-            run.bucket_elements = c.bucket_elements;
+            const RunShape run = run_shape(c, stage, n, dt, optimizer);
             expect_ledger_matches(c.model, run, /*overlap=*/false);
             const RankPrediction p = predict_rank(c.model, run);
             EXPECT_GT(p.adam_m, 0u);  // the momentum is there, and nothing in adam_v
@@ -256,14 +256,7 @@ TEST(PlanVsLedger, Adam8bitEveryStageRankCountAndPrecision) {
       for (Stage stage : kAllStages) {
         for (int n = 1; n <= 4; ++n) {
           if (c.model.name == "gpt-tiny" && dt == Dtype::fp16()) continue;  // the largest case: two dtypes suffice
-          RunShape run;
-          run.stage = stage;
-          run.ranks = n;
-          run.dtype = dt;
-          run.optimizer = optimizer;
-          run.micro_batch = c.micro_batch;
-          run.seq_len = c.seq_len;
-          run.bucket_elements = c.bucket_elements;
+          const RunShape run = run_shape(c, stage, n, dt, optimizer);
           expect_ledger_matches(c.model, run, /*overlap=*/false);
           const RankPrediction p = predict_rank(c.model, run);
           EXPECT_EQ(p.adam_m, p.adam_v);

@@ -87,13 +87,9 @@ TEST(Consolidate, MlpTensorsByLayer) {
   EXPECT_TRUE(bitwise_equal(all, master));
 }
 
-// Lion's and SGD's checkpoints consolidate their one optimizer tensor each:
-// --optimizer-states writes exp_avg.safetensors for Lion (its momentum, under
-// lion-pytorch's and DeepSpeed's name) and momentum_buffer.safetensors for
-// SGD with momentum (PyTorch's name), and nothing for a second moment.
-void expect_one_state_file(const zero::EngineConfig& config, const std::string& state_name) {
-  SCOPED_TRACE(state_name);
-  TempDir dir;
+// Two steps of the small MLP on 3 ranks with `config`, saved to `path`: the
+// state as saved.
+FullState save_trained_mlp(const zero::EngineConfig& config, const std::string& path) {
   const model::Mlp mlp(small_mlp());
   FullState state;
   std::mutex mu;
@@ -102,8 +98,19 @@ void expect_one_state_file(const zero::EngineConfig& config, const std::string& 
     std::vector<double> losses;
     train_steps(engine, kMicro, 2, losses);
     collect_state(engine, state, mu);
-    save(engine, dir / "ckpt");
+    save(engine, path);
   });
+  return state;
+}
+
+// Lion's and SGD's checkpoints consolidate their one optimizer tensor each:
+// --optimizer-states writes exp_avg.safetensors for Lion (its momentum, under
+// lion-pytorch's and DeepSpeed's name) and momentum_buffer.safetensors for
+// SGD with momentum (PyTorch's name), and nothing for a second moment.
+void expect_one_state_file(const zero::EngineConfig& config, const std::string& state_name) {
+  SCOPED_TRACE(state_name);
+  TempDir dir;
+  const FullState state = save_trained_mlp(config, dir / "ckpt");
   ASSERT_EQ(state.tensors.size(), 2u);  // master and the state
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   EXPECT_EQ(r.files.size(), 2u);
@@ -132,16 +139,7 @@ TEST(Consolidate, LionAndSgdMomentumWriteTheirOneStateTensor) {
 // optimizer's own float product; the codes and scales get no files.
 TEST(Consolidate, Adam8bitWritesItsMomentsDequantized) {
   TempDir dir;
-  const model::Mlp mlp(small_mlp());
-  FullState state;
-  std::mutex mu;
-  zerodp::testing::run_on_ranks(3, [&](comm::Communicator& comm) {
-    zero::Engine engine(mlp, comm, adam8bit_config(3, Dtype::bf16()), kSeed, kMicro, 1);
-    std::vector<double> losses;
-    train_steps(engine, kMicro, 2, losses);
-    collect_state(engine, state, mu);
-    save(engine, dir / "ckpt");
-  });
+  const FullState state = save_trained_mlp(adam8bit_config(3, Dtype::bf16()), dir / "ckpt");
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   EXPECT_EQ(r.files.size(), 3u);
   EXPECT_FALSE(fs::exists(dir / "out/exp_avg_q8.safetensors"));

@@ -49,6 +49,32 @@ void expect_same_bits(const RunResult& a, const RunResult& b, const std::string&
       << what << ": parameters differ";
 }
 
+// Four steps over a fixed global batch of 8 micro-batches of 2 samples on n
+// ranks (8 / n micro-batches each, config's grad_accum overridden): rank 0's
+// losses and the final weights.
+RunResult train_global_batch(const model::Mlp& mlp, EngineConfig c, int n) {
+  constexpr int kMicroBatches = 8;
+  constexpr int kSamples = 2;
+  c.grad_accum = kMicroBatches / n;
+  RunResult r;
+  comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+    Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
+    int64_t step = 0;
+    const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
+    for (step = 0; step < 4; ++step) {
+      const double loss = engine.train_step(feed).loss;
+      if (comm.rank() == 0) r.losses.push_back(loss);
+    }
+    auto master = engine.gather_master_params();
+    auto params = engine.gather_params();
+    if (comm.rank() == 0) {
+      r.master = std::move(master);
+      r.params = std::move(params);
+    }
+  });
+  return r;
+}
+
 class StageEquivalence : public ::testing::TestWithParam<std::tuple<Dtype::Kind, int>> {};
 
 TEST_P(StageEquivalence, EveryStageGivesTheSameBits) {
@@ -137,31 +163,13 @@ TEST(Engine, Adam8bitSharedBlocksGiveTheSameBitsAtEveryStage) {
 }
 
 TEST(Engine, Adam8bitEveryPowerOfTwoRankCountGivesTheSameBits) {
-  constexpr int kMicroBatches = 8;
-  constexpr int kSamples = 2;
   const model::Mlp mlp(wide_mlp());
   std::optional<RunResult> first;
   for (int stage : {0, 1, 3}) {
     for (int n : {1, 2, 4, 8}) {
       EngineConfig c = optimizer_config("adam8bit", stage, Dtype::fp32());
       c.clip_norm = 0.0;  // a clipped step's norm is summed over N's shards (engine.h)
-      c.grad_accum = kMicroBatches / n;
-      RunResult r;
-      comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
-        Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
-        int64_t step = 0;
-        const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
-        for (step = 0; step < 4; ++step) {
-          const double loss = engine.train_step(feed).loss;
-          if (comm.rank() == 0) r.losses.push_back(loss);
-        }
-        auto master = engine.gather_master_params();
-        auto params = engine.gather_params();
-        if (comm.rank() == 0) {
-          r.master = std::move(master);
-          r.params = std::move(params);
-        }
-      });
+      const RunResult r = train_global_batch(mlp, c, n);
       if (!first) {
         first = r;
       } else {
@@ -385,34 +393,15 @@ TEST(Engine, LionLossFallsAtEveryStage) {
 // every stage gives the same bits at every such N (fp32, no clipping:
 // zero/engine.h).
 TEST(Engine, EveryPowerOfTwoRankCountGivesTheSameBitsAtAFixedGlobalBatch) {
-  constexpr int kMicroBatches = 8;
-  constexpr int kSamples = 2;
   const model::Mlp mlp(testing::small_mlp());
   for (int stage = 0; stage <= 3; ++stage) {
     std::optional<RunResult> first;
     for (int n : {1, 2, 4, 8}) {
-      EngineConfig c = config_for(stage, Dtype::fp32());
-      c.grad_accum = kMicroBatches / n;
-      RunResult r;
-      comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
-        Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
-        int64_t step = 0;
-        const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
-        for (step = 0; step < 4; ++step) {
-          const double loss = engine.train_step(feed).loss;
-          if (comm.rank() == 0) r.losses.push_back(loss);
-        }
-        auto master = engine.gather_master_params();
-        auto params = engine.gather_params();
-        if (comm.rank() == 0) {
-          r.master = std::move(master);
-          r.params = std::move(params);
-        }
-      });
+      const RunResult r = train_global_batch(mlp, config_for(stage, Dtype::fp32()), n);
       if (!first) {
         first = r;
       } else {
-        expect_same_bits(*first, r, fmt::format("stage {}, {} ranks x {} micro-batches", stage, n, c.grad_accum));
+        expect_same_bits(*first, r, fmt::format("stage {}, {} ranks x {} micro-batches", stage, n, 8 / n));
       }
     }
   }
