@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -170,8 +171,9 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
 
   const std::vector<StateTensorView> views = state.state_tensors();
   const std::vector<std::string> tensors = tensor_names(views, record.units.size());
-  std::vector<TensorLayout> layouts;
-  for (const std::string& t : tensors) layouts.push_back(tensor_layout(t));
+  std::vector<TensorLayout> layouts(tensors.size());
+  std::transform(tensors.begin(), tensors.end(), layouts.begin(),
+                 [](const std::string& t) { return tensor_layout(t); });
   std::vector<size_t> unit_counts;
   for (const auto& u : record.units) unit_counts.push_back(u.count);
 

@@ -342,14 +342,12 @@ Optimizer::BlockEndMaxima combine_block_end_maxima(std::span<const ElementRange>
   for (size_t q = 0; q < shards.size(); ++q) {
     if (shards[q].count == 0) continue;
     const quant8::BlockRange theirs = quant8::blocks_touched(shards[q].offset, shards[q].count);
-    const size_t ends[2] = {theirs.first, theirs.first + theirs.count - 1};
-    for (int e = 0; e < 2; ++e) {
-      for (int moment = 0; moment < 2; ++moment) {
-        const float value = partials[q][static_cast<size_t>(2 * e + moment)];
-        if (ends[e] == my_first) out[static_cast<size_t>(moment)] = std::max(out[static_cast<size_t>(moment)], value);
-        if (ends[e] == my_last) {
-          out[static_cast<size_t>(2 + moment)] = std::max(out[static_cast<size_t>(2 + moment)], value);
-        }
+    const std::array<size_t, 2> ends = {theirs.first, theirs.first + theirs.count - 1};
+    for (size_t e = 0; e < 2; ++e) {
+      for (size_t moment = 0; moment < 2; ++moment) {
+        const float value = partials[q][2 * e + moment];
+        if (ends[e] == my_first) out[moment] = std::max(out[moment], value);
+        if (ends[e] == my_last) out[2 + moment] = std::max(out[2 + moment], value);
       }
     }
   }

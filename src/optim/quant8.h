@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -26,10 +27,14 @@ inline constexpr size_t kBlockSize = 2048;
 
 // A dynamic map: the 256 codes, ascending, and the 255 midpoints between
 // neighbours (in float: (code[k] + code[k+1]) / 2, exact in double then
-// rounded once).
+// rounded once). `first` speeds the search up: for the floats whose top 16
+// bits are i, every answer is at least first[i] (the answer for the
+// smallest of them), and at most one or two codes above it.
+inline constexpr int kIndexBits = 16;
 struct DynamicMap {
   std::array<float, 256> code;
   std::array<float, 255> mid;
+  std::array<uint8_t, size_t{1} << kIndexBits> first;
   uint8_t zero;    // the index of the code 0.0
   bool is_signed;  // signed map: the quantizer keeps the value's sign (below)
 };
@@ -42,9 +47,10 @@ const DynamicMap& unsigned_map();  // Adam's second moment
 // differs from x's (a small negative value nearest to 0), the code one step
 // further towards x's sign, so a moment never loses its sign. REQUIRES x not NaN.
 inline uint8_t quantize(const DynamicMap& map, float x) {
-  // Branch-free binary search for the number of midpoints below x.
-  unsigned q = 0;
-  for (unsigned step = 128; step > 0; step >>= 1) q += (x > map.mid[q + step - 1]) ? step : 0;
+  // The number of midpoints below x, counted up from first[] (the same
+  // answer as a binary search over all of them: the midpoints are sorted).
+  unsigned q = map.first[std::bit_cast<uint32_t>(x) >> (32 - kIndexBits)];
+  while (q < 255 && x > map.mid[q]) ++q;
   if (map.is_signed) {
     const bool x_negative = std::signbit(x);
     if (x_negative != std::signbit(map.code[q])) q = x_negative ? q - 1 : q + 1;

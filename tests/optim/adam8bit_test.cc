@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -108,6 +109,32 @@ TEST(Quant8, QuantizeIsTheNearestCodeWithBitsandbytesSignRule) {
   // A tiny negative m never rounds to 0 (it keeps its sign), a tiny positive one does.
   EXPECT_EQ(quant8::quantize(quant8::signed_map(), -1e-12f), 126);
   EXPECT_EQ(quant8::quantize(quant8::signed_map(), 1e-12f), 127);
+}
+
+// quantize starts its search from a table indexed by a float's top 16 bits;
+// it must give the plain count of midpoints below x (then the sign rule) at
+// every bucket's two ends, at every midpoint and its neighbours, and on
+// random values.
+TEST(Quant8, TheIndexedSearchEqualsCountingTheMidpoints) {
+  for (bool is_signed : {true, false}) {
+    const quant8::DynamicMap& map = is_signed ? quant8::signed_map() : quant8::unsigned_map();
+    auto expected = [&](float x) {
+      unsigned q = 0;
+      for (float mid : map.mid) q += x > mid ? 1 : 0;
+      if (is_signed && std::signbit(x) != std::signbit(map.code[q])) q = std::signbit(x) ? q - 1 : q + 1;
+      return static_cast<int>(q);
+    };
+    std::vector<float> xs;
+    for (uint32_t i = 0; i < (1u << 16); ++i) {
+      for (uint32_t low : {0u, 0xFFFFu}) {
+        const float x = std::bit_cast<float>((i << 16) | low);
+        if (std::abs(x) <= 1.0f && (is_signed || x >= 0.0f)) xs.push_back(x);
+      }
+    }
+    for (float mid : map.mid) xs.insert(xs.end(), {mid, std::nextafter(mid, -2.0f), std::nextafter(mid, 2.0f)});
+    for (float x : random_vector(100000, 21, 0.2f)) xs.push_back(std::clamp(is_signed ? x : std::abs(x), -1.0f, 1.0f));
+    for (float x : xs) ASSERT_EQ(quant8::quantize(map, x), expected(x)) << x;
+  }
 }
 
 TEST(Quant8, BlocksAreAnchoredAtTheUnitStart) {
