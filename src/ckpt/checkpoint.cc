@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -92,9 +93,20 @@ void check_same_units(const Manifest& manifest, const std::vector<UnitEntry>& un
   }
 }
 
+// A view's values as bytes: its codes for a one-byte tensor, else its floats.
+std::span<std::byte> view_bytes(const StateTensorView& v, const TensorLayout& layout) {
+  const std::span<std::byte> bytes =
+      layout.value_bytes == 1 ? std::as_writable_bytes(v.codes) : std::as_writable_bytes(v.data);
+  ZDP_CHECK(bytes.size() == v.range.count * layout.value_bytes, ShapeError,
+            "[ckpt] state view {} of unit {} holds {} bytes for {} values of {} bytes", v.name, v.unit, bytes.size(),
+            v.range.count, layout.value_bytes);
+  return bytes;
+}
+
 Manifest base_manifest(const RunRecord& record, const StepCounters& counters, int ranks,
                        const std::vector<std::string>& tensors, const SaveOptions& options, uint64_t save_id) {
   Manifest m;
+  m.format_version = format_version_for(tensors);
   m.save_id = save_id;
   m.created_by = "zerodp " + build_info().version + " (" + build_info().commit + ")";
   m.model_kind = record.model_kind;
@@ -159,13 +171,16 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
 
   const std::vector<StateTensorView> views = state.state_tensors();
   const std::vector<std::string> tensors = tensor_names(views, record.units.size());
+  std::vector<TensorLayout> layouts(tensors.size());
+  std::transform(tensors.begin(), tensors.end(), layouts.begin(),
+                 [](const std::string& t) { return tensor_layout(t); });
   std::vector<size_t> unit_counts;
   for (const auto& u : record.units) unit_counts.push_back(u.count);
 
   ShardFileInfo mine;
   on_every_rank(comm, [&] {
-    const ShardLayout layout(unit_counts, ranks, rank, tensors.size(), options.chunk_bytes);
-    const FileHeader header{.version = kFormatVersion,
+    const ShardLayout layout(unit_counts, ranks, rank, layouts, options.chunk_bytes);
+    const FileHeader header{.version = format_version_for(tensors),
                             .rank = static_cast<uint32_t>(rank),
                             .ranks = static_cast<uint32_t>(ranks),
                             .num_units = static_cast<uint32_t>(unit_counts.size()),
@@ -177,10 +192,13 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
     for (size_t i = 0; i < views.size(); ++i) {
       const auto& v = views[i];
       // The plan shard, also at stage 0 where the view is the whole unit.
-      const comm::ShardRange own = comm::shard_range(unit_counts[v.unit], ranks, rank);
+      const TensorLayout& l = layouts[i % tensors.size()];
+      const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, rank, l);
       ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count, ShapeError,
                 "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
-      writer.write_record(v.unit, i % tensors.size(), v.data.subspan(own.offset - v.range.offset, own.count));
+      writer.write_record_bytes(
+          v.unit, i % tensors.size(),
+          view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
       if (i == 0) reach(options, SavePoint::kShardPartial, comm);
     }
     mine = writer.finish();
@@ -194,15 +212,13 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
   const std::vector<uint32_t> crcs = comm.all_gather_value(mine.crc32c);
 
   uint64_t total = 0;
-  for (int r = 0; r < ranks; ++r) {
-    total += ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size();
-  }
+  for (int r = 0; r < ranks; ++r) total += ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes).file_size();
   on_every_rank(comm, [&] {
     if (rank != 0) return;
     Manifest m = base_manifest(record, counters, ranks, tensors, options, save_id);
     for (int r = 0; r < ranks; ++r) {
       m.shards.push_back({.file = shard_file_name(r, ranks),
-                          .bytes = ShardLayout(unit_counts, ranks, r, tensors.size(), options.chunk_bytes).file_size(),
+                          .bytes = ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes).file_size(),
                           .crc32c = crcs[r]});
     }
     write_manifest(tmp_dir, m);
@@ -260,7 +276,8 @@ LoadResult load(TrainingState& state, const std::string& path) {
               manifest_path, fmt::join(m.tensors, ", "), fmt::join(tensors, ", "));
     CheckpointReader reader(result.path, m);
     for (size_t i = 0; i < views.size(); ++i) {
-      reader.read(views[i].unit, i % tensors.size(), views[i].range, views[i].data);
+      reader.read_bytes(views[i].unit, i % tensors.size(), views[i].range,
+                        view_bytes(views[i], tensor_layout(tensors[i % tensors.size()])));
     }
   });
   StepCounters counters = state.counters();

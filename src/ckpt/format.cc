@@ -106,8 +106,33 @@ bool valid_chunk_bytes(uint64_t chunk_bytes) {
   return chunk_bytes >= 4 && chunk_bytes % 4 == 0 && chunk_bytes <= kMaxChunkBytes;
 }
 
-uint32_t num_chunks(uint64_t count, uint32_t chunk_bytes) {
-  return static_cast<uint32_t>((count * 4 + chunk_bytes - 1) / chunk_bytes);
+uint32_t num_chunks(uint64_t count, uint32_t chunk_bytes, uint32_t value_bytes) {
+  return static_cast<uint32_t>((count * value_bytes + chunk_bytes - 1) / chunk_bytes);
+}
+
+TensorLayout tensor_layout(std::string_view name) {
+  if (name == "exp_avg_q8" || name == "exp_avg_sq_q8") return {.value_bytes = 1, .block = 0};
+  if (name == "exp_avg_absmax" || name == "exp_avg_sq_absmax") return {.value_bytes = 4, .block = 2048};
+  return {};
+}
+
+uint32_t format_version_for(std::span<const std::string> tensors) {
+  for (const std::string& t : tensors) {
+    if (tensor_layout(t) != TensorLayout{}) return 2;
+  }
+  return 1;
+}
+
+uint64_t tensor_length(uint64_t unit_count, const TensorLayout& layout) {
+  return layout.block == 0 ? unit_count : (unit_count + layout.block - 1) / layout.block;
+}
+
+comm::ShardRange record_range(uint64_t unit_count, int ranks, int rank, const TensorLayout& layout) {
+  const comm::ShardRange r = comm::shard_range(unit_count, ranks, rank);
+  if (layout.block == 0) return r;
+  const uint64_t first = (r.offset + layout.block - 1) / layout.block;
+  const uint64_t end = (r.offset + r.count + layout.block - 1) / layout.block;
+  return {first, end - first};
 }
 
 uint64_t ShardLayout::Record::crc_position() const { return position + kRecordHeaderBytes; }
@@ -115,28 +140,36 @@ uint64_t ShardLayout::Record::payload_position() const { return crc_position() +
 
 ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank, size_t num_tensors,
                          uint32_t chunk_bytes)
-    : num_tensors_(num_tensors), chunk_bytes_(chunk_bytes) {
+    : ShardLayout(unit_counts, ranks, rank, std::vector<TensorLayout>(num_tensors), chunk_bytes) {}
+
+ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank,
+                         std::span<const TensorLayout> tensors, uint32_t chunk_bytes)
+    : num_tensors_(tensors.size()), layouts_(tensors.begin(), tensors.end()), chunk_bytes_(chunk_bytes) {
+  const size_t num_tensors = num_tensors_;
   ZDP_CHECK(valid_chunk_bytes(chunk_bytes), ConfigError,
             "[ckpt] chunk size {} bytes must be a positive multiple of 4 up to {}", chunk_bytes, kMaxChunkBytes);
   ZDP_CHECK(num_tensors >= 1, ConfigError, "[ckpt] a shard holds at least one tensor (master)");
   records_.reserve(unit_counts.size() * num_tensors);
   uint64_t at = kFileHeaderBytes;
   for (size_t u = 0; u < unit_counts.size(); ++u) {
-    const comm::ShardRange r = comm::shard_range(unit_counts[u], ranks, rank);
     for (size_t t = 0; t < num_tensors; ++t) {
+      const TensorLayout& l = layouts_[t];
+      const comm::ShardRange r = record_range(unit_counts[u], ranks, rank, l);
       Record rec;
-      rec.header = {static_cast<uint32_t>(u), static_cast<uint32_t>(t), num_chunks(r.count, chunk_bytes), r.offset,
-                    r.count};
+      rec.header = {static_cast<uint32_t>(u), static_cast<uint32_t>(t), num_chunks(r.count, chunk_bytes, l.value_bytes),
+                    r.offset, r.count};
       rec.position = at;
-      at = rec.payload_position() + 4ull * r.count;
+      at = rec.payload_position() + uint64_t{l.value_bytes} * r.count;
       records_.push_back(rec);
     }
   }
   file_size_ = at;
 }
 
-comm::ShardRange ShardLayout::range(size_t unit) const {
-  const RecordHeader& h = records_[unit * num_tensors_].header;
+comm::ShardRange ShardLayout::range(size_t unit) const { return range(unit, 0); }
+
+comm::ShardRange ShardLayout::range(size_t unit, size_t tensor) const {
+  const RecordHeader& h = records_[unit * num_tensors_ + tensor].header;
   return {h.offset, h.count};
 }
 

@@ -25,7 +25,8 @@ constexpr size_t kMaxUnits = 1 << 16;
 constexpr uint64_t kMaxRankUnits = uint64_t{1} << 26;
 
 const std::set<std::string>& known_tensors() {
-  static const std::set<std::string> names = {"master", "exp_avg", "exp_avg_sq", "momentum_buffer"};
+  static const std::set<std::string> names = {"master",     "exp_avg",       "exp_avg_sq",     "momentum_buffer",
+                                              "exp_avg_q8", "exp_avg_sq_q8", "exp_avg_absmax", "exp_avg_sq_absmax"};
   return names;
 }
 
@@ -131,8 +132,8 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
 optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) {
   optim::OptimizerConfig c;
   const std::string kind = f.string("kind");
-  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd" || kind == "lion", InputFileError,
-            "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam, sgd or lion", path, kind);
+  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd" || kind == "lion" || kind == "adam8bit", InputFileError,
+            "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam, sgd, lion or adam8bit", path, kind);
   c.kind = optim::parse_optimizer_kind(kind);
   if (c.kind == optim::OptimizerKind::kSgd) {
     c.sgd = {.lr = f.number("lr"),
@@ -190,6 +191,12 @@ std::vector<size_t> Manifest::unit_counts() const {
   counts.reserve(units.size());
   for (const auto& u : units) counts.push_back(u.count);
   return counts;
+}
+
+std::vector<TensorLayout> Manifest::tensor_layouts() const {
+  std::vector<TensorLayout> out;
+  for (const std::string& t : tensors) out.push_back(tensor_layout(t));
+  return out;
 }
 
 int Manifest::tensor_index(std::string_view name) const {
@@ -293,13 +300,17 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   }
   for (const auto& t : f.array("tensors", 16)) {
     ZDP_CHECK(t.is_string() && known_tensors().count(t.get<std::string>()) > 0, InputFileError,
-              "[ckpt] {}: tensor name {} is not one of master, exp_avg, exp_avg_sq, momentum_buffer", path, t.dump());
+              "[ckpt] {}: tensor name {} is not one of master, exp_avg, exp_avg_sq, momentum_buffer, exp_avg_q8, "
+              "exp_avg_sq_q8, exp_avg_absmax, exp_avg_sq_absmax",
+              path, t.dump());
     const std::string name = t.get<std::string>();
     ZDP_CHECK(m.tensor_index(name) < 0, InputFileError, "[ckpt] {}: tensor \"{}\" is listed twice", path, name);
     m.tensors.push_back(name);
   }
   ZDP_CHECK(!m.tensors.empty() && m.tensors[0] == "master", InputFileError,
             "[ckpt] {}: the first tensor must be \"master\"", path);
+  ZDP_CHECK(format_version_for(m.tensors) <= m.format_version, InputFileError,
+            "[ckpt] {}: 8-bit state tensors in a version {} manifest (they are version 2's)", path, m.format_version);
   m.optimizer = optimizer_from(f.object("optimizer"), path);
   ZDP_CHECK(f.at("engine").is_object(), InputFileError, "[ckpt] {}: field \"engine\" must be an object", path);
   m.engine_json = f.at("engine").dump();
@@ -336,12 +347,14 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   // allocates for a Φ) that the files cannot back.
   ZDP_CHECK(static_cast<uint64_t>(m.ranks) * m.units.size() <= kMaxRankUnits, InputFileError,
             "[ckpt] {}: {} ranks x {} units is more than this reader handles", path, m.ranks, m.units.size());
-  const uint64_t tensors = m.tensors.size();
+  const std::vector<TensorLayout> layouts = m.tensor_layouts();
   for (int r = 0; r < m.ranks; ++r) {
     uint64_t size = kFileHeaderBytes;
     for (const auto& u : m.units) {
-      const uint64_t n = comm::shard_range(u.count, m.ranks, r).count;
-      size += tensors * (kRecordHeaderBytes + 4ull * num_chunks(n, m.chunk_bytes) + 4 * n);
+      for (const TensorLayout& l : layouts) {
+        const uint64_t n = record_range(u.count, m.ranks, r, l).count;
+        size += kRecordHeaderBytes + 4ull * num_chunks(n, m.chunk_bytes, l.value_bytes) + uint64_t{l.value_bytes} * n;
+      }
     }
     ZDP_CHECK(m.shards[r].bytes == size, InputFileError,
               "[ckpt] {}: shard {} is listed with {} bytes but its layout takes {}: the manifest is inconsistent", path,

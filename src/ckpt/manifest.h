@@ -38,9 +38,9 @@ struct UnitEntry {
 };
 
 struct Manifest {
-  uint32_t format_version = kFormatVersion;
-  uint64_t save_id = 0;    // also in every shard header: files of one save belong together
-  std::string created_by;  // "zerodp 0.1.0 (4785fdf)": core/build_info.h
+  uint32_t format_version = 1;  // save writes format_version_for(tensors): 2 only with 8-bit state
+  uint64_t save_id = 0;         // also in every shard header: files of one save belong together
+  std::string created_by;       // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
   // The model: model_json is what model::model_config_from_json accepts.
   ModelKind model_kind = ModelKind::kGpt;  // "model_kind": "gpt" or "mlp"
@@ -69,6 +69,7 @@ struct Manifest {
   std::vector<ShardFileInfo> shards;  // one per rank, in rank order
 
   std::vector<size_t> unit_counts() const;
+  std::vector<TensorLayout> tensor_layouts() const;  // tensor_layout of each tensor
   // Index of `name` in tensors, or -1.
   int tensor_index(std::string_view name) const;
 };

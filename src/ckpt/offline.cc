@@ -32,11 +32,21 @@ InspectReport inspect_checkpoint(const std::string& path) {
 
 std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor) {
   const Manifest& m = reader.manifest();
-  std::vector<float> full(m.num_params);
+  const TensorLayout layout = tensor_layout(m.tensors.at(tensor));
+  size_t total = 0;
+  for (const UnitEntry& u : m.units) total += tensor_length(u.count, layout);
+  std::vector<float> full(total);
+  std::vector<uint8_t> codes;
   size_t at = 0;
   for (size_t u = 0; u < m.units.size(); ++u) {
-    const size_t count = m.units[u].count;
-    reader.read(u, tensor, {0, count}, std::span<float>(full).subspan(at, count));
+    const size_t count = tensor_length(m.units[u].count, layout);
+    if (layout.value_bytes == 1) {
+      codes.resize(count);
+      reader.read_bytes(u, tensor, {0, count}, std::as_writable_bytes(std::span(codes)));
+      std::copy(codes.begin(), codes.end(), full.begin() + static_cast<std::ptrdiff_t>(at));
+    } else {
+      reader.read(u, tensor, {0, count}, std::span<float>(full).subspan(at, count));
+    }
     at += count;
   }
   return full;
@@ -66,10 +76,11 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
 
   ReshardResult result;
   const std::vector<size_t> counts = in.unit_counts();
-  std::vector<float> buffer;
+  std::vector<std::byte> buffer;
+  const std::vector<TensorLayout> layouts = out.tensor_layouts();
   for (int r = 0; r < out.ranks; ++r) {
-    const ShardLayout layout(counts, out.ranks, r, out.tensors.size(), out.chunk_bytes);
-    const FileHeader header{kFormatVersion,
+    const ShardLayout layout(counts, out.ranks, r, layouts, out.chunk_bytes);
+    const FileHeader header{out.format_version,
                             static_cast<uint32_t>(r),
                             static_cast<uint32_t>(out.ranks),
                             static_cast<uint32_t>(counts.size()),
@@ -79,12 +90,12 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
     const std::string name = shard_file_name(r, out.ranks);
     ShardWriter writer(join_path(tmp, name + ".tmp"), header, layout);
     for (size_t u = 0; u < counts.size(); ++u) {
-      const comm::ShardRange range = layout.range(u);
-      buffer.resize(range.count);
-      result.largest_record_bytes = std::max<uint64_t>(result.largest_record_bytes, 4ull * range.count);
       for (size_t t = 0; t < out.tensors.size(); ++t) {
-        reader.read(u, t, range, buffer);
-        writer.write_record(u, t, buffer);
+        const comm::ShardRange range = layout.range(u, t);
+        buffer.resize(range.count * layouts[t].value_bytes);
+        result.largest_record_bytes = std::max<uint64_t>(result.largest_record_bytes, buffer.size());
+        reader.read_bytes(u, t, range, buffer);
+        writer.write_record_bytes(u, t, buffer);
       }
     }
     ShardFileInfo info = writer.finish();

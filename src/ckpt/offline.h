@@ -33,7 +33,9 @@ InspectReport inspect_checkpoint(const std::string& path);
 
 // The full tensor (Φ elements, flat order) from all shards. `tensor` indexes
 // manifest.tensors ("master" is 0). Holds 4Φ bytes: consolidate does not use
-// it; tests and the fuzz target compare whole states with it.
+// it; tests and the fuzz target compare whole states with it. 8-bit Adam's
+// codes come widened to float; a per-block tensor (its scales) holds each
+// unit's blocks, units in flat order.
 std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
 
 // ---- reshard ----

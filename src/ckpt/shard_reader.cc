@@ -25,7 +25,10 @@ struct CheckpointReader::OpenShard {
 };
 
 CheckpointReader::CheckpointReader(std::string dir, Manifest manifest)
-    : dir_(std::move(dir)), manifest_(std::move(manifest)), unit_counts_(manifest_.unit_counts()) {
+    : dir_(std::move(dir)),
+      manifest_(std::move(manifest)),
+      unit_counts_(manifest_.unit_counts()),
+      layouts_(manifest_.tensor_layouts()) {
   shards_.resize(static_cast<size_t>(manifest_.ranks));
 }
 
@@ -41,7 +44,7 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
   const ShardFileInfo& info = manifest_.shards[static_cast<size_t>(rank)];
   const std::string path = join_path(dir_, info.file);
   File file(path, File::Mode::kRead);
-  ShardLayout layout(unit_counts_, manifest_.ranks, rank, manifest_.tensors.size(), manifest_.chunk_bytes);
+  ShardLayout layout(unit_counts_, manifest_.ranks, rank, layouts_, manifest_.chunk_bytes);
   const uint64_t size = file.size();
   ZDP_CHECK(size >= info.bytes, InputFileError, "[ckpt] {}: truncated: the file has {} bytes, the manifest says {}",
             path, size, info.bytes);
@@ -55,7 +58,7 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
   FileHeader h;
   std::string problem;
   ZDP_CHECK(decode(raw, h, problem), InputFileError, "[ckpt] {}: {}", path, problem);
-  const FileHeader want{kFormatVersion,
+  const FileHeader want{manifest_.format_version,
                         static_cast<uint32_t>(rank),
                         static_cast<uint32_t>(manifest_.ranks),
                         static_cast<uint32_t>(unit_counts_.size()),
@@ -77,24 +80,34 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
 }
 
 void CheckpointReader::read(size_t unit, size_t tensor, comm::ShardRange range, std::span<float> out) {
+  ZDP_CHECK(tensor >= layouts_.size() || layouts_[tensor].value_bytes == sizeof(float), ShapeError,
+            "[ckpt read] tensor {} is not float32: read its bytes", tensor);
+  ZDP_CHECK(out.size() == range.count, ShapeError, "[ckpt read] range of {} values into {} outputs", range.count,
+            out.size());
+  read_bytes(unit, tensor, range, std::as_writable_bytes(out));
+}
+
+void CheckpointReader::read_bytes(size_t unit, size_t tensor, comm::ShardRange range, std::span<std::byte> out) {
   ZDP_CHECK(unit < unit_counts_.size() && tensor < manifest_.tensors.size(), ShapeError,
             "[ckpt read] unit {} / tensor {} out of range ({} units, {} tensors)", unit, tensor, unit_counts_.size(),
             manifest_.tensors.size());
-  ZDP_CHECK(range.offset + range.count <= unit_counts_[unit] && out.size() == range.count, ShapeError,
-            "[ckpt read] range [{}, {}) of unit {} ({} elements) into {} outputs", range.offset,
-            range.offset + range.count, unit, unit_counts_[unit], out.size());
+  const TensorLayout& layout = layouts_[tensor];
+  const uint64_t length = tensor_length(unit_counts_[unit], layout);
+  ZDP_CHECK(range.offset + range.count <= length && out.size() == range.count * layout.value_bytes, ShapeError,
+            "[ckpt read] range [{}, {}) of unit {} ({} values) into {} bytes", range.offset, range.offset + range.count,
+            unit, length, out.size());
   const size_t end = range.offset + range.count;
   for (int r = 0; r < manifest_.ranks && range.count > 0; ++r) {
-    const comm::ShardRange held = comm::shard_range(unit_counts_[unit], manifest_.ranks, r);
+    const comm::ShardRange held = record_range(unit_counts_[unit], manifest_.ranks, r, layout);
     const size_t lo = std::max(held.offset, range.offset);
     const size_t hi = std::min(held.offset + held.count, end);
     if (lo >= hi) continue;
-    read_part(r, unit, tensor, lo - held.offset, hi - lo, out.data() + (lo - range.offset));
+    read_part(r, unit, tensor, lo - held.offset, hi - lo, out.data() + (lo - range.offset) * layout.value_bytes);
   }
 }
 
-// Elements [first, first + count) of one record (record-relative).
-void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t first, uint64_t count, float* out) {
+// Values [first, first + count) of one record (record-relative).
+void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t first, uint64_t count, std::byte* out) {
   OpenShard& s = shard(rank);
   const ShardLayout::Record& rec = s.layout.record(unit, tensor);
   const size_t index = unit * manifest_.tensors.size() + tensor;
@@ -114,9 +127,10 @@ void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t 
     s.header_checked[index] = true;
   }
   const uint64_t cb = manifest_.chunk_bytes;
-  const uint64_t total_bytes = rec.header.count * 4;
-  const uint64_t want_begin = first * 4;
-  const uint64_t want_end = (first + count) * 4;
+  const uint64_t value_bytes = layouts_[tensor].value_bytes;
+  const uint64_t total_bytes = rec.header.count * value_bytes;
+  const uint64_t want_begin = first * value_bytes;
+  const uint64_t want_end = (first + count) * value_bytes;
   const uint64_t chunks_per_batch = std::max<uint64_t>(1, kBatchBytes / cb);
   std::vector<uint32_t> stored;
   for (uint64_t c0 = want_begin / cb; c0 * cb < want_end; c0 += chunks_per_batch) {
@@ -137,8 +151,7 @@ void CheckpointReader::read_part(int rank, size_t unit, size_t tensor, uint64_t 
     }
     const uint64_t copy_begin = std::max(begin, want_begin);
     const uint64_t copy_end = std::min(end, want_end);
-    std::memcpy(reinterpret_cast<std::byte*>(out) + (copy_begin - want_begin), scratch_.data() + (copy_begin - begin),
-                copy_end - copy_begin);
+    std::memcpy(out + (copy_begin - want_begin), scratch_.data() + (copy_begin - begin), copy_end - copy_begin);
   }
 }
 
@@ -150,13 +163,13 @@ FileCheck CheckpointReader::verify_file(int rank) {
     OpenShard& s = shard(rank);
     check.bytes = s.file.size();
     // Every record and chunk (headers and per-chunk CRCs), in pieces.
-    std::vector<float> piece;
+    std::vector<std::byte> piece;
     for (size_t u = 0; u < unit_counts_.size(); ++u) {
       for (size_t t = 0; t < manifest_.tensors.size(); ++t) {
         const uint64_t count = s.layout.record(u, t).header.count;
         for (uint64_t at = 0; at < count || (at == 0 && count == 0); at += kBatchBytes / 4) {
           const uint64_t n = std::min<uint64_t>(kBatchBytes / 4, count - at);
-          piece.resize(n);
+          piece.resize(n * layouts_[t].value_bytes);
           read_part(rank, u, t, at, n, piece.data());
           if (count == 0) break;
         }

@@ -51,6 +51,10 @@ class CheckpointReader {
   // manifest().tensors) of `unit`. REQUIRES out.size() == range.count and
   // the range inside the unit (ShapeError otherwise).
   void read(size_t unit, size_t tensor, comm::ShardRange range, std::span<float> out);
+  // Any tensor: values range.offset .. of the tensor (elements, or blocks
+  // for a per-block tensor: tensor_layout), value_bytes each, into `out`
+  // (range.count * value_bytes bytes).
+  void read_bytes(size_t unit, size_t tensor, comm::ShardRange range, std::span<std::byte> out);
 
   // Reads every byte of rank's file: header, every record header and chunk,
   // and the whole-file CRC32C against the manifest. Never throws for a bad
@@ -60,12 +64,13 @@ class CheckpointReader {
  private:
   struct OpenShard;
   OpenShard& shard(int rank);
-  void read_part(int rank, size_t unit, size_t tensor, uint64_t first, uint64_t count, float* out);
+  void read_part(int rank, size_t unit, size_t tensor, uint64_t first, uint64_t count, std::byte* out);
   std::string record_name(size_t unit, size_t tensor) const;
 
   std::string dir_;
   Manifest manifest_;
   std::vector<size_t> unit_counts_;
+  std::vector<TensorLayout> layouts_;
   std::vector<std::unique_ptr<OpenShard>> shards_;
   std::vector<std::byte> scratch_;
 };

@@ -23,6 +23,12 @@ void ShardWriter::put(std::span<const std::byte> data) {
 }
 
 void ShardWriter::write_record(size_t unit, size_t tensor, std::span<const float> data) {
+  ZDP_CHECK(tensor >= layout_.num_tensors() || layout_.layout(tensor).value_bytes == sizeof(float), ShapeError,
+            "[ckpt write] {}: tensor {} is not float32: write its bytes", file_.path(), tensor);
+  write_record_bytes(unit, tensor, std::as_bytes(data));
+}
+
+void ShardWriter::write_record_bytes(size_t unit, size_t tensor, std::span<const std::byte> payload) {
   ZDP_CHECK(!done(), ShapeError, "[ckpt write] {}: all records are written already", file_.path());
   const size_t want_unit = next_ / layout_.num_tensors();
   const size_t want_tensor = next_ % layout_.num_tensors();
@@ -30,10 +36,10 @@ void ShardWriter::write_record(size_t unit, size_t tensor, std::span<const float
             "[ckpt write] {}: record (unit {}, tensor {}) written out of order; expected (unit {}, tensor {})",
             file_.path(), unit, tensor, want_unit, want_tensor);
   const ShardLayout::Record& rec = layout_.record(unit, tensor);
-  ZDP_CHECK_EQ(data.size(), rec.header.count, ShapeError, "[ckpt write] record element count");
+  ZDP_CHECK_EQ(payload.size(), rec.header.count * layout_.layout(tensor).value_bytes, ShapeError,
+               "[ckpt write] record bytes");
   ZDP_CHECK_EQ(bytes_, rec.position, ShapeError, "[ckpt write] record position");
 
-  const auto payload = std::as_bytes(data);
   const uint32_t cb = layout_.chunk_bytes();
   chunk_crcs_.resize(rec.header.num_chunks);
   for (size_t c = 0; c < chunk_crcs_.size(); ++c) {

@@ -24,6 +24,8 @@ class ShardWriter {
   // The next record must be (unit, tensor) in layout order, and data.size()
   // its element count (ShapeError otherwise).
   void write_record(size_t unit, size_t tensor, std::span<const float> data);
+  // Any tensor: the record's values as bytes (count * value_bytes).
+  void write_record_bytes(size_t unit, size_t tensor, std::span<const std::byte> payload);
   bool done() const { return next_ == layout_.num_units() * layout_.num_tensors(); }
   // REQUIRES done(). Flushes, fsyncs and closes; returns the size and CRC
   // (file is the file name, without the directory).

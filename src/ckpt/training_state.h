@@ -28,10 +28,12 @@ namespace zerodp::ckpt {
 
 // One state tensor of one unit, over the elements this rank holds.
 struct StateTensorView {
-  std::string name;        // "master" (fp32 master weights), then the optimizer's state names
-  size_t unit = 0;         // index into RunRecord::units
-  comm::ShardRange range;  // unit-relative elements held in `data`; covers the rank's plan shard
-  std::span<float> data;   // writable: load fills it
+  std::string name;               // "master" (fp32 master weights), then the optimizer's state names
+  size_t unit = 0;                // index into RunRecord::units
+  comm::ShardRange range;         // unit-relative values held (elements, or blocks for a per-block tensor:
+                                  // format.h's tensor_layout); covers the rank's record_range
+  std::span<float> data;          // writable: load fills it (float32 tensors)
+  std::span<uint8_t> codes = {};  // the same for one-byte tensors (8-bit Adam's codes)
 };
 
 // Where training stands (identical on every rank).

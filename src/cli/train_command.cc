@@ -158,14 +158,16 @@ void add_train_command(CLI::App& app) {
   flag(cmd, f, "--min-lr-ratio", f.min_lr_ratio, "warmup-cosine: final LR as a fraction of the peak",
        [&f](auto& c) { c.engine.lr_schedule.cos_min_ratio = f.min_lr_ratio; });
   flag(cmd, f, "--optimizer", f.optimizer,
-       "adamw, adam, sgd (with --momentum: SGD with momentum) or lion (sign of a momentum;\n"
-       "K = 8 bytes per parameter against AdamW's 12); docs/optim.md",
+       "adamw, adam, sgd (with --momentum: SGD with momentum), lion (sign of a momentum;\n"
+       "K = 8 bytes per parameter against AdamW's 12) or adam8bit (AdamW with both moments\n"
+       "stored 8-bit, block-wise quantized as bitsandbytes does: K = 6 + 8 bytes per 2048;\n"
+       "takes AdamW's --lr, --betas, --weight-decay); docs/optim.md",
        [&f](auto& c) { c.engine.optimizer.kind = optim::parse_optimizer_kind(f.optimizer); });
   flag(cmd, f, "--momentum", f.momentum, "SGD momentum (0: plain SGD, no state)",
        [&f](auto& c) { c.engine.optimizer.sgd.momentum = f.momentum; });
   flag(
       cmd, f, "--betas", f.betas,
-      "AdamW/Adam/Lion betas B1,B2 (default 0.9,0.999; Lion 0.9,0.99: the paper's); Lion's update\n"
+      "AdamW/Adam/adam8bit/Lion betas B1,B2 (default 0.9,0.999; Lion 0.9,0.99: the paper's); Lion's update\n"
       "is the sign of B1*m + (1-B1)*g and its momentum decays by B2",
       [&f](auto& c) {
         ZDP_CHECK(f.betas.size() == 2, ConfigError, "[train] --betas needs two numbers B1,B2, e.g. --betas 0.9,0.99");
@@ -174,8 +176,8 @@ void add_train_command(CLI::App& app) {
       },
       false)
       ->delimiter(',');
-  flag(cmd, f, "--weight-decay", f.weight_decay, "Weight decay (decoupled for AdamW and Lion, L2 for Adam/SGD)",
-       [&f](auto& c) {
+  flag(cmd, f, "--weight-decay", f.weight_decay,
+       "Weight decay (decoupled for AdamW, adam8bit and Lion, L2 for Adam/SGD)", [&f](auto& c) {
          c.engine.optimizer.adam.weight_decay = f.weight_decay;
          c.engine.optimizer.sgd.weight_decay = f.weight_decay;
          c.engine.optimizer.lion.weight_decay = f.weight_decay;

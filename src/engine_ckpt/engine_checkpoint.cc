@@ -53,7 +53,7 @@ ckpt::RunRecord EngineTrainingState::record() const {
 std::vector<ckpt::StateTensorView> EngineTrainingState::state_tensors() {
   std::vector<ckpt::StateTensorView> out;
   for (auto& v : engine_.state_views()) {
-    out.push_back({.name = std::move(v.name), .unit = v.unit, .range = v.range, .data = v.data});
+    out.push_back({.name = std::move(v.name), .unit = v.unit, .range = v.range, .data = v.data, .codes = v.codes});
   }
   return out;
 }

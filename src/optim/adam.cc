@@ -15,22 +15,25 @@ OptimizerKind Adam::kind() const {
   return variant_ == AdamVariant::kAdamW ? OptimizerKind::kAdamW : OptimizerKind::kAdam;
 }
 
-void Adam::begin_step(double lr, float grad_scale) {
-  const double t = static_cast<double>(step_count());
-  const double bias_correction1 = 1.0 - std::pow(config_.beta1, t);
-  const double bias_correction2 = 1.0 - std::pow(config_.beta2, t);
-  kernels::AdamScalars& s = scalars_;
+kernels::AdamScalars adam_scalars(const AdamConfig& config, int64_t step, double lr, float grad_scale) {
+  const double t = static_cast<double>(step);
+  const double bias_correction1 = 1.0 - std::pow(config.beta1, t);
+  const double bias_correction2 = 1.0 - std::pow(config.beta2, t);
+  kernels::AdamScalars s;
   s.grad_scale = grad_scale;
-  s.l2 = static_cast<float>(config_.weight_decay);
-  s.decay_factor = static_cast<float>(1.0 - lr * config_.weight_decay);
-  s.beta1 = static_cast<float>(config_.beta1);
-  s.one_minus_beta1 = static_cast<float>(1.0 - config_.beta1);
-  s.beta2 = static_cast<float>(config_.beta2);
-  s.one_minus_beta2 = static_cast<float>(1.0 - config_.beta2);
+  s.l2 = static_cast<float>(config.weight_decay);
+  s.decay_factor = static_cast<float>(1.0 - lr * config.weight_decay);
+  s.beta1 = static_cast<float>(config.beta1);
+  s.one_minus_beta1 = static_cast<float>(1.0 - config.beta1);
+  s.beta2 = static_cast<float>(config.beta2);
+  s.one_minus_beta2 = static_cast<float>(1.0 - config.beta2);
   s.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  s.eps = static_cast<float>(config_.eps);
+  s.eps = static_cast<float>(config.eps);
   s.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+  return s;
 }
+
+void Adam::begin_step(double lr, float grad_scale) { scalars_ = adam_scalars(config_, step_count(), lr, grad_scale); }
 
 void Adam::update(float* params, const float* grads, size_t offset, size_t count, bool decay) {
   kernels::DecayMode mode = kernels::DecayMode::kNone;

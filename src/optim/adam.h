@@ -21,6 +21,10 @@ namespace zerodp::optim {
 
 enum class AdamVariant : uint8_t { kAdamW = 0, kAdam = 1 };
 
+// Step t's float scalars (t >= 1), computed in double and rounded once:
+// what Adam, AdamW and 8-bit Adam put into the element loop.
+kernels::AdamScalars adam_scalars(const AdamConfig& config, int64_t t, double lr, float grad_scale);
+
 class Adam final : public Optimizer {
  public:
   // REQUIRES: validate()d config. Allocates zeroed m and v of shard_size.

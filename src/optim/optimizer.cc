@@ -8,7 +8,9 @@
 
 #include "core/error.h"
 #include "optim/adam.h"
+#include "optim/adam8bit.h"
 #include "optim/lion.h"
+#include "optim/quant8.h"
 #include "optim/sgd.h"
 
 namespace zerodp::optim {
@@ -17,6 +19,7 @@ namespace {
 // 16-bit gradients are widened into a stack block of this many floats (16 KiB);
 // a multiple of the vector width so blocks split no vector.
 constexpr size_t kWidenBlock = 4096;
+static_assert(kWidenBlock % quant8::kBlockSize == 0, "a widened block never cuts a quantization block");
 
 void check_range(double value, double low, double high, bool high_open, std::string_view op, std::string_view name,
                  std::string_view hint) {
@@ -37,7 +40,8 @@ OptimizerKind parse_optimizer_kind(std::string_view name) {
   if (name == "adam") return OptimizerKind::kAdam;
   if (name == "sgd") return OptimizerKind::kSgd;
   if (name == "lion") return OptimizerKind::kLion;
-  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam, sgd or lion", name);
+  if (name == "adam8bit") return OptimizerKind::kAdam8bit;
+  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam, sgd, lion or adam8bit", name);
 }
 
 std::string_view optimizer_kind_name(OptimizerKind kind) {
@@ -50,6 +54,8 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
       return "sgd";
     case OptimizerKind::kLion:
       return "lion";
+    case OptimizerKind::kAdam8bit:
+      return "adam8bit";
   }
   return "?";
 }
@@ -62,6 +68,7 @@ double config_lr(const OptimizerConfig& config) {
       return config.lion.lr;
     case OptimizerKind::kAdamW:
     case OptimizerKind::kAdam:
+    case OptimizerKind::kAdam8bit:
       break;
   }
   return config.adam.lr;
@@ -75,6 +82,7 @@ double config_weight_decay(const OptimizerConfig& config) {
       return config.lion.weight_decay;
     case OptimizerKind::kAdamW:
     case OptimizerKind::kAdam:
+    case OptimizerKind::kAdam8bit:
       break;
   }
   return config.adam.weight_decay;
@@ -88,8 +96,36 @@ std::string_view state_kind_name(StateKind kind) {
       return "exp_avg_sq";
     case StateKind::kMomentum:
       return "momentum_buffer";
+    case StateKind::kExpAvgCodes:
+      return "exp_avg_q8";
+    case StateKind::kExpAvgSqCodes:
+      return "exp_avg_sq_q8";
+    case StateKind::kExpAvgAbsmax:
+      return "exp_avg_absmax";
+    case StateKind::kExpAvgSqAbsmax:
+      return "exp_avg_sq_absmax";
   }
   return "?";
+}
+
+bool is_second_moment(StateKind kind) {
+  return kind == StateKind::kExpAvgSq || kind == StateKind::kExpAvgSqCodes || kind == StateKind::kExpAvgSqAbsmax;
+}
+
+StateLayout state_layout(StateKind kind) {
+  switch (kind) {
+    case StateKind::kExpAvgCodes:
+    case StateKind::kExpAvgSqCodes:
+      return {.dtype = StateDtype::kU8, .index = StateIndex::kElement};
+    case StateKind::kExpAvgAbsmax:
+    case StateKind::kExpAvgSqAbsmax:
+      return {.dtype = StateDtype::kF32, .index = StateIndex::kBlock};
+    case StateKind::kExpAvg:
+    case StateKind::kExpAvgSq:
+    case StateKind::kMomentum:
+      break;
+  }
+  return {};
 }
 
 void validate(const OptimizerConfig& config) {
@@ -158,8 +194,18 @@ OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, 
     case OptimizerKind::kLion:
       b.moment1 = sizeof(float);  // the momentum m (exp_avg)
       break;
+    case OptimizerKind::kAdam8bit:
+      b.moment1 = b.moment2 = sizeof(uint8_t);  // the codes of m and v
+      b.quant_block = quant8::kBlockSize;
+      b.scale_bytes = sizeof(float);  // each moment's absmax per block
+      break;
   }
   return b;
+}
+
+size_t block_scale_bytes(const OptimizerBytesPerParam& bytes, size_t unit_offset, size_t count) {
+  if (bytes.quant_block == 0) return 0;
+  return quant8::blocks_touched(unit_offset, count).count * bytes.scale_bytes;
 }
 
 size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision) {
@@ -167,7 +213,7 @@ size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision) {
 }
 
 Optimizer::Optimizer(size_t size, ShardOptions options)
-    : size_(size), accountant_(std::move(options.accountant)), simd_(options.simd) {
+    : size_(size), unit_offset_(options.unit_offset), accountant_(std::move(options.accountant)), simd_(options.simd) {
   for (const ElementRange& r : options.no_decay) {
     ZDP_CHECK(r.offset <= size && r.count <= size - r.offset, ShapeError,
               "[optimizer] no-decay range [{}, {}) lies outside the shard of {} elements", r.offset, r.offset + r.count,
@@ -180,15 +226,24 @@ Optimizer::~Optimizer() {
   if (!accountant_) return;
   for (const OwnedState& s : states_) {
     try {
-      accountant_(s.kind, -static_cast<int64_t>(s.buffer.bytes()));
+      accountant_(s.kind, -static_cast<int64_t>(s.buffer.bytes() + s.codes.bytes()));
     } catch (...) {  // a destructor must not throw; the accountant's contract says it does not
     }
   }
 }
 
-void Optimizer::add_state(StateKind kind) {
-  states_.push_back({kind, AlignedBuffer<float>(size_)});
-  if (accountant_) accountant_(kind, static_cast<int64_t>(states_.back().buffer.bytes()));
+void Optimizer::add_state(StateKind kind, size_t blocks) {
+  const StateLayout layout = state_layout(kind);
+  const size_t count = layout.index == StateIndex::kBlock ? blocks : size_;
+  OwnedState s{kind, {}, {}};
+  if (layout.dtype == StateDtype::kU8) {
+    s.codes = AlignedBuffer<uint8_t>(count);
+  } else {
+    s.buffer = AlignedBuffer<float>(count);
+  }
+  states_.push_back(std::move(s));
+  if (accountant_)
+    accountant_(kind, static_cast<int64_t>(states_.back().buffer.bytes() + states_.back().codes.bytes()));
 }
 
 void Optimizer::set_step_count(int64_t steps) {
@@ -198,13 +253,13 @@ void Optimizer::set_step_count(int64_t steps) {
 
 std::vector<StateTensor> Optimizer::state() {
   std::vector<StateTensor> out;
-  for (OwnedState& s : states_) out.push_back({s.kind, s.buffer.span()});
+  for (OwnedState& s : states_) out.push_back({s.kind, s.buffer.span(), s.codes.span()});
   return out;
 }
 
 std::vector<ConstStateTensor> Optimizer::state() const {
   std::vector<ConstStateTensor> out;
-  for (const OwnedState& s : states_) out.push_back({s.kind, s.buffer.span()});
+  for (const OwnedState& s : states_) out.push_back({s.kind, s.buffer.span(), s.codes.span()});
   return out;
 }
 
@@ -212,6 +267,9 @@ void Optimizer::load_state(int64_t steps, std::span<const std::span<const float>
   ZDP_CHECK_EQ(buffers.size(), states_.size(), ShapeError, "[optimizer.load_state] number of state buffers");
   for (size_t i = 0; i < buffers.size(); ++i) {
     ZDP_CHECK_EQ(buffers[i].size(), size_, ShapeError, "[optimizer.load_state] state buffer size");
+    ZDP_CHECK(states_[i].buffer.size() == size_, ShapeError,
+              "[optimizer.load_state] state {} is not per-element fp32; fill it through state()",
+              state_kind_name(states_[i].kind));
   }
   set_step_count(steps);
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -219,7 +277,82 @@ void Optimizer::load_state(int64_t steps, std::span<const std::span<const float>
   }
 }
 
-size_t Optimizer::state_bytes_per_param() const { return states_.size() * sizeof(float); }
+size_t Optimizer::state_bytes_per_param() const {
+  size_t bytes = 0;
+  for (const OwnedState& s : states_) {
+    const StateLayout layout = state_layout(s.kind);
+    if (layout.index == StateIndex::kElement) bytes += layout.dtype == StateDtype::kU8 ? 1 : sizeof(float);
+  }
+  return bytes;
+}
+
+void Optimizer::apply(float* params, const float* grads, size_t begin, size_t count) {
+  run_segments(params, grads, begin, count);
+}
+
+std::array<float, 2> Optimizer::partial_block_maxima(const float* /*grads*/, size_t /*begin*/, size_t /*count*/,
+                                                     float /*grad_scale*/) {
+  return {0.0f, 0.0f};
+}
+
+void Optimizer::share_block_end_maxima(const BlockEndMaxima& /*combined*/) {}
+
+template <typename G>
+Optimizer::BlockEndMaxima Optimizer::block_end_maxima_impl(std::span<const G> grads, float grad_scale) {
+  ZDP_CHECK(grads.size() == size_, ShapeError, "[{}.block_end_maxima] grads have {} elements, the shard has {}",
+            optimizer_kind_name(kind()), grads.size(), size_);
+  BlockEndMaxima out{};
+  const size_t block = quant_block_size();
+  if (block == 0 || size_ == 0) return out;
+  // The shard's elements in its first block, and in its last.
+  const size_t first_end = std::min(size_, block - unit_offset_ % block);
+  const size_t last_begin = std::max(first_end, ((unit_offset_ + size_ - 1) / block) * block - unit_offset_);
+  auto maxima = [&](size_t begin, size_t count) {
+    if constexpr (std::is_same_v<G, float>) {
+      return partial_block_maxima(grads.data() + begin, begin, count, grad_scale);
+    } else {
+      std::array<float, kWidenBlock> widened;
+      convert(grads.subspan(begin, count), std::span<float>(widened.data(), count), simd_);
+      return partial_block_maxima(widened.data(), begin, count, grad_scale);
+    }
+  };
+  const std::array<float, 2> first = maxima(0, first_end);
+  const std::array<float, 2> last = last_begin < size_ ? maxima(last_begin, size_ - last_begin) : first;
+  return {first[0], first[1], last[0], last[1]};
+}
+
+Optimizer::BlockEndMaxima Optimizer::block_end_maxima(std::span<const float> grads, float grad_scale) {
+  return block_end_maxima_impl(grads, grad_scale);
+}
+Optimizer::BlockEndMaxima Optimizer::block_end_maxima(std::span<const Half> grads, float grad_scale) {
+  return block_end_maxima_impl(grads, grad_scale);
+}
+Optimizer::BlockEndMaxima Optimizer::block_end_maxima(std::span<const BFloat16> grads, float grad_scale) {
+  return block_end_maxima_impl(grads, grad_scale);
+}
+
+Optimizer::BlockEndMaxima combine_block_end_maxima(std::span<const ElementRange> shards,
+                                                   std::span<const Optimizer::BlockEndMaxima> partials, size_t me) {
+  ZDP_CHECK(shards.size() == partials.size() && me < shards.size(), ShapeError,
+            "[combine_block_end_maxima] {} shards, {} partials, shard {}", shards.size(), partials.size(), me);
+  Optimizer::BlockEndMaxima out = partials[me];
+  if (shards[me].count == 0) return out;
+  const quant8::BlockRange mine = quant8::blocks_touched(shards[me].offset, shards[me].count);
+  const size_t my_first = mine.first, my_last = mine.first + mine.count - 1;
+  for (size_t q = 0; q < shards.size(); ++q) {
+    if (shards[q].count == 0) continue;
+    const quant8::BlockRange theirs = quant8::blocks_touched(shards[q].offset, shards[q].count);
+    const std::array<size_t, 2> ends = {theirs.first, theirs.first + theirs.count - 1};
+    for (size_t e = 0; e < 2; ++e) {
+      for (size_t moment = 0; moment < 2; ++moment) {
+        const float value = partials[q][2 * e + moment];
+        if (ends[e] == my_first) out[moment] = std::max(out[moment], value);
+        if (ends[e] == my_last) out[2 + moment] = std::max(out[2 + moment], value);
+      }
+    }
+  }
+  return out;
+}
 
 void Optimizer::run_segments(float* params, const float* grads, size_t begin, size_t count) {
   const size_t end = begin + count;
@@ -254,13 +387,16 @@ void Optimizer::step_impl(std::span<float> params, std::span<const G> grads, dou
   ++step_count_;
   begin_step(lr, grad_scale);
   if constexpr (std::is_same_v<G, float>) {
-    run_segments(params.data(), grads.data(), 0, size_);
+    apply(params.data(), grads.data(), 0, size_);
   } else {
+    // Pieces end at multiples of kWidenBlock from the unit's start, so no
+    // piece cuts a quantization block.
     std::array<float, kWidenBlock> block;
-    for (size_t at = 0; at < size_; at += kWidenBlock) {
-      const size_t n = std::min(kWidenBlock, size_ - at);
+    for (size_t at = 0; at < size_;) {
+      const size_t n = std::min(kWidenBlock - (unit_offset_ + at) % kWidenBlock, size_ - at);
       convert(grads.subspan(at, n), std::span<float>(block.data(), n), simd_);
-      run_segments(params.data(), block.data(), at, n);
+      apply(params.data(), block.data(), at, n);
+      at += n;
     }
   }
 }
@@ -286,6 +422,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t 
       return std::make_unique<Sgd>(config.sgd, shard_size, std::move(options));
     case OptimizerKind::kLion:
       return std::make_unique<Lion>(config.lion, shard_size, std::move(options));
+    case OptimizerKind::kAdam8bit:
+      return std::make_unique<Adam8bit>(config.adam, shard_size, std::move(options));
   }
   ZDP_THROW(ConfigError, "[optimizer] unknown optimizer kind {}", static_cast<int>(config.kind));
 }

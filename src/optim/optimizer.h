@@ -4,10 +4,12 @@
 // optim/optimizer_config.h).
 //
 // An optimizer is built for one shard size and owns its state buffers (Adam's
-// m and v, SGD's momentum, Lion's m), allocated zeroed at construction and reported to
+// m and v, SGD's momentum, Lion's m, 8-bit Adam's codes and block scales),
+// allocated zeroed at construction and reported to
 // an optional StateAccountant (the engine passes one that books them in its
 // memory ledger). step() updates every element from the same-index gradient
-// only: no reduction crosses elements, the float operations run in a fixed
+// only (8-bit Adam's block scales excepted, see block_end_maxima): no
+// reduction crosses elements, the float operations run in a fixed
 // order (see optim_kernels.cc), and the vectorised loops give the same bits as
 // the scalar ones. So an element's trajectory does not depend on which rank
 // owns it or how the shards are cut, which the engine's bitwise equality
@@ -20,6 +22,7 @@
 // optimizers are independent.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -51,19 +54,42 @@ std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> rang
 
 // The optimizer's state buffers, for the ledger and for checkpoints.
 enum class StateKind : uint8_t {
-  kExpAvg = 0,    // Adam m (first moment); Lion's momentum m
-  kExpAvgSq = 1,  // Adam v (second moment)
-  kMomentum = 2,  // SGD momentum buffer
+  kExpAvg = 0,          // Adam m (first moment); Lion's momentum m
+  kExpAvgSq = 1,        // Adam v (second moment)
+  kMomentum = 2,        // SGD momentum buffer
+  kExpAvgCodes = 3,     // 8-bit Adam: m's codes, one byte per element (quant8.h)
+  kExpAvgSqCodes = 4,   // 8-bit Adam: v's codes
+  kExpAvgAbsmax = 5,    // 8-bit Adam: m's fp32 scale per block touched
+  kExpAvgSqAbsmax = 6,  // 8-bit Adam: v's fp32 scale per block touched
 };
-std::string_view state_kind_name(StateKind kind);  // "exp_avg", "exp_avg_sq", "momentum_buffer"
+// "exp_avg", "exp_avg_sq", "momentum_buffer", "exp_avg_q8", "exp_avg_sq_q8",
+// "exp_avg_absmax", "exp_avg_sq_absmax"
+std::string_view state_kind_name(StateKind kind);
+// The first moment's kinds (booked as adam_m) or the second's (adam_v).
+bool is_second_moment(StateKind kind);
 
+// How a state tensor is stored: fp32 or one byte per value, and indexed by
+// shard element or by quantization block (the blocks of the unit that the
+// shard's elements touch, quant8::blocks_touched).
+enum class StateDtype : uint8_t { kF32 = 0, kU8 = 1 };
+enum class StateIndex : uint8_t { kElement = 0, kBlock = 1 };
+struct StateLayout {
+  StateDtype dtype = StateDtype::kF32;
+  StateIndex index = StateIndex::kElement;
+};
+StateLayout state_layout(StateKind kind);
+
+// A state tensor: `data` for an fp32 one, `codes` for a one-byte one (the
+// other is empty). Shard-sized, or one value per block touched.
 struct StateTensor {
   StateKind kind;
-  std::span<float> data;  // shard-sized
+  std::span<float> data;
+  std::span<uint8_t> codes = {};
 };
 struct ConstStateTensor {
   StateKind kind;
   std::span<const float> data;
+  std::span<const uint8_t> codes = {};
 };
 
 // Called with +bytes when the optimizer allocates a state buffer and with
@@ -77,6 +103,9 @@ struct ShardOptions {
   std::vector<ElementRange> no_decay = {};
   StateAccountant accountant = {};  // optional
   SimdLevel simd = active_simd_level();
+  // The shard's first element within its unit. Block-quantized state (8-bit
+  // Adam) anchors its blocks at the unit's first element; the others ignore it.
+  size_t unit_offset = 0;
 };
 
 // Bytes per parameter of an optimizer's model states: the ZeRO paper's K,
@@ -84,16 +113,26 @@ struct ShardOptions {
 // run summary and the ledger's expectations read it).
 struct OptimizerBytesPerParam {
   size_t master = 0;   // fp32 master copy: mixed precision only (fp32 parameters are their own master)
-  size_t moment1 = 0;  // Adam's m, SGD's momentum buffer or Lion's m
-  size_t moment2 = 0;  // Adam's v
-  size_t k() const { return master + moment1 + moment2; }
+  size_t moment1 = 0;  // Adam's m, SGD's momentum buffer or Lion's m (8-bit Adam: m's codes)
+  size_t moment2 = 0;  // Adam's v (8-bit Adam: v's codes)
+  // Block-quantized moments: besides the bytes per element above, each moment
+  // keeps scale_bytes per block of quant_block elements that a shard touches
+  // (block_scale_bytes); 0 for unquantized state.
+  size_t quant_block = 0;
+  size_t scale_bytes = 0;
+  size_t k() const { return master + moment1 + moment2; }  // without the block scales
 };
 // AdamW/Adam m + v = 8 (+4 master) = 12; SGD with momentum 4 (+4) = 8; plain
-// SGD 0 (+4) = 4; Lion m 4 (+4) = 8. The moments are the state tensors
-// make_optimizer allocates.
+// SGD 0 (+4) = 4; Lion m 4 (+4) = 8; 8-bit Adam m + v codes 2 (+4) = 6, plus
+// an fp32 scale per 2048-element block for each moment. The moments are the
+// state tensors make_optimizer allocates.
 OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, bool mixed_precision);
 // K: optimizer_bytes_per_param(config, mixed_precision).k().
 size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision);
+// The bytes of one moment's block scales for a shard of `count` elements at
+// `unit_offset` in its unit: scale_bytes per block it touches (0 for
+// unquantized state). The engine holds two such moments per unit shard.
+size_t block_scale_bytes(const OptimizerBytesPerParam& bytes, size_t unit_offset, size_t count);
 
 class Optimizer {
  public:
@@ -132,22 +171,61 @@ class Optimizer {
   std::vector<StateTensor> state();
   std::vector<ConstStateTensor> state() const;
   // Copies `buffers` (same order and sizes as state()) and the step count in;
-  // ShapeError when the count or a size differs.
+  // ShapeError when the count or a size differs. fp32 states only (8-bit
+  // Adam's are filled through state()).
   void load_state(int64_t steps, std::span<const std::span<const float>> buffers);
 
-  // Bytes of state this optimizer holds per shard element (8, 4 or 0).
+  // Bytes of per-element state this optimizer holds per shard element (8, 4,
+  // 2 or 0; 8-bit Adam's block scales not included).
   size_t state_bytes_per_param() const;
+
+  // ---- block-quantized state (8-bit Adam) ----
+  // The quantization block size, or 0 for element-wise state. A block's scale
+  // is the largest new moment in the whole block, and a shard's first and
+  // last blocks may be shared with other ranks' shards (quant8.h). Where they
+  // are, every rank must quantize them with the maximum over all the shards:
+  //   1. local = block_end_maxima(grads, grad_scale): this shard's part of
+  //      its first and last blocks' new maxima, {max|m| first, max v first,
+  //      max|m| last, max v last} (zeros for an empty shard);
+  //   2. combine_block_end_maxima over the shards that cut the unit, then
+  //      share_block_end_maxima(combined) on each;
+  //   3. step() with the same grads and grad_scale.
+  // step() without a shared value uses this shard's own maxima: right when
+  // the shard holds its end blocks whole (one rank, or stage 0).
+  virtual size_t quant_block_size() const { return 0; }
+  using BlockEndMaxima = std::array<float, 4>;
+  BlockEndMaxima block_end_maxima(std::span<const float> grads, float grad_scale);
+  BlockEndMaxima block_end_maxima(std::span<const Half> grads, float grad_scale);
+  BlockEndMaxima block_end_maxima(std::span<const BFloat16> grads, float grad_scale);
+  // For the next step() only.
+  virtual void share_block_end_maxima(const BlockEndMaxima& combined);
 
  protected:
   struct OwnedState {
     StateKind kind;
-    AlignedBuffer<float> buffer;
+    AlignedBuffer<float> buffer;   // fp32 states
+    AlignedBuffer<uint8_t> codes;  // one-byte states
   };
 
   Optimizer(size_t size, ShardOptions options);
-  // Allocates one zeroed shard-sized state buffer and books it.
-  void add_state(StateKind kind);
+  // Allocates one zeroed state buffer of state_layout(kind): shard-sized, or
+  // one value per block touched (`blocks`), and books it.
+  void add_state(StateKind kind, size_t blocks = 0);
   float* state_data(size_t index) { return states_[index].buffer.data(); }
+  uint8_t* state_codes(size_t index) { return states_[index].codes.data(); }
+  size_t unit_offset() const { return unit_offset_; }
+
+  // Splits [begin, begin + count) at the no-decay ranges and calls update();
+  // grads points at element `begin`.
+  void run_segments(float* params, const float* grads, size_t begin, size_t count);
+  // Updates shard elements [begin, begin + count) from fp32 grads (pointing
+  // at element begin). The pieces step() hands it, in order, cover the shard
+  // and never cut a 2048-element block of the unit (a multiple of kWidenBlock
+  // from the unit's start). Default: run_segments.
+  virtual void apply(float* params, const float* grads, size_t begin, size_t count);
+  // block_end_maxima's part: the new maxima over shard elements
+  // [begin, begin + count) of one block, {max|m|, max v}.
+  virtual std::array<float, 2> partial_block_maxima(const float* grads, size_t begin, size_t count, float grad_scale);
 
   // Computes this step's float scalars; step_count() is already the new t.
   virtual void begin_step(double lr, float grad_scale) = 0;
@@ -159,17 +237,25 @@ class Optimizer {
  private:
   template <typename G>
   void step_impl(std::span<float> params, std::span<const G> grads, double lr, float grad_scale);
-  // Splits [begin, begin + count) at the no-decay ranges and calls update();
-  // grads points at element `begin`.
-  void run_segments(float* params, const float* grads, size_t begin, size_t count);
+  template <typename G>
+  BlockEndMaxima block_end_maxima_impl(std::span<const G> grads, float grad_scale);
 
   size_t size_ = 0;
+  size_t unit_offset_ = 0;
   std::vector<ElementRange> no_decay_;  // sorted, merged, inside the shard
   StateAccountant accountant_;
   SimdLevel simd_;
   std::vector<OwnedState> states_;
   int64_t step_count_ = 0;
 };
+
+// The maxima of shard `me`'s first and last blocks over every shard of the
+// unit that touches them: `shards` are the unit-relative element ranges of
+// all the shards that cut the unit (in any order), `partials` their
+// block_end_maxima. A maximum is exact, so the result does not depend on
+// how many shards there are or in which order they come.
+Optimizer::BlockEndMaxima combine_block_end_maxima(std::span<const ElementRange> shards,
+                                                   std::span<const Optimizer::BlockEndMaxima> partials, size_t me);
 
 // Builds the optimizer of config.kind for a shard of `shard_size` elements;
 // validates the config first (ConfigError).

@@ -11,16 +11,18 @@
 
 namespace zerodp::optim {
 
-enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2, kLion = 3 };
+enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2, kLion = 3, kAdam8bit = 4 };
 
-// "adamw", "adam", "sgd" or "lion"; ConfigError naming the accepted values
-// otherwise.
+// "adamw", "adam", "sgd", "lion" or "adam8bit"; ConfigError naming the
+// accepted values otherwise.
 OptimizerKind parse_optimizer_kind(std::string_view name);
 std::string_view optimizer_kind_name(OptimizerKind kind);
 
 // Adam and AdamW (PyTorch torch.optim.Adam / AdamW, amsgrad off).
 // AdamW decays decoupled: p = p*(1 - lr*wd) before the update.
 // Adam adds L2 to the gradient: g = g + wd*p.
+// 8-bit Adam (kAdam8bit, optim/adam8bit.h) takes the same values: AdamW's
+// update with both moments stored block-wise quantized to 8 bits.
 struct AdamConfig {
   double lr = 1e-3;
   double beta1 = 0.9;
@@ -55,7 +57,7 @@ struct LionConfig {
 // Which optimizer, with the config of that kind (the others are ignored).
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdamW;
-  AdamConfig adam = {};
+  AdamConfig adam = {};  // AdamW, Adam and 8-bit Adam
   SgdConfig sgd = {};
   LionConfig lion = {};
 };

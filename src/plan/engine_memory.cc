@@ -212,6 +212,10 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.master = updated * static_cast<uint64_t>(bpp.master);
   p.adam_m = updated * static_cast<uint64_t>(bpp.moment1);
   p.adam_v = updated * static_cast<uint64_t>(bpp.moment2);
+  const uint64_t scales =
+      moment_scale_bytes(schedule.unit_counts, run.ranks, rank, stage.partitions_optimizer, run.optimizer);
+  p.adam_m += scales;
+  p.adam_v += scales;
 
   const uint64_t largest = schedule.largest_unit();
   if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;

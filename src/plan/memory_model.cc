@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plan/memory_model.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -18,7 +19,8 @@ optim::OptimizerConfig parse_optimizer(std::string_view name) {
   }
   if (s == "sgd") return {.kind = optim::OptimizerKind::kSgd};
   if (s == "lion") return {.kind = optim::OptimizerKind::kLion};
-  ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd or lion", name);
+  if (s == "adam8bit") return {.kind = optim::OptimizerKind::kAdam8bit};
+  ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd, lion or adam8bit", name);
 }
 
 std::string_view optimizer_name(const optim::OptimizerConfig& optimizer) {
@@ -35,6 +37,22 @@ BytesPerParam bytes_per_param(Dtype precision, const optim::OptimizerConfig& opt
   b.moment1 = static_cast<int>(k.moment1);
   b.moment2 = static_cast<int>(k.moment2);
   return b;
+}
+
+uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, int rank, bool partitioned,
+                            const optim::OptimizerConfig& optimizer) {
+  const optim::OptimizerBytesPerParam k = optim::optimizer_bytes_per_param(optimizer, false);
+  if (k.quant_block == 0) return 0;
+  check_ranks(ranks);
+  const auto n = static_cast<uint64_t>(ranks), r = static_cast<uint64_t>(rank);
+  uint64_t bytes = 0;
+  for (uint64_t c : unit_counts) {
+    // comm::shard_range's rule: the first c % N ranks hold one more.
+    const uint64_t offset = partitioned ? r * (c / n) + std::min(r, c % n) : 0;
+    const uint64_t count = partitioned ? c / n + (r < c % n ? 1 : 0) : c;
+    bytes += optim::block_scale_bytes(k, offset, count);
+  }
+  return bytes;
 }
 
 void check_ranks(int ranks) {

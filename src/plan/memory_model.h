@@ -127,6 +127,14 @@ CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_d
 // buffers are the caller's to subtract first). 0 when not even one fits.
 uint64_t max_params(uint64_t device_bytes, Stage stage, int ranks, const BytesPerParam& bpp);
 
+// 8-bit Adam's block scales of one moment on rank `rank` of `ranks`: an fp32
+// per 2048-element block that each of its unit shards touches (each unit
+// whole when the optimizer state is not partitioned). 0 for unquantized
+// optimizers. The memory model adds it to moment1 and moment2; BytesPerParam
+// (whole bytes per parameter) leaves it out.
+uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, int rank, bool partitioned,
+                            const optim::OptimizerConfig& optimizer);
+
 // Throws ConfigError unless ranks >= 1.
 void check_ranks(int ranks);
 

@@ -57,6 +57,8 @@ std::string optimizer_display(const optim::OptimizerConfig& o) {
       return o.sgd.momentum > 0.0 ? "SGD with momentum" : "SGD";
     case optim::OptimizerKind::kLion:
       return "Lion";
+    case optim::OptimizerKind::kAdam8bit:
+      return "8-bit Adam";
   }
   return "?";
 }
@@ -72,8 +74,14 @@ std::string describe_bytes_per_param(const BytesPerParam& bpp, const optim::Opti
   std::vector<std::string> parts;
   if (bpp.master) parts.push_back(fmt::format("fp32 master {}", bpp.master));
   const bool adam = optimizer.kind == optim::OptimizerKind::kAdamW || optimizer.kind == optim::OptimizerKind::kAdam;
-  if (bpp.moment1) parts.push_back(fmt::format("{} {}", adam ? "Adam m" : "momentum", bpp.moment1));
-  if (bpp.moment2) parts.push_back(fmt::format("Adam v {}", bpp.moment2));
+  const optim::OptimizerBytesPerParam k = optim::optimizer_bytes_per_param(optimizer, false);
+  if (k.quant_block) {
+    parts.push_back(fmt::format("Adam m {} + Adam v {}, 8-bit, + {} bytes per {} for their scales", bpp.moment1,
+                                bpp.moment2, 2 * k.scale_bytes, k.quant_block));
+  } else {
+    if (bpp.moment1) parts.push_back(fmt::format("{} {}", adam ? "Adam m" : "momentum", bpp.moment1));
+    if (bpp.moment2) parts.push_back(fmt::format("Adam v {}", bpp.moment2));
+  }
   const std::string detail = parts.empty() ? "no optimizer state" : fmt::format("{}", fmt::join(parts, " + "));
   return fmt::format("params {} + grads {} + optimizer K = {} ({}) = {}", bpp.params, bpp.grads, bpp.optimizer(),
                      detail, bpp.total());

@@ -92,6 +92,12 @@ PlanResult make_plan(const PlanConfig& config) {
       StagePlan& sp = rp.stages[static_cast<size_t>(stage_number(s))];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
+      // 8-bit Adam's block scales (a model without units counts as one unit).
+      const std::vector<uint64_t> whole = {c.num_params};
+      const uint64_t scales = moment_scale_bytes(schedule ? std::span<const uint64_t>(schedule->unit_counts) : whole, n,
+                                                 0, traits(s).partitions_optimizer, c.optimizer);
+      sp.states.moment1 += scales;
+      sp.states.moment2 += scales;
       // Stage 1's owned accumulator and the pairwise sum's partials (core/stage.h).
       sp.states.grads += extra_grad_elements(s, c.grad_accum, shard, c.num_params) * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);

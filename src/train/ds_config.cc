@@ -160,9 +160,13 @@ void apply_optimizer(Section o, TrainConfig& c) {
   for (char ch : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   auto& opt = c.engine.optimizer;
   bool adam_w_mode = true;  // DeepSpeed's "Adam" is AdamW unless adam_w_mode is false
+  bool adam_w_mode_given = false;
   if (o.has("params")) {
     Section p = o.section("params");
-    if (p.has("adam_w_mode")) adam_w_mode = p.boolean("adam_w_mode");
+    if (p.has("adam_w_mode")) {
+      adam_w_mode = p.boolean("adam_w_mode");
+      adam_w_mode_given = true;
+    }
     if (p.has("lr")) {
       opt.adam.lr = opt.sgd.lr = opt.lion.lr = p.number("lr");
       c.engine.lr_schedule.max_lr = opt.adam.lr;
@@ -201,8 +205,15 @@ void apply_optimizer(Section o, TrainConfig& c) {
     opt.kind = optim::OptimizerKind::kSgd;
   } else if (lower == "lion") {
     opt.kind = optim::OptimizerKind::kLion;
+  } else if (lower == "adam8bit" || lower == "adamw8bit") {
+    // bitsandbytes' class names (bnb.optim.Adam8bit / AdamW8bit): both decay
+    // decoupled in bitsandbytes' 8-bit kernels, and so does zerodp's.
+    ZDP_CHECK(adam_w_mode || !adam_w_mode_given, ConfigError,
+              "[config] optimizer.type '{}' decays decoupled (as AdamW); remove adam_w_mode: false", type);
+    opt.kind = optim::OptimizerKind::kAdam8bit;
   } else {
-    ZDP_THROW(ConfigError, "[config] optimizer.type '{}' is not supported: use Adam, AdamW, SGD or Lion", type);
+    ZDP_THROW(ConfigError, "[config] optimizer.type '{}' is not supported: use Adam, AdamW, SGD, Lion or Adam8bit",
+              type);
   }
   o.finish();
 }

@@ -29,6 +29,12 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
   }
   mine.memory.model_states = ledger.model_states.current;
   mine.memory.owned = engine.plan().owned_count(comm.rank());
+  const optim::OptimizerBytesPerParam k =
+      optim::optimizer_bytes_per_param(engine.config().optimizer, engine.config().dtype.is_low_precision());
+  for (size_t u = 0; u < engine.plan().num_units(); ++u) {
+    const comm::ShardRange upd = engine.update_range(u);
+    mine.memory.block_scales += 2 * optim::block_scale_bytes(k, upd.offset, upd.count);
+  }
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
     mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};

@@ -84,9 +84,10 @@ std::string format_summary(const RunStats& s) {
     const RankMemory& m = s.memory[r];
     const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
     const uint64_t accumulator = accumulator_bytes(s, r);
-    const uint64_t expected = formula_model_state_bytes(s, r) + accumulator;
+    const uint64_t expected = formula_model_state_bytes(s, r) + accumulator + m.block_scales;
     const char* verdict = m.model_states != expected ? "DIFFERS"
                           : accumulator > 0          ? "= formula + accumulators"
+                          : m.block_scales > 0       ? "= formula + block scales"
                                                      : "= formula";
     out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
                        mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
@@ -96,6 +97,11 @@ std::string format_summary(const RunStats& s) {
     out +=
         "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator pΦ/N\n"
         "   beside the flat local gradients it reduce-scatters from: docs/architecture.md)\n";
+  }
+  if (s.memory[0].block_scales > 0) {
+    out +=
+        "  (8-bit Adam keeps, beside K's bytes, an fp32 scale per moment for every 2048-element block\n"
+        "   a rank's unit shards touch: docs/optim.md)\n";
   }
   if (pairwise_partials(s.grad_accum) > 0) {
     out += fmt::format(

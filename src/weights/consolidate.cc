@@ -11,6 +11,7 @@
 #include "ckpt/staged_output.h"
 #include "core/error.h"
 #include "core/process_memory.h"
+#include "optim/quant8.h"
 #include "weights/export_format.h"
 #include "weights/hf_format.h"
 #include "weights/model_record.h"
@@ -37,17 +38,37 @@ class UnitIndex {
     for (size_t u = 0; u < counts.size(); ++u) begins_[u + 1] = begins_[u] + counts[u];
   }
   void read(CheckpointReader& reader, size_t tensor, size_t offset, std::span<float> out) const {
-    // The unit whose range [begin, end) holds `offset`: the last begin <= offset.
-    const auto it = std::upper_bound(begins_.begin(), begins_.end(), offset);
-    const size_t unit = static_cast<size_t>(it - begins_.begin()) - 1;
-    ZDP_CHECK(it != begins_.end() && offset + out.size() <= begins_[unit + 1], Error,
-              "[ckpt consolidate] export piece [{}, {}) crosses a unit boundary or reaches past Φ = {} (internal: "
-              "the export tensors no longer match the model's units; please report)",
-              offset, offset + out.size(), begins_.back());
+    const size_t unit = unit_of(offset, out.size());
     reader.read(unit, tensor, {offset - begins_[unit], out.size()}, out);
+  }
+  // 8-bit Adam's moment, dequantized as the optimizer does: code * its
+  // block's absmax, from the codes tensor and the scales tensor.
+  void read_dequantized(CheckpointReader& reader, size_t codes_tensor, size_t scales_tensor,
+                        const optim::quant8::DynamicMap& map, size_t offset, std::span<float> out) const {
+    if (out.empty()) return;
+    const size_t unit = unit_of(offset, out.size());
+    const size_t at = offset - begins_[unit];
+    constexpr size_t kBlock = optim::quant8::kBlockSize;
+    std::vector<uint8_t> codes(out.size());
+    reader.read_bytes(unit, codes_tensor, {at, out.size()}, std::as_writable_bytes(std::span(codes)));
+    const size_t first = at / kBlock, last = (at + out.size() - 1) / kBlock;
+    std::vector<float> scales(last - first + 1);
+    reader.read(unit, scales_tensor, {first, scales.size()}, scales);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = map.code[codes[i]] * scales[(at + i) / kBlock - first];
   }
 
  private:
+  // The unit whose range [begin, end) holds `offset`: the last begin <= offset.
+  size_t unit_of(size_t offset, size_t count) const {
+    const auto it = std::upper_bound(begins_.begin(), begins_.end(), offset);
+    const size_t unit = static_cast<size_t>(it - begins_.begin()) - 1;
+    ZDP_CHECK(it != begins_.end() && offset + count <= begins_[unit + 1], Error,
+              "[ckpt consolidate] export piece [{}, {}) crosses a unit boundary or reaches past Φ = {} (internal: "
+              "the export tensors no longer match the model's units; please report)",
+              offset, offset + count, begins_.back());
+    return unit;
+  }
+
   std::vector<size_t> begins_;  // begins_[u]: flat offset of unit u; back() is Φ
 };
 
@@ -76,8 +97,22 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     if (t > 0 && !options.optimizer_states) break;
     // Each file is its own pass over the shards: reading twice costs time,
     // holding a tensor between the two would cost memory.
-    const PieceReader read = [&](size_t offset, std::span<float> out) { units.read(reader, t, offset, out); };
-    const std::string& name = manifest.tensors[t];
+    PieceReader read = [&](size_t offset, std::span<float> out) { units.read(reader, t, offset, out); };
+    std::string name = manifest.tensors[t];
+    // 8-bit Adam: each moment is written once, dequantized to fp32 under
+    // AdamW's name, from its codes and its block scales.
+    if (name.ends_with("_absmax")) continue;
+    if (name.ends_with("_q8")) {
+      name.resize(name.size() - 3);
+      const int scales = manifest.tensor_index(name + "_absmax");
+      ZDP_CHECK(scales >= 0, InputFileError, "[ckpt consolidate] {}: tensor {}_q8 has no {}_absmax", manifest_path,
+                name, name);
+      const optim::quant8::DynamicMap& map =
+          name == "exp_avg" ? optim::quant8::signed_map() : optim::quant8::unsigned_map();
+      read = [&, scales](size_t offset, std::span<float> out) {
+        units.read_dequantized(reader, t, static_cast<size_t>(scales), map, offset, out);
+      };
+    }
     const std::string file = t == 0 ? "model.safetensors" : name + ".safetensors";
     const uint64_t buffer = write_safetensors(join_path(staged.dir(), file), tensors, read, metadata);
     result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffer);

@@ -38,6 +38,18 @@ bool has_nonfinite(comm::ConstBuffer g) {
   return false;
 }
 
+optim::Optimizer::BlockEndMaxima block_end_maxima(optim::Optimizer& opt, comm::ConstBuffer g, float coef) {
+  switch (g.dtype.kind()) {
+    case Dtype::Kind::kFp32:
+      return opt.block_end_maxima({static_cast<const float*>(g.data), g.count}, coef);
+    case Dtype::Kind::kFp16:
+      return opt.block_end_maxima({static_cast<const Half*>(g.data), g.count}, coef);
+    case Dtype::Kind::kBf16:
+      return opt.block_end_maxima({static_cast<const BFloat16*>(g.data), g.count}, coef);
+  }
+  return {};
+}
+
 void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstBuffer g, double lr, float coef) {
   switch (g.dtype.kind()) {
     case Dtype::Kind::kFp32:
@@ -112,6 +124,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     optim::ShardOptions options;
     options.accountant = optimizer_state_accountant(ledger_);
+    options.unit_offset = update_range(u).offset;
     optimizers_.push_back(optim::make_optimizer(config_.optimizer, update_range(u).count, std::move(options)));
   }
 
@@ -424,6 +437,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   result.grad_norm = clip.grad_norm;
   result.clipped = clip.clipped;
 
+  share_block_maxima(clip.coefficient);
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
     optimizer_step(*optimizers_[u], master_weights().floats(u, upd), grads_.slice(u, upd), result.lr, clip.coefficient);
@@ -432,6 +446,32 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   ++steps_;
   result.step = steps_;
   return result;
+}
+
+// Block-quantized optimizer state (8-bit Adam): a block's scale is the
+// maximum over the whole block, and the blocks at the ends of a rank's unit
+// shards may be cut by other ranks' shards. One all-gather of every rank's
+// four end maxima per unit; each rank takes the maximum over the shards that
+// touch its end blocks (exact: the same bits for any N). Nothing to share
+// when each rank updates whole units (stage 0) or alone.
+void Engine::share_block_maxima(float coefficient) {
+  if (optimizers_.empty() || optimizers_.front()->quant_block_size() == 0) return;
+  if (!traits(config_.stage).partitions_optimizer || comm_.size() == 1) return;
+  const size_t units = plan_.num_units(), n = static_cast<size_t>(comm_.size());
+  std::vector<optim::Optimizer::BlockEndMaxima> local(units), all(units * n);
+  for (size_t u = 0; u < units; ++u) local[u] = block_end_maxima(*optimizers_[u], grads_.own_shard(u), coefficient);
+  comm_.all_gather_value_bytes(std::as_bytes(std::span(local)), std::as_writable_bytes(std::span(all)));
+  std::vector<optim::ElementRange> shards(n);
+  std::vector<optim::Optimizer::BlockEndMaxima> partials(n);
+  for (size_t u = 0; u < units; ++u) {
+    for (size_t r = 0; r < n; ++r) {
+      const comm::ShardRange s = plan_.shard(u, static_cast<int>(r));
+      shards[r] = {s.offset, s.count};
+      partials[r] = all[r * units + u];
+    }
+    optimizers_[u]->share_block_end_maxima(
+        optim::combine_block_end_maxima(shards, partials, static_cast<size_t>(rank_)));
+  }
 }
 
 // The low-precision parameters follow the updated master weights.

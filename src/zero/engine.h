@@ -117,11 +117,15 @@ class Engine {
   // rank's own shard otherwise). name: "master" (the fp32 master weights, or
   // the fp32 parameters themselves at fp32), then the optimizer's state
   // names ("exp_avg", "exp_avg_sq" or "momentum_buffer").
+  // 8-bit Adam's tensors: "exp_avg_q8"/"exp_avg_sq_q8" in `codes` (one byte
+  // per element), and "exp_avg_absmax"/"exp_avg_sq_absmax", one fp32 per
+  // 2048-element block of the unit the rank's elements touch (range in blocks).
   struct StateView {
     std::string name;
     size_t unit = 0;
-    comm::ShardRange range;  // unit-relative elements held in `data`
+    comm::ShardRange range;  // unit-relative values held in `data` or `codes`
     std::span<float> data;
+    std::span<uint8_t> codes = {};
   };
   // Writable views; a loader fills them, then calls state_loaded().
   std::vector<StateView> state_views();
@@ -164,6 +168,9 @@ class Engine {
   // order (micro * N + rank, the sampler's), pairwise summed, over their count.
   double step_loss(const std::vector<double>& local_losses);
   StepResult apply_step(const std::vector<double>& local_losses);
+  // 8-bit Adam: every rank's optimizers get the maxima of the quantization
+  // blocks their shards share with other ranks (a no-op otherwise). Collective.
+  void share_block_maxima(float coefficient);
   void fill_params(const ParamSource& source);
   // Every parameter into `full` (flat, fp32) when it is not empty; the other
   // ranks of a stage-3 gather pass an empty span and only take part.

@@ -7,6 +7,7 @@
 
 #include "core/convert.h"
 #include "core/error.h"
+#include "optim/quant8.h"
 #include "zero/engine.h"
 #include "zero/grad_accumulate.h"
 
@@ -19,7 +20,12 @@ std::vector<Engine::StateView> Engine::state_views() {
     const comm::ShardRange upd = update_range(u);
     views.push_back({"master", u, upd, master_weights().floats(u, upd)});
     for (const optim::StateTensor& t : optimizers_[u]->state()) {
-      views.push_back({std::string(optim::state_kind_name(t.kind)), u, upd, t.data});
+      comm::ShardRange range = upd;
+      if (optim::state_layout(t.kind).index == optim::StateIndex::kBlock) {
+        const optim::quant8::BlockRange b = optim::quant8::blocks_touched(upd.offset, upd.count);
+        range = {b.first, b.count};
+      }
+      views.push_back({std::string(optim::state_kind_name(t.kind)), u, range, t.data, t.codes});
     }
   }
   return views;

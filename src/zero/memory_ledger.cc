@@ -123,8 +123,7 @@ void MemoryLedger::reset_peaks() {
 
 optim::StateAccountant optimizer_state_accountant(MemoryLedger& ledger) {
   return [&ledger](optim::StateKind kind, int64_t delta_bytes) {
-    const MemoryCategory category =
-        kind == optim::StateKind::kExpAvgSq ? MemoryCategory::kAdamV : MemoryCategory::kAdamM;
+    const MemoryCategory category = optim::is_second_moment(kind) ? MemoryCategory::kAdamV : MemoryCategory::kAdamM;
     if (delta_bytes >= 0) {
       ledger.allocate(category, static_cast<uint64_t>(delta_bytes));
     } else {

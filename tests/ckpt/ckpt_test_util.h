@@ -67,22 +67,38 @@ inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>&
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// Every rank copies its plan shard of every state view into `out` (shared by
-// the rank threads; the shards are disjoint, so only allocation is locked).
+// Where a unit's values start in a full tensor as read_full_tensor lays it
+// out (flat elements, or each unit's blocks for a per-block tensor), and the
+// full length.
+inline size_t tensor_base(const zero::PartitionPlan& plan, size_t unit, const TensorLayout& layout) {
+  size_t base = 0;
+  for (size_t u = 0; u < unit; ++u) base += tensor_length(plan.unit_count(u), layout);
+  return base;
+}
+
+// Every rank copies its plan shard (record_range) of every state view into
+// `out` (shared by the rank threads; the shards are disjoint, so only
+// allocation is locked). One-byte codes are widened to float.
 inline void collect_state(zero::Engine& engine, FullState& out, std::mutex& mu) {
   const auto& plan = engine.plan();
   const int rank = engine.communicator().rank();
   const auto views = engine.state_views();
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (const auto& v : views) out.tensors[v.name].resize(plan.num_params());
+    for (const auto& v : views) {
+      out.tensors[v.name].resize(tensor_base(plan, plan.num_units(), tensor_layout(v.name)));
+    }
     if (rank == 0) out.counters = engine.counters();
   }
   engine.communicator().barrier();
   for (const auto& v : views) {
-    const comm::ShardRange own = plan.shard(v.unit, rank);
-    float* dst = out.tensors.at(v.name).data() + plan.unit_offset(v.unit) + own.offset;
-    std::memcpy(dst, v.data.data() + (own.offset - v.range.offset), own.count * sizeof(float));
+    const TensorLayout l = tensor_layout(v.name);
+    const comm::ShardRange own = record_range(plan.unit_count(v.unit), plan.ranks(), rank, l);
+    float* dst = out.tensors.at(v.name).data() + tensor_base(plan, v.unit, l) + own.offset;
+    for (size_t i = 0; i < own.count; ++i) {
+      const size_t k = own.offset - v.range.offset + i;
+      dst[i] = l.value_bytes == 1 ? static_cast<float>(v.codes[k]) : v.data[k];
+    }
   }
   engine.communicator().barrier();
 }
@@ -92,8 +108,15 @@ inline void collect_state(zero::Engine& engine, FullState& out, std::mutex& mu) 
 inline void fill_state(zero::Engine& engine, const FullState& state) {
   const auto& plan = engine.plan();
   for (const auto& v : engine.state_views()) {
-    const float* src = state.tensors.at(v.name).data() + plan.unit_offset(v.unit) + v.range.offset;
-    std::memcpy(v.data.data(), src, v.range.count * sizeof(float));
+    const TensorLayout l = tensor_layout(v.name);
+    const float* src = state.tensors.at(v.name).data() + tensor_base(plan, v.unit, l) + v.range.offset;
+    for (size_t k = 0; k < v.range.count; ++k) {
+      if (l.value_bytes == 1) {
+        v.codes[k] = static_cast<uint8_t>(src[k]);
+      } else {
+        v.data[k] = src[k];
+      }
+    }
   }
   engine.state_loaded(state.counters);
 }
@@ -152,6 +175,13 @@ inline zero::EngineConfig lion_config(int stage, Dtype dtype = Dtype::fp32()) {
   c.optimizer.kind = optim::OptimizerKind::kLion;
   c.optimizer.lion = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
   c.lr_schedule.max_lr = 3e-3;
+  return c;
+}
+
+// test_config with 8-bit Adam (AdamW's settings).
+inline zero::EngineConfig adam8bit_config(int stage, Dtype dtype = Dtype::fp32()) {
+  zero::EngineConfig c = test_config(stage, dtype);
+  c.optimizer.kind = optim::OptimizerKind::kAdam8bit;
   return c;
 }
 

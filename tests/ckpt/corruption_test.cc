@@ -175,7 +175,7 @@ void edit_manifest(const std::string& dir, const std::function<void(nlohmann::or
 }
 
 TEST_F(Corruption, FutureFormatVersion) {
-  edit_manifest(saved_, [](auto& j) { j["format_version"] = 2; });
+  edit_manifest(saved_, [](auto& j) { j["format_version"] = kFormatVersion + 1; });
   expect_error<ConfigError>(try_load(), "manifest.json", "newer than this zerodp");
 }
 

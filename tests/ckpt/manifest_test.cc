@@ -76,6 +76,46 @@ TEST(Manifest, LionRoundTrip) {
   EXPECT_EQ(back.tensor_index("exp_avg_sq"), -1);
 }
 
+// 8-bit Adam's tensors are format version 2's: codes one byte per element,
+// scales one fp32 per 2048-element block of a unit, each block's scale in
+// the record of the rank whose plan shard holds its first element.
+TEST(Manifest, Adam8bitTensorsAreVersionTwo) {
+  Manifest m = sample();
+  m.tensors = {"master", "exp_avg_q8", "exp_avg_sq_q8", "exp_avg_absmax", "exp_avg_sq_absmax"};
+  m.optimizer = {.kind = optim::OptimizerKind::kAdam8bit, .adam = {.lr = 2e-4}};
+  EXPECT_EQ(format_version_for(m.tensors), 2u);
+  EXPECT_EQ(format_version_for(std::vector<std::string>{"master", "exp_avg", "exp_avg_sq"}), 1u);
+  m.format_version = 2;
+  const std::vector<TensorLayout> layouts = m.tensor_layouts();
+  EXPECT_EQ(layouts[1], (TensorLayout{1, 0}));
+  EXPECT_EQ(layouts[3], (TensorLayout{4, 2048}));
+  m.shards.clear();
+  for (int r = 0; r < 3; ++r) {
+    m.shards.push_back({shard_file_name(r, 3), ShardLayout(m.unit_counts(), 3, r, layouts, 64).file_size(), 7u});
+  }
+  const std::string text = manifest_to_json(m);
+  const Manifest back = manifest_from_json(text, "m.json");
+  EXPECT_EQ(manifest_to_json(back), text);
+  EXPECT_EQ(back.optimizer.kind, optim::OptimizerKind::kAdam8bit);
+  EXPECT_EQ(back.optimizer.adam.lr, 2e-4);
+  EXPECT_EQ(back.format_version, 2u);
+  // The same tensors claimed by a version 1 manifest are refused.
+  m.format_version = 1;
+  EXPECT_THROW(manifest_from_json(manifest_to_json(m), "m.json"), InputFileError);
+  // Blocks: 5000 elements over 3 ranks (1667, 1667, 1666): blocks 0, 1, 2
+  // start at 0, 2048, 4096, in the records of ranks 0, 1 and 2.
+  for (int r = 0; r < 3; ++r) {
+    const comm::ShardRange b = record_range(5000, 3, r, {4, 2048});
+    EXPECT_EQ(b.offset, static_cast<size_t>(r));
+    EXPECT_EQ(b.count, 1u);
+  }
+  // Over 4 ranks ([0, 1250), [1250, 2500), [2500, 3750), [3750, 5000)) the
+  // third holds no block's first element.
+  EXPECT_EQ(record_range(5000, 4, 1, {4, 2048}).offset, 1u);
+  EXPECT_EQ(record_range(5000, 4, 2, {4, 2048}).count, 0u);
+  EXPECT_EQ(record_range(5000, 4, 3, {4, 2048}).offset, 2u);
+}
+
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   const size_t at = s.find(from);
   EXPECT_NE(at, std::string::npos) << from;

@@ -126,6 +126,15 @@ TEST(Reshard, LionThreeToTwoStage3To1Bf16) {
 TEST(Reshard, LionOneToFourStage0To3) {
   expect_reshard({1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return lion_config(stage, dtype); }});
 }
+// 8-bit Adam's codes (per element) and block scales (per block, in the
+// record of the shard holding the block's first element).
+TEST(Reshard, Adam8bitThreeToTwoStage3To1Bf16) {
+  expect_reshard({3, 3, 2, 1, Dtype::bf16(), [](int stage, Dtype dtype) { return adam8bit_config(stage, dtype); }});
+}
+TEST(Reshard, Adam8bitOneToFourStage0To3) {
+  expect_reshard({1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return adam8bit_config(stage, dtype); }});
+}
+
 TEST(Reshard, SgdMomentumTwoToThreeStage2To0) {
   expect_reshard({2, 2, 3, 0, Dtype::fp32(), [](int stage, Dtype dtype) {
                     zero::EngineConfig c = test_config(stage, dtype);

@@ -143,6 +143,19 @@ TEST(ExactResume, LionEveryStageAndPrecision) {
   expect_exact_resume({"lion fp16 stage 2", 2, fp16}, 5);
 }
 
+// 8-bit Adam's codes and block scales resume bitwise at every stage and
+// precision, fp16's skipped steps included (format version 2).
+TEST(ExactResume, Adam8bitEveryStageAndPrecision) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string name = "adam8bit fp32 stage " + std::to_string(stage);
+    expect_exact_resume({name.c_str(), 3, adam8bit_config(stage)}, 3);
+  }
+  expect_exact_resume({"adam8bit bf16 stage 3", 2, adam8bit_config(3, Dtype::bf16())}, 3);
+  zero::EngineConfig fp16 = fp16_config(2);
+  fp16.optimizer.kind = optim::OptimizerKind::kAdam8bit;
+  expect_exact_resume({"adam8bit fp16 stage 2", 2, fp16}, 5);
+}
+
 TEST(ExactResume, SingleRank) { expect_exact_resume({"1 rank", 1, test_config(0)}, 2); }
 
 }  // namespace

@@ -5,15 +5,18 @@
 # when MPIRUN is given, train to bitwise the same losses and consolidated
 # weights (fp32, no clipping: zero/engine.h says why). A run saved at N = 2
 # and resumed at N = 4 (which keeps the saved global batch: grad-accum 2)
-# ends with the straight N = 4 run's weights.
+# ends with the straight N = 4 run's weights, and so does one resumed from
+# that checkpoint resharded offline to 4 ranks. ZERODP_EXTRA_FLAGS (e.g.
+# "--optimizer adam8bit") go to every run.
 # usage: train_any_power_of_two_n.sh ZERODP STAGE [MPIRUN]
 set -euo pipefail
 zerodp=$1 stage=$2 mpirun=${3:-}
+read -r -a extra <<< "${ZERODP_EXTRA_FLAGS:-}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 trap 'echo "FAILED (exit $?) at line $LINENO"; tail -n 15 "$dir"/*.log' ERR
 common=(train --micro-batch 2 --seq-len 16 --stage "$stage" --precision fp32 --clip 0 --schedule constant
-        --eval-every 0 --sample-tokens 0 --held-out 0 --comm-timeout 60)
+        --eval-every 0 --sample-tokens 0 --held-out 0 --comm-timeout 60 "${extra[@]}")
 weights() { "$zerodp" ckpt consolidate "$1" "$1.out" > /dev/null && cmp -s "$1.out/model.safetensors" "$2"; }
 for n in 1 2 4 8; do
   "$zerodp" "${common[@]}" --ranks "$n" --grad-accum $((8 / n)) --steps 6 --metrics "$dir/n$n.jsonl" \
@@ -36,4 +39,7 @@ fi
 "$zerodp" "${common[@]}" --ranks 4 --steps 6 --resume "$dir/half" --save "$dir/resumed" > "$dir/resumed.log"
 grep -q "grad-accum 2 (the checkpoint's 8 micro-batches per step over 4 ranks)" "$dir/resumed.log"
 weights "$dir/resumed" "$dir/n1.out/model.safetensors" || { echo "the resume at N = 4 differs"; exit 1; }
+"$zerodp" ckpt reshard "$dir/half" --ranks 4 --stage "$stage" "$dir/half4" > /dev/null
+"$zerodp" "${common[@]}" --ranks 4 --steps 6 --resume "$dir/half4" --save "$dir/resharded" > "$dir/resharded.log"
+weights "$dir/resharded" "$dir/n1.out/model.safetensors" || { echo "the resume of the resharded one differs"; exit 1; }
 echo "identical at every N: $(tr '\n' ' ' < "$dir/n1.loss")"

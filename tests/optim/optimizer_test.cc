@@ -15,13 +15,14 @@ TEST(Optimizer, ParsesKinds) {
   EXPECT_EQ(parse_optimizer_kind("adam"), OptimizerKind::kAdam);
   EXPECT_EQ(parse_optimizer_kind("sgd"), OptimizerKind::kSgd);
   EXPECT_EQ(parse_optimizer_kind("lion"), OptimizerKind::kLion);
+  EXPECT_EQ(parse_optimizer_kind("adam8bit"), OptimizerKind::kAdam8bit);
   EXPECT_EQ(optimizer_kind_name(OptimizerKind::kAdamW), "adamw");
   EXPECT_EQ(optimizer_kind_name(OptimizerKind::kLion), "lion");
   try {
     parse_optimizer_kind("lamb");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam, sgd or lion");
+    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam, sgd, lion or adam8bit");
   }
 }
 

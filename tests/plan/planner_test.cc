@@ -173,6 +173,30 @@ TEST(PlanFormat, LionIsKEight) {
   EXPECT_EQ(j["plans"][0]["stages"][3]["model_states_bytes"].get<uint64_t>(), 12 * 7'500'000'000u / 64);
 }
 
+// 8-bit Adam: K = 6 (fp32 master 4 + one byte per moment) plus each
+// moment's fp32 scale per 2048-element block. With --params alone the model
+// counts as one unit: 7.5B / 64 = 117,187,500 elements per rank, 57,221
+// blocks each (the last shared with the next rank's shard).
+TEST(PlanFormat, Adam8bitIsKSixPlusBlockScales) {
+  PlanConfig c = paper_config();
+  c.optimizer = parse_optimizer("adam8bit");
+  c.ranks = {64};
+  const PlanResult r = make_plan(c);
+  const std::string text = format_plan_text(r, {});
+  EXPECT_NE(text.find("fp16 + 8-bit Adam (mixed precision: fp32 master weights)"), std::string::npos) << text;
+  EXPECT_NE(text.find("optimizer K = 6 (fp32 master 4 + Adam m 1 + Adam v 1, 8-bit, + 8 bytes per 2048 for their "
+                      "scales) = 10"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = plan_to_json(r, {});
+  EXPECT_EQ(j["bytes_per_param"]["optimizer_k"].get<int>(), 6);
+  const uint64_t phi = 7'500'000'000u, blocks_all = (phi + 2047) / 2048;
+  EXPECT_EQ(j["plans"][0]["stages"][0]["model_states_bytes"].get<uint64_t>(), 10 * phi + 8 * blocks_all);
+  const uint64_t shard = phi / 64;  // 117,187,500: rank 0's blocks 0 .. 57,220
+  EXPECT_EQ(j["plans"][0]["stages"][3]["model_states_bytes"].get<uint64_t>(),
+            10 * shard + 8 * ((shard - 1) / 2048 + 1));
+}
+
 TEST(PlanFormat, JsonCarriesExactBytes) {
   FormatOptions o;
   o.compare_deepspeed = true;

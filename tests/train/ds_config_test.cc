@@ -114,6 +114,27 @@ TEST(DeepSpeedConfig, LionTakesItsParamsAndDeepSpeedsDefaults) {
   EXPECT_EQ(s.sgd.weight_decay, 0.01);
 }
 
+// bitsandbytes' class names for 8-bit Adam, with Adam's params; L2 decay
+// (adam_w_mode false) is refused.
+TEST(DeepSpeedConfig, Adam8bitTakesBitsandbytesNamesAndAdamsParams) {
+  const Applied a = apply(
+      R"({"optimizer": {"type": "AdamW8bit", "params": {"lr": 2e-4, "betas": [0.9, 0.95], "eps": 1e-6,
+          "weight_decay": 0.1}}})");
+  const optim::OptimizerConfig& o = a.config.engine.optimizer;
+  EXPECT_EQ(o.kind, optim::OptimizerKind::kAdam8bit);
+  EXPECT_EQ(o.adam.lr, 2e-4);
+  EXPECT_EQ(a.config.engine.lr_schedule.max_lr, 2e-4);
+  EXPECT_EQ(o.adam.beta2, 0.95);
+  EXPECT_EQ(o.adam.eps, 1e-6);
+  EXPECT_EQ(o.adam.weight_decay, 0.1);
+  EXPECT_TRUE(a.warnings.empty());
+  EXPECT_EQ(apply(R"({"optimizer": {"type": "adam8bit"}})").config.engine.optimizer.kind,
+            optim::OptimizerKind::kAdam8bit);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Adam8bit", "params": {"adam_w_mode": false}}})")
+                .find("decays decoupled (as AdamW); remove adam_w_mode: false"),
+            std::string::npos);
+}
+
 TEST(DeepSpeedConfig, BatchRuleIsCheckedOrDerivedOnceRanksAreKnown) {
   Applied derived = apply(R"({"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4})");
   resolve_batch(derived.config, 3);
@@ -195,9 +216,9 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   // 0 would read as "not given" (the data's default micro-batch).
   EXPECT_NE(error_of(R"({"train_micro_batch_size_per_gpu": 0})").find("train_micro_batch_size_per_gpu must be >= 1"),
             std::string::npos);
-  EXPECT_NE(
-      error_of(R"({"optimizer": {"type": "Lamb"}})").find("'Lamb' is not supported: use Adam, AdamW, SGD or Lion"),
-      std::string::npos);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Lamb"}})")
+                .find("'Lamb' is not supported: use Adam, AdamW, SGD, Lion or Adam8bit"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle"}})").find("'OneCycle' is not supported"), std::string::npos);
   EXPECT_NE(error_of("{ not json").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("must be an object"), std::string::npos);

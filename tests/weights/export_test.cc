@@ -3,6 +3,7 @@
 // hold exactly the master weights, under the documented names and shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include "ckpt/offline.h"
 #include "model/gpt.h"
 #include "model/llmc_io.h"
+#include "optim/quant8.h"
 #include "weights/consolidate.h"
 #include "weights/export_format.h"
 
@@ -85,13 +87,9 @@ TEST(Consolidate, MlpTensorsByLayer) {
   EXPECT_TRUE(bitwise_equal(all, master));
 }
 
-// Lion's and SGD's checkpoints consolidate their one optimizer tensor each:
-// --optimizer-states writes exp_avg.safetensors for Lion (its momentum, under
-// lion-pytorch's and DeepSpeed's name) and momentum_buffer.safetensors for
-// SGD with momentum (PyTorch's name), and nothing for a second moment.
-void expect_one_state_file(const zero::EngineConfig& config, const std::string& state_name) {
-  SCOPED_TRACE(state_name);
-  TempDir dir;
+// Two steps of the small MLP on 3 ranks with `config`, saved to `path`: the
+// state as saved.
+FullState save_trained_mlp(const zero::EngineConfig& config, const std::string& path) {
   const model::Mlp mlp(small_mlp());
   FullState state;
   std::mutex mu;
@@ -100,8 +98,19 @@ void expect_one_state_file(const zero::EngineConfig& config, const std::string& 
     std::vector<double> losses;
     train_steps(engine, kMicro, 2, losses);
     collect_state(engine, state, mu);
-    save(engine, dir / "ckpt");
+    save(engine, path);
   });
+  return state;
+}
+
+// Lion's and SGD's checkpoints consolidate their one optimizer tensor each:
+// --optimizer-states writes exp_avg.safetensors for Lion (its momentum, under
+// lion-pytorch's and DeepSpeed's name) and momentum_buffer.safetensors for
+// SGD with momentum (PyTorch's name), and nothing for a second moment.
+void expect_one_state_file(const zero::EngineConfig& config, const std::string& state_name) {
+  SCOPED_TRACE(state_name);
+  TempDir dir;
+  const FullState state = save_trained_mlp(config, dir / "ckpt");
   ASSERT_EQ(state.tensors.size(), 2u);  // master and the state
   const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
   EXPECT_EQ(r.files.size(), 2u);
@@ -123,6 +132,38 @@ TEST(Consolidate, LionAndSgdMomentumWriteTheirOneStateTensor) {
   sgd.optimizer.kind = optim::OptimizerKind::kSgd;
   sgd.optimizer.sgd = {.lr = 0.05, .momentum = 0.9};
   expect_one_state_file(sgd, "momentum_buffer");
+}
+
+// 8-bit Adam's checkpoint consolidates each moment once, dequantized under
+// AdamW's name: exp_avg[i] = signed code[q] * the scale of i's block, the
+// optimizer's own float product; the codes and scales get no files.
+TEST(Consolidate, Adam8bitWritesItsMomentsDequantized) {
+  TempDir dir;
+  const FullState state = save_trained_mlp(adam8bit_config(3, Dtype::bf16()), dir / "ckpt");
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+  EXPECT_EQ(r.files.size(), 3u);
+  EXPECT_FALSE(fs::exists(dir / "out/exp_avg_q8.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "out/exp_avg_absmax.safetensors"));
+  const std::vector<size_t> units = {12 * 17 + 17, 17 * 9 + 9, 9 * 5 + 5};  // small_mlp's units (< one block each)
+  for (const std::string moment : {"exp_avg", "exp_avg_sq"}) {
+    const optim::quant8::DynamicMap& map =
+        moment == "exp_avg" ? optim::quant8::signed_map() : optim::quant8::unsigned_map();
+    std::vector<float> want;
+    const std::vector<float>& codes = state.tensors.at(moment + "_q8");
+    const std::vector<float>& scales = state.tensors.at(moment + "_absmax");
+    size_t at = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      for (size_t i = 0; i < units[u]; ++i, ++at) want.push_back(map.code[static_cast<size_t>(codes[at])] * scales[u]);
+    }
+    const Safetensors s = parse_safetensors(dir / ("out/" + moment + ".safetensors"));
+    std::vector<float> all;
+    for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+      const auto t = tensor(s, n);
+      all.insert(all.end(), t.begin(), t.end());
+    }
+    EXPECT_TRUE(bitwise_equal(all, want)) << moment;
+    EXPECT_GT(*std::max_element(all.begin(), all.end()), 0.0f) << moment;
+  }
 }
 
 // The point of streaming: a deep model is consolidated through a buffer of

@@ -14,6 +14,7 @@
 #include "core/convert.h"
 #include "core/error.h"
 #include "engine_test_util.h"
+#include "optim/quant8.h"
 
 namespace zerodp::zero {
 namespace {
@@ -48,6 +49,32 @@ void expect_same_bits(const RunResult& a, const RunResult& b, const std::string&
       << what << ": parameters differ";
 }
 
+// Four steps over a fixed global batch of 8 micro-batches of 2 samples on n
+// ranks (8 / n micro-batches each, config's grad_accum overridden): rank 0's
+// losses and the final weights.
+RunResult train_global_batch(const model::Mlp& mlp, EngineConfig c, int n) {
+  constexpr int kMicroBatches = 8;
+  constexpr int kSamples = 2;
+  c.grad_accum = kMicroBatches / n;
+  RunResult r;
+  comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+    Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
+    int64_t step = 0;
+    const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
+    for (step = 0; step < 4; ++step) {
+      const double loss = engine.train_step(feed).loss;
+      if (comm.rank() == 0) r.losses.push_back(loss);
+    }
+    auto master = engine.gather_master_params();
+    auto params = engine.gather_params();
+    if (comm.rank() == 0) {
+      r.master = std::move(master);
+      r.params = std::move(params);
+    }
+  });
+  return r;
+}
+
 class StageEquivalence : public ::testing::TestWithParam<std::tuple<Dtype::Kind, int>> {};
 
 TEST_P(StageEquivalence, EveryStageGivesTheSameBits) {
@@ -73,7 +100,9 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndRanks, StageEquivalence,
 // that flips a sign shows at once) and SGD with momentum and weight decay.
 EngineConfig optimizer_config(const std::string& optimizer, int stage, Dtype dtype) {
   EngineConfig c = config_for(stage, dtype);
-  if (optimizer == "lion") {
+  if (optimizer == "adam8bit") {
+    c.optimizer.kind = optim::OptimizerKind::kAdam8bit;
+  } else if (optimizer == "lion") {
     c.optimizer.kind = optim::OptimizerKind::kLion;
     c.optimizer.lion = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
     c.lr_schedule.max_lr = 1e-3;
@@ -103,7 +132,7 @@ TEST_P(OptimizerStageEquivalence, EveryStageGivesTheSameBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerStageEquivalence,
-                         ::testing::Combine(::testing::Values("lion", "sgd_momentum", "nesterov"),
+                         ::testing::Combine(::testing::Values("lion", "sgd_momentum", "nesterov", "adam8bit"),
                                             ::testing::Values(Dtype::Kind::kFp32, Dtype::Kind::kBf16,
                                                               Dtype::Kind::kFp16),
                                             ::testing::Values(1, 2, 3, 4)),
@@ -111,6 +140,78 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerStageEquivalence,
                            return fmt::format("{}_{}_N{}", std::get<0>(info.param),
                                               Dtype(std::get<1>(info.param)).name(), std::get<2>(info.param));
                          });
+
+// 8-bit Adam's blocks (2048 elements from each unit's start) are cut by the
+// shards of every N here: units of 3900, 12040 and 205 elements. Blocks
+// shared by several ranks get the maximum over all of them, so every stage
+// gives stage 0's bits at each N, and with fp32 at a fixed global batch
+// every power-of-two N gives the same bits.
+model::MlpConfig wide_mlp() {
+  return model::MlpConfig{{testing::kInputs, 300, 40, testing::kClasses}, model::MlpHead::kClassification};
+}
+
+TEST(Engine, Adam8bitSharedBlocksGiveTheSameBitsAtEveryStage) {
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    for (int n : {2, 3, 5}) {
+      const RunResult reference = train_mlp(n, optimizer_config("adam8bit", 0, dtype), 8, 4, wide_mlp());
+      for (int stage = 1; stage <= 3; ++stage) {
+        const RunResult run = train_mlp(n, optimizer_config("adam8bit", stage, dtype), 8, 4, wide_mlp());
+        expect_same_bits(reference, run, fmt::format("adam8bit: stage {} vs 0, {} ranks, {}", stage, n, dtype.name()));
+      }
+    }
+  }
+}
+
+TEST(Engine, Adam8bitEveryPowerOfTwoRankCountGivesTheSameBits) {
+  const model::Mlp mlp(wide_mlp());
+  std::optional<RunResult> first;
+  for (int stage : {0, 1, 3}) {
+    for (int n : {1, 2, 4, 8}) {
+      EngineConfig c = optimizer_config("adam8bit", stage, Dtype::fp32());
+      c.clip_norm = 0.0;  // a clipped step's norm is summed over N's shards (engine.h)
+      const RunResult r = train_global_batch(mlp, c, n);
+      if (!first) {
+        first = r;
+      } else {
+        expect_same_bits(*first, r, fmt::format("adam8bit: stage {}, {} ranks", stage, n));
+      }
+    }
+  }
+}
+
+// 8-bit Adam: one byte per element for each moment, plus an fp32 scale per
+// 2048-element block each shard of a unit touches (a block cut by two
+// shards is held by both).
+TEST(Engine, Adam8bitModelStateBytes) {
+  const model::Mlp mlp(wide_mlp());
+  for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
+    for (int n : {1, 3}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        const RunResult run = train_mlp(n, optimizer_config("adam8bit", stage, dtype), 1, 4, wide_mlp());
+        const PartitionPlan plan(
+            [&] {
+              std::vector<size_t> counts;
+              for (const auto& u : mlp.units()) counts.push_back(u.count);
+              return counts;
+            }(),
+            n);
+        for (int r = 0; r < n; ++r) {
+          uint64_t held = 0, blocks = 0;
+          for (size_t u = 0; u < plan.num_units(); ++u) {
+            const comm::ShardRange s = stage == 0 ? comm::ShardRange{0, plan.unit_count(u)} : plan.shard(u, r);
+            held += s.count;
+            blocks += optim::quant8::blocks_touched(s.offset, s.count).count;
+          }
+          const auto& ledger = run.ledgers[r];
+          const std::string what = fmt::format("{} N={} stage {} rank {}", dtype.name(), n, stage, r);
+          EXPECT_EQ(ledger[MemoryCategory::kMaster].current, dtype.is_low_precision() ? 4 * held : 0) << what;
+          EXPECT_EQ(ledger[MemoryCategory::kAdamM].current, held + 4 * blocks) << what;
+          EXPECT_EQ(ledger[MemoryCategory::kAdamV].current, held + 4 * blocks) << what;
+        }
+      }
+    }
+  }
+}
 
 TEST(Engine, LionEverySimdLevelGivesTheBestLevelsBits) {
   for (Dtype::Kind kind : {Dtype::Kind::kFp32, Dtype::Kind::kBf16, Dtype::Kind::kFp16}) {
@@ -292,34 +393,15 @@ TEST(Engine, LionLossFallsAtEveryStage) {
 // every stage gives the same bits at every such N (fp32, no clipping:
 // zero/engine.h).
 TEST(Engine, EveryPowerOfTwoRankCountGivesTheSameBitsAtAFixedGlobalBatch) {
-  constexpr int kMicroBatches = 8;
-  constexpr int kSamples = 2;
   const model::Mlp mlp(testing::small_mlp());
   for (int stage = 0; stage <= 3; ++stage) {
     std::optional<RunResult> first;
     for (int n : {1, 2, 4, 8}) {
-      EngineConfig c = config_for(stage, Dtype::fp32());
-      c.grad_accum = kMicroBatches / n;
-      RunResult r;
-      comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
-        Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
-        int64_t step = 0;
-        const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
-        for (step = 0; step < 4; ++step) {
-          const double loss = engine.train_step(feed).loss;
-          if (comm.rank() == 0) r.losses.push_back(loss);
-        }
-        auto master = engine.gather_master_params();
-        auto params = engine.gather_params();
-        if (comm.rank() == 0) {
-          r.master = std::move(master);
-          r.params = std::move(params);
-        }
-      });
+      const RunResult r = train_global_batch(mlp, config_for(stage, Dtype::fp32()), n);
       if (!first) {
         first = r;
       } else {
-        expect_same_bits(*first, r, fmt::format("stage {}, {} ranks x {} micro-batches", stage, n, c.grad_accum));
+        expect_same_bits(*first, r, fmt::format("stage {}, {} ranks x {} micro-batches", stage, n, 8 / n));
       }
     }
   }
