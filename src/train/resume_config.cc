@@ -139,10 +139,13 @@ DataFingerprint fingerprint_data(const std::string& path) {
   return f;
 }
 
-std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data) {
+std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data, int ranks) {
   json settings = json::object();
   for (const Field& f : fields()) settings[f.name] = f.get(config);
   settings["schedule-detail"] = schedule_detail(config);
+  // The global batch: a resume keeps it at any rank count, also from a
+  // checkpoint resharded to another one (its shard count is not the run's).
+  settings["micro-batches-per-step"] = config.engine.grad_accum * ranks;
   std::map<std::string, std::string> out = {{"train_config", settings.dump()},
                                             {"model", config.model},
                                             {"data", config.data.empty() ? "embedded" : config.data}};
@@ -181,7 +184,11 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
       }
       // The global batch, not the accumulation, is what the run trained
       // with: another rank count shares the same micro-batches (resolve_batch).
-      if (std::string(f.name) == "grad-accum") c.resume_micro_batches = was.get<int>() * manifest.ranks;
+      if (std::string(f.name) == "grad-accum") {
+        c.resume_micro_batches = saved.contains("micro-batches-per-step")
+                                     ? saved.at("micro-batches-per-step").get<int>()
+                                     : was.get<int>() * manifest.ranks;  // saved before the record had it
+      }
       c.sources[f.name] = "checkpoint";
       continue;
     }

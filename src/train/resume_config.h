@@ -34,10 +34,11 @@ struct DataFingerprint {
 DataFingerprint fingerprint_data(const std::string& path);
 
 // The checkpoint metadata that records the run: "train_config" (JSON of the
-// settings above, by setting name), "build.<fact>" (run_facts.h: version,
-// commit, compiler, SIMD level, CPU, OpenBLAS, MPI) and, for a data file,
+// settings above, by setting name, and the micro-batches per step over the
+// `ranks` that train), "build.<fact>" (run_facts.h: version, commit,
+// compiler, SIMD level, CPU, OpenBLAS, MPI) and, for a data file,
 // "data_bytes" and "data_crc32c". REQUIRES the batch resolved.
-std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data);
+std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data, int ranks);
 
 // Applies the checkpoint's settings to `config` (before data defaults and
 // the batch are resolved), checking given ones against it. ConfigError (one line: the setting, both

@@ -25,7 +25,7 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
   options.seed = config_.seed;
   options.data_step = data_step;
   options.keep_last = config_.keep_last;
-  options.metadata = run_record(config_, data_);
+  options.metadata = run_record(config_, data_, engine_.communicator().size());
   const ckpt::SaveResult saved = engine_ckpt::save(engine_, root, options);
   last_saved_ = data_step;
   if (progress_ != nullptr) {
