@@ -15,6 +15,8 @@
 namespace zerodp::optim {
 namespace {
 
+using testing::low_precision_copies;
+using testing::LowPrecisionCopies;
 using testing::random_vector;
 
 TEST(SumOfSquares, MatchesLongDoubleSum) {
@@ -34,13 +36,10 @@ TEST(SumOfSquares, SimdLevelsAndDtypesGiveTheSameBits) {
   for (size_t n : {size_t{3}, size_t{31}, size_t{4096}, size_t{4099}, size_t{10007}}) {
     std::vector<float> x = random_vector(n, 99, 3.0f);
     x[n / 2] = 1e30f;  // a wide range makes rounding order visible
-    std::vector<Half> h(n);
-    std::vector<BFloat16> b(n);
-    convert(x, std::span<Half>(h));
-    convert(x, std::span<BFloat16>(b));
-    std::vector<float> hw(n), bw(n);
-    convert(h, std::span<float>(hw));
-    convert(b, std::span<float>(bw));
+    const LowPrecisionCopies c = low_precision_copies(x);
+    const std::vector<Half>& h = c.fp16;
+    const std::vector<BFloat16>& b = c.bf16;
+    const std::vector<float>&hw = c.fp16_wide, &bw = c.bf16_wide;
     const double ref = sum_of_squares(x, SimdLevel::kScalar);
     const double ref_h = sum_of_squares(hw, SimdLevel::kScalar);
     const double ref_b = sum_of_squares(bw, SimdLevel::kScalar);

@@ -43,24 +43,34 @@ inline const std::vector<std::vector<size_t>>& shard_cuts() {
 // Three steps of `config` over fp16 and bf16 gradients give bitwise the
 // parameters of three steps over their exact fp32 widening (a low-precision
 // gradient is widened once, exactly, and nothing else).
+// `x` rounded to fp16 and to bf16, and those widened back to fp32 (exact).
+struct LowPrecisionCopies {
+  std::vector<Half> fp16;
+  std::vector<BFloat16> bf16;
+  std::vector<float> fp16_wide, bf16_wide;
+};
+inline LowPrecisionCopies low_precision_copies(std::span<const float> x) {
+  LowPrecisionCopies c{std::vector<Half>(x.size()), std::vector<BFloat16>(x.size()), std::vector<float>(x.size()),
+                       std::vector<float>(x.size())};
+  convert(x, std::span<Half>(c.fp16));
+  convert(x, std::span<BFloat16>(c.bf16));
+  convert(std::span<const Half>(c.fp16), std::span<float>(c.fp16_wide));
+  convert(std::span<const BFloat16>(c.bf16), std::span<float>(c.bf16_wide));
+  return c;
+}
+
 inline void expect_low_precision_grads_equal_their_widening(const OptimizerConfig& config) {
   constexpr size_t kN = 9000;  // spans more than one widening block
   const std::vector<float> g32 = random_vector(kN, 3);
-  std::vector<Half> g16(kN);
-  std::vector<BFloat16> gbf(kN);
-  convert(g32, std::span<Half>(g16));
-  convert(g32, std::span<BFloat16>(gbf));
-  std::vector<float> g16_wide(kN), gbf_wide(kN);
-  convert(g16, std::span<float>(g16_wide));
-  convert(gbf, std::span<float>(gbf_wide));
+  const LowPrecisionCopies g = low_precision_copies(g32);
   auto run = [&](auto grads) {
     std::vector<float> params = random_vector(kN, 4);
     auto opt = make_optimizer(config, kN, {.no_decay = {{4000, 200}}});
     for (int t = 0; t < 3; ++t) opt->step(params, grads, 1e-3, 0.25f);
     return params;
   };
-  EXPECT_EQ(first_bit_difference(run(std::span<const Half>(g16)), run(std::span<const float>(g16_wide))), -1);
-  EXPECT_EQ(first_bit_difference(run(std::span<const BFloat16>(gbf)), run(std::span<const float>(gbf_wide))), -1);
+  EXPECT_EQ(first_bit_difference(run(std::span<const Half>(g.fp16)), run(std::span<const float>(g.fp16_wide))), -1);
+  EXPECT_EQ(first_bit_difference(run(std::span<const BFloat16>(g.bf16)), run(std::span<const float>(g.bf16_wide))), -1);
 }
 
 }  // namespace zerodp::optim::testing
