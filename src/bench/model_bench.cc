@@ -2,7 +2,6 @@
 #include "bench/model_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
 #include <vector>
 
@@ -14,12 +13,26 @@
 namespace zerodp::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// A stopwatch on one of core/clock.h's clocks.
+class Stopwatch {
+ public:
+  explicit Stopwatch(ClockKind clock) : clock_(clock), start_(clock_seconds(clock)) {}
+  // Seconds since construction or the last lap.
+  double lap() {
+    const double now = clock_seconds(clock_);
+    const double s = now - start_;
+    start_ = now;
+    return s;
+  }
+
+ private:
+  ClockKind clock_;
+  double start_;
+};
 
 }  // namespace
 
-double measure_sgemm_gflops(int n) {
+double measure_sgemm_gflops(int n, ClockKind clock) {
   AlignedBuffer<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
   std::mt19937 gen(1);  // NOLINT(cert-msc51-cpp): the same matrices every run
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -28,9 +41,9 @@ double measure_sgemm_gflops(int n) {
   kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
+    Stopwatch t(clock);
     kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    best = std::max(best, 2.0 * n * n * n / seconds_since(t0) / 1e9);
+    best = std::max(best, 2.0 * n * n * n / t.lap() / 1e9);
   }
   return best;
 }
@@ -51,9 +64,10 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   r.num_params = m->num_params();
   r.blas = kernels::blas_info();
   r.sgemm_size = o.sgemm_size;
+  r.clock = o.clock;
   // Measured before and after the model steps; the best of both is the rate
   // the machine gives when undisturbed (the machine may be shared).
-  r.sgemm_gflops = measure_sgemm_gflops(o.sgemm_size);
+  r.sgemm_gflops = measure_sgemm_gflops(o.sgemm_size, o.clock);
 
   const size_t n = r.num_params;
   AlignedBuffer<float> params(n), grads(n);
@@ -88,18 +102,17 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   double best_fb = 1e30, best_step = 1e30;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     const bool timed = step >= o.warmup;
+    r.profile.set_clock(o.clock);
     ws->set_profile(timed ? &r.profile : nullptr);
     std::fill(grads.begin(), grads.end(), 0.0f);
     ws->set_batch(batch);
-    auto t0 = Clock::now();
+    Stopwatch t(o.clock);
     r.loss = model::forward_all(*m, params, *ws);
-    const double f = seconds_since(t0);
-    t0 = Clock::now();
+    const double f = t.lap();
     model::backward_all(*m, params, grads, *ws);
-    const double b = seconds_since(t0);
-    t0 = Clock::now();
+    const double b = t.lap();
     adamw->step(params, grads, opt_cfg.adam.lr);
-    const double a = seconds_since(t0);
+    const double a = t.lap();
     if (timed) {
       r.forward_s += f, r.backward_s += b, r.adamw_s += a;
       best_fb = std::min(best_fb, f + b);
@@ -107,7 +120,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
     }
   }
   ws->set_profile(nullptr);
-  r.sgemm_gflops = std::max(r.sgemm_gflops, measure_sgemm_gflops(o.sgemm_size));
+  r.sgemm_gflops = std::max(r.sgemm_gflops, measure_sgemm_gflops(o.sgemm_size, o.clock));
   r.best_step_s = best_step;
   r.best_fwd_bwd_s = best_fb;
   r.train_flops_per_position = m->train_flops_per_position(r.seq_len);

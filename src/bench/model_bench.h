@@ -4,7 +4,10 @@
 // AdamW on the whole model) with a per-kernel time profile, next to the
 // sgemm rate measured in the same run through the same gemm() the model
 // uses. The sgemm rate bounds the model: bound tokens/s = sgemm FLOP/s /
-// (model FLOPs per token).
+// (model FLOPs per token). Every figure is timed on one clock
+// (core/clock.h): the thread's CPU time by default, which on a shared
+// machine leaves out the time other processes held the core, so the ratios
+// hold under load; or the wall clock.
 //
 // Thread-safety: call from one thread.
 #pragma once
@@ -13,20 +16,22 @@
 #include <cstdint>
 #include <string>
 
+#include "core/clock.h"
 #include "kernels/gemm.h"
 #include "kernels/profile.h"
 
 namespace zerodp::bench {
 
 struct ModelBenchOptions {
-  std::string model = "gpt-bench";  // preset name, model.json or inline JSON (model::resolve_model_config)
-  int batch = 4;                    // micro batch
-  int seq = 64;                     // sequence length (GPT; an MLP's positions are its samples)
-  int steps = 5;                    // timed steps
-  int warmup = 1;                   // untimed steps first
-  bool checkpointing = false;       // recompute each block in backward
-  uint64_t seed = 1;                // initialisation and batch
-  int sgemm_size = 1024;            // n of the n x n x n sgemm reference
+  std::string model = "gpt-bench";          // preset name, model.json or inline JSON (model::resolve_model_config)
+  int batch = 4;                            // micro batch
+  int seq = 64;                             // sequence length (GPT; an MLP's positions are its samples)
+  int steps = 5;                            // timed steps
+  int warmup = 1;                           // untimed steps first
+  bool checkpointing = false;               // recompute each block in backward
+  uint64_t seed = 1;                        // initialisation and batch
+  int sgemm_size = 1024;                    // n of the n x n x n sgemm reference
+  ClockKind clock = ClockKind::kThreadCpu;  // what every figure is timed on
 };
 
 struct ModelBenchResult {
@@ -41,6 +46,7 @@ struct ModelBenchResult {
   float loss = 0;  // the last step's
   kernels::BlasInfo blas;
   int sgemm_size = 0;
+  ClockKind clock = ClockKind::kThreadCpu;
   double sgemm_gflops = 0;  // best before and after the model steps (the machine may be shared)
   double train_flops_per_position = 0;
   // Sums over the timed steps (seconds).
@@ -52,8 +58,9 @@ struct ModelBenchResult {
   size_t activation_bytes = 0, scratch_bytes = 0;
 };
 
-// Best-of-5 GFLOP/s of an n x n x n sgemm through kernels::gemm.
-double measure_sgemm_gflops(int n);
+// Best-of-5 GFLOP/s of an n x n x n sgemm through kernels::gemm, timed on
+// `clock`.
+double measure_sgemm_gflops(int n, ClockKind clock = ClockKind::kThreadCpu);
 
 // ConfigError for steps < 1, warmup < 0 or a model that does not resolve.
 ModelBenchResult run_model_bench(const ModelBenchOptions& options);

@@ -6,20 +6,28 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "bench/model_bench.h"
 #include "bench/model_bench_format.h"
 #include "cli/commands.h"
+#include "core/clock.h"
+#include "core/error.h"
 
 namespace zerodp::cli {
 namespace {
 
 struct BenchModelFlags {
   bench::ModelBenchOptions options;
+  std::string clock = "cpu";
   bool json = false;
 };
 
-void run(const BenchModelFlags& f) {
+void run(BenchModelFlags f) {
+  const std::optional<ClockKind> clock = parse_clock_kind(f.clock);
+  ZDP_CHECK(clock.has_value(), ConfigError, "bench model --clock '{}': use cpu or wall", f.clock);
+  f.options.clock = *clock;
   const bench::ModelBenchResult result = bench::run_model_bench(f.options);
   if (f.json) {
     fmt::print("{}\n", bench::format_model_bench_json(result));
@@ -42,6 +50,10 @@ void add_bench_model_command(CLI::App& bench) {
   cmd->add_option("--warmup", opts->warmup, "Untimed warm-up steps")->capture_default_str();
   cmd->add_flag("--checkpointing", opts->checkpointing, "Recompute each block in backward");
   cmd->add_option("--seed", opts->seed, "Initialisation seed")->capture_default_str();
+  cmd->add_option("--clock", flags->clock,
+                  "What every figure is timed on: cpu (the thread's CPU time: on a shared machine the time other "
+                  "processes held the core is left out) or wall")
+      ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print the results as JSON");
   cmd->callback([flags] { run(*flags); });
 }

@@ -65,6 +65,21 @@ TEST(ModelBench, GptStepsGivePositiveTimesAndAProfile) {
   EXPECT_NEAR(m.forward_s + m.backward_s, (r.forward_s + r.backward_s) / r.steps, 1e-12);
 }
 
+// The wall clock on request: every figure on it, and the forms say which.
+TEST(ModelBench, TimesOnTheClockAsked) {
+  ModelBenchOptions o = tiny("gpt-tiny");
+  EXPECT_EQ(o.clock, ClockKind::kThreadCpu);  // the default
+  EXPECT_NE(format_model_bench_text(run_model_bench(o)).find("clock        the thread's CPU time"), std::string::npos);
+  o.clock = ClockKind::kWall;
+  const ModelBenchResult r = run_model_bench(o);
+  EXPECT_EQ(r.clock, ClockKind::kWall);
+  EXPECT_EQ(r.profile.clock(), ClockKind::kWall);
+  EXPECT_GT(r.best_step_s, 0);
+  EXPECT_GT(r.profile.total_seconds(), 0);
+  EXPECT_NE(format_model_bench_text(r).find("clock        wall (--clock wall)"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(format_model_bench_json(r))["clock"], "wall");
+}
+
 TEST(ModelBench, AnMlpCountsSamples) {
   const ModelBenchResult r = run_model_bench(tiny("mlp-small"));
   EXPECT_FALSE(r.is_gpt);

@@ -134,6 +134,11 @@ TEST(CliErrors, SizesNeedAUnit) {
   expect_refused("train --max-memory 20 --steps 1", "'20' has no unit");
 }
 
+// A clock bench model does not have is refused before anything runs.
+TEST(CliErrors, BenchModelRefusesAnUnknownClock) {
+  expect_refused("bench model --model gpt-tiny --steps 1 --clock tsc", "--clock 'tsc': use cpu or wall");
+}
+
 // The schedule names --help shows are the names --schedule takes.
 TEST(CliErrors, TrainTakesTheScheduleNamesItsHelpShows) {
   const Result help = run("train --help");

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/clock.h"
+
+#include <time.h>
+
+#include <chrono>
+
+namespace zerodp {
+
+double clock_seconds(ClockKind kind) {
+  if (kind == ClockKind::kThreadCpu) {
+    timespec ts{};
+    // Cannot fail for the calling thread's clock id on Linux.
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string_view clock_name(ClockKind kind) { return kind == ClockKind::kThreadCpu ? "cpu" : "wall"; }
+
+std::optional<ClockKind> parse_clock_kind(std::string_view name) {
+  if (name == "wall") return ClockKind::kWall;
+  if (name == "cpu") return ClockKind::kThreadCpu;
+  return std::nullopt;
+}
+
+}  // namespace zerodp
