@@ -120,6 +120,7 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     j["beta1"] = c.lion.beta1;
     j["beta2"] = c.lion.beta2;
     j["weight_decay"] = c.lion.weight_decay;
+    if (c.lion.bf16_momentum) j["momentum_dtype"] = "bf16";
   } else if (c.kind == optim::OptimizerKind::kAdafactor) {
     const optim::AdafactorConfig& a = c.adafactor;
     j["lr"] = a.lr;
@@ -159,6 +160,12 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
               .beta1 = f.number("beta1"),
               .beta2 = f.number("beta2"),
               .weight_decay = f.number("weight_decay")};
+    if (f.has("momentum_dtype")) {
+      const std::string dtype = f.string("momentum_dtype");
+      ZDP_CHECK(dtype == "bf16" || dtype == "fp32", InputFileError,
+                "[ckpt] {}: optimizer momentum_dtype \"{}\" is not fp32 or bf16", path, dtype);
+      c.lion.bf16_momentum = dtype == "bf16";
+    }
   } else if (c.kind == optim::OptimizerKind::kAdafactor) {
     const Json& eps = f.array("eps", 2);
     ZDP_CHECK(eps.size() == 2 && eps[0].is_number() && eps[1].is_number(), InputFileError,

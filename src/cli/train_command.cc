@@ -29,6 +29,7 @@ struct TrainFlags {
   double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.0;
   std::vector<double> betas, adafactor_eps;
   double beta1 = 0.0, decay_rate = -0.8, clip_threshold = 1.0;
+  std::string lion_momentum_dtype = "fp32";
   bool scale_parameter = true, relative_step = true, warmup_init = false;
   bool no_prefetch = false, no_overlap = false;
   // Applied after the config file, for the flags that were given.
@@ -165,8 +166,9 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.lr_schedule.cos_min_ratio = f.min_lr_ratio; });
   flag(cmd, f, "--optimizer", f.optimizer,
        "adamw, adam, sgd (with --momentum: SGD with momentum), lion (sign of a momentum;\n"
-       "K = 8 bytes per parameter against AdamW's 12) or adam8bit (AdamW with both moments\n"
-       "stored 8-bit, block-wise quantized as bitsandbytes does: K = 6 + 8 bytes per 2048;\n"
+       "K = 8 bytes per parameter against AdamW's 12, 6 with --lion-momentum-dtype bf16),\n"
+       "adam8bit (AdamW with both moments stored 8-bit, block-wise quantized as bitsandbytes\n"
+       "does: K = 6 + 8 bytes per 2048;\n"
        "takes AdamW's --lr, --betas, --weight-decay) or adafactor (Hugging Face's Adafactor:\n"
        "factored second moment, no first moment, relative steps; K = 4 + rows and columns;\n"
        "--beta1, --decay-rate, --clip-threshold, --adafactor-eps, --scale-parameter,\n"
@@ -185,6 +187,13 @@ void add_train_command(CLI::App& app) {
       },
       false)
       ->delimiter(',');
+  flag(cmd, f, "--lion-momentum-dtype", f.lion_momentum_dtype,
+       "Lion: the momentum's storage, fp32 or bf16 (K = 6 with bf16: rounded to nearest even each step)",
+       [&f](auto& c) {
+         ZDP_CHECK(f.lion_momentum_dtype == "fp32" || f.lion_momentum_dtype == "bf16", ConfigError,
+                   "[train] --lion-momentum-dtype {}: use fp32 or bf16", f.lion_momentum_dtype);
+         c.engine.optimizer.lion.bf16_momentum = f.lion_momentum_dtype == "bf16";
+       });
   flag(cmd, f, "--beta1", f.beta1, "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
        [&f](auto& c) { c.engine.optimizer.adafactor.beta1 = f.beta1; });
   flag(cmd, f, "--decay-rate", f.decay_rate, "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",

@@ -114,6 +114,8 @@ std::string_view state_kind_name(StateKind kind) {
       return "exp_avg_sq_absmax";
     case StateKind::kExpAvgSqFactored:
       return "exp_avg_sq_factored";
+    case StateKind::kExpAvgBf16:
+      return "exp_avg_bf16";
   }
   return "?";
 }
@@ -133,6 +135,8 @@ StateLayout state_layout(StateKind kind) {
       return {.dtype = StateDtype::kF32, .index = StateIndex::kBlock};
     case StateKind::kExpAvgSqFactored:
       return {.dtype = StateDtype::kF32, .index = StateIndex::kTensorStats};
+    case StateKind::kExpAvgBf16:
+      return {.dtype = StateDtype::kBf16, .index = StateIndex::kElement};
     case StateKind::kExpAvg:
     case StateKind::kExpAvgSq:
     case StateKind::kMomentum:
@@ -225,7 +229,7 @@ OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, 
       b.moment1 = config.sgd.momentum > 0.0 ? sizeof(float) : 0;
       break;
     case OptimizerKind::kLion:
-      b.moment1 = sizeof(float);  // the momentum m (exp_avg)
+      b.moment1 = config.lion.bf16_momentum ? sizeof(uint16_t) : sizeof(float);  // the momentum m (exp_avg)
       break;
     case OptimizerKind::kAdam8bit:
       b.moment1 = b.moment2 = sizeof(uint8_t);  // the codes of m and v
@@ -298,6 +302,8 @@ void Optimizer::add_state(StateKind kind, size_t values) {
   OwnedState s{kind, {}, {}};
   if (layout.dtype == StateDtype::kU8) {
     s.codes = AlignedBuffer<uint8_t>(count);
+  } else if (layout.dtype == StateDtype::kBf16) {
+    s.codes = AlignedBuffer<uint8_t>(2 * count);  // zeroed: bf16 +0
   } else {
     s.buffer = AlignedBuffer<float>(count);
   }
@@ -341,7 +347,9 @@ size_t Optimizer::state_bytes_per_param() const {
   size_t bytes = 0;
   for (const OwnedState& s : states_) {
     const StateLayout layout = state_layout(s.kind);
-    if (layout.index == StateIndex::kElement) bytes += layout.dtype == StateDtype::kU8 ? 1 : sizeof(float);
+    if (layout.index == StateIndex::kElement) {
+      bytes += layout.dtype == StateDtype::kU8 ? 1 : layout.dtype == StateDtype::kBf16 ? 2 : sizeof(float);
+    }
   }
   return bytes;
 }

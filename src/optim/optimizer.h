@@ -83,9 +83,10 @@ enum class StateKind : uint8_t {
   // Adafactor: the row and column statistics of the matrices the shard
   // touches and v of its other elements, packed (optim/adafactor.h)
   kExpAvgSqFactored = 7,
+  kExpAvgBf16 = 8,  // Lion with bf16 momentum: m as bf16 bits, two bytes per element
 };
 // "exp_avg", "exp_avg_sq", "momentum_buffer", "exp_avg_q8", "exp_avg_sq_q8",
-// "exp_avg_absmax", "exp_avg_sq_absmax", "exp_avg_sq_factored"
+// "exp_avg_absmax", "exp_avg_sq_absmax", "exp_avg_sq_factored", "exp_avg_bf16"
 std::string_view state_kind_name(StateKind kind);
 // The first moment's kinds (booked as adam_m) or the second's (adam_v).
 bool is_second_moment(StateKind kind);
@@ -94,7 +95,7 @@ bool is_second_moment(StateKind kind);
 // shard element, by quantization block (the blocks of the unit that the
 // shard's elements touch, quant8::blocks_touched) or by Adafactor's packed
 // statistics (adafactor_state_values).
-enum class StateDtype : uint8_t { kF32 = 0, kU8 = 1 };
+enum class StateDtype : uint8_t { kF32 = 0, kU8 = 1, kBf16 = 2 };
 enum class StateIndex : uint8_t { kElement = 0, kBlock = 1, kTensorStats = 2 };
 struct StateLayout {
   StateDtype dtype = StateDtype::kF32;
@@ -103,7 +104,8 @@ struct StateLayout {
 StateLayout state_layout(StateKind kind);
 
 // A state tensor: `data` for an fp32 one, `codes` for a one-byte one (the
-// other is empty). Shard-sized, or one value per block touched.
+// other is empty; a bf16 one's `codes` are its values' bytes, two each,
+// little-endian). Shard-sized, or one value per block touched.
 struct StateTensor {
   StateKind kind;
   std::span<float> data;

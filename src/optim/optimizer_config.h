@@ -47,11 +47,16 @@ struct SgdConfig {
 //   c = b1*m + (1-b1)*g;  p = p*(1 - lr*wd) - lr*sign(c);  m = b2*m + (1-b2)*g
 // The defaults are the paper's (and lion-pytorch's); Lion wants a learning
 // rate 3-10x smaller than AdamW's and a weight decay 3-10x larger.
+// bf16_momentum keeps m in bf16 (2 bytes, K = 6 with an fp32 master): each
+// step reads m widened exactly to fp32, computes c and the new m in fp32 as
+// above, and stores the new m rounded to the nearest bf16, ties to even
+// (core/dtype.h float_to_bfloat16; NaN stays NaN).
 struct LionConfig {
   double lr = 1e-4;
   double beta1 = 0.9;
   double beta2 = 0.99;
   double weight_decay = 0.0;
+  bool bf16_momentum = false;
 };
 
 // Adafactor (Shazeer & Stern 2018; optim/adafactor.h) with Hugging Face

@@ -20,10 +20,13 @@ optim::OptimizerConfig parse_optimizer(std::string_view name) {
   }
   if (s == "sgd") return {.kind = optim::OptimizerKind::kSgd};
   if (s == "lion") return {.kind = optim::OptimizerKind::kLion};
+  if (s == "lion-bf16") return {.kind = optim::OptimizerKind::kLion, .lion = {.bf16_momentum = true}};
   if (s == "adam8bit") return {.kind = optim::OptimizerKind::kAdam8bit};
   if (s == "adafactor") return {.kind = optim::OptimizerKind::kAdafactor};
   ZDP_THROW(ConfigError,
-            "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd, lion, adam8bit or adafactor", name);
+            "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd, lion, lion-bf16, adam8bit or "
+            "adafactor",
+            name);
 }
 
 std::string_view optimizer_name(const optim::OptimizerConfig& optimizer) {

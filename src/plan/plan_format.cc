@@ -56,7 +56,7 @@ std::string optimizer_display(const optim::OptimizerConfig& o) {
     case optim::OptimizerKind::kSgd:
       return o.sgd.momentum > 0.0 ? "SGD with momentum" : "SGD";
     case optim::OptimizerKind::kLion:
-      return "Lion";
+      return o.lion.bf16_momentum ? "Lion (bf16 momentum)" : "Lion";
     case optim::OptimizerKind::kAdam8bit:
       return "8-bit Adam";
     case optim::OptimizerKind::kAdafactor:

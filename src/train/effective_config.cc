@@ -61,6 +61,7 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
     add("lr", e.optimizer.lion.lr);
     add("betas", nlohmann::json::array({e.optimizer.lion.beta1, e.optimizer.lion.beta2}));
     add("weight-decay", e.optimizer.lion.weight_decay);
+    add("lion-momentum-dtype", e.optimizer.lion.bf16_momentum ? "bf16" : "fp32");
   } else if (e.optimizer.kind == optim::OptimizerKind::kAdafactor) {
     const optim::AdafactorConfig& a = e.optimizer.adafactor;
     add("relative-step", a.relative_step);

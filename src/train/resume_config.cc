@@ -55,6 +55,9 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) {
          c.engine.optimizer.kind = optim::parse_optimizer_kind(v.get<std::string>());
        }},
+      {"lion-momentum-dtype",
+       [](const TrainConfig& c) { return json(c.engine.optimizer.lion.bf16_momentum ? "bf16" : "fp32"); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.lion.bf16_momentum = v.get<std::string>() == "bf16"; }},
       // Adafactor's settings (before "lr": an explicit lr is Adafactor's only
       // without relative steps).
       {"relative-step", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.relative_step); },

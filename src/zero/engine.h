@@ -128,6 +128,8 @@ class Engine {
     std::span<float> data;
     std::span<uint8_t> codes = {};
   };
+  // Lion's bf16 momentum: "exp_avg", widened to fp32 in a scratch copy (as
+  // below), narrowed back (exactly, for values that came from bf16) on load.
   // Adafactor's statistics: "exp_avg_sq_factored", packed one fp32 per
   // element of the unit over adafactor_packed_range (its rows and columns at
   // the start of each matrix the rank touches, v elsewhere), in a scratch
@@ -231,7 +233,14 @@ class Engine {
     size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi)
   };
   Bucket bucket_;
-  std::vector<std::pair<size_t, LedgerBuffer<float>>> packed_views_;  // per Adafactor unit: state_views()' copy
+  // state_views()' fp32 copies of state kept in another form (Adafactor's
+  // statistics, Lion's bf16 momentum), read back by state_loaded().
+  struct ConvertedView {
+    size_t unit = 0;
+    optim::StateKind kind = optim::StateKind::kExpAvg;
+    LedgerBuffer<float> data;
+  };
+  std::vector<ConvertedView> packed_views_;
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
 };

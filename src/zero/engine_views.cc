@@ -3,6 +3,7 @@
 // tensors a loader can fill, the counters, and consolidated (gathered)
 // parameter copies. Split from engine.cc, which drives training.
 #include <algorithm>
+#include <cstring>
 #include <span>
 #include <utility>
 
@@ -29,10 +30,22 @@ std::vector<Engine::StateView> Engine::state_views() {
         // (optim/adafactor.h adafactor_packed_range), in a scratch copy.
         const auto& opt = dynamic_cast<const optim::Adafactor&>(*optimizers_[u]);
         const optim::ElementRange r = opt.packed_range();
-        packed_views_.push_back({u, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, r.count)});
-        const std::span<float> packed = packed_views_.back().second.span();
+        packed_views_.push_back({u, t.kind, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, r.count)});
+        const std::span<float> packed = packed_views_.back().data.span();
         opt.pack(packed);
         views.push_back({std::string(optim::state_kind_name(t.kind)), u, {r.offset, r.count}, packed});
+        continue;
+      }
+      if (optim::state_layout(t.kind).dtype == optim::StateDtype::kBf16) {
+        // Lion's bf16 momentum: the checkpoint keeps it as fp32 "exp_avg".
+        packed_views_.push_back({u, t.kind, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, upd.count)});
+        const std::span<float> wide = packed_views_.back().data.span();
+        for (size_t i = 0; i < upd.count; ++i) {
+          BFloat16 m;
+          std::memcpy(&m.bits, t.codes.data() + 2 * i, sizeof m.bits);
+          wide[i] = bfloat16_to_float(m);
+        }
+        views.push_back({"exp_avg", u, upd, wide});
         continue;
       }
       comm::ShardRange range = upd;
@@ -67,8 +80,18 @@ uint64_t Engine::tensor_stats_bytes() const {
 void Engine::release_state_views() { packed_views_.clear(); }
 
 void Engine::state_loaded(const Counters& counters) {
-  for (auto& [unit, packed] : packed_views_) {
-    dynamic_cast<optim::Adafactor&>(*optimizers_[unit]).unpack(packed.span());
+  for (ConvertedView& v : packed_views_) {
+    if (v.kind == optim::StateKind::kExpAvgSqFactored) {
+      dynamic_cast<optim::Adafactor&>(*optimizers_[v.unit]).unpack(v.data.span());
+      continue;
+    }
+    for (const optim::StateTensor& t : optimizers_[v.unit]->state()) {
+      if (t.kind != v.kind) continue;
+      for (size_t i = 0; i < v.data.size(); ++i) {
+        const BFloat16 m = float_to_bfloat16(v.data[i]);
+        std::memcpy(t.codes.data() + 2 * i, &m.bits, sizeof m.bits);
+      }
+    }
   }
   packed_views_.clear();
   steps_ = counters.steps;

@@ -148,6 +148,14 @@ TEST(Reshard, AdafactorTwoToThreeStage2To2) {
   expect_reshard({2, 2, 3, 2, Dtype::fp32(), [](int stage, Dtype dtype) { return adafactor_config(stage, dtype); }});
 }
 
+TEST(Reshard, LionBf16MomentumThreeToTwoStage3To1) {
+  expect_reshard({3, 3, 2, 1, Dtype::bf16(), [](int stage, Dtype dtype) {
+                    zero::EngineConfig c = lion_config(stage, dtype);
+                    c.optimizer.lion.bf16_momentum = true;
+                    return c;
+                  }});
+}
+
 TEST(Reshard, SgdMomentumTwoToThreeStage2To0) {
   expect_reshard({2, 2, 3, 0, Dtype::fp32(), [](int stage, Dtype dtype) {
                     zero::EngineConfig c = test_config(stage, dtype);

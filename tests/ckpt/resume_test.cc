@@ -171,6 +171,17 @@ TEST(ExactResume, AdafactorEveryStageAndPrecision) {
   expect_exact_resume({"adafactor fp16 stage 2", 2, fp16}, 5);
 }
 
+// Lion's bf16 momentum: saved widened to fp32 "exp_avg", narrowed back
+// exactly on load.
+TEST(ExactResume, LionBf16MomentumEveryStage) {
+  for (int stage : {0, 3}) {
+    zero::EngineConfig c = lion_config(stage, Dtype::bf16());
+    c.optimizer.lion.bf16_momentum = true;
+    const std::string name = "lion bf16 momentum stage " + std::to_string(stage);
+    expect_exact_resume({name.c_str(), 3, c}, 3);
+  }
+}
+
 TEST(ExactResume, SingleRank) { expect_exact_resume({"1 rank", 1, test_config(0)}, 2); }
 
 }  // namespace

@@ -73,6 +73,7 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       {"--optimizer lion --betas 0.9", "--betas needs two numbers", "optimizer.params.betas"},
       {"--optimizer adam8bit --lr -1", "--lr -1", "optimizer.params.lr"},
       {"--optimizer adam8bit --betas 0.9,1", "--betas 0.9,1", "optimizer.params.betas"},
+      {"--optimizer lion --lion-momentum-dtype fp16", "--lion-momentum-dtype fp16", "optimizer.params"},
       {"--optimizer adafactor --lr 1e-3", "--lr 0.001", "optimizer.params.lr"},
       {"--optimizer adafactor --relative-step false", "--relative-step false", "optimizer.params.relative_step"},
       {"--optimizer adafactor --decay-rate 0.5", "--decay-rate 0.5", "optimizer.params.decay_rate"},

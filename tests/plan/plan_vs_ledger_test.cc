@@ -239,7 +239,8 @@ TEST(PlanVsLedger, GradientAccumulationCheckpointingAndOptimizers) {
 // every stage, rank count and precision: `zerodp plan --optimizer lion` and
 // the engine's ledger agree byte for byte on every rank.
 TEST(PlanVsLedger, LionAndSgdMomentumEveryStageRankCountAndPrecision) {
-  const std::vector<optim::OptimizerConfig> optimizers = {parse_optimizer("lion"), parse_optimizer("sgd-momentum")};
+  const std::vector<optim::OptimizerConfig> optimizers = {parse_optimizer("lion"), parse_optimizer("sgd-momentum"),
+                                                          parse_optimizer("lion-bf16")};
   for (const Case& c : {cases()[1], cases()[2]}) {
     for (const optim::OptimizerConfig& optimizer : optimizers) {
       for (Dtype dt : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
@@ -249,6 +250,9 @@ TEST(PlanVsLedger, LionAndSgdMomentumEveryStageRankCountAndPrecision) {
             expect_ledger_matches(c.model, run, /*overlap=*/false);
             const RankPrediction p = predict_rank(c.model, run);
             EXPECT_GT(p.adam_m, 0u);  // the momentum is there, and nothing in adam_v
+            if (optimizer.lion.bf16_momentum) {
+              EXPECT_EQ(p.adam_m % 2, 0u);
+            }
             EXPECT_EQ(p.adam_v, 0u);
           }
         }

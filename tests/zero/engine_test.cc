@@ -110,9 +110,10 @@ EngineConfig optimizer_config(const std::string& optimizer, int stage, Dtype dty
     c.optimizer.adafactor = {
         .lr = 1e-2, .beta1 = 0.9, .weight_decay = 0.01, .scale_parameter = false, .relative_step = false};
     c.lr_schedule.max_lr = 1e-2;
-  } else if (optimizer == "lion") {
+  } else if (optimizer == "lion" || optimizer == "lion_bf16") {
     c.optimizer.kind = optim::OptimizerKind::kLion;
-    c.optimizer.lion = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
+    c.optimizer.lion = {
+        .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1, .bf16_momentum = optimizer == "lion_bf16"};
     c.lr_schedule.max_lr = 1e-3;
   } else {
     c.optimizer.kind = optim::OptimizerKind::kSgd;
@@ -139,15 +140,16 @@ TEST_P(OptimizerStageEquivalence, EveryStageGivesTheSameBits) {
   EXPECT_NE(std::memcmp(none.master.data(), reference.master.data(), none.master.size() * sizeof(float)), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Optimizers, OptimizerStageEquivalence,
-    ::testing::Combine(::testing::Values("lion", "sgd_momentum", "nesterov", "adam8bit", "adafactor", "adafactor_lr"),
-                       ::testing::Values(Dtype::Kind::kFp32, Dtype::Kind::kBf16, Dtype::Kind::kFp16),
-                       ::testing::Values(1, 2, 3, 4)),
-    [](const auto& info) {
-      return fmt::format("{}_{}_N{}", std::get<0>(info.param), Dtype(std::get<1>(info.param)).name(),
-                         std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerStageEquivalence,
+                         ::testing::Combine(::testing::Values("lion", "lion_bf16", "sgd_momentum", "nesterov",
+                                                              "adam8bit", "adafactor", "adafactor_lr"),
+                                            ::testing::Values(Dtype::Kind::kFp32, Dtype::Kind::kBf16,
+                                                              Dtype::Kind::kFp16),
+                                            ::testing::Values(1, 2, 3, 4)),
+                         [](const auto& info) {
+                           return fmt::format("{}_{}_N{}", std::get<0>(info.param),
+                                              Dtype(std::get<1>(info.param)).name(), std::get<2>(info.param));
+                         });
 
 // 8-bit Adam's blocks (2048 elements from each unit's start) are cut by the
 // shards of every N here: units of 3900, 12040 and 205 elements. Blocks
