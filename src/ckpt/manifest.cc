@@ -25,8 +25,9 @@ constexpr size_t kMaxUnits = 1 << 16;
 constexpr uint64_t kMaxRankUnits = uint64_t{1} << 26;
 
 const std::set<std::string>& known_tensors() {
-  static const std::set<std::string> names = {"master",     "exp_avg",       "exp_avg_sq",     "momentum_buffer",
-                                              "exp_avg_q8", "exp_avg_sq_q8", "exp_avg_absmax", "exp_avg_sq_absmax"};
+  static const std::set<std::string> names = {"master",          "exp_avg",           "exp_avg_sq",
+                                              "momentum_buffer", "exp_avg_q8",        "exp_avg_sq_q8",
+                                              "exp_avg_absmax",  "exp_avg_sq_absmax", "exp_avg_sq_factored"};
   return names;
 }
 
@@ -119,6 +120,18 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     j["beta1"] = c.lion.beta1;
     j["beta2"] = c.lion.beta2;
     j["weight_decay"] = c.lion.weight_decay;
+    if (c.lion.bf16_momentum) j["momentum_dtype"] = "bf16";
+  } else if (c.kind == optim::OptimizerKind::kAdafactor) {
+    const optim::AdafactorConfig& a = c.adafactor;
+    j["lr"] = a.lr;
+    j["beta1"] = a.beta1;
+    j["eps"] = Json::array({a.eps1, a.eps2});
+    j["clip_threshold"] = a.clip_threshold;
+    j["decay_rate"] = a.decay_rate;
+    j["weight_decay"] = a.weight_decay;
+    j["scale_parameter"] = a.scale_parameter;
+    j["relative_step"] = a.relative_step;
+    j["warmup_init"] = a.warmup_init;
   } else {
     j["lr"] = c.adam.lr;
     j["beta1"] = c.adam.beta1;
@@ -132,8 +145,10 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
 optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) {
   optim::OptimizerConfig c;
   const std::string kind = f.string("kind");
-  ZDP_CHECK(kind == "adamw" || kind == "adam" || kind == "sgd" || kind == "lion" || kind == "adam8bit", InputFileError,
-            "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam, sgd, lion or adam8bit", path, kind);
+  ZDP_CHECK(
+      kind == "adamw" || kind == "adam" || kind == "sgd" || kind == "lion" || kind == "adam8bit" || kind == "adafactor",
+      InputFileError, "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam, sgd, lion, adam8bit or adafactor", path,
+      kind);
   c.kind = optim::parse_optimizer_kind(kind);
   if (c.kind == optim::OptimizerKind::kSgd) {
     c.sgd = {.lr = f.number("lr"),
@@ -145,6 +160,26 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
               .beta1 = f.number("beta1"),
               .beta2 = f.number("beta2"),
               .weight_decay = f.number("weight_decay")};
+    if (f.has("momentum_dtype")) {
+      const std::string dtype = f.string("momentum_dtype");
+      ZDP_CHECK(dtype == "bf16" || dtype == "fp32", InputFileError,
+                "[ckpt] {}: optimizer momentum_dtype \"{}\" is not fp32 or bf16", path, dtype);
+      c.lion.bf16_momentum = dtype == "bf16";
+    }
+  } else if (c.kind == optim::OptimizerKind::kAdafactor) {
+    const Json& eps = f.array("eps", 2);
+    ZDP_CHECK(eps.size() == 2 && eps[0].is_number() && eps[1].is_number(), InputFileError,
+              "[ckpt] {}: optimizer.eps must be two numbers [eps1, eps2]", path);
+    c.adafactor = {.lr = f.number("lr"),
+                   .beta1 = f.number("beta1"),
+                   .eps1 = eps[0].get<double>(),
+                   .eps2 = eps[1].get<double>(),
+                   .clip_threshold = f.number("clip_threshold"),
+                   .decay_rate = f.number("decay_rate"),
+                   .weight_decay = f.number("weight_decay"),
+                   .scale_parameter = f.boolean("scale_parameter"),
+                   .relative_step = f.boolean("relative_step"),
+                   .warmup_init = f.boolean("warmup_init")};
   } else {
     c.adam = {.lr = f.number("lr"),
               .beta1 = f.number("beta1"),
@@ -301,7 +336,7 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   for (const auto& t : f.array("tensors", 16)) {
     ZDP_CHECK(t.is_string() && known_tensors().count(t.get<std::string>()) > 0, InputFileError,
               "[ckpt] {}: tensor name {} is not one of master, exp_avg, exp_avg_sq, momentum_buffer, exp_avg_q8, "
-              "exp_avg_sq_q8, exp_avg_absmax, exp_avg_sq_absmax",
+              "exp_avg_sq_q8, exp_avg_absmax, exp_avg_sq_absmax, exp_avg_sq_factored",
               path, t.dump());
     const std::string name = t.get<std::string>();
     ZDP_CHECK(m.tensor_index(name) < 0, InputFileError, "[ckpt] {}: tensor \"{}\" is listed twice", path, name);

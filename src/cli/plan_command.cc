@@ -244,7 +244,9 @@ void add_plan_command(CLI::App& app) {
                   "fp32")
       ->capture_default_str();
   cmd->add_option("--optimizer", opts->optimizer,
-                  "adamw, adam, sgd-momentum, sgd, lion or adam8bit (sets K, the optimizer bytes per parameter)")
+                  "adamw, adam, sgd-momentum, sgd, lion, lion-bf16, adam8bit or adafactor (sets K, the optimizer bytes "
+                  "per parameter;\n"
+                  "adafactor's factored statistics need --model)")
       ->capture_default_str();
   cmd->add_option("--device-memory", opts->device_memory,
                   "Memory per rank, e.g. 32GB (1e9 bytes) or 80GiB (2^30 bytes): enables fits, the recommendation and "

@@ -27,7 +27,10 @@ struct TrainFlags {
                            max_memory;
   int stage = 3, grad_accum = 1, warmup = 20;
   double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.0;
-  std::vector<double> betas;
+  std::vector<double> betas, adafactor_eps;
+  double beta1 = 0.0, decay_rate = -0.8, clip_threshold = 1.0;
+  std::string lion_momentum_dtype = "fp32";
+  bool scale_parameter = true, relative_step = true, warmup_init = false;
   bool no_prefetch = false, no_overlap = false;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
@@ -145,12 +148,16 @@ void add_train_command(CLI::App& app) {
       "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
       [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);
   flag(cmd, f, "--steps", d.steps, "Optimizer steps", [&f](auto& c) { c.steps = f.c.steps; });
-  flag(cmd, f, "--lr", f.lr, "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4)", [&f](auto& c) {
-    c.engine.optimizer.adam.lr = f.lr;
-    c.engine.optimizer.sgd.lr = f.lr;
-    c.engine.optimizer.lion.lr = f.lr;
-    c.engine.lr_schedule.max_lr = f.lr;
-  });
+  flag(cmd, f, "--lr", f.lr,
+       "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4; Adafactor: only with\n"
+       "--relative-step false, as Hugging Face's)",
+       [&f](auto& c) {
+         c.engine.optimizer.adam.lr = f.lr;
+         c.engine.optimizer.sgd.lr = f.lr;
+         c.engine.optimizer.lion.lr = f.lr;
+         c.engine.optimizer.adafactor.lr = f.lr;
+         c.engine.lr_schedule.max_lr = f.lr;
+       });
   flag(cmd, f, "--schedule", f.schedule, "LR schedule: constant, warmup, warmup-linear or warmup-cosine",
        [&f](auto& c) { c.engine.lr_schedule.kind = optim::parse_lr_schedule_kind(f.schedule); });
   flag(cmd, f, "--warmup", f.warmup, "Warm-up steps of the schedule",
@@ -159,9 +166,13 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.engine.lr_schedule.cos_min_ratio = f.min_lr_ratio; });
   flag(cmd, f, "--optimizer", f.optimizer,
        "adamw, adam, sgd (with --momentum: SGD with momentum), lion (sign of a momentum;\n"
-       "K = 8 bytes per parameter against AdamW's 12) or adam8bit (AdamW with both moments\n"
-       "stored 8-bit, block-wise quantized as bitsandbytes does: K = 6 + 8 bytes per 2048;\n"
-       "takes AdamW's --lr, --betas, --weight-decay); docs/optim.md",
+       "K = 8 bytes per parameter against AdamW's 12, 6 with --lion-momentum-dtype bf16),\n"
+       "adam8bit (AdamW with both moments stored 8-bit, block-wise quantized as bitsandbytes\n"
+       "does: K = 6 + 8 bytes per 2048;\n"
+       "takes AdamW's --lr, --betas, --weight-decay) or adafactor (Hugging Face's Adafactor:\n"
+       "factored second moment, no first moment, relative steps; K = 4 + rows and columns;\n"
+       "--beta1, --decay-rate, --clip-threshold, --adafactor-eps, --scale-parameter,\n"
+       "--relative-step, --warmup-init, --weight-decay); docs/optim.md",
        [&f](auto& c) { c.engine.optimizer.kind = optim::parse_optimizer_kind(f.optimizer); });
   flag(cmd, f, "--momentum", f.momentum, "SGD momentum (0: plain SGD, no state)",
        [&f](auto& c) { c.engine.optimizer.sgd.momentum = f.momentum; });
@@ -176,11 +187,44 @@ void add_train_command(CLI::App& app) {
       },
       false)
       ->delimiter(',');
+  flag(cmd, f, "--lion-momentum-dtype", f.lion_momentum_dtype,
+       "Lion: the momentum's storage, fp32 or bf16 (K = 6 with bf16: rounded to nearest even each step)",
+       [&f](auto& c) {
+         ZDP_CHECK(f.lion_momentum_dtype == "fp32" || f.lion_momentum_dtype == "bf16", ConfigError,
+                   "[train] --lion-momentum-dtype {}: use fp32 or bf16", f.lion_momentum_dtype);
+         c.engine.optimizer.lion.bf16_momentum = f.lion_momentum_dtype == "bf16";
+       });
+  flag(cmd, f, "--beta1", f.beta1, "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
+       [&f](auto& c) { c.engine.optimizer.adafactor.beta1 = f.beta1; });
+  flag(cmd, f, "--decay-rate", f.decay_rate, "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",
+       [&f](auto& c) { c.engine.optimizer.adafactor.decay_rate = f.decay_rate; });
+  flag(cmd, f, "--clip-threshold", f.clip_threshold, "Adafactor: an update's largest RMS (update clipping)",
+       [&f](auto& c) { c.engine.optimizer.adafactor.clip_threshold = f.clip_threshold; });
+  flag(
+      cmd, f, "--adafactor-eps", f.adafactor_eps,
+      "Adafactor: E1,E2 (default 1e-30,1e-3): E1 added to g^2, E2 the least parameter scale",
+      [&f](auto& c) {
+        ZDP_CHECK(f.adafactor_eps.size() == 2, ConfigError,
+                  "[train] --adafactor-eps needs two numbers E1,E2, e.g. --adafactor-eps 1e-30,1e-3");
+        c.engine.optimizer.adafactor.eps1 = f.adafactor_eps[0];
+        c.engine.optimizer.adafactor.eps2 = f.adafactor_eps[1];
+      },
+      false)
+      ->delimiter(',');
+  flag(cmd, f, "--scale-parameter", f.scale_parameter,
+       "Adafactor: scale the step by the parameter tensor's RMS (at least E2)",
+       [&f](auto& c) { c.engine.optimizer.adafactor.scale_parameter = f.scale_parameter; });
+  flag(cmd, f, "--relative-step", f.relative_step,
+       "Adafactor: step size min(1e-2, 1/sqrt(t)) (the schedule is not read); false: --lr's, scheduled",
+       [&f](auto& c) { c.engine.optimizer.adafactor.relative_step = f.relative_step; });
+  flag(cmd, f, "--warmup-init", f.warmup_init, "Adafactor: relative step min(1e-6*t, 1/sqrt(t))",
+       [&f](auto& c) { c.engine.optimizer.adafactor.warmup_init = f.warmup_init; });
   flag(cmd, f, "--weight-decay", f.weight_decay,
-       "Weight decay (decoupled for AdamW, adam8bit and Lion, L2 for Adam/SGD)", [&f](auto& c) {
+       "Weight decay (decoupled for AdamW, adam8bit, Lion and Adafactor, L2 for Adam/SGD)", [&f](auto& c) {
          c.engine.optimizer.adam.weight_decay = f.weight_decay;
          c.engine.optimizer.sgd.weight_decay = f.weight_decay;
          c.engine.optimizer.lion.weight_decay = f.weight_decay;
+         c.engine.optimizer.adafactor.weight_decay = f.weight_decay;
        });
   flag(cmd, f, "--clip", f.clip, "Global gradient-norm clipping (0 = off)",
        [&f](auto& c) { c.engine.clip_norm = f.clip; });

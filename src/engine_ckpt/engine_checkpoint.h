@@ -23,6 +23,9 @@ namespace zerodp::engine_ckpt {
 class EngineTrainingState final : public ckpt::TrainingState {
  public:
   explicit EngineTrainingState(zero::Engine& engine) : engine_(engine) {}
+  ~EngineTrainingState() override { engine_.release_state_views(); }
+  EngineTrainingState(const EngineTrainingState&) = delete;
+  EngineTrainingState& operator=(const EngineTrainingState&) = delete;
 
   comm::Communicator& communicator() override { return engine_.communicator(); }
   ckpt::RunRecord record() const override;

@@ -14,7 +14,10 @@
 // once per step; -lr*sign(c) is then exact. There is no bias correction and
 // no step-count dependence. Elements in a no-decay range skip the decay line.
 // Owns m ("exp_avg", the name lion-pytorch and DeepSpeed give it), 4 bytes
-// per element, allocated zeroed.
+// per element, allocated zeroed; with LionConfig::bf16_momentum, m is kept
+// as bf16 ("exp_avg_bf16", 2 bytes per element): read widened exactly, the
+// new m computed in float as above and stored rounded to nearest, ties to
+// even. That loop is scalar at every SIMD level (one form, so the same bits).
 // Non-finite gradients: a NaN or infinite g makes m and the parameter NaN, as
 // AdamW's update does. The engine never gets there: fp16 skips overflow steps
 // and fp32/bf16 stop with an error before the optimizer runs.
@@ -35,11 +38,15 @@ class Lion final : public Optimizer {
   double base_lr() const override { return config_.lr; }
   const LionConfig& config() const { return config_; }
 
+  // fp32 momentum only.
   std::span<float> exp_avg() { return {state_data(0), size()}; }
+  // bf16 momentum only: m[i] widened.
+  float exp_avg_bf16(size_t i) const;
 
  private:
   void begin_step(double lr, float grad_scale) override;
   void update(float* params, const float* grads, size_t offset, size_t count, bool decay) override;
+  void update_bf16(float* params, const float* grads, size_t offset, size_t count, bool decays);
 
   LionConfig config_;
   kernels::LionScalars scalars_;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "optim/adafactor.h"
 #include "optim/adam.h"
 #include "optim/adam8bit.h"
 #include "optim/lion.h"
@@ -41,7 +42,8 @@ OptimizerKind parse_optimizer_kind(std::string_view name) {
   if (name == "sgd") return OptimizerKind::kSgd;
   if (name == "lion") return OptimizerKind::kLion;
   if (name == "adam8bit") return OptimizerKind::kAdam8bit;
-  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam, sgd, lion or adam8bit", name);
+  if (name == "adafactor") return OptimizerKind::kAdafactor;
+  ZDP_THROW(ConfigError, "[optimizer] unknown optimizer '{}'; use adamw, adam, sgd, lion, adam8bit or adafactor", name);
 }
 
 std::string_view optimizer_kind_name(OptimizerKind kind) {
@@ -56,6 +58,8 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
       return "lion";
     case OptimizerKind::kAdam8bit:
       return "adam8bit";
+    case OptimizerKind::kAdafactor:
+      return "adafactor";
   }
   return "?";
 }
@@ -66,6 +70,8 @@ double config_lr(const OptimizerConfig& config) {
       return config.sgd.lr;
     case OptimizerKind::kLion:
       return config.lion.lr;
+    case OptimizerKind::kAdafactor:
+      return config.adafactor.lr;
     case OptimizerKind::kAdamW:
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdam8bit:
@@ -80,6 +86,8 @@ double config_weight_decay(const OptimizerConfig& config) {
       return config.sgd.weight_decay;
     case OptimizerKind::kLion:
       return config.lion.weight_decay;
+    case OptimizerKind::kAdafactor:
+      return config.adafactor.weight_decay;
     case OptimizerKind::kAdamW:
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdam8bit:
@@ -104,12 +112,17 @@ std::string_view state_kind_name(StateKind kind) {
       return "exp_avg_absmax";
     case StateKind::kExpAvgSqAbsmax:
       return "exp_avg_sq_absmax";
+    case StateKind::kExpAvgSqFactored:
+      return "exp_avg_sq_factored";
+    case StateKind::kExpAvgBf16:
+      return "exp_avg_bf16";
   }
   return "?";
 }
 
 bool is_second_moment(StateKind kind) {
-  return kind == StateKind::kExpAvgSq || kind == StateKind::kExpAvgSqCodes || kind == StateKind::kExpAvgSqAbsmax;
+  return kind == StateKind::kExpAvgSq || kind == StateKind::kExpAvgSqCodes || kind == StateKind::kExpAvgSqAbsmax ||
+         kind == StateKind::kExpAvgSqFactored;
 }
 
 StateLayout state_layout(StateKind kind) {
@@ -120,6 +133,10 @@ StateLayout state_layout(StateKind kind) {
     case StateKind::kExpAvgAbsmax:
     case StateKind::kExpAvgSqAbsmax:
       return {.dtype = StateDtype::kF32, .index = StateIndex::kBlock};
+    case StateKind::kExpAvgSqFactored:
+      return {.dtype = StateDtype::kF32, .index = StateIndex::kTensorStats};
+    case StateKind::kExpAvgBf16:
+      return {.dtype = StateDtype::kBf16, .index = StateIndex::kElement};
     case StateKind::kExpAvg:
     case StateKind::kExpAvgSq:
     case StateKind::kMomentum:
@@ -144,6 +161,26 @@ void validate(const OptimizerConfig& config) {
     check_non_negative(c.lr, op, "lr", "use a learning rate like 1e-4 (3-10x below AdamW's)");
     check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
     check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.99");
+    check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
+    return;
+  }
+  if (config.kind == OptimizerKind::kAdafactor) {
+    const AdafactorConfig& c = config.adafactor;
+    check_non_negative(c.lr, op, "lr", "use 0 with relative_step, or a learning rate like 1e-3 without");
+    ZDP_CHECK(!(c.relative_step && c.lr > 0.0), ConfigError,
+              "[{}] an explicit lr {} and relative_step cannot be combined (as Hugging Face's Adafactor); turn "
+              "relative_step off to use the lr, or drop the lr",
+              op, c.lr);
+    ZDP_CHECK(c.relative_step || c.lr > 0.0, ConfigError,
+              "[{}] relative_step is off, so an lr > 0 is needed; give one like 1e-3, or turn relative_step on", op);
+    ZDP_CHECK(!c.warmup_init || c.relative_step, ConfigError,
+              "[{}] warmup_init needs relative_step; turn relative_step on or warmup_init off", op);
+    check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use 0 for no first moment (the default) or a value like 0.9");
+    check_non_negative(c.eps1, op, "eps1", "use a value like 1e-30");
+    check_non_negative(c.eps2, op, "eps2", "use a value like 1e-3");
+    ZDP_CHECK(std::isfinite(c.clip_threshold) && c.clip_threshold > 0.0, ConfigError,
+              "[{}] clip_threshold {} must be finite and > 0; use a value like 1.0", op, c.clip_threshold);
+    check_range(c.decay_rate, -1.0, 0.0, true, op, "decay_rate", "use a value like -0.8");
     check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
     return;
   }
@@ -192,12 +229,16 @@ OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, 
       b.moment1 = config.sgd.momentum > 0.0 ? sizeof(float) : 0;
       break;
     case OptimizerKind::kLion:
-      b.moment1 = sizeof(float);  // the momentum m (exp_avg)
+      b.moment1 = config.lion.bf16_momentum ? sizeof(uint16_t) : sizeof(float);  // the momentum m (exp_avg)
       break;
     case OptimizerKind::kAdam8bit:
       b.moment1 = b.moment2 = sizeof(uint8_t);  // the codes of m and v
       b.quant_block = quant8::kBlockSize;
       b.scale_bytes = sizeof(float);  // each moment's absmax per block
+      break;
+    case OptimizerKind::kAdafactor:
+      b.moment1 = config.adafactor.beta1 > 0.0 ? sizeof(float) : 0;  // m (exp_avg), with beta1
+      b.tensor_stats = true;  // the factored second moment: adafactor_state_values fp32s a shard
       break;
   }
   return b;
@@ -212,8 +253,31 @@ size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision) {
   return optimizer_bytes_per_param(config, mixed_precision).k();
 }
 
+TensorShape tensor_shape(size_t offset, std::span<const int> shape) {
+  TensorShape t;
+  t.offset = offset;
+  t.count = 1;
+  for (int d : shape) {
+    ZDP_CHECK(d >= 0, ShapeError, "[optimizer] a tensor dimension is {}", d);
+    t.count *= static_cast<size_t>(d);
+  }
+  if (shape.size() >= 2) {
+    t.cols = static_cast<size_t>(shape[shape.size() - 1]);
+    t.rows = static_cast<size_t>(shape[shape.size() - 2]);
+    t.batch = t.rows * t.cols == 0 ? 0 : t.count / (t.rows * t.cols);
+  } else {
+    t.rows = 1;
+    t.cols = t.count;
+  }
+  return t;
+}
+
 Optimizer::Optimizer(size_t size, ShardOptions options)
-    : size_(size), unit_offset_(options.unit_offset), accountant_(std::move(options.accountant)), simd_(options.simd) {
+    : size_(size),
+      unit_offset_(options.unit_offset),
+      accountant_(std::move(options.accountant)),
+      simd_(options.simd),
+      tensors_(std::move(options.tensors)) {
   for (const ElementRange& r : options.no_decay) {
     ZDP_CHECK(r.offset <= size && r.count <= size - r.offset, ShapeError,
               "[optimizer] no-decay range [{}, {}) lies outside the shard of {} elements", r.offset, r.offset + r.count,
@@ -232,12 +296,14 @@ Optimizer::~Optimizer() {
   }
 }
 
-void Optimizer::add_state(StateKind kind, size_t blocks) {
+void Optimizer::add_state(StateKind kind, size_t values) {
   const StateLayout layout = state_layout(kind);
-  const size_t count = layout.index == StateIndex::kBlock ? blocks : size_;
+  const size_t count = layout.index == StateIndex::kElement ? size_ : values;
   OwnedState s{kind, {}, {}};
   if (layout.dtype == StateDtype::kU8) {
     s.codes = AlignedBuffer<uint8_t>(count);
+  } else if (layout.dtype == StateDtype::kBf16) {
+    s.codes = AlignedBuffer<uint8_t>(2 * count);  // zeroed: bf16 +0
   } else {
     s.buffer = AlignedBuffer<float>(count);
   }
@@ -281,7 +347,9 @@ size_t Optimizer::state_bytes_per_param() const {
   size_t bytes = 0;
   for (const OwnedState& s : states_) {
     const StateLayout layout = state_layout(s.kind);
-    if (layout.index == StateIndex::kElement) bytes += layout.dtype == StateDtype::kU8 ? 1 : sizeof(float);
+    if (layout.index == StateIndex::kElement) {
+      bytes += layout.dtype == StateDtype::kU8 ? 1 : layout.dtype == StateDtype::kBf16 ? 2 : sizeof(float);
+    }
   }
   return bytes;
 }
@@ -296,6 +364,59 @@ std::array<float, 2> Optimizer::partial_block_maxima(const float* /*grads*/, siz
 }
 
 void Optimizer::share_block_end_maxima(const BlockEndMaxima& /*combined*/) {}
+
+void Optimizer::accumulate_tensor_stats(int /*round*/, const float* /*params*/, const float* /*grads*/,
+                                        size_t /*begin*/, size_t /*count*/, float /*grad_scale*/, double* /*acc*/) {}
+
+void Optimizer::load_tensor_stats(int /*round*/, std::span<const float> /*combined*/) {}
+
+template <typename G>
+void Optimizer::tensor_stats_impl(int round, std::span<const float> params, std::span<const G> grads, float grad_scale,
+                                  ElementRange part, std::span<float> out) {
+  const std::string_view op = optimizer_kind_name(kind());
+  ZDP_CHECK(round >= 0 && round <= 1 && out.size() == tensor_stats_size(round), ShapeError,
+            "[{}.tensor_stats] round {} into {} values", op, round, out.size());
+  ZDP_CHECK(
+      params.size() == size_ && grads.size() == size_ && part.offset <= size_ && part.count <= size_ - part.offset,
+      ShapeError, "[{}.tensor_stats] params {}, grads {}, part [{}, {}) for a shard of {}", op, params.size(),
+      grads.size(), part.offset, part.offset + part.count, size_);
+  std::vector<double> acc(out.size(), 0.0);
+  if constexpr (std::is_same_v<G, float>) {
+    accumulate_tensor_stats(round, params.data() + part.offset, grads.data() + part.offset, part.offset, part.count,
+                            grad_scale, acc.data());
+  } else {
+    std::array<float, kWidenBlock> block;
+    for (size_t at = part.offset; at < part.offset + part.count;) {
+      const size_t n = std::min(kWidenBlock, part.offset + part.count - at);
+      convert(grads.subspan(at, n), std::span<float>(block.data(), n), simd_);
+      accumulate_tensor_stats(round, params.data() + at, block.data(), at, n, grad_scale, acc.data());
+      at += n;
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(acc[i]);
+}
+
+void Optimizer::tensor_stats(int round, std::span<const float> params, std::span<const float> grads, float grad_scale,
+                             ElementRange part, std::span<float> out) {
+  tensor_stats_impl(round, params, grads, grad_scale, part, out);
+}
+void Optimizer::tensor_stats(int round, std::span<const float> params, std::span<const Half> grads, float grad_scale,
+                             ElementRange part, std::span<float> out) {
+  tensor_stats_impl(round, params, grads, grad_scale, part, out);
+}
+void Optimizer::tensor_stats(int round, std::span<const float> params, std::span<const BFloat16> grads,
+                             float grad_scale, ElementRange part, std::span<float> out) {
+  tensor_stats_impl(round, params, grads, grad_scale, part, out);
+}
+
+void Optimizer::set_tensor_stats(int round, std::span<const float> combined) {
+  ZDP_CHECK(round == rounds_set_ && round <= 1 && combined.size() == tensor_stats_size(round), ShapeError,
+            "[{}.set_tensor_stats] round {} ({} values) after {} rounds; rounds 0 then 1, each of "
+            "tensor_stats_size values",
+            optimizer_kind_name(kind()), round, combined.size(), rounds_set_);
+  load_tensor_stats(round, combined);
+  ++rounds_set_;
+}
 
 template <typename G>
 Optimizer::BlockEndMaxima Optimizer::block_end_maxima_impl(std::span<const G> grads, float grad_scale) {
@@ -384,6 +505,17 @@ void Optimizer::step_impl(std::span<float> params, std::span<const G> grads, dou
             size_);
   ZDP_CHECK(std::isfinite(lr) && lr >= 0.0, ConfigError,
             "[{}.step] learning rate {} must be finite and >= 0; check the lr schedule", op, lr);
+  if (tensor_stats_size(0) > 0 && rounds_set_ < 2) {
+    // No statistics given: this shard's own, as one part (right when it
+    // holds its tensors whole).
+    ZDP_CHECK(rounds_set_ == 0, ShapeError, "[{}.step] tensor statistics round 1 was not given", op);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<float> stats(tensor_stats_size(round));
+      tensor_stats_impl(round, std::span<const float>(params), grads, grad_scale, {0, size_}, stats);
+      set_tensor_stats(round, stats);
+    }
+  }
+  rounds_set_ = 0;
   ++step_count_;
   begin_step(lr, grad_scale);
   if constexpr (std::is_same_v<G, float>) {
@@ -424,6 +556,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t 
       return std::make_unique<Lion>(config.lion, shard_size, std::move(options));
     case OptimizerKind::kAdam8bit:
       return std::make_unique<Adam8bit>(config.adam, shard_size, std::move(options));
+    case OptimizerKind::kAdafactor:
+      return std::make_unique<Adafactor>(config.adafactor, shard_size, std::move(options));
   }
   ZDP_THROW(ConfigError, "[optimizer] unknown optimizer kind {}", static_cast<int>(config.kind));
 }

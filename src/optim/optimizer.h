@@ -8,12 +8,15 @@
 // allocated zeroed at construction and reported to
 // an optional StateAccountant (the engine passes one that books them in its
 // memory ledger). step() updates every element from the same-index gradient
-// only (8-bit Adam's block scales excepted, see block_end_maxima): no
-// reduction crosses elements, the float operations run in a fixed
+// only (8-bit Adam's block scales and Adafactor's per-tensor statistics
+// excepted, see block_end_maxima and tensor_stats): no other reduction
+// crosses elements, the float operations run in a fixed
 // order (see optim_kernels.cc), and the vectorised loops give the same bits as
 // the scalar ones. So an element's trajectory does not depend on which rank
 // owns it or how the shards are cut, which the engine's bitwise equality
-// across ZeRO stages and rank counts relies on.
+// across ZeRO stages and rank counts relies on. The two exceptions are
+// combined over the partition plan's shards in a fixed way, so they keep the
+// equality across stages (Adafactor's sums depend on N's cuts, though).
 //
 // Hyperparameters are doubles, like PyTorch's Python floats: per-step scalars
 // (bias corrections, -lr/(1-b1^t), 1-lr*wd) are computed in double and rounded
@@ -52,6 +55,22 @@ struct ElementRange {
 std::vector<ElementRange> ranges_within_shard(std::span<const ElementRange> ranges, size_t shard_offset,
                                               size_t shard_size);
 
+// One parameter tensor of a unit, for optimizers whose update reads
+// statistics of whole tensors (Adafactor): its elements, unit-relative, and
+// its shape as `batch` matrices of rows x cols (row-major). A tensor of two
+// or more dimensions is a batch of matrices of its last two; a vector or a
+// scalar is one row (rows 1, cols = count).
+struct TensorShape {
+  size_t offset = 0;  // first element, relative to the unit's start
+  size_t count = 0;
+  size_t batch = 1, rows = 1, cols = 0;
+  // Factored second moment (Adafactor): a matrix with at least 2 rows and 2 columns.
+  bool factored() const { return rows >= 2 && cols >= 2; }
+  friend bool operator==(const TensorShape&, const TensorShape&) = default;
+};
+// The TensorShape of a tensor of `shape` (row-major) at unit-relative offset.
+TensorShape tensor_shape(size_t offset, std::span<const int> shape);
+
 // The optimizer's state buffers, for the ledger and for checkpoints.
 enum class StateKind : uint8_t {
   kExpAvg = 0,          // Adam m (first moment); Lion's momentum m
@@ -61,18 +80,23 @@ enum class StateKind : uint8_t {
   kExpAvgSqCodes = 4,   // 8-bit Adam: v's codes
   kExpAvgAbsmax = 5,    // 8-bit Adam: m's fp32 scale per block touched
   kExpAvgSqAbsmax = 6,  // 8-bit Adam: v's fp32 scale per block touched
+  // Adafactor: the row and column statistics of the matrices the shard
+  // touches and v of its other elements, packed (optim/adafactor.h)
+  kExpAvgSqFactored = 7,
+  kExpAvgBf16 = 8,  // Lion with bf16 momentum: m as bf16 bits, two bytes per element
 };
 // "exp_avg", "exp_avg_sq", "momentum_buffer", "exp_avg_q8", "exp_avg_sq_q8",
-// "exp_avg_absmax", "exp_avg_sq_absmax"
+// "exp_avg_absmax", "exp_avg_sq_absmax", "exp_avg_sq_factored", "exp_avg_bf16"
 std::string_view state_kind_name(StateKind kind);
 // The first moment's kinds (booked as adam_m) or the second's (adam_v).
 bool is_second_moment(StateKind kind);
 
 // How a state tensor is stored: fp32 or one byte per value, and indexed by
-// shard element or by quantization block (the blocks of the unit that the
-// shard's elements touch, quant8::blocks_touched).
-enum class StateDtype : uint8_t { kF32 = 0, kU8 = 1 };
-enum class StateIndex : uint8_t { kElement = 0, kBlock = 1 };
+// shard element, by quantization block (the blocks of the unit that the
+// shard's elements touch, quant8::blocks_touched) or by Adafactor's packed
+// statistics (adafactor_state_values).
+enum class StateDtype : uint8_t { kF32 = 0, kU8 = 1, kBf16 = 2 };
+enum class StateIndex : uint8_t { kElement = 0, kBlock = 1, kTensorStats = 2 };
 struct StateLayout {
   StateDtype dtype = StateDtype::kF32;
   StateIndex index = StateIndex::kElement;
@@ -80,7 +104,8 @@ struct StateLayout {
 StateLayout state_layout(StateKind kind);
 
 // A state tensor: `data` for an fp32 one, `codes` for a one-byte one (the
-// other is empty). Shard-sized, or one value per block touched.
+// other is empty; a bf16 one's `codes` are its values' bytes, two each,
+// little-endian). Shard-sized, or one value per block touched.
 struct StateTensor {
   StateKind kind;
   std::span<float> data;
@@ -106,6 +131,10 @@ struct ShardOptions {
   // The shard's first element within its unit. Block-quantized state (8-bit
   // Adam) anchors its blocks at the unit's first element; the others ignore it.
   size_t unit_offset = 0;
+  // The unit's parameter tensors, in flat order (Adafactor reads them; the
+  // others ignore them). They must not overlap and must cover the shard;
+  // empty: the shard is one vector.
+  std::vector<TensorShape> tensors = {};
 };
 
 // Bytes per parameter of an optimizer's model states: the ZeRO paper's K,
@@ -120,12 +149,17 @@ struct OptimizerBytesPerParam {
   // (block_scale_bytes); 0 for unquantized state.
   size_t quant_block = 0;
   size_t scale_bytes = 0;
+  // Adafactor: besides moment1, a shard keeps adafactor_state_values(...)
+  // fp32 values of second-moment statistics (optim/adafactor.h), which
+  // depend on the tensors' shapes; not in k().
+  bool tensor_stats = false;
   size_t k() const { return master + moment1 + moment2; }  // without the block scales
 };
 // AdamW/Adam m + v = 8 (+4 master) = 12; SGD with momentum 4 (+4) = 8; plain
 // SGD 0 (+4) = 4; Lion m 4 (+4) = 8; 8-bit Adam m + v codes 2 (+4) = 6, plus
-// an fp32 scale per 2048-element block for each moment. The moments are the
-// state tensors make_optimizer allocates.
+// an fp32 scale per 2048-element block for each moment; Adafactor 0 (+4),
+// or m 4 (+4) with beta1, plus its factored statistics (tensor_stats). The
+// moments are the state tensors make_optimizer allocates.
 OptimizerBytesPerParam optimizer_bytes_per_param(const OptimizerConfig& config, bool mixed_precision);
 // K: optimizer_bytes_per_param(config, mixed_precision).k().
 size_t bytes_per_param_k(const OptimizerConfig& config, bool mixed_precision);
@@ -200,6 +234,30 @@ class Optimizer {
   // For the next step() only.
   virtual void share_block_end_maxima(const BlockEndMaxima& combined);
 
+  // ---- per-tensor statistics (Adafactor) ----
+  // The length of round `round`'s statistics vector (0, 1), the same on
+  // every rank of a unit; 0: the optimizer reads none (all but Adafactor).
+  // Statistics of whole tensors a shard may cut. Before each step(), for
+  // round 0 then round 1:
+  //   1. partial = tensor_stats(round, params, grads, grad_scale, part) for
+  //      each plan shard of the unit (`part`: its shard-local range; a rank
+  //      updating its own plan shard passes the whole shard, a rank holding
+  //      the whole unit (stage 0) computes every plan shard's partial);
+  //   2. sum the partials of the plan's shards in rank order, as the
+  //      communicator's fp32 all-reduce does (comm::reduce_ordered), and
+  //      set_tensor_stats(round, sum) on each;
+  // then step() with the same params, grads and grad_scale. Each partial is
+  // a double sum over the part in index order, rounded once to float. A
+  // step() without them computes them over the whole shard as one part.
+  virtual size_t tensor_stats_size(int /*round*/) const { return 0; }
+  void tensor_stats(int round, std::span<const float> params, std::span<const float> grads, float grad_scale,
+                    ElementRange part, std::span<float> out);
+  void tensor_stats(int round, std::span<const float> params, std::span<const Half> grads, float grad_scale,
+                    ElementRange part, std::span<float> out);
+  void tensor_stats(int round, std::span<const float> params, std::span<const BFloat16> grads, float grad_scale,
+                    ElementRange part, std::span<float> out);
+  void set_tensor_stats(int round, std::span<const float> combined);
+
  protected:
   struct OwnedState {
     StateKind kind;
@@ -209,8 +267,9 @@ class Optimizer {
 
   Optimizer(size_t size, ShardOptions options);
   // Allocates one zeroed state buffer of state_layout(kind): shard-sized, or
-  // one value per block touched (`blocks`), and books it.
-  void add_state(StateKind kind, size_t blocks = 0);
+  // `values` long (one per block touched, or Adafactor's packed
+  // statistics), and books it.
+  void add_state(StateKind kind, size_t values = 0);
   float* state_data(size_t index) { return states_[index].buffer.data(); }
   uint8_t* state_codes(size_t index) { return states_[index].codes.data(); }
   size_t unit_offset() const { return unit_offset_; }
@@ -226,6 +285,14 @@ class Optimizer {
   // block_end_maxima's part: the new maxima over shard elements
   // [begin, begin + count) of one block, {max|m|, max v}.
   virtual std::array<float, 2> partial_block_maxima(const float* grads, size_t begin, size_t count, float grad_scale);
+  // tensor_stats' part: adds shard elements [begin, begin + count)'s
+  // contributions into acc (tensor_stats_size(round) doubles); params and
+  // grads point at element begin.
+  virtual void accumulate_tensor_stats(int round, const float* params, const float* grads, size_t begin, size_t count,
+                                       float grad_scale, double* acc);
+  // set_tensor_stats' part, after the size check.
+  virtual void load_tensor_stats(int round, std::span<const float> combined);
+  const std::vector<TensorShape>& tensors() const { return tensors_; }
 
   // Computes this step's float scalars; step_count() is already the new t.
   virtual void begin_step(double lr, float grad_scale) = 0;
@@ -239,6 +306,9 @@ class Optimizer {
   void step_impl(std::span<float> params, std::span<const G> grads, double lr, float grad_scale);
   template <typename G>
   BlockEndMaxima block_end_maxima_impl(std::span<const G> grads, float grad_scale);
+  template <typename G>
+  void tensor_stats_impl(int round, std::span<const float> params, std::span<const G> grads, float grad_scale,
+                         ElementRange part, std::span<float> out);
 
   size_t size_ = 0;
   size_t unit_offset_ = 0;
@@ -246,6 +316,8 @@ class Optimizer {
   StateAccountant accountant_;
   SimdLevel simd_;
   std::vector<OwnedState> states_;
+  std::vector<TensorShape> tensors_;
+  int rounds_set_ = 0;  // tensor statistics rounds given for the next step()
   int64_t step_count_ = 0;
 };
 

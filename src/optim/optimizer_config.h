@@ -11,9 +11,9 @@
 
 namespace zerodp::optim {
 
-enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2, kLion = 3, kAdam8bit = 4 };
+enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2, kLion = 3, kAdam8bit = 4, kAdafactor = 5 };
 
-// "adamw", "adam", "sgd", "lion" or "adam8bit"; ConfigError naming the
+// "adamw", "adam", "sgd", "lion", "adam8bit" or "adafactor"; ConfigError naming the
 // accepted values otherwise.
 OptimizerKind parse_optimizer_kind(std::string_view name);
 std::string_view optimizer_kind_name(OptimizerKind kind);
@@ -47,11 +47,36 @@ struct SgdConfig {
 //   c = b1*m + (1-b1)*g;  p = p*(1 - lr*wd) - lr*sign(c);  m = b2*m + (1-b2)*g
 // The defaults are the paper's (and lion-pytorch's); Lion wants a learning
 // rate 3-10x smaller than AdamW's and a weight decay 3-10x larger.
+// bf16_momentum keeps m in bf16 (2 bytes, K = 6 with an fp32 master): each
+// step reads m widened exactly to fp32, computes c and the new m in fp32 as
+// above, and stores the new m rounded to the nearest bf16, ties to even
+// (core/dtype.h float_to_bfloat16; NaN stays NaN).
 struct LionConfig {
   double lr = 1e-4;
   double beta1 = 0.9;
   double beta2 = 0.99;
   double weight_decay = 0.0;
+  bool bf16_momentum = false;
+};
+
+// Adafactor (Shazeer & Stern 2018; optim/adafactor.h) with Hugging Face
+// transformers' names and defaults: no first moment (beta1 None there, 0
+// here), relative step sizes 1/sqrt(t) capped at 1e-2 scaled by the
+// parameter's RMS, update clipping at RMS 1, b2t = 1 - t^-0.8. An explicit
+// lr (with relative_step off) takes the learning rate schedule's lr at each
+// step; with relative_step on the schedule is not read. DeepSpeed has no
+// Adafactor.
+struct AdafactorConfig {
+  double lr = 0.0;              // with relative_step off: the base learning rate (HF's lr; None there, 0 here)
+  double beta1 = 0.0;           // > 0: a first moment m (4 bytes per parameter)
+  double eps1 = 1e-30;          // eps[0]: added to g^2
+  double eps2 = 1e-3;           // eps[1]: the least parameter scale
+  double clip_threshold = 1.0;  // the largest RMS of an update
+  double decay_rate = -0.8;     // b2t = 1 - t^decay_rate
+  double weight_decay = 0.0;
+  bool scale_parameter = true;  // lr_t scaled by max(eps2, RMS(p))
+  bool relative_step = true;    // rho = min(1e-2, 1/sqrt(t)) instead of lr
+  bool warmup_init = false;     // rho = min(1e-6 * t, 1/sqrt(t)) (needs relative_step)
 };
 
 // Which optimizer, with the config of that kind (the others are ignored).
@@ -60,6 +85,7 @@ struct OptimizerConfig {
   AdamConfig adam = {};  // AdamW, Adam and 8-bit Adam
   SgdConfig sgd = {};
   LionConfig lion = {};
+  AdafactorConfig adafactor = {};
 };
 
 // The learning rate and the weight decay of config.kind's config.

@@ -2,10 +2,12 @@
 #include "plan/engine_memory.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 
 #include "core/error.h"
+#include "model/gpt_config.h"
 
 namespace zerodp::plan {
 namespace {
@@ -167,9 +169,33 @@ void UnitSchedule::validate() const {
   }
 }
 
+std::vector<std::vector<optim::TensorShape>> gpt_unit_tensors(const GptShape& shape) {
+  shape.validate();
+  const int C = shape.channels;
+  const auto c = static_cast<size_t>(C);
+  std::vector<std::vector<optim::TensorShape>> units;
+  units.push_back({optim::tensor_shape(0, std::array{shape.vocab, C}),
+                   optim::tensor_shape(static_cast<size_t>(shape.vocab) * c, std::array{shape.context, C})});
+  // model::Gpt::tensors()' block, in flat order.
+  const model::BlockLayout b = model::block_layout(C);
+  std::vector<optim::TensorShape> block = {
+      optim::tensor_shape(b.ln1w, std::array{C}),           optim::tensor_shape(b.ln1b, std::array{C}),
+      optim::tensor_shape(b.qkvw, std::array{3 * C, C}),    optim::tensor_shape(b.qkvb, std::array{3 * C}),
+      optim::tensor_shape(b.attprojw, std::array{C, C}),    optim::tensor_shape(b.attprojb, std::array{C}),
+      optim::tensor_shape(b.ln2w, std::array{C}),           optim::tensor_shape(b.ln2b, std::array{C}),
+      optim::tensor_shape(b.fcw, std::array{4 * C, C}),     optim::tensor_shape(b.fcb, std::array{4 * C}),
+      optim::tensor_shape(b.fcprojw, std::array{C, 4 * C}), optim::tensor_shape(b.fcprojb, std::array{C})};
+  std::sort(block.begin(), block.end(),
+            [](const optim::TensorShape& x, const optim::TensorShape& y) { return x.offset < y.offset; });
+  for (int l = 0; l < shape.layers; ++l) units.push_back(block);
+  units.push_back({optim::tensor_shape(0, std::array{C}), optim::tensor_shape(c, std::array{C})});
+  return units;
+}
+
 UnitSchedule gpt_unit_schedule(const GptShape& shape) {
   shape.validate();
   UnitSchedule s;
+  s.unit_tensors = gpt_unit_tensors(shape);
   s.unit_counts.push_back(shape.embedding_params());
   s.op_units.push_back(0);
   for (int l = 0; l < shape.layers; ++l) {
@@ -216,6 +242,8 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
       moment_scale_bytes(schedule.unit_counts, run.ranks, rank, stage.partitions_optimizer, run.optimizer);
   p.adam_m += scales;
   p.adam_v += scales;
+  p.adam_v += tensor_stats_bytes(schedule.unit_counts, schedule.unit_tensors, run.ranks, rank,
+                                 stage.partitions_optimizer, run.optimizer);
 
   const uint64_t largest = schedule.largest_unit();
   if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;

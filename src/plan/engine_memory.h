@@ -67,6 +67,9 @@ namespace zerodp::plan {
 struct UnitSchedule {
   std::vector<uint64_t> unit_counts;
   std::vector<int> op_units;
+  // Each unit's parameter tensors (unit-relative), for Adafactor's factored
+  // statistics; empty when unknown (each unit then counts as one vector).
+  std::vector<std::vector<optim::TensorShape>> unit_tensors = {};
 
   uint64_t num_params() const;
   uint64_t largest_unit() const;
@@ -77,6 +80,8 @@ struct UnitSchedule {
 // A GPT's schedule: units embedding, blocks, final layernorm; ops the same,
 // then the tied LM head reading the embedding unit again.
 UnitSchedule gpt_unit_schedule(const GptShape& shape);
+// A GPT's tensors per unit, as model::Gpt::tensors() lays them out.
+std::vector<std::vector<optim::TensorShape>> gpt_unit_tensors(const GptShape& shape);
 
 // How the engine runs (zero::EngineConfig's fields that change memory).
 struct EngineRun {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "optim/adafactor.h"
 
 namespace zerodp::plan {
 
@@ -19,8 +20,13 @@ optim::OptimizerConfig parse_optimizer(std::string_view name) {
   }
   if (s == "sgd") return {.kind = optim::OptimizerKind::kSgd};
   if (s == "lion") return {.kind = optim::OptimizerKind::kLion};
+  if (s == "lion-bf16") return {.kind = optim::OptimizerKind::kLion, .lion = {.bf16_momentum = true}};
   if (s == "adam8bit") return {.kind = optim::OptimizerKind::kAdam8bit};
-  ZDP_THROW(ConfigError, "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd, lion or adam8bit", name);
+  if (s == "adafactor") return {.kind = optim::OptimizerKind::kAdafactor};
+  ZDP_THROW(ConfigError,
+            "[plan] unknown optimizer '{}': use adamw, adam, sgd-momentum, sgd, lion, lion-bf16, adam8bit or "
+            "adafactor",
+            name);
 }
 
 std::string_view optimizer_name(const optim::OptimizerConfig& optimizer) {
@@ -53,6 +59,25 @@ uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, in
     bytes += optim::block_scale_bytes(k, offset, count);
   }
   return bytes;
+}
+
+uint64_t tensor_stats_bytes(std::span<const uint64_t> unit_counts,
+                            std::span<const std::vector<optim::TensorShape>> unit_tensors, int ranks, int rank,
+                            bool partitioned, const optim::OptimizerConfig& optimizer) {
+  if (!optim::optimizer_bytes_per_param(optimizer, false).tensor_stats) return 0;
+  check_ranks(ranks);
+  const auto n = static_cast<uint64_t>(ranks), r = static_cast<uint64_t>(rank);
+  uint64_t values = 0;
+  for (size_t u = 0; u < unit_counts.size(); ++u) {
+    const uint64_t c = unit_counts[u];
+    const uint64_t offset = partitioned ? r * (c / n) + std::min(r, c % n) : 0;
+    const uint64_t count = partitioned ? c / n + (r < c % n ? 1 : 0) : c;
+    const std::span<const optim::TensorShape> tensors = u < unit_tensors.size()
+                                                            ? std::span<const optim::TensorShape>(unit_tensors[u])
+                                                            : std::span<const optim::TensorShape>();
+    values += optim::adafactor_state_values(tensors, offset, count);
+  }
+  return values * sizeof(float);
 }
 
 void check_ranks(int ranks) {

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/stage.h"
@@ -134,6 +135,17 @@ uint64_t max_params(uint64_t device_bytes, Stage stage, int ranks, const BytesPe
 // (whole bytes per parameter) leaves it out.
 uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, int rank, bool partitioned,
                             const optim::OptimizerConfig& optimizer);
+
+// Adafactor's second-moment statistics on rank `rank` of `ranks`, in bytes:
+// the fp32 row and column statistics of every matrix its unit shards touch
+// and v of their other elements (optim::adafactor_state_values; each unit
+// whole when the optimizer state is not partitioned). unit_tensors[u] lists
+// unit u's tensors; a unit without (a model given only by --params) counts
+// as one vector, 4 bytes per element. 0 for the other optimizers. The memory
+// model adds it to moment2.
+uint64_t tensor_stats_bytes(std::span<const uint64_t> unit_counts,
+                            std::span<const std::vector<optim::TensorShape>> unit_tensors, int ranks, int rank,
+                            bool partitioned, const optim::OptimizerConfig& optimizer);
 
 // Throws ConfigError unless ranks >= 1.
 void check_ranks(int ranks);

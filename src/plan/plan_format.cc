@@ -56,9 +56,11 @@ std::string optimizer_display(const optim::OptimizerConfig& o) {
     case optim::OptimizerKind::kSgd:
       return o.sgd.momentum > 0.0 ? "SGD with momentum" : "SGD";
     case optim::OptimizerKind::kLion:
-      return "Lion";
+      return o.lion.bf16_momentum ? "Lion (bf16 momentum)" : "Lion";
     case optim::OptimizerKind::kAdam8bit:
       return "8-bit Adam";
+    case optim::OptimizerKind::kAdafactor:
+      return "Adafactor";
   }
   return "?";
 }
@@ -78,6 +80,10 @@ std::string describe_bytes_per_param(const BytesPerParam& bpp, const optim::Opti
   if (k.quant_block) {
     parts.push_back(fmt::format("Adam m {} + Adam v {}, 8-bit, + {} bytes per {} for their scales", bpp.moment1,
                                 bpp.moment2, 2 * k.scale_bytes, k.quant_block));
+  } else if (k.tensor_stats) {
+    if (bpp.moment1) parts.push_back(fmt::format("m {}", bpp.moment1));
+    parts.push_back(
+        "v factored, + fp32 row and column statistics per matrix and 4 bytes per element of the other tensors");
   } else {
     if (bpp.moment1) parts.push_back(fmt::format("{} {}", adam ? "Adam m" : "momentum", bpp.moment1));
     if (bpp.moment2) parts.push_back(fmt::format("Adam v {}", bpp.moment2));

@@ -98,6 +98,12 @@ PlanResult make_plan(const PlanConfig& config) {
                                                  0, traits(s).partitions_optimizer, c.optimizer);
       sp.states.moment1 += scales;
       sp.states.moment2 += scales;
+      // Adafactor's factored statistics.
+      sp.states.moment2 +=
+          tensor_stats_bytes(schedule ? std::span<const uint64_t>(schedule->unit_counts) : whole,
+                             schedule ? std::span<const std::vector<optim::TensorShape>>(schedule->unit_tensors)
+                                      : std::span<const std::vector<optim::TensorShape>>(),
+                             n, 0, traits(s).partitions_optimizer, c.optimizer);
       // Stage 1's owned accumulator and the pairwise sum's partials (core/stage.h).
       sp.states.grads += extra_grad_elements(s, c.grad_accum, shard, c.num_params) * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);

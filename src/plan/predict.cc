@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "core/error.h"
 #include "plan/activations.h"
@@ -30,6 +31,10 @@ UnitSchedule unit_schedule(const model::ModelConfig& config) {
   for (size_t l = 0; l + 1 < w.size(); ++l) {
     s.unit_counts.push_back((static_cast<uint64_t>(w[l]) + 1) * static_cast<uint64_t>(w[l + 1]));
     s.op_units.push_back(static_cast<int>(l));
+    // model::Mlp::tensors(): the [out, in] weight, then the bias.
+    s.unit_tensors.push_back(
+        {optim::tensor_shape(0, std::array{w[l + 1], w[l]}),
+         optim::tensor_shape(static_cast<size_t>(w[l]) * static_cast<size_t>(w[l + 1]), std::array{w[l + 1]})});
   }
   return s;
 }

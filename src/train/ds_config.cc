@@ -154,11 +154,61 @@ void apply_fp16(Section f, TrainConfig& c, bool& fp16) {
   f.finish();
 }
 
+// DeepSpeed has no Adafactor; "Adafactor" takes Hugging Face transformers'
+// Adafactor's parameter names and defaults (optim::AdafactorConfig).
+void apply_adafactor(Section& o, TrainConfig& c) {
+  optim::AdafactorConfig& a = c.engine.optimizer.adafactor;
+  a = optim::AdafactorConfig{};
+  if (o.has("params")) {
+    Section p = o.section("params");
+    if (p.has("lr")) {  // null: HF's None
+      a.lr = p.number("lr");
+      c.engine.lr_schedule.max_lr = a.lr;
+      c.sources["lr"] = p.from("lr");
+    }
+    if (p.has("eps")) {
+      c.sources["adafactor-eps"] = p.from("eps");
+      const json& e = p.at("eps");
+      ZDP_CHECK(e.is_array() && e.size() == 2 && e[0].is_number() && e[1].is_number(), ConfigError,
+                "[config] optimizer.params.eps of Adafactor must be two numbers [eps1, eps2], e.g. [1e-30, 1e-3], "
+                "got {}",
+                e.dump());
+      a.eps1 = e[0].get<double>();
+      a.eps2 = e[1].get<double>();
+    }
+    if (p.has("beta1")) {  // null: HF's None, no first moment
+      a.beta1 = p.number("beta1");
+      c.sources["beta1"] = p.from("beta1");
+    }
+    auto number = [&](const char* key, const char* setting, double& out) {
+      if (!p.has(key)) return;
+      out = p.number(key);
+      c.sources[setting] = p.from(key);
+    };
+    auto boolean = [&](const char* key, const char* setting, bool& out) {
+      if (!p.has(key)) return;
+      out = p.boolean(key);
+      c.sources[setting] = p.from(key);
+    };
+    number("clip_threshold", "clip-threshold", a.clip_threshold);
+    number("decay_rate", "decay-rate", a.decay_rate);
+    number("weight_decay", "weight-decay", a.weight_decay);
+    boolean("scale_parameter", "scale-parameter", a.scale_parameter);
+    boolean("relative_step", "relative-step", a.relative_step);
+    boolean("warmup_init", "warmup-init", a.warmup_init);
+    p.finish();
+  }
+  c.engine.optimizer.kind = optim::OptimizerKind::kAdafactor;
+  c.sources["optimizer"] = o.from("type");
+  o.finish();
+}
+
 void apply_optimizer(Section o, TrainConfig& c) {
   std::string type = o.has("type") ? o.string("type") : "AdamW";
   std::string lower;
   for (char ch : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   auto& opt = c.engine.optimizer;
+  if (lower == "adafactor") return apply_adafactor(o, c);
   bool adam_w_mode = true;  // DeepSpeed's "Adam" is AdamW unless adam_w_mode is false
   bool adam_w_mode_given = false;
   if (o.has("params")) {
@@ -212,8 +262,8 @@ void apply_optimizer(Section o, TrainConfig& c) {
               "[config] optimizer.type '{}' decays decoupled (as AdamW); remove adam_w_mode: false", type);
     opt.kind = optim::OptimizerKind::kAdam8bit;
   } else {
-    ZDP_THROW(ConfigError, "[config] optimizer.type '{}' is not supported: use Adam, AdamW, SGD, Lion or Adam8bit",
-              type);
+    ZDP_THROW(ConfigError,
+              "[config] optimizer.type '{}' is not supported: use Adam, AdamW, SGD, Lion, Adam8bit or Adafactor", type);
   }
   o.finish();
 }

@@ -61,6 +61,18 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
     add("lr", e.optimizer.lion.lr);
     add("betas", nlohmann::json::array({e.optimizer.lion.beta1, e.optimizer.lion.beta2}));
     add("weight-decay", e.optimizer.lion.weight_decay);
+    add("lion-momentum-dtype", e.optimizer.lion.bf16_momentum ? "bf16" : "fp32");
+  } else if (e.optimizer.kind == optim::OptimizerKind::kAdafactor) {
+    const optim::AdafactorConfig& a = e.optimizer.adafactor;
+    add("relative-step", a.relative_step);
+    if (!a.relative_step) add("lr", a.lr);
+    add("scale-parameter", a.scale_parameter);
+    add("warmup-init", a.warmup_init);
+    add("beta1", a.beta1);
+    add("decay-rate", a.decay_rate);
+    add("clip-threshold", a.clip_threshold);
+    add("adafactor-eps", nlohmann::json::array({a.eps1, a.eps2}));
+    add("weight-decay", a.weight_decay);
   } else {
     add("lr", e.optimizer.adam.lr);
     add("betas", nlohmann::json::array({e.optimizer.adam.beta1, e.optimizer.adam.beta2}));

@@ -35,6 +35,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     const comm::ShardRange upd = engine.update_range(u);
     mine.memory.block_scales += 2 * optim::block_scale_bytes(k, upd.offset, upd.count);
   }
+  mine.memory.tensor_stats = engine.tensor_stats_bytes();
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
     mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};

@@ -55,10 +55,36 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) {
          c.engine.optimizer.kind = optim::parse_optimizer_kind(v.get<std::string>());
        }},
+      {"lion-momentum-dtype",
+       [](const TrainConfig& c) { return json(c.engine.optimizer.lion.bf16_momentum ? "bf16" : "fp32"); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.lion.bf16_momentum = v.get<std::string>() == "bf16"; }},
+      // Adafactor's settings (before "lr": an explicit lr is Adafactor's only
+      // without relative steps).
+      {"relative-step", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.relative_step); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.relative_step = v.get<bool>(); }},
+      {"scale-parameter", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.scale_parameter); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.scale_parameter = v.get<bool>(); }},
+      {"warmup-init", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.warmup_init); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.warmup_init = v.get<bool>(); }},
+      {"beta1", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.beta1); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.beta1 = v.get<double>(); }},
+      {"decay-rate", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.decay_rate); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.decay_rate = v.get<double>(); }},
+      {"clip-threshold", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.clip_threshold); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.clip_threshold = v.get<double>(); }},
+      {"adafactor-eps",
+       [](const TrainConfig& c) {
+         return json::array({c.engine.optimizer.adafactor.eps1, c.engine.optimizer.adafactor.eps2});
+       },
+       [](TrainConfig& c, const json& v) {
+         c.engine.optimizer.adafactor.eps1 = v.at(0).get<double>();
+         c.engine.optimizer.adafactor.eps2 = v.at(1).get<double>();
+       }},
       {"lr", [](const TrainConfig& c) { return json(c.engine.lr_schedule.max_lr); },
        [](TrainConfig& c, const json& v) {
          optim::OptimizerConfig& o = c.engine.optimizer;
          c.engine.lr_schedule.max_lr = o.adam.lr = o.sgd.lr = o.lion.lr = v.get<double>();
+         if (!o.adafactor.relative_step) o.adafactor.lr = v.get<double>();
        }},
       // The betas of the run's kind ("optimizer" is set before them).
       {"betas",
@@ -77,7 +103,7 @@ const std::vector<Field>& fields() {
       {"weight-decay", [](const TrainConfig& c) { return json(optim::config_weight_decay(c.engine.optimizer)); },
        [](TrainConfig& c, const json& v) {
          optim::OptimizerConfig& o = c.engine.optimizer;
-         o.adam.weight_decay = o.sgd.weight_decay = o.lion.weight_decay = v.get<double>();
+         o.adam.weight_decay = o.sgd.weight_decay = o.lion.weight_decay = o.adafactor.weight_decay = v.get<double>();
        }},
       {"momentum", [](const TrainConfig& c) { return json(c.engine.optimizer.sgd.momentum); },
        [](TrainConfig& c, const json& v) { c.engine.optimizer.sgd.momentum = v.get<double>(); }},

@@ -84,10 +84,11 @@ std::string format_summary(const RunStats& s) {
     const RankMemory& m = s.memory[r];
     const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
     const uint64_t accumulator = accumulator_bytes(s, r);
-    const uint64_t expected = formula_model_state_bytes(s, r) + accumulator + m.block_scales;
+    const uint64_t expected = formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.tensor_stats;
     const char* verdict = m.model_states != expected ? "DIFFERS"
                           : accumulator > 0          ? "= formula + accumulators"
                           : m.block_scales > 0       ? "= formula + block scales"
+                          : m.tensor_stats > 0       ? "= formula + factored statistics"
                                                      : "= formula";
     out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
                        mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
@@ -102,6 +103,11 @@ std::string format_summary(const RunStats& s) {
     out +=
         "  (8-bit Adam keeps, beside K's bytes, an fp32 scale per moment for every 2048-element block\n"
         "   a rank's unit shards touch: docs/optim.md)\n";
+  }
+  if (s.memory[0].tensor_stats > 0) {
+    out +=
+        "  (Adafactor keeps, beside K's bytes, fp32 row and column statistics of every matrix a rank's\n"
+        "   unit shards touch and v of its other elements: docs/optim.md)\n";
   }
   if (pairwise_partials(s.grad_accum) > 0) {
     out += fmt::format(

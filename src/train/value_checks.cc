@@ -16,7 +16,31 @@ bool non_negative(double v) { return std::isfinite(v) && v >= 0.0; }
 bool fraction(double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; }
 bool below_one(double v) { return std::isfinite(v) && v >= 0.0 && v < 1.0; }
 
+void check_adafactor(const TrainConfig& c, const optim::AdafactorConfig& a) {
+  const std::string relative = c.spelled("relative-step", "optimizer.params.relative_step");
+  ZDP_CHECK(!(a.relative_step && a.lr > 0.0), ConfigError,
+            "[train] {} {} and Adafactor's relative step sizes cannot be combined (as Hugging Face's): set {} "
+            "false to use the lr, or drop it",
+            c.spelled("lr", "optimizer.params.lr"), a.lr, relative);
+  ZDP_CHECK(a.relative_step || a.lr > 0.0, ConfigError, "[train] {} false needs an explicit {} > 0, e.g. 1e-3",
+            relative, c.spelled("lr", "optimizer.params.lr"));
+  ZDP_CHECK(!a.warmup_init || a.relative_step, ConfigError, "[train] {} needs {} true",
+            c.spelled("warmup-init", "optimizer.params.warmup_init"), relative);
+  ZDP_CHECK(below_one(a.beta1), ConfigError, "[train] {} {} must be in [0, 1), e.g. 0.9 (0: no first moment)",
+            c.spelled("beta1", "optimizer.params.beta1"), a.beta1);
+  ZDP_CHECK(std::isfinite(a.decay_rate) && a.decay_rate >= -1.0 && a.decay_rate < 0.0, ConfigError,
+            "[train] {} {} must be in [-1, 0), e.g. -0.8", c.spelled("decay-rate", "optimizer.params.decay_rate"),
+            a.decay_rate);
+  ZDP_CHECK(std::isfinite(a.clip_threshold) && a.clip_threshold > 0.0, ConfigError,
+            "[train] {} {} must be > 0, e.g. 1.0", c.spelled("clip-threshold", "optimizer.params.clip_threshold"),
+            a.clip_threshold);
+  ZDP_CHECK(non_negative(a.eps1) && non_negative(a.eps2), ConfigError,
+            "[train] {} {},{} must be finite numbers >= 0, e.g. 1e-30,1e-3",
+            c.spelled("adafactor-eps", "optimizer.params.eps"), a.eps1, a.eps2);
+}
+
 void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
+  if (o.kind == optim::OptimizerKind::kAdafactor) check_adafactor(c, o.adafactor);
   const bool sgd = o.kind == optim::OptimizerKind::kSgd;
   const bool lion = o.kind == optim::OptimizerKind::kLion;
   const double lr = optim::config_lr(o);

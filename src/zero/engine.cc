@@ -50,6 +50,28 @@ optim::Optimizer::BlockEndMaxima block_end_maxima(optim::Optimizer& opt, comm::C
   return {};
 }
 
+void tensor_stats(optim::Optimizer& opt, int round, std::span<const float> master, comm::ConstBuffer g, float coef,
+                  optim::ElementRange part, std::span<float> out) {
+  switch (g.dtype.kind()) {
+    case Dtype::Kind::kFp32:
+      return opt.tensor_stats(round, master, {static_cast<const float*>(g.data), g.count}, coef, part, out);
+    case Dtype::Kind::kFp16:
+      return opt.tensor_stats(round, master, {static_cast<const Half*>(g.data), g.count}, coef, part, out);
+    case Dtype::Kind::kBf16:
+      return opt.tensor_stats(round, master, {static_cast<const BFloat16*>(g.data), g.count}, coef, part, out);
+  }
+}
+
+// The model's tensors inside unit [offset, offset + count), unit-relative.
+std::vector<optim::TensorShape> unit_tensors(const std::vector<model::TensorInfo>& tensors, size_t offset,
+                                             size_t count) {
+  std::vector<optim::TensorShape> out;
+  for (const model::TensorInfo& t : tensors) {
+    if (t.offset >= offset && t.offset < offset + count) out.push_back(optim::tensor_shape(t.offset - offset, t.shape));
+  }
+  return out;
+}
+
 void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstBuffer g, double lr, float coef) {
   switch (g.dtype.kind()) {
     case Dtype::Kind::kFp32:
@@ -121,10 +143,12 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     model_.init_range(tensors, out, first, seed);
   });
 
+  const std::vector<model::TensorInfo> tensors = model_.tensors();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     optim::ShardOptions options;
     options.accountant = optimizer_state_accountant(ledger_);
     options.unit_offset = update_range(u).offset;
+    options.tensors = unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u));
     optimizers_.push_back(optim::make_optimizer(config_.optimizer, update_range(u).count, std::move(options)));
   }
 
@@ -438,6 +462,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   result.clipped = clip.clipped;
 
   share_block_maxima(clip.coefficient);
+  share_tensor_stats(clip.coefficient);
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
     optimizer_step(*optimizers_[u], master_weights().floats(u, upd), grads_.slice(u, upd), result.lr, clip.coefficient);
@@ -471,6 +496,52 @@ void Engine::share_block_maxima(float coefficient) {
     }
     optimizers_[u]->share_block_end_maxima(
         optim::combine_block_end_maxima(shards, partials, static_cast<size_t>(rank_)));
+  }
+}
+
+// Adafactor's per-tensor statistics (optim/optimizer.h tensor_stats): two
+// rounds, each one partial per plan shard, summed in rank order. At stages
+// 1-3 each rank computes its own shard's partial and the fp32 all-reduce
+// sums them; at stage 0 each rank holds every unit whole, computes every
+// plan shard's partial itself and sums them with the all-reduce's own
+// ordered reduction, so the bits are those of the other stages with no
+// communication. One all-reduce of every unit's statistics per round.
+void Engine::share_tensor_stats(float coefficient) {
+  if (optimizers_.empty() || optimizers_.front()->tensor_stats_size(0) == 0) return;
+  const size_t units = plan_.num_units(), n = static_cast<size_t>(comm_.size());
+  const bool partitioned = traits(config_.stage).partitions_optimizer;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<size_t> offsets(units + 1, 0);
+    for (size_t u = 0; u < units; ++u) offsets[u + 1] = offsets[u] + optimizers_[u]->tensor_stats_size(round);
+    std::vector<float> all(offsets[units]);
+    std::vector<float> parts;
+    for (size_t u = 0; u < units; ++u) {
+      const comm::ShardRange upd = update_range(u);
+      optim::Optimizer& opt = *optimizers_[u];
+      const std::span<float> mine(all.data() + offsets[u], offsets[u + 1] - offsets[u]);
+      const std::span<const float> master = master_weights().floats(u, upd);
+      const comm::ConstBuffer g = grads_.slice(u, upd);
+      if (partitioned) {
+        tensor_stats(opt, round, master, g, coefficient, {0, upd.count}, mine);
+        continue;
+      }
+      parts.assign(n * mine.size(), 0.0f);
+      std::vector<const void*> ins(n);
+      for (size_t r = 0; r < n; ++r) {
+        const comm::ShardRange s = plan_.shard(u, static_cast<int>(r));
+        const std::span<float> part(parts.data() + r * mine.size(), mine.size());
+        tensor_stats(opt, round, master, g, coefficient, {s.offset, s.count}, part);
+        ins[r] = part.data();
+      }
+      comm::reduce_ordered(ins, mine.data(), mine.size(), Dtype::fp32(), comm::ReduceOp::kSum);
+    }
+    if (partitioned && !all.empty()) {
+      const comm::Buffer buffer(all.data(), all.size(), Dtype::fp32());
+      comm_.all_reduce(buffer, buffer, comm::ReduceOp::kSum);
+    }
+    for (size_t u = 0; u < units; ++u) {
+      optimizers_[u]->set_tensor_stats(round, {all.data() + offsets[u], offsets[u + 1] - offsets[u]});
+    }
   }
 }
 

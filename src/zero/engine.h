@@ -42,6 +42,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -127,8 +128,16 @@ class Engine {
     std::span<float> data;
     std::span<uint8_t> codes = {};
   };
+  // Lion's bf16 momentum: "exp_avg", widened to fp32 in a scratch copy (as
+  // below), narrowed back (exactly, for values that came from bf16) on load.
+  // Adafactor's statistics: "exp_avg_sq_factored", packed one fp32 per
+  // element of the unit over adafactor_packed_range (its rows and columns at
+  // the start of each matrix the rank touches, v elsewhere), in a scratch
+  // copy (booked) that the views point into until state_loaded() (which
+  // reads it back) or release_state_views().
   // Writable views; a loader fills them, then calls state_loaded().
   std::vector<StateView> state_views();
+  void release_state_views();
   // Everything else a resume needs (scalars, identical on every rank).
   struct Counters {
     int64_t steps = 0;            // optimizer steps taken (skipped fp16 steps excluded; the
@@ -141,6 +150,9 @@ class Engine {
   // low-precision parameters from the master weights. Collective.
   void state_loaded(const Counters& counters);
   comm::ShardRange update_range(size_t unit) const;
+  // Adafactor: the bytes of this rank's factored second-moment statistics
+  // (beside K's whole bytes per parameter; 0 for the other optimizers).
+  uint64_t tensor_stats_bytes() const;
 
   const PartitionPlan& plan() const { return plan_; }
   const EngineConfig& config() const { return config_; }
@@ -171,6 +183,10 @@ class Engine {
   // 8-bit Adam: every rank's optimizers get the maxima of the quantization
   // blocks their shards share with other ranks (a no-op otherwise). Collective.
   void share_block_maxima(float coefficient);
+  // Adafactor: every rank's optimizers get the per-tensor statistics summed
+  // over the plan's shards in rank order (a no-op otherwise). Collective at
+  // stages 1-3.
+  void share_tensor_stats(float coefficient);
   void fill_params(const ParamSource& source);
   // Every parameter into `full` (flat, fp32) when it is not empty; the other
   // ranks of a stage-3 gather pass an empty span and only take part.
@@ -217,6 +233,14 @@ class Engine {
     size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi)
   };
   Bucket bucket_;
+  // state_views()' fp32 copies of state kept in another form (Adafactor's
+  // statistics, Lion's bf16 momentum), read back by state_loaded().
+  struct ConvertedView {
+    size_t unit = 0;
+    optim::StateKind kind = optim::StateKind::kExpAvg;
+    LedgerBuffer<float> data;
+  };
+  std::vector<ConvertedView> packed_views_;
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
 };

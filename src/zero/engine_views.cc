@@ -3,10 +3,13 @@
 // tensors a loader can fill, the counters, and consolidated (gathered)
 // parameter copies. Split from engine.cc, which drives training.
 #include <algorithm>
+#include <cstring>
 #include <span>
+#include <utility>
 
 #include "core/convert.h"
 #include "core/error.h"
+#include "optim/adafactor.h"
 #include "optim/quant8.h"
 #include "zero/engine.h"
 #include "zero/grad_accumulate.h"
@@ -16,10 +19,35 @@ namespace zerodp::zero {
 
 std::vector<Engine::StateView> Engine::state_views() {
   std::vector<StateView> views;
+  packed_views_.clear();
+  packed_views_.reserve(plan_.num_units());
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
     views.push_back({"master", u, upd, master_weights().floats(u, upd)});
     for (const optim::StateTensor& t : optimizers_[u]->state()) {
+      if (optim::state_layout(t.kind).index == optim::StateIndex::kTensorStats) {
+        // Adafactor's statistics, packed per element for the checkpoint
+        // (optim/adafactor.h adafactor_packed_range), in a scratch copy.
+        const auto& opt = dynamic_cast<const optim::Adafactor&>(*optimizers_[u]);
+        const optim::ElementRange r = opt.packed_range();
+        packed_views_.push_back({u, t.kind, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, r.count)});
+        const std::span<float> packed = packed_views_.back().data.span();
+        opt.pack(packed);
+        views.push_back({std::string(optim::state_kind_name(t.kind)), u, {r.offset, r.count}, packed});
+        continue;
+      }
+      if (optim::state_layout(t.kind).dtype == optim::StateDtype::kBf16) {
+        // Lion's bf16 momentum: the checkpoint keeps it as fp32 "exp_avg".
+        packed_views_.push_back({u, t.kind, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, upd.count)});
+        const std::span<float> wide = packed_views_.back().data.span();
+        for (size_t i = 0; i < upd.count; ++i) {
+          BFloat16 m;
+          std::memcpy(&m.bits, t.codes.data() + 2 * i, sizeof m.bits);
+          wide[i] = bfloat16_to_float(m);
+        }
+        views.push_back({"exp_avg", u, upd, wide});
+        continue;
+      }
       comm::ShardRange range = upd;
       if (optim::state_layout(t.kind).index == optim::StateIndex::kBlock) {
         const optim::quant8::BlockRange b = optim::quant8::blocks_touched(upd.offset, upd.count);
@@ -39,7 +67,33 @@ Engine::Counters Engine::counters() const {
   return c;
 }
 
+uint64_t Engine::tensor_stats_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& opt : optimizers_) {
+    for (const optim::ConstStateTensor& t : std::as_const(*opt).state()) {
+      if (t.kind == optim::StateKind::kExpAvgSqFactored) bytes += t.data.size_bytes();
+    }
+  }
+  return bytes;
+}
+
+void Engine::release_state_views() { packed_views_.clear(); }
+
 void Engine::state_loaded(const Counters& counters) {
+  for (ConvertedView& v : packed_views_) {
+    if (v.kind == optim::StateKind::kExpAvgSqFactored) {
+      dynamic_cast<optim::Adafactor&>(*optimizers_[v.unit]).unpack(v.data.span());
+      continue;
+    }
+    for (const optim::StateTensor& t : optimizers_[v.unit]->state()) {
+      if (t.kind != v.kind) continue;
+      for (size_t i = 0; i < v.data.size(); ++i) {
+        const BFloat16 m = float_to_bfloat16(v.data[i]);
+        std::memcpy(t.codes.data() + 2 * i, &m.bits, sizeof m.bits);
+      }
+    }
+  }
+  packed_views_.clear();
   steps_ = counters.steps;
   for (auto& opt : optimizers_) opt->set_step_count(counters.optimizer_steps);
   if (config_.dtype == Dtype::fp16()) scaler_.load_state(counters.scaler);

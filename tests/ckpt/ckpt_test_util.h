@@ -185,6 +185,17 @@ inline zero::EngineConfig adam8bit_config(int stage, Dtype dtype = Dtype::fp32()
   return c;
 }
 
+// test_config with Adafactor: Hugging Face's defaults (relative steps, no
+// m; the schedule is not read), or an explicit lr with beta1's m.
+inline zero::EngineConfig adafactor_config(int stage, Dtype dtype = Dtype::fp32(), bool with_m = false) {
+  zero::EngineConfig c = test_config(stage, dtype);
+  c.optimizer.kind = optim::OptimizerKind::kAdafactor;
+  if (with_m) {
+    c.optimizer.adafactor = {.lr = 1e-2, .beta1 = 0.9, .weight_decay = 0.01, .relative_step = false};
+  }
+  return c;
+}
+
 inline constexpr int kMicro = 4;
 inline constexpr uint64_t kSeed = 42;
 

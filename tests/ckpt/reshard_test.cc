@@ -135,6 +135,27 @@ TEST(Reshard, Adam8bitOneToFourStage0To3) {
   expect_reshard({1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return adam8bit_config(stage, dtype); }});
 }
 
+// Adafactor's statistics: a matrix cut by the new shards is read whole by
+// every rank that touches it, from the packed per-element tensor.
+TEST(Reshard, AdafactorThreeToTwoStage3To1Bf16) {
+  expect_reshard({3, 3, 2, 1, Dtype::bf16(), [](int stage, Dtype dtype) { return adafactor_config(stage, dtype); }});
+}
+TEST(Reshard, AdafactorOneToFourStage0To3WithM) {
+  expect_reshard(
+      {1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return adafactor_config(stage, dtype, true); }});
+}
+TEST(Reshard, AdafactorTwoToThreeStage2To2) {
+  expect_reshard({2, 2, 3, 2, Dtype::fp32(), [](int stage, Dtype dtype) { return adafactor_config(stage, dtype); }});
+}
+
+TEST(Reshard, LionBf16MomentumThreeToTwoStage3To1) {
+  expect_reshard({3, 3, 2, 1, Dtype::bf16(), [](int stage, Dtype dtype) {
+                    zero::EngineConfig c = lion_config(stage, dtype);
+                    c.optimizer.lion.bf16_momentum = true;
+                    return c;
+                  }});
+}
+
 TEST(Reshard, SgdMomentumTwoToThreeStage2To0) {
   expect_reshard({2, 2, 3, 0, Dtype::fp32(), [](int stage, Dtype dtype) {
                     zero::EngineConfig c = test_config(stage, dtype);

@@ -156,6 +156,32 @@ TEST(ExactResume, Adam8bitEveryStageAndPrecision) {
   expect_exact_resume({"adam8bit fp16 stage 2", 2, fp16}, 5);
 }
 
+// Adafactor's factored statistics (packed per element in the checkpoint,
+// each matrix's rows and columns at its start) resume bitwise at every stage
+// and precision, with and without m, fp16's skipped steps included.
+TEST(ExactResume, AdafactorEveryStageAndPrecision) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string name = "adafactor fp32 stage " + std::to_string(stage);
+    expect_exact_resume({name.c_str(), 3, adafactor_config(stage)}, 3);
+  }
+  expect_exact_resume({"adafactor with m bf16 stage 3", 2, adafactor_config(3, Dtype::bf16(), true)}, 3);
+  expect_exact_resume({"adafactor with m fp32 stage 1", 3, adafactor_config(1, Dtype::fp32(), true)}, 3);
+  zero::EngineConfig fp16 = fp16_config(2);
+  fp16.optimizer.kind = optim::OptimizerKind::kAdafactor;
+  expect_exact_resume({"adafactor fp16 stage 2", 2, fp16}, 5);
+}
+
+// Lion's bf16 momentum: saved widened to fp32 "exp_avg", narrowed back
+// exactly on load.
+TEST(ExactResume, LionBf16MomentumEveryStage) {
+  for (int stage : {0, 3}) {
+    zero::EngineConfig c = lion_config(stage, Dtype::bf16());
+    c.optimizer.lion.bf16_momentum = true;
+    const std::string name = "lion bf16 momentum stage " + std::to_string(stage);
+    expect_exact_resume({name.c_str(), 3, c}, 3);
+  }
+}
+
 TEST(ExactResume, SingleRank) { expect_exact_resume({"1 rank", 1, test_config(0)}, 2); }
 
 }  // namespace

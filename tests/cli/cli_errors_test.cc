@@ -73,6 +73,13 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       {"--optimizer lion --betas 0.9", "--betas needs two numbers", "optimizer.params.betas"},
       {"--optimizer adam8bit --lr -1", "--lr -1", "optimizer.params.lr"},
       {"--optimizer adam8bit --betas 0.9,1", "--betas 0.9,1", "optimizer.params.betas"},
+      {"--optimizer lion --lion-momentum-dtype fp16", "--lion-momentum-dtype fp16", "optimizer.params"},
+      {"--optimizer adafactor --lr 1e-3", "--lr 0.001", "optimizer.params.lr"},
+      {"--optimizer adafactor --relative-step false", "--relative-step false", "optimizer.params.relative_step"},
+      {"--optimizer adafactor --decay-rate 0.5", "--decay-rate 0.5", "optimizer.params.decay_rate"},
+      {"--optimizer adafactor --clip-threshold 0", "--clip-threshold 0", "optimizer.params.clip_threshold"},
+      {"--optimizer adafactor --beta1 1", "--beta1 1", "optimizer.params.beta1"},
+      {"--optimizer adafactor --adafactor-eps 1e-30", "--adafactor-eps needs two numbers", "optimizer.params.eps"},
       {"--momentum -0.5", "--momentum -0.5", "optimizer.params.momentum"},
       {"--min-lr-ratio 2", "--min-lr-ratio 2", "scheduler.params.cos_min_ratio"},
       {"--precision fp16 --loss-scale -1", "--loss-scale -1", "fp16.loss_scale"},
@@ -88,8 +95,8 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       EXPECT_EQ(r.err.find(c.key), std::string::npos) << args << "\n" << r.err;
     }
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
-    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lion]", "[adam8bit]", "[lr_schedule]",
-                            "[loss_scaler]", "[optimizer]", "[clip]", "internal error"}) {
+    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lion]", "[adam8bit]", "[adafactor]",
+                            "[lr_schedule]", "[loss_scaler]", "[optimizer]", "[clip]", "internal error"}) {
       EXPECT_EQ(r.err.find(tag), std::string::npos) << args << "\n" << r.err;
     }
   }
@@ -108,6 +115,9 @@ TEST(CliErrors, BadConfigValuesNameTheKey) {
       {R"({"optimizer": {"type": "Lion", "params": {"lr": -1e-4}}})", "optimizer.params.lr"},
       {R"({"optimizer": {"type": "AdamW8bit", "params": {"weight_decay": -1}}})", "optimizer.params.weight_decay"},
       {R"({"optimizer": {"type": "Adam8bit", "params": {"adam_w_mode": false}}})", "adam_w_mode"},
+      {R"({"optimizer": {"type": "Adafactor", "params": {"lr": 1e-3}}})", "optimizer.params.lr"},
+      {R"({"optimizer": {"type": "Adafactor", "params": {"eps": 1e-30}}})", "optimizer.params.eps"},
+      {R"({"optimizer": {"type": "Adafactor", "params": {"decay_rate": 0.8}}})", "optimizer.params.decay_rate"},
       {R"({"zero_optimization": {"stage": 9}})", "zero_optimization.stage"},
       {R"({"gradient_clipping": -2})", "gradient_clipping"},
       {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 5, "warmup_max_lr": 1}}})",
@@ -120,8 +130,8 @@ TEST(CliErrors, BadConfigValuesNameTheKey) {
     EXPECT_EQ(r.code, 2) << c.json << "\n" << r.err;
     EXPECT_NE(r.err.find(c.key), std::string::npos) << c.json << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.json << "\n" << r.err;
-    for (const char* tag :
-         {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lion]", "[adam8bit]", "[lr_schedule]", "[loss_scaler]"}) {
+    for (const char* tag : {"[engine]", "[adamw]", "[adam]", "[sgd]", "[lion]", "[adam8bit]", "[adafactor]",
+                            "[lr_schedule]", "[loss_scaler]"}) {
       EXPECT_EQ(r.err.find(tag), std::string::npos) << c.json << "\n" << r.err;
     }
     fs::remove(file);

@@ -101,6 +101,89 @@ TEST(Lion, OtherBetasMatchDoubleReference) {
   expect_close_to_reference({.lr = 3e-4, .beta1 = 0.95, .beta2 = 0.98, .weight_decay = 0.1}, 60);
 }
 
+// bf16 momentum: the test's own rounding (the nearer of the two bf16
+// neighbours, compared in double; a tie to the even one) and the float loop
+// written out from the documented rule give the optimizer's bits.
+uint16_t nearest_bf16(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const uint32_t lo = bits & 0xFFFF0000u, hi = lo + 0x10000u;
+  const double d_lo = std::abs(static_cast<double>(std::bit_cast<float>(lo)) - x);
+  const double d_hi = std::abs(static_cast<double>(std::bit_cast<float>(hi)) - x);
+  if (d_lo < d_hi) return static_cast<uint16_t>(lo >> 16);
+  if (d_hi < d_lo) return static_cast<uint16_t>(hi >> 16);
+  return static_cast<uint16_t>(((lo >> 16) & 1u) == 0 ? lo >> 16 : hi >> 16);
+}
+
+TEST(Lion, Bf16MomentumRoundsToNearestEvenAndKIsSix) {
+  constexpr size_t kN = 531;
+  const LionConfig config{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1, .bf16_momentum = true};
+  std::vector<float> params = random_vector(kN, 21), ref_p = params;
+  std::vector<uint16_t> ref_m(kN, 0);
+  for (SimdLevel level : supported_simd_levels()) {
+    SCOPED_TRACE(simd_level_name(level));
+    std::vector<float> p = params;
+    Lion opt(config, kN, {.no_decay = {{100, 31}}, .simd = level});
+    std::vector<float> rp = params;
+    std::vector<uint16_t> rm(kN, 0);
+    for (int t = 1; t <= 20; ++t) {
+      const std::vector<float> g = random_vector(kN, 300 + static_cast<uint32_t>(t), 0.1f);
+      const double lr = 1e-3 * (1.0 + 0.1 * t);
+      opt.step(p, g, lr, 0.5f);
+      const float decay = static_cast<float>(1.0 - lr * config.weight_decay);
+      const float b1 = 0.9f, omb1 = static_cast<float>(1.0 - 0.9), b2 = 0.99f, omb2 = static_cast<float>(1.0 - 0.99);
+      const float neg_lr = static_cast<float>(-lr);
+      for (size_t i = 0; i < kN; ++i) {
+        const float m = std::bit_cast<float>(static_cast<uint32_t>(rm[i]) << 16);
+        const float grad = g[i] * 0.5f;
+        float param = rp[i];
+        if (i < 100 || i >= 131) param = param * decay;
+        const float c = m * b1 + omb1 * grad;
+        const float sign = c > 0.0f ? 1.0f : (c < 0.0f ? -1.0f : 0.0f);
+        rp[i] = param + neg_lr * sign;
+        rm[i] = nearest_bf16(m * b2 + omb2 * grad);
+      }
+    }
+    EXPECT_EQ(first_bit_difference(p, rp), -1);
+    for (size_t i = 0; i < kN; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(opt.exp_avg_bf16(i)), static_cast<uint32_t>(rm[i]) << 16) << i;
+    }
+    EXPECT_EQ(opt.state_bytes_per_param(), 2u);
+    EXPECT_EQ(opt.state()[0].kind, StateKind::kExpAvgBf16);
+    EXPECT_EQ(opt.state()[0].codes.size(), 2 * kN);
+  }
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kLion, .lion = config}, true), 6u);
+  EXPECT_EQ(bytes_per_param_k({.kind = OptimizerKind::kLion, .lion = config}, false), 2u);
+  // Ties: 1 + 2^-8 lies halfway between bf16's 1 and 1 + 2^-7: to even (1).
+  EXPECT_EQ(nearest_bf16(1.0f + 0x1p-8f), 0x3F80);
+  EXPECT_EQ(float_to_bfloat16(1.0f + 0x1p-8f).bits, 0x3F80);
+  EXPECT_EQ(float_to_bfloat16(1.0f + 3 * 0x1p-8f).bits, 0x3F82);
+}
+
+TEST(Lion, Bf16MomentumShardCutsAndLowPrecisionGradients) {
+  const OptimizerConfig config{.kind = OptimizerKind::kLion,
+                               .lion = {.lr = 1e-3, .weight_decay = 0.1, .bf16_momentum = true}};
+  constexpr size_t kN = 1031;
+  auto run = [&](const std::vector<size_t>& cuts) {
+    std::vector<float> p = random_vector(kN, 5);
+    std::vector<size_t> edges = {0};
+    edges.insert(edges.end(), cuts.begin(), cuts.end());
+    edges.push_back(kN);
+    for (size_t s = 0; s + 1 < edges.size(); ++s) {
+      const size_t n = edges[s + 1] - edges[s];
+      auto opt = make_optimizer(config, n);
+      for (int t = 0; t < 6; ++t) {
+        const std::vector<float> g = random_vector(kN, 70 + static_cast<uint32_t>(t), 0.1f);
+        opt->step(std::span<float>(p).subspan(edges[s], n), std::span<const float>(g).subspan(edges[s], n), 1e-3);
+      }
+    }
+    return p;
+  };
+  const std::vector<float> whole = run({});
+  for (const std::vector<size_t>& cuts : testing::shard_cuts()) EXPECT_EQ(first_bit_difference(run(cuts), whole), -1);
+  testing::expect_low_precision_grads_equal_their_widening(
+      {.kind = OptimizerKind::kLion, .lion = {.lr = 1e-3, .bf16_momentum = true}});
+}
+
 TEST(Lion, DefaultsAreThePapers) {
   const LionConfig c;
   EXPECT_EQ(c.lr, 1e-4);

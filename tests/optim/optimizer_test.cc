@@ -22,7 +22,7 @@ TEST(Optimizer, ParsesKinds) {
     parse_optimizer_kind("lamb");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam, sgd, lion or adam8bit");
+    EXPECT_EQ(e.message(), "[optimizer] unknown optimizer 'lamb'; use adamw, adam, sgd, lion, adam8bit or adafactor");
   }
 }
 

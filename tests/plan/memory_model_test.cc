@@ -234,7 +234,9 @@ TEST(MemoryModel, BadStageOrRanksIsAConfigError) {
   try {
     parse_optimizer("lamb");
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.message(), "[plan] unknown optimizer 'lamb': use adamw, adam, sgd-momentum, sgd, lion or adam8bit");
+    EXPECT_EQ(
+        e.message(),
+        "[plan] unknown optimizer 'lamb': use adamw, adam, sgd-momentum, sgd, lion, lion-bf16, adam8bit or adafactor");
   }
 }
 

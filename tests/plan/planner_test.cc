@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "model/presets.h"
 #include "plan/deepspeed_estimate.h"
+#include "plan/model_shape.h"
 #include "plan/plan_format.h"
 #include "plan/planner.h"
 
@@ -195,6 +197,33 @@ TEST(PlanFormat, Adam8bitIsKSixPlusBlockScales) {
   const uint64_t shard = phi / 64;  // 117,187,500: rank 0's blocks 0 .. 57,220
   EXPECT_EQ(j["plans"][0]["stages"][3]["model_states_bytes"].get<uint64_t>(),
             10 * shard + 8 * ((shard - 1) / 2048 + 1));
+}
+
+// Adafactor: K = 4 (the fp32 master) plus its factored statistics, which
+// need the model's shapes: with --model gpt2-124m (one unit of embeddings, 12
+// blocks, the final layernorm), the stage-0 table holds 4 bytes per
+// parameter plus each matrix's rows and columns and v of the vectors.
+TEST(PlanFormat, AdafactorIsKFourPlusFactoredStatistics) {
+  PlanConfig c;
+  c.shape = gpt_shape(model::model_preset("gpt2-124m").gpt);
+  c.num_params = c.shape->num_params();
+  c.precision = Dtype::bf16();
+  c.optimizer = parse_optimizer("adafactor");
+  c.ranks = {1};
+  const PlanResult r = make_plan(c);
+  const std::string text = format_plan_text(r, {});
+  EXPECT_NE(text.find("bf16 + Adafactor"), std::string::npos) << text;
+  EXPECT_NE(text.find("optimizer K = 4"), std::string::npos) << text;
+  const GptShape& s = *c.shape;
+  const uint64_t C = static_cast<uint64_t>(s.channels), V = static_cast<uint64_t>(s.vocab),
+                 T = static_cast<uint64_t>(s.context);
+  // wte, wpe; per block qkvw, attprojw, fcw, fcprojw as rows + columns and
+  // 9C of vectors (ln1 2C, qkvb 3C, attprojb C, ln2 2C, fcb 4C, fcprojb C = 13C);
+  // ln_f 2C.
+  const uint64_t block = (3 * C + C) + (C + C) + (4 * C + C) + (C + 4 * C) + 13 * C;
+  const uint64_t stats = (V + C) + (T + C) + static_cast<uint64_t>(s.layers) * block + 2 * C;
+  const nlohmann::json j = plan_to_json(r, {});
+  EXPECT_EQ(j["plans"][0]["stages"][0]["model_states_bytes"].get<uint64_t>(), 8 * c.num_params + 4 * stats);
 }
 
 TEST(PlanFormat, JsonCarriesExactBytes) {

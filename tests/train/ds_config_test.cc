@@ -135,6 +135,46 @@ TEST(DeepSpeedConfig, Adam8bitTakesBitsandbytesNamesAndAdamsParams) {
             std::string::npos);
 }
 
+// DeepSpeed has no Adafactor: "Adafactor" takes Hugging Face transformers'
+// Adafactor's parameter names and defaults.
+TEST(DeepSpeedConfig, AdafactorTakesHuggingFacesNamesAndDefaults) {
+  const Applied d = apply(R"({"optimizer": {"type": "Adafactor"}})");
+  const optim::AdafactorConfig& def = d.config.engine.optimizer.adafactor;
+  EXPECT_EQ(d.config.engine.optimizer.kind, optim::OptimizerKind::kAdafactor);
+  EXPECT_EQ(def.lr, 0.0);
+  EXPECT_EQ(def.beta1, 0.0);
+  EXPECT_EQ(def.eps1, 1e-30);
+  EXPECT_EQ(def.eps2, 1e-3);
+  EXPECT_EQ(def.clip_threshold, 1.0);
+  EXPECT_EQ(def.decay_rate, -0.8);
+  EXPECT_TRUE(def.scale_parameter);
+  EXPECT_TRUE(def.relative_step);
+  EXPECT_FALSE(def.warmup_init);
+
+  const Applied a = apply(
+      R"({"optimizer": {"type": "adafactor", "params": {"lr": 1e-3, "eps": [1e-29, 2e-3], "clip_threshold": 0.5,
+          "decay_rate": -0.7, "beta1": 0.9, "weight_decay": 0.01, "scale_parameter": false,
+          "relative_step": false, "warmup_init": false}}})");
+  const optim::AdafactorConfig& o = a.config.engine.optimizer.adafactor;
+  EXPECT_EQ(o.lr, 1e-3);
+  EXPECT_EQ(a.config.engine.lr_schedule.max_lr, 1e-3);
+  EXPECT_EQ(o.eps1, 1e-29);
+  EXPECT_EQ(o.eps2, 2e-3);
+  EXPECT_EQ(o.clip_threshold, 0.5);
+  EXPECT_EQ(o.decay_rate, -0.7);
+  EXPECT_EQ(o.beta1, 0.9);
+  EXPECT_EQ(o.weight_decay, 0.01);
+  EXPECT_FALSE(o.scale_parameter);
+  EXPECT_FALSE(o.relative_step);
+  EXPECT_TRUE(a.warnings.empty());
+  // HF's None for lr and beta1.
+  const Applied n = apply(R"({"optimizer": {"type": "Adafactor", "params": {"lr": null, "beta1": null}}})");
+  EXPECT_EQ(n.config.engine.optimizer.adafactor.lr, 0.0);
+  EXPECT_EQ(n.config.engine.optimizer.adafactor.beta1, 0.0);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Adafactor", "params": {"betas": [0.9, 0.99]}}})").find("betas"),
+            std::string::npos);
+}
+
 TEST(DeepSpeedConfig, BatchRuleIsCheckedOrDerivedOnceRanksAreKnown) {
   Applied derived = apply(R"({"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4})");
   resolve_batch(derived.config, 3);
@@ -217,7 +257,7 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   EXPECT_NE(error_of(R"({"train_micro_batch_size_per_gpu": 0})").find("train_micro_batch_size_per_gpu must be >= 1"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"optimizer": {"type": "Lamb"}})")
-                .find("'Lamb' is not supported: use Adam, AdamW, SGD, Lion or Adam8bit"),
+                .find("'Lamb' is not supported: use Adam, AdamW, SGD, Lion, Adam8bit or Adafactor"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle"}})").find("'OneCycle' is not supported"), std::string::npos);
   EXPECT_NE(error_of("{ not json").find("not valid JSON"), std::string::npos);

@@ -166,6 +166,27 @@ TEST(Consolidate, Adam8bitWritesItsMomentsDequantized) {
   }
 }
 
+// Adafactor's statistics consolidate packed, one fp32 per parameter under
+// the model's tensor names: a matrix's row statistics, then its column
+// statistics, at its start (zeros after), v for the vectors.
+TEST(Consolidate, AdafactorWritesItsPackedStatistics) {
+  TempDir dir;
+  const FullState state = save_trained_mlp(adafactor_config(3, Dtype::bf16()), dir / "ckpt");
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+  EXPECT_EQ(r.files.size(), 2u);
+  const Safetensors s = parse_safetensors(dir / "out/exp_avg_sq_factored.safetensors");
+  std::vector<float> all;
+  for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    const auto t = tensor(s, n);
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  EXPECT_TRUE(bitwise_equal(all, state.tensors.at("exp_avg_sq_factored")));
+  // fc0.weight is 17 x 12: 17 + 12 statistics, all > 0 after a step, then zeros.
+  const auto w = tensor(s, "fc0.weight");
+  for (size_t i = 0; i < 29; ++i) EXPECT_GT(w[i], 0.0f) << i;
+  for (size_t i = 29; i < w.size(); ++i) EXPECT_EQ(w[i], 0.0f) << i;
+}
+
 // The point of streaming: a deep model is consolidated through a buffer of
 // its largest piece (here one layer's fcw, bigger than wte), not of Φ.
 TEST(Consolidate, DeepGptStreamsThroughItsLargestTensorNotTheModel) {

@@ -14,6 +14,7 @@
 #include "core/convert.h"
 #include "core/error.h"
 #include "engine_test_util.h"
+#include "optim/adafactor.h"
 #include "optim/quant8.h"
 
 namespace zerodp::zero {
@@ -102,9 +103,17 @@ EngineConfig optimizer_config(const std::string& optimizer, int stage, Dtype dty
   EngineConfig c = config_for(stage, dtype);
   if (optimizer == "adam8bit") {
     c.optimizer.kind = optim::OptimizerKind::kAdam8bit;
-  } else if (optimizer == "lion") {
+  } else if (optimizer == "adafactor") {
+    c.optimizer.kind = optim::OptimizerKind::kAdafactor;  // HF's defaults: relative steps, no m
+  } else if (optimizer == "adafactor_lr") {
+    c.optimizer.kind = optim::OptimizerKind::kAdafactor;
+    c.optimizer.adafactor = {
+        .lr = 1e-2, .beta1 = 0.9, .weight_decay = 0.01, .scale_parameter = false, .relative_step = false};
+    c.lr_schedule.max_lr = 1e-2;
+  } else if (optimizer == "lion" || optimizer == "lion_bf16") {
     c.optimizer.kind = optim::OptimizerKind::kLion;
-    c.optimizer.lion = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
+    c.optimizer.lion = {
+        .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1, .bf16_momentum = optimizer == "lion_bf16"};
     c.lr_schedule.max_lr = 1e-3;
   } else {
     c.optimizer.kind = optim::OptimizerKind::kSgd;
@@ -132,7 +141,8 @@ TEST_P(OptimizerStageEquivalence, EveryStageGivesTheSameBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerStageEquivalence,
-                         ::testing::Combine(::testing::Values("lion", "sgd_momentum", "nesterov", "adam8bit"),
+                         ::testing::Combine(::testing::Values("lion", "lion_bf16", "sgd_momentum", "nesterov",
+                                                              "adam8bit", "adafactor", "adafactor_lr"),
                                             ::testing::Values(Dtype::Kind::kFp32, Dtype::Kind::kBf16,
                                                               Dtype::Kind::kFp16),
                                             ::testing::Values(1, 2, 3, 4)),
@@ -157,6 +167,65 @@ TEST(Engine, Adam8bitSharedBlocksGiveTheSameBitsAtEveryStage) {
       for (int stage = 1; stage <= 3; ++stage) {
         const RunResult run = train_mlp(n, optimizer_config("adam8bit", stage, dtype), 8, 4, wide_mlp());
         expect_same_bits(reference, run, fmt::format("adam8bit: stage {} vs 0, {} ranks, {}", stage, n, dtype.name()));
+      }
+    }
+  }
+}
+
+// Adafactor's per-tensor statistics over matrices that the shards of every
+// N here cut (300 x 16, 40 x 300, 10 x 40 and their biases): summed over the
+// plan's shards in rank order, so every stage gives stage 0's bits at each N.
+TEST(Engine, AdafactorSplitMatricesGiveTheSameBitsAtEveryStage) {
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
+    for (int n : {2, 3, 5}) {
+      for (const char* optimizer : {"adafactor", "adafactor_lr"}) {
+        const RunResult reference = train_mlp(n, optimizer_config(optimizer, 0, dtype), 6, 4, wide_mlp());
+        for (int stage = 1; stage <= 3; ++stage) {
+          const RunResult run = train_mlp(n, optimizer_config(optimizer, stage, dtype), 6, 4, wide_mlp());
+          expect_same_bits(reference, run,
+                           fmt::format("{}: stage {} vs 0, {} ranks, {}", optimizer, stage, n, dtype.name()));
+        }
+      }
+    }
+  }
+}
+
+// Adafactor's state: the full row and column statistics of each matrix a
+// shard touches and v of its other elements (optim::adafactor_state_values),
+// plus m with beta1; the ledger books them under adam_v and adam_m.
+TEST(Engine, AdafactorModelStateBytes) {
+  const model::Mlp mlp(wide_mlp());
+  std::vector<size_t> counts;
+  for (const auto& u : mlp.units()) counts.push_back(u.count);
+  const std::vector<model::TensorInfo> tensors = mlp.tensors();
+  for (const char* optimizer : {"adafactor", "adafactor_lr"}) {
+    for (int n : {1, 3}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        const RunResult run = train_mlp(n, optimizer_config(optimizer, stage, Dtype::bf16()), 1, 4, wide_mlp());
+        const PartitionPlan plan(counts, n);
+        for (int r = 0; r < n; ++r) {
+          uint64_t held = 0, values = 0;
+          for (size_t u = 0; u < plan.num_units(); ++u) {
+            const comm::ShardRange s = stage == 0 ? comm::ShardRange{0, plan.unit_count(u)} : plan.shard(u, r);
+            std::vector<optim::TensorShape> shapes;
+            for (const auto& t : tensors) {
+              if (t.offset >= plan.unit_offset(u) && t.offset < plan.unit_offset(u) + plan.unit_count(u)) {
+                shapes.push_back(optim::tensor_shape(t.offset - plan.unit_offset(u), t.shape));
+              }
+            }
+            held += s.count;
+            values += optim::adafactor_state_values(shapes, s.offset, s.count);
+          }
+          const auto& ledger = run.ledgers[r];
+          const std::string what = fmt::format("{} N={} stage {} rank {}", optimizer, n, stage, r);
+          EXPECT_EQ(ledger[MemoryCategory::kMaster].current, 4 * held) << what;
+          EXPECT_EQ(ledger[MemoryCategory::kAdamM].current, std::string(optimizer) == "adafactor_lr" ? 4 * held : 0)
+              << what;
+          EXPECT_EQ(ledger[MemoryCategory::kAdamV].current, 4 * values) << what;
+          if (n == 1) {
+            EXPECT_LT(4 * values, held) << what;  // v: under a byte per element, AdamW keeps 4
+          }
+        }
       }
     }
   }
