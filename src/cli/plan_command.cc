@@ -40,6 +40,8 @@ struct PlanOptions {
   std::optional<int> seq_len;
   bool checkpointing = false;
   int grad_accum = 1;
+  bool quantize_weights = false, quantize_grads = false;
+  int quantize_grads_bits = 8;
   std::string compare;
   bool json = false;
   std::string chart;
@@ -109,6 +111,8 @@ std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan
   run.seq_len = o.seq_len.value_or(c.shape->context);
   run.grad_accum = c.grad_accum;
   run.checkpointing = o.checkpointing;
+  run.quantize_weights = c.quantize_weights;
+  run.quantize_grads = c.quantize_grads;
   return plan::predict_step_times(*c.shape, c.model_name, run, c.ranks, hw);
 }
 
@@ -146,6 +150,12 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   ZDP_CHECK(o.grad_accum >= 1, ConfigError, "[plan] --grad-accum {} must be at least 1 (1 = no accumulation)",
             o.grad_accum);
   c.grad_accum = o.grad_accum;
+  ZDP_CHECK(o.quantize_grads_bits == 8 || o.quantize_grads_bits == 4, ConfigError,
+            "[plan] --quantize-grads-bits {} must be 8 or 4", o.quantize_grads_bits);
+  if (o.quantize_weights) c.quantize_weights = comm::Quantization::kInt8;
+  if (o.quantize_grads) {
+    c.quantize_grads = o.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
+  }
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
   if (wants_activations) {
@@ -253,6 +263,12 @@ void add_plan_command(CLI::App& app) {
                   "the largest model per stage");
   cmd->add_option("--grad-accum", opts->grad_accum,
                   "Micro-batches per step (stage 1 then keeps a flat gradient staging buffer)");
+  cmd->add_flag("--quantize-weights", opts->quantize_weights,
+                "Stage 3's parameter all-gathers as int8 blocks (zerodp train --quantize-weights): the communication "
+                "columns count the packed bytes");
+  cmd->add_flag("--quantize-grads", opts->quantize_grads,
+                "Stages 1-3's gradient reduce-scatter as int8 (or --quantize-grads-bits 4) blocks");
+  cmd->add_option("--quantize-grads-bits", opts->quantize_grads_bits, "8 or 4")->capture_default_str();
   cmd->add_option("--micro-batch", opts->micro_batch,
                   "Micro-batch size B per rank for the activation estimate (needs --model)");
   cmd->add_option("--seq-len", opts->seq_len,

@@ -31,7 +31,8 @@ struct TrainFlags {
   double beta1 = 0.0, decay_rate = -0.8, clip_threshold = 1.0;
   std::string lion_momentum_dtype = "fp32";
   bool scale_parameter = true, relative_step = true, warmup_init = false;
-  bool no_prefetch = false, no_overlap = false;
+  bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
+  int quantize_grads_bits = 8;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
 };
@@ -301,6 +302,26 @@ void add_train_command(CLI::App& app) {
   f.overrides.emplace_back(np, [](auto& c) { c.engine.prefetch = false; });
   auto* no = cmd->add_flag("--no-overlap", f.no_overlap, "Run collectives on the compute thread (no overlap)");
   f.overrides.emplace_back(no, [](auto& c) { c.engine.overlap = false; });
+  auto* qw = cmd->add_flag("--quantize-weights", f.quantize_weights,
+                           "Stage 3: all-gather the parameters as int8 blocks of 256 with an fp32 scale each\n"
+                           "(ZeRO++ qwZ; about 1/4 of fp32's bytes, 1/2 of bf16's). Master weights and the optimizer\n"
+                           "stay fp32 and exact; the losses are not the unquantized run's bits (docs/comm.md)");
+  f.overrides.emplace_back(qw, [](auto& c) { c.engine.quantize_weights = comm::Quantization::kInt8; });
+  auto* qg = cmd->add_flag("--quantize-grads", f.quantize_grads,
+                           "Stages 1-3: reduce-scatter the gradients as int8 blocks of 256 with an fp32 scale\n"
+                           "each (ZeRO++ qgZ), summed in fp32 in rank order; see --quantize-grads-bits");
+  f.overrides.emplace_back(qg, [&f](auto& c) {
+    c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
+  });
+  flag(cmd, f, "--quantize-grads-bits", f.quantize_grads_bits,
+       "Code width of --quantize-grads: 8 or 4 (int4: half the bytes, coarser)", [&f](auto& c) {
+         ZDP_CHECK(f.quantize_grads_bits == 8 || f.quantize_grads_bits == 4, ConfigError,
+                   "[train] --quantize-grads-bits {} must be 8 or 4", f.quantize_grads_bits);
+         ZDP_CHECK(c.engine.quantize_grads != comm::Quantization::kNone, ConfigError,
+                   "[train] --quantize-grads-bits needs --quantize-grads (or zero_optimization."
+                   "zero_quantized_gradients in --config): add it");
+         c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
+       });
   cmd->callback([flags] { run(*flags); });
 }
 

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "comm/fault_injection.h"
 #include "comm/reduce.h"
 #include "comm/shard.h"
+#include "core/convert.h"
 
 namespace zerodp::comm {
 namespace {
@@ -22,6 +25,20 @@ bool partially_overlaps(const void* a, size_t a_bytes, const void* b, size_t b_b
   const auto* pb = static_cast<const std::byte*>(b);
   const bool overlap = pa < pb + b_bytes && pb < pa + a_bytes;
   return overlap && !(pa == pb && a_bytes == b_bytes);
+}
+
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto* pa = static_cast<const std::byte*>(a);
+  const auto* pb = static_cast<const std::byte*>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+// The packed bytes of every rank's shard of `count` elements.
+std::vector<uint64_t> packed_shard_bytes(size_t count, int ranks, Quantization q) {
+  std::vector<uint64_t> bytes(static_cast<size_t>(ranks));
+  for (int k = 0; k < ranks; ++k) bytes[k] = quantized_bytes(shard_range(count, ranks, k).count, q);
+  return bytes;
 }
 
 }  // namespace
@@ -178,6 +195,117 @@ void Communicator::broadcast(Buffer buf, int root) {
     ZDP_CHECK(buf.count == 0 || buf.data != nullptr, CommError, "{}: null buffer with {} elements",
               message_prefix(kind), buf.count);
     do_broadcast(buf, root);
+  });
+}
+
+void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, Quantization q, std::span<std::byte> scratch) {
+  const Collective kind = Collective::kAllGather;
+  const int n = size_;
+  const std::vector<uint64_t> packed = packed_shard_bytes(out.count, n, q);
+  uint64_t received = 0;
+  for (int k = 0; k < n; ++k) received += k == rank_ ? 0 : packed[k];
+  run(kind, static_cast<uint64_t>(n - 1) * packed[rank_], received, [&] {
+    const ShardRange own = shard_range(out.count, n, rank_);
+    ZDP_CHECK(q != Quantization::kNone, CommError, "{}: a quantized all-gather needs int8 or int4",
+              message_prefix(kind));
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}", message_prefix(kind),
+              in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(in.count == own.count, CommError,
+              "{}: input has {} elements but this rank's shard of {} elements over {} ranks has {}",
+              message_prefix(kind), in.count, out.count, n, own.count);
+    const Buffer own_out = out.slice(own.offset, own.count);
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_out.data == in.data, CommError,
+              "{}: input overlaps the output other than as this rank's own shard", message_prefix(kind));
+    const uint64_t need = all_gather_quantized_scratch(out.count, n, q);
+    ZDP_CHECK(scratch.size() >= need, CommError, "{}: scratch has {} bytes but {} {} elements over {} ranks need {}",
+              message_prefix(kind), scratch.size(), out.count, quantization_name(q), n, need);
+    ZDP_CHECK(
+        !overlaps(scratch.data(), need, in.data, in.bytes()) && !overlaps(scratch.data(), need, out.data, out.bytes()),
+        CommError, "{}: scratch overlaps the input or the output", message_prefix(kind));
+    // Rank k's packed shard lives at slot k; this rank fills its own.
+    std::vector<std::span<std::byte>> slots(static_cast<size_t>(n));
+    size_t at = 0;
+    for (int k = 0; k < n; ++k) {
+      slots[k] = scratch.subspan(at, packed[k]);
+      at += packed[k];
+    }
+    quantize(in, q, slots[rank_]);
+    const std::vector<std::span<const std::byte>> send(static_cast<size_t>(n), slots[rank_]);
+    do_exchange({.kind = kind, .dtype = out.dtype, .count = out.count, .quant = q}, send, slots);
+    for (int k = 0; k < n; ++k) {
+      const ShardRange shard = shard_range(out.count, n, k);
+      dequantize_into(slots[k], q, out.slice(shard.offset, shard.count));
+    }
+  });
+}
+
+void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q,
+                                            std::span<std::byte> scratch) {
+  const Collective kind = Collective::kReduceScatter;
+  const int n = size_;
+  const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, q);
+  uint64_t sent = 0;
+  for (int k = 0; k < n; ++k) sent += k == rank_ ? 0 : packed[k];
+  run(kind, sent, static_cast<uint64_t>(n - 1) * packed[rank_], [&] {
+    const ShardRange own = shard_range(in.count, n, rank_);
+    ZDP_CHECK(q != Quantization::kNone, CommError, "{}: a quantized reduce-scatter needs int8 or int4",
+              message_prefix(kind));
+    ZDP_CHECK(op != ReduceOp::kMax, CommError, "{}: op max is not offered quantized; use sum or avg",
+              message_prefix(kind));
+    ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}", message_prefix(kind),
+              in.dtype.name(), out.dtype.name());
+    ZDP_CHECK(out.count == own.count, CommError,
+              "{}: output has {} elements but this rank's shard of {} elements over {} ranks has {}",
+              message_prefix(kind), out.count, in.count, n, own.count);
+    const ConstBuffer own_in = in.slice(own.offset, own.count);
+    ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_in.data == out.data, CommError,
+              "{}: output overlaps the input other than as this rank's own shard", message_prefix(kind));
+    const uint64_t need = reduce_scatter_quantized_scratch(in.count, n, rank_, q);
+    ZDP_CHECK(scratch.size() >= need, CommError, "{}: scratch has {} bytes but {} {} elements over {} ranks need {}",
+              message_prefix(kind), scratch.size(), in.count, quantization_name(q), n, need);
+    ZDP_CHECK(
+        !overlaps(scratch.data(), need, in.data, in.bytes()) && !overlaps(scratch.data(), need, out.data, out.bytes()),
+        CommError, "{}: scratch overlaps the input or the output", message_prefix(kind));
+    ZDP_CHECK(reinterpret_cast<uintptr_t>(scratch.data()) % alignof(float) == 0, CommError,
+              "{}: scratch is not aligned for fp32", message_prefix(kind));
+    // Scratch: fp32 chunks (N contributions and their sum), then this rank's
+    // input packed per destination shard, then the N packed contributions
+    // to its own shard.
+    auto* chunks = reinterpret_cast<float*>(scratch.data());  // NOLINT: aligned (checked), holds fp32 chunks
+    float* sum = chunks + static_cast<size_t>(n) * kReduceChunk;
+    std::vector<std::span<const std::byte>> send(static_cast<size_t>(n));
+    std::vector<std::span<std::byte>> recv(static_cast<size_t>(n));
+    size_t at = sizeof(float) * (static_cast<size_t>(n) + 1) * kReduceChunk;
+    for (int k = 0; k < n; ++k) {
+      const ShardRange shard = shard_range(in.count, n, k);
+      const std::span<std::byte> slot = scratch.subspan(at, packed[k]);
+      quantize(in.slice(shard.offset, shard.count), q, slot);
+      send[k] = slot;
+      at += packed[k];
+    }
+    for (int k = 0; k < n; ++k) {
+      recv[k] = scratch.subspan(at, packed[rank_]);
+      at += packed[rank_];
+    }
+    do_exchange({.kind = kind, .dtype = in.dtype, .op = op, .count = in.count, .quant = q}, send, recv);
+    // This rank's own contribution is its own packed slot, as a peer would get it.
+    std::copy(send[rank_].begin(), send[rank_].end(), recv[rank_].begin());
+    std::vector<const void*> ins(static_cast<size_t>(n));
+    for (size_t first = 0; first < own.count; first += kReduceChunk) {
+      const size_t len = std::min(kReduceChunk, own.count - first);
+      for (int k = 0; k < n; ++k) {
+        float* part = chunks + static_cast<size_t>(k) * kReduceChunk;
+        dequantize(recv[k], own.count, q, first, {part, len});
+        ins[k] = part;
+      }
+      const Buffer dst = out.slice(first, len);
+      if (out.dtype == Dtype::fp32()) {
+        reduce_ordered(ins, dst.data, len, Dtype::fp32(), op);
+      } else {
+        reduce_ordered(ins, sum, len, Dtype::fp32(), op);
+        convert(sum, Dtype::fp32(), dst.data, dst.dtype, len);
+      }
+    }
   });
 }
 

@@ -36,6 +36,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "comm/quantize.h"
 #include "comm/stats.h"
 #include "comm/types.h"
 #include "core/error.h"
@@ -84,6 +85,25 @@ class Communicator {
   void all_gather(ConstBuffer in, Buffer out);
   // buf on root is copied into buf on every rank; 0 <= root < size().
   void broadcast(Buffer buf, int root);
+
+  // ---- compressed collectives (ZeRO++ qwZ / qgZ; comm/quantize.h) ----
+  // all_gather's contract, but each rank's shard crosses the link block-
+  // quantized (q: int8 or int4): every rank quantizes its shard, and every
+  // shard of `out`, this rank's own included, is the dequantized packed
+  // shard, so all ranks hold the same bits. Counted as an all_gather of the
+  // packed bytes (codes + scales). `scratch`: at least
+  // all_gather_quantized_scratch(out.count, size(), q) bytes, not
+  // overlapping in or out.
+  void all_gather_quantized(ConstBuffer in, Buffer out, Quantization q, std::span<std::byte> scratch);
+  // reduce_scatter's contract, but each rank's part of every other rank's
+  // shard crosses block-quantized: every contribution (this rank's own too)
+  // is quantized per destination shard, dequantized to fp32, summed in
+  // comm/reduce.h's pairwise rank order (kSum, kAvg; kMax is refused) and
+  // rounded once to out's dtype. A NaN or infinity in a contribution makes
+  // its block NaN in the result. Counted as a reduce_scatter of the packed
+  // bytes. `scratch`: at least reduce_scatter_quantized_scratch(in.count,
+  // size(), rank(), q) bytes, not overlapping in or out.
+  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q, std::span<std::byte> scratch);
   void barrier();
   // Sum (in rank order, in fp64), average or max of one value per rank, for
   // norms and overflow flags. kMax propagates NaN.
@@ -144,6 +164,20 @@ class Communicator {
   virtual void do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) = 0;
   // out: size() * value.size() bytes, rank r's value at r * value.size().
   virtual void do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) = 0;
+  // The compressed collectives' transport: this rank sends send[k] to every
+  // peer k and receives peer k's message for it into recv[k] (send[rank()]
+  // and recv[rank()] are not used). The byte counts follow from `call`
+  // (count, ranks, quantization) on both sides; a backend checks them where
+  // it can. `call` describes the collective for mismatch checks.
+  struct ExchangeCall {
+    Collective kind = Collective::kAllGather;
+    Dtype dtype = Dtype::fp32();
+    ReduceOp op = ReduceOp::kSum;
+    size_t count = 0;  // the full count
+    Quantization quant = Quantization::kInt8;
+  };
+  virtual void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> send,
+                           std::span<const std::span<std::byte>> recv) = 0;
   // Called once when this communicator breaks (before the error propagates).
   virtual void on_broken(const std::string& reason) = 0;
   // True once a peer is known to have failed (thread backend: the group is

@@ -75,8 +75,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kKindBits = 3, kDtypeBits = 2, kOpBits = 2;
-constexpr int kMetaBits = kKindBits + kDtypeBits + kOpBits;
+constexpr int kKindBits = 3, kDtypeBits = 2, kOpBits = 2, kQuantBits = 2;
+constexpr int kMetaBits = kKindBits + kDtypeBits + kOpBits + kQuantBits;
 static_assert(kNumCollectives <= (1 << kKindBits), "a message tag holds the collective's kind in kKindBits bits");
 
 struct Pending {
@@ -164,6 +164,21 @@ class MpiCommunicator final : public Communicator {
     if (bytes > 0) std::memcpy(out.data() + static_cast<size_t>(rank()) * bytes, value.data(), bytes);
     exchange(kind, make_tag(kind, Dtype::fp32(), ReduceOp::kSum, bytes), value.data(), out.data(), bytes);
   }
+  // The compressed collectives: one message to and from every peer.
+  void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> outgoing,
+                   std::span<const std::span<std::byte>> incoming) override {
+    start(call.kind);
+    const int tag = make_tag(call.kind, call.dtype, call.op, call.count, call.quant);
+    for (int i = 1; i < size(); ++i) {
+      const int k = (rank() - i + size()) % size();
+      recv(k, incoming[k].data(), incoming[k].size(), call.kind);
+    }
+    for (int i = 1; i < size(); ++i) {
+      const int k = (rank() + i) % size();
+      send(k, outgoing[k].data(), outgoing[k].size(), tag, call.kind);
+    }
+    wait_all(call.kind, tag);
+  }
   void on_broken(const std::string&) override {
     // Cancel what is still posted so MPI does not write into buffers the
     // caller is about to free; sends cannot be cancelled reliably, only freed.
@@ -177,9 +192,11 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  int make_tag(Collective kind, Dtype dtype, ReduceOp op, size_t count) const {
+  int make_tag(Collective kind, Dtype dtype, ReduceOp op, size_t count,
+               Quantization quant = Quantization::kNone) const {
     const auto meta = static_cast<unsigned>(kind) | (static_cast<unsigned>(dtype.kind()) << kKindBits) |
-                      (static_cast<unsigned>(op) << (kKindBits + kDtypeBits));
+                      (static_cast<unsigned>(op) << (kKindBits + kDtypeBits)) |
+                      (static_cast<unsigned>(quant) << (kKindBits + kDtypeBits + kOpBits));
     const uint64_t count_part = count & ((uint64_t{1} << count_bits_) - 1);
     return static_cast<int>(meta | (count_part << kMetaBits));
   }
@@ -188,7 +205,12 @@ class MpiCommunicator final : public Communicator {
     const auto kind = static_cast<Collective>(tag & ((1 << kKindBits) - 1));
     const auto dtype = Dtype(static_cast<Dtype::Kind>((tag >> kKindBits) & ((1 << kDtypeBits) - 1)));
     const auto op = static_cast<ReduceOp>((tag >> (kKindBits + kDtypeBits)) & ((1 << kOpBits) - 1));
+    const auto quant = static_cast<Quantization>((tag >> (kKindBits + kDtypeBits + kOpBits)) & ((1 << kQuantBits) - 1));
     const auto count = static_cast<uint64_t>(tag) >> kMetaBits;
+    if (quant != Quantization::kNone) {
+      return fmt::format("{} of {} elements as {} blocks (op {}, count = {} mod 2^{})", collective_name(kind),
+                         dtype.name(), quantization_name(quant), reduce_op_name(op), count, count_bits_);
+    }
     if (kind == Collective::kValueAllGather) {
       return fmt::format("{} of {} bytes (mod 2^{})", collective_name(kind), count, count_bits_);
     }

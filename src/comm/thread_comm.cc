@@ -12,6 +12,10 @@ namespace zerodp::comm {
 namespace {
 
 std::string describe(const CallInfo& c) {
+  if (c.quant != Quantization::kNone) {
+    return fmt::format("{} of {} {} elements as {} blocks (op {})", collective_name(c.kind), c.count, c.dtype.name(),
+                       quantization_name(c.quant), reduce_op_name(c.op));
+  }
   switch (c.kind) {
     case Collective::kAllReduce:
     case Collective::kReduceScatter:
@@ -33,7 +37,8 @@ std::string describe(const CallInfo& c) {
 }
 
 bool same_call(const CallInfo& a, const CallInfo& b) {
-  if (a.kind != b.kind) return false;
+  if (a.kind != b.kind || a.quant != b.quant) return false;
+  if (a.quant != Quantization::kNone) return a.count == b.count && a.dtype == b.dtype && a.op == b.op;
   switch (a.kind) {
     case Collective::kAllReduce:
     case Collective::kReduceScatter:
@@ -176,6 +181,27 @@ void ThreadCommunicator::do_all_gather_value(std::span<const std::byte> value, s
     if (bytes > 0) std::memcpy(out.data() + static_cast<size_t>(k) * bytes, group_->peer_info(k, id).in, bytes);
   }
   sync(kind);  // peers are done reading our value
+}
+
+void ThreadCommunicator::do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> send,
+                                     std::span<const std::span<std::byte>> recv) {
+  begin(CallInfo{.kind = call.kind,
+                 .dtype = call.dtype,
+                 .op = call.op,
+                 .count = call.count,
+                 .in = send.data(),
+                 .quant = call.quant});
+  const uint64_t id = calls_;
+  for (int i = 1; i < size(); ++i) {
+    const int k = (rank() + i) % size();
+    const auto* peer_send = static_cast<const std::span<const std::byte>*>(group_->peer_info(k, id).in);
+    const std::span<const std::byte> message = peer_send[rank()];
+    ZDP_CHECK(message.size() == recv[k].size(), CommError,
+              "{}: mismatched collective calls: rank {} sent {} bytes where this rank expects {}",
+              message_prefix(call.kind), k, message.size(), recv[k].size());
+    if (!message.empty()) std::memcpy(recv[k].data(), message.data(), message.size());
+  }
+  sync(call.kind);  // peers are done reading our messages
 }
 
 }  // namespace zerodp::comm

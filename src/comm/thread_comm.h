@@ -11,7 +11,9 @@
 //                   reduce-scatter and all-gather fused: each input byte is
 //                   read once, each output byte written once);
 //   broadcast:      non-roots copy the root's buffer;
-//   all_gather_value: rank r copies every peer's value into its output.
+//   all_gather_value: rank r copies every peer's value into its output;
+//   the compressed collectives' exchange: rank r copies the packed message
+//                   each peer prepared for it into its receive slot.
 // The scalar all-reduces (fp64, uint64) pass their values in the call
 // description itself.
 // A final phase keeps every rank inside the call until no peer reads or
@@ -48,6 +50,8 @@ class ThreadCommunicator final : public Communicator {
   double do_all_reduce_scalar(double value, ReduceOp op) override;
   void do_all_reduce_uint64(uint64_t value, ReduceOp op, std::span<uint64_t> values) override;
   void do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) override;
+  void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> send,
+                   std::span<const std::span<std::byte>> recv) override;
   void on_broken(const std::string& reason) override;
   bool peer_failed() const override { return group_->poisoned(); }
 

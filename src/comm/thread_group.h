@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 
+#include "comm/quantize.h"
 #include "comm/types.h"
 
 namespace zerodp::comm {
@@ -37,6 +38,9 @@ struct CallInfo {
   void* out = nullptr;
   double scalar = 0.0;
   uint64_t integer = 0;  // all_reduce_uint64's value
+  // The compressed collectives: their wire format (kNone for the plain
+  // ones); `in` then points at the rank's array of send spans.
+  Quantization quant = Quantization::kNone;
 };
 
 class ThreadGroup {

@@ -260,8 +260,13 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.buckets = simulate_buckets(schedule, run, /*lagging=*/false);
   p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
   p.activations = activation_bytes;
+  p.comm = comm::max_quantized_scratch(
+      schedule.unit_counts, run.ranks, rank,
+      stage.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone,
+      stage.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone);
   p.load_scratch = run.load_scratch;
-  p.allocator = kAllocatorBytesPerBuffer * (2 * schedule.unit_counts.size() + kOtherBuffers) + kCommThreadBytes;
+  p.allocator = kAllocatorBytesPerBuffer * (2 * schedule.unit_counts.size() + kOtherBuffers + (p.comm > 0 ? 1 : 0)) +
+                kCommThreadBytes;
   return p;
 }
 

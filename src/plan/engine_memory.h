@@ -25,6 +25,9 @@
 //             summed, held from the second step on. Simulated op by op over
 //             the backward pass.
 //   activations  the workspace's bytes (activations.h)
+//   comm      with compressed collectives: one scratch buffer for them,
+//             comm::max_quantized_scratch over the units (comm/quantize.h),
+//             allocated by the constructor
 //   scratch   outside the step: the initialisation's (and --init-from's)
 //             fp32 chunk of min(64Ki, largest unit) elements while the
 //             constructor fills the parameters; at the end, with
@@ -56,6 +59,7 @@
 #include <span>
 #include <vector>
 
+#include "comm/quantize.h"
 #include "core/dtype.h"
 #include "plan/memory_model.h"
 #include "plan/model_shape.h"
@@ -94,6 +98,11 @@ struct EngineRun {
   uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)
   bool consolidated_copy = false;       // rank 0 gathers an fp32 copy of the model at the end
   uint64_t load_scratch = 0;            // a resume's checkpoint read buffer (ckpt::read_scratch_bytes), 0 = none
+  // The compressed collectives (zero::EngineConfig): used where the stage
+  // has the collective (weights: stage 3's gathers; grads: the
+  // reduce-scatter of stages 1-3), ignored elsewhere.
+  comm::Quantization quantize_weights = comm::Quantization::kNone;
+  comm::Quantization quantize_grads = comm::Quantization::kNone;
 };
 
 // One rank's ledger, by category, in bytes (peaks; for everything but
@@ -110,6 +119,7 @@ struct RankPrediction {
   uint64_t buckets = 0;        // overlap off: exact; on: a lower bound
   uint64_t buckets_bound = 0;  // the worst case with overlap on
   uint64_t activations = 0;
+  uint64_t comm = 0;           // the compressed collectives' scratch, from the constructor on
   uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
   uint64_t init_scratch = 0;   // the constructor's fill chunk
   uint64_t final_scratch = 0;  // the end's consolidated copy and gather buffer
@@ -128,15 +138,17 @@ struct RankPrediction {
   uint64_t allocator = 0;
 
   uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
+  // What the constructor allocates besides the model states and stays.
+  uint64_t resident_buffers() const { return compute_copy + comm; }
   uint64_t scratch() const { return std::max(init_scratch, final_scratch); }
   // The total at each of the three moments (fill: the constructor's, or a
   // resume's right after it).
   uint64_t fill() const {
-    return std::max(model_states() + compute_copy + init_scratch,
-                    model_states() + compute_copy + activations + load_scratch);
+    return std::max(model_states() + resident_buffers() + init_scratch,
+                    model_states() + resident_buffers() + activations + load_scratch);
   }
-  uint64_t step(uint64_t step_buckets) const { return model_states() + gathered + activations + step_buckets; }
-  uint64_t end() const { return model_states() + gathered + activations + final_scratch; }
+  uint64_t step(uint64_t step_buckets) const { return model_states() + gathered + comm + activations + step_buckets; }
+  uint64_t end() const { return model_states() + gathered + comm + activations + final_scratch; }
   // The ledger's total peak with the comm thread keeping pace.
   uint64_t total() const { return std::max({fill(), step(buckets), end()}); }
   // The worst case with the comm thread lagging.

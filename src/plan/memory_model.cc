@@ -128,14 +128,33 @@ double paper_model_state_bytes(double num_params, Stage stage, int ranks, const 
   return params + grads + opt;
 }
 
-CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype) {
+CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype, comm::Quantization weights,
+                       comm::Quantization grads) {
   check_ranks(ranks);
+  const StageTraits& t = traits(stage);
   CommVolume v;
   v.collectives = collectives_per_step(stage, 1);
   v.elements = static_cast<uint64_t>(v.collectives) * num_params;
-  v.bytes = v.elements * comm_dtype.size();
   const uint64_t shard = shard_elements(num_params, ranks);
-  v.sent_bytes = static_cast<uint64_t>(v.collectives) * static_cast<uint64_t>(ranks - 1) * shard * comm_dtype.size();
+  const uint64_t peers = static_cast<uint64_t>(ranks - 1);
+  // One collective over the whole model, plain or quantized.
+  auto add = [&](comm::Quantization q, int times) {
+    const auto n = static_cast<uint64_t>(times);
+    if (q == comm::Quantization::kNone) {
+      v.bytes += n * num_params * comm_dtype.size();
+      v.sent_bytes += n * peers * shard * comm_dtype.size();
+    } else {
+      v.bytes += n * comm::quantized_bytes(num_params, q);
+      v.sent_bytes += n * peers * comm::quantized_bytes(shard, q);
+    }
+  };
+  const comm::Quantization none = comm::Quantization::kNone;
+  if (t.reduce == GradReduce::kAllReduce) {
+    add(none, v.collectives);  // the all-reduce: a reduce-scatter and an all-gather
+  } else {
+    add(grads, 1);                                                  // the gradients' reduce-scatter
+    add(t.gathers_on_acquire ? weights : none, v.collectives - 1);  // the parameters' all-gather(s)
+  }
   return v;
 }
 

@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/quantize.h"
 #include "core/dtype.h"
 #include "core/stage.h"
 #include "optim/optimizer.h"
@@ -119,8 +120,15 @@ struct CommVolume {
 };
 
 // Per rank per step. `comm_dtype` is the dtype gradients and parameters travel
-// in (the training dtype).
-CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype);
+// in (the training dtype). With compressed collectives (where the stage has
+// them: `weights` for stage 3's two parameter all-gathers, `grads` for the
+// reduce-scatter of stages 1-3) a collective moves comm::quantized_bytes of
+// the buffer instead: bytes adds quantized_bytes(Φ), sent_bytes (N-1)
+// quantized_bytes(ceil(Φ/N)) (docs/comm.md; the engine quantizes per unit
+// shard, so its blocks add at most one scale per unit and rank).
+CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype,
+                       comm::Quantization weights = comm::Quantization::kNone,
+                       comm::Quantization grads = comm::Quantization::kNone);
 
 // The largest Φ whose per-rank model states fit in `device_bytes` at `stage`
 // and N = `ranks` (exact: model_state_bytes(Φ).total() <= device_bytes), as

@@ -174,6 +174,12 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     out += render_table(header, rows);
     out += "  comm elements/GB: the paper's volume (2Φ or 3Φ, in " + std::string(c.precision.name()) +
            "); sent GB: what a ring or all-to-all puts on each rank's link, (N-1)/N of it.\n";
+    if (c.quantize_weights != comm::Quantization::kNone || c.quantize_grads != comm::Quantization::kNone) {
+      out += fmt::format(
+          "  compressed: parameter gathers {}, gradient reduce-scatters {} (where the stage has them): comm GB and "
+          "sent GB count their packed bytes, codes + a 4-byte scale per {} elements\n",
+          comm::quantization_name(c.quantize_weights), comm::quantization_name(c.quantize_grads), comm::kQuantBlock);
+    }
     out += fmt::format("  recommended: {}\n", rp.recommendation);
     if (c.device_memory) {
       std::vector<std::string> sizes;
@@ -301,6 +307,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"gathered_bytes", s.gathered},
                  {"compute_copy_bytes", s.compute_copy},
                  {"buckets_bytes", s.buckets},
+                 {"comm_scratch_bytes", s.comm_scratch},
                  {"activation_bytes", s.activations},
                  {"peak_bytes", s.peak},
                  {"comm",

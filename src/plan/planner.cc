@@ -109,16 +109,19 @@ PlanResult make_plan(const PlanConfig& config) {
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
       if (schedule) {
         // The engine's own buffers, as its busiest rank (0) books them.
-        const EngineRun run{s, n, c.precision, c.optimizer, c.grad_accum, true};
+        EngineRun run{s, n, c.precision, c.optimizer, c.grad_accum, true};
+        run.quantize_weights = c.quantize_weights;
+        run.quantize_grads = c.quantize_grads;
         const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
         ZDP_CHECK_EQ(p.model_states(), sp.states.total(), Error, "[plan] engine model and paper model disagree");
         sp.compute_copy = c.precision.is_low_precision() ? schedule->largest_unit() * 4 : 0;
         sp.gathered = p.gathered - sp.compute_copy;
         sp.buckets = p.buckets;
+        sp.comm_scratch = p.comm;
       }
       sp.activations = activation_bytes;
       sp.peak = sp.states.total() + sp.buffers() + sp.activations;
-      sp.comm = comm_volume(c.num_params, s, n, c.precision);
+      sp.comm = comm_volume(c.num_params, s, n, c.precision, c.quantize_weights, c.quantize_grads);
       if (c.device_memory) {
         sp.fits = sp.peak <= *c.device_memory;
         sp.max_params = max_params(*c.device_memory, s, n, bpp);

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/quantize.h"
 #include "core/dtype.h"
 #include "plan/activations.h"
 #include "plan/memory_model.h"
@@ -47,6 +48,10 @@ struct PlanConfig {
   int grad_accum = 1;                           // micro-batches per step (stage 1's staging)
   std::optional<uint64_t> device_memory;        // bytes per rank
   std::optional<ActivationConfig> activations;  // needs `shape`
+  // Compressed collectives (zerodp train --quantize-weights / --quantize-grads):
+  // the communication volume counts their packed bytes where the stage has them.
+  comm::Quantization quantize_weights = comm::Quantization::kNone;
+  comm::Quantization quantize_grads = comm::Quantization::kNone;
 };
 
 struct StagePlan {
@@ -56,10 +61,11 @@ struct StagePlan {
   uint64_t gathered = 0;      // stage 3's two gather buffers, when the shape is known
   uint64_t compute_copy = 0;  // fp32 copy of the largest unit (mixed precision, shape known)
   uint64_t buckets = 0;       // transient unit gradients in backward (shape known)
+  uint64_t comm_scratch = 0;  // the compressed collectives' scratch (shape known, quantized)
   uint64_t activations = 0;   // when estimated
   uint64_t peak = 0;          // states + gathered + compute_copy + buckets + activations
 
-  uint64_t buffers() const { return gathered + compute_copy + buckets; }
+  uint64_t buffers() const { return gathered + compute_copy + buckets + comm_scratch; }
   CommVolume comm;
   std::optional<bool> fits;            // when device memory is given
   std::optional<uint64_t> max_params;  // largest Φ whose model states fit

@@ -54,9 +54,11 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
 }
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {
-  const EngineRun engine{run.stage,       run.ranks,    run.dtype,           run.optimizer,
-                         run.grad_accum,  run.prefetch, run.bucket_elements, run.consolidated_copy,
-                         run.load_scratch};
+  EngineRun engine{run.stage,       run.ranks,    run.dtype,           run.optimizer,
+                   run.grad_accum,  run.prefetch, run.bucket_elements, run.consolidated_copy,
+                   run.load_scratch};
+  engine.quantize_weights = run.quantize_weights;
+  engine.quantize_grads = run.quantize_grads;
   RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
   if (run.consolidated_copy && rank == 0) {
     // The sample's (and the held-out answers') workspace: one sequence of
@@ -78,15 +80,17 @@ std::array<RankPrediction, kStageTable.size()> predict_stages(const model::Model
   const uint64_t act = predict_activation_bytes(config, run);
   std::array<RankPrediction, kStageTable.size()> out;
   for (Stage s : kAllStages) {
-    const EngineRun engine{s,
-                           run.ranks,
-                           run.dtype,
-                           run.optimizer,
-                           run.grad_accum,
-                           run.prefetch,
-                           run.bucket_elements,
-                           run.consolidated_copy,
-                           run.load_scratch};
+    EngineRun engine{s,
+                     run.ranks,
+                     run.dtype,
+                     run.optimizer,
+                     run.grad_accum,
+                     run.prefetch,
+                     run.bucket_elements,
+                     run.consolidated_copy,
+                     run.load_scratch};
+    engine.quantize_weights = run.quantize_weights;
+    engine.quantize_grads = run.quantize_grads;
     out[static_cast<size_t>(stage_number(s))] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;

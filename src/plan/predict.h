@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/quantize.h"
 #include "core/dtype.h"
 #include "model/presets.h"
 #include "optim/optimizer.h"
@@ -43,6 +44,9 @@ struct RunShape {
   uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)
   bool consolidated_copy = false;       // rank 0 gathers an fp32 copy at the end (sample, held-out answers)
   uint64_t load_scratch = 0;            // a resume's checkpoint read buffer (ckpt::read_scratch_bytes)
+  // zero::EngineConfig's compressed collectives (their scratch, "comm").
+  comm::Quantization quantize_weights = comm::Quantization::kNone;
+  comm::Quantization quantize_grads = comm::Quantization::kNone;
 };
 
 // The ranks one process runs: all of them on threads, its own one under MPI.

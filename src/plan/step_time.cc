@@ -114,6 +114,11 @@ class StepSimulation {
 
  private:
   double bytes(double elements) const { return elements * static_cast<double>(run_.dtype.size()); }
+  // A buffer as a collective sends it: plain, or packed (comm/quantize.h).
+  double bytes(double elements, comm::Quantization q) const {
+    if (q == comm::Quantization::kNone) return bytes(elements);
+    return static_cast<double>(comm::quantized_bytes(static_cast<uint64_t>(elements), q));
+  }
 
   double cost(CollectiveOp op, double buffer_bytes) {
     ++collectives_;
@@ -122,7 +127,9 @@ class StepSimulation {
     return collective_seconds(op, buffer_bytes, run_.ranks, hw_);
   }
 
-  double gather(int op) { return timeline_.submit(cost(CollectiveOp::kAllGather, bytes(counts_[ops_[op].unit]))); }
+  double gather(int op) {
+    return timeline_.submit(cost(CollectiveOp::kAllGather, bytes(counts_[ops_[op].unit], run_.quantize_weights)));
+  }
 
   // engine.cc's acquire, the model's forward or backward, release, and
   // after a unit's last backward op its reduction.
@@ -159,7 +166,7 @@ class StepSimulation {
     // Stage 1 with accumulation stages into one buffer per unit: the
     // previous micro-batch's reduce-scatter of it must have run.
     if (!traits_.partitions_grads && run_.grad_accum > 1 && micro > 0) timeline_.wait(staging_[unit]);
-    staging_[unit] = timeline_.submit(cost(CollectiveOp::kReduceScatter, bytes(count)));
+    staging_[unit] = timeline_.submit(cost(CollectiveOp::kReduceScatter, bytes(count, run_.quantize_grads)));
     timeline_.limit_in_flight(staging_[unit]);
   }
 

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 
+#include "comm/quantize.h"
 #include "core/dtype.h"
 #include "core/stage.h"
 #include "plan/hardware.h"
@@ -55,6 +56,11 @@ struct StepTimeRun {
   bool checkpointing = false;
   bool prefetch = true;                 // zero::EngineConfig::prefetch
   uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)
+  // Compressed collectives (zero::EngineConfig): stage 3's gathers and the
+  // gradient reduce-scatter cost as a buffer of comm::quantized_bytes (the
+  // packing's compute is not modelled).
+  comm::Quantization quantize_weights = comm::Quantization::kNone;
+  comm::Quantization quantize_grads = comm::Quantization::kNone;
 };
 
 struct StepTime {

@@ -104,29 +104,25 @@ void apply_zero(Section z, TrainConfig& c) {
     c.engine.prefetch = z.number("stage3_prefetch_bucket_size") > 0;
     c.sources["prefetch"] = z.from("stage3_prefetch_bucket_size");
   }
+  // ZeRO++'s qwZ and qgZ: int8 blocks on the link (comm/quantize.h).
+  if (z.has("zero_quantized_weights")) {
+    c.engine.quantize_weights =
+        z.boolean("zero_quantized_weights") ? comm::Quantization::kInt8 : comm::Quantization::kNone;
+    c.sources["quantize-weights"] = z.from("zero_quantized_weights");
+  }
+  if (z.has("zero_quantized_gradients")) {
+    c.engine.quantize_grads =
+        z.boolean("zero_quantized_gradients") ? comm::Quantization::kInt8 : comm::Quantization::kNone;
+    c.sources["quantize-grads"] = z.from("zero_quantized_gradients");
+  }
   z.ignore({"offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory"},
            "zerodp keeps every state in host memory already; there is no offload");
-  z.ignore({"allgather_partitions",
-            "allgather_bucket_size",
-            "reduce_scatter",
-            "contiguous_gradients",
-            "round_robin_gradients",
-            "stage3_max_live_parameters",
-            "stage3_max_reuse_distance",
-            "stage3_param_persistence_threshold",
-            "stage3_gather_16bit_weights_on_model_save",
-            "stage3_gather_fp16_weights_on_model_save",
-            "sub_group_size",
-            "elastic_checkpoint",
-            "load_from_fp32_weights",
-            "ignore_unused_parameters",
-            "legacy_stage1",
-            "memory_efficient_linear",
-            "zero_hpz_partition_size",
-            "zero_quantized_weights",
-            "zero_quantized_gradients",
-            "mics_shard_size",
-            "use_multi_rank_bucket_allreduce"},
+  z.ignore({"allgather_partitions", "allgather_bucket_size", "reduce_scatter", "contiguous_gradients",
+            "round_robin_gradients", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+            "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
+            "stage3_gather_fp16_weights_on_model_save", "sub_group_size", "elastic_checkpoint",
+            "load_from_fp32_weights", "ignore_unused_parameters", "legacy_stage1", "memory_efficient_linear",
+            "zero_hpz_partition_size", "mics_shard_size", "use_multi_rank_bucket_allreduce"},
            "zerodp's per-unit schedule decides this");
   z.finish();
 }

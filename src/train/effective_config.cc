@@ -96,6 +96,12 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   if (traits(e.stage).reduce == GradReduce::kAllReduce) add("bucket", e.bucket_elements);
   add("overlap", e.overlap);
   if (traits(e.stage).gathers_on_acquire) add("prefetch", e.prefetch);
+  if (e.quantize_weights != comm::Quantization::kNone) {
+    add("quantize-weights", std::string(comm::quantization_name(e.quantize_weights)));
+  }
+  if (e.quantize_grads != comm::Quantization::kNone) {
+    add("quantize-grads", std::string(comm::quantization_name(e.quantize_grads)));
+  }
   add("log-every", c.log_every);
   add("activation-checkpointing", c.activation_checkpointing);
   return out;

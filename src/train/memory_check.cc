@@ -22,6 +22,8 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.bucket_elements = config.engine.bucket_elements;
   shape.consolidated_copy = consolidated_copy;
   shape.load_scratch = load_scratch;
+  shape.quantize_weights = config.engine.quantize_weights;
+  shape.quantize_grads = config.engine.quantize_grads;
   return shape;
 }
 

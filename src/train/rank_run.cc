@@ -255,6 +255,8 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   stats.optimizer_k =
       static_cast<int>(optim::bytes_per_param_k(config.engine.optimizer, config.engine.dtype.is_low_precision()));
   stats.grad_accum = config.engine.grad_accum;
+  stats.quantize_weights = config.engine.quantize_weights;
+  stats.quantize_grads = config.engine.quantize_grads;
   stats.memory = figures.memory;
   stats.step_comm = figures.step_comm;
   stats.seconds = train_seconds;

@@ -28,6 +28,15 @@ struct Field {
   std::function<void(TrainConfig&, const json&)> set;
 };
 
+// A saved "none" / "int8" / "int4".
+comm::Quantization quantization_of(const json& v) {
+  const std::string name = v.get<std::string>();
+  for (const auto q : {comm::Quantization::kNone, comm::Quantization::kInt8, comm::Quantization::kInt4}) {
+    if (comm::quantization_name(q) == name) return q;
+  }
+  ZDP_THROW(InputFileError, "[train] the checkpoint records an unknown quantization '{}'", name);
+}
+
 const std::vector<Field>& fields() {
   static const std::vector<Field> all = {
       {"model", [](const TrainConfig& c) { return json(c.model); },
@@ -117,6 +126,12 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) { c.engine.lr_schedule.cos_min_ratio = v.get<double>(); }},
       {"clip", [](const TrainConfig& c) { return json(c.engine.clip_norm); },
        [](TrainConfig& c, const json& v) { c.engine.clip_norm = v.get<double>(); }},
+      // The compressed collectives change the trajectory: a resume keeps them.
+      {"quantize-weights",
+       [](const TrainConfig& c) { return json(comm::quantization_name(c.engine.quantize_weights)); },
+       [](TrainConfig& c, const json& v) { c.engine.quantize_weights = quantization_of(v); }},
+      {"quantize-grads", [](const TrainConfig& c) { return json(comm::quantization_name(c.engine.quantize_grads)); },
+       [](TrainConfig& c, const json& v) { c.engine.quantize_grads = quantization_of(v); }},
   };
   return all;
 }

@@ -133,6 +133,12 @@ std::string format_summary(const RunStats& s) {
     out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, collectives_per_step(s.stage, 1),
                        gathers ? " (tied weights are gathered once per use)" : "");
     if (s.grad_accum > 1) out += accumulation_traffic(s);
+    if (s.quantize_weights != comm::Quantization::kNone || s.quantize_grads != comm::Quantization::kNone) {
+      out += fmt::format(
+          "  compressed: parameter gathers {}, gradient reduce-scatters {}; a packed element is its code plus\n"
+          "  a 4-byte scale per {} elements, so the Φ figure above counts p-byte elements' worth (docs/comm.md)\n",
+          comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), comm::kQuantBlock);
+    }
   } else {
     out += "  (one rank: nothing to send)\n";
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/quantize.h"
 #include "comm/stats.h"
 #include "core/dtype.h"
 #include "core/stage.h"
@@ -44,6 +45,9 @@ struct RunStats {
   std::vector<comm::CommStats> step_comm;  // per rank, one (the last) step
   double tokens_per_second = 0.0;
   double seconds = 0.0;
+  // Compressed collectives (zero::EngineConfig): the bytes sent are packed.
+  comm::Quantization quantize_weights = comm::Quantization::kNone;
+  comm::Quantization quantize_grads = comm::Quantization::kNone;
 };
 
 // The per-rank model-state bytes the paper's formula gives at this stage,

@@ -111,6 +111,16 @@ void check_engine_values(const TrainConfig& c) {
   check_optimizer(c, e.optimizer);
   check_schedule(c, e.lr_schedule);
   if (e.dtype == Dtype::fp16()) check_loss_scaler(e.loss_scaler);
+  // The compressed collectives exist where the stage has them: refused, not ignored.
+  const StageTraits& t = traits(e.stage);
+  ZDP_CHECK(e.quantize_weights == comm::Quantization::kNone || t.gathers_on_acquire, ConfigError,
+            "[train] {} needs stage 3 (only stage 3 gathers parameters for compute; this run is stage {}): add "
+            "--stage 3 or leave it out",
+            c.spelled("quantize-weights", "zero_optimization.zero_quantized_weights"), e.stage);
+  ZDP_CHECK(e.quantize_grads == comm::Quantization::kNone || t.reduce == GradReduce::kReduceScatter, ConfigError,
+            "[train] {} needs stage 1, 2 or 3 (stage 0 all-reduces its gradients, which is not quantized): use "
+            "--stage 1-3 or leave it out",
+            c.spelled("quantize-grads", "zero_optimization.zero_quantized_gradients"));
 }
 
 }  // namespace zerodp::train

@@ -92,6 +92,16 @@ void validate(const EngineConfig& config) {
             "[engine] gradient clipping {} must be >= 0 (0 turns it off)", config.clip_norm);
   optim::validate(config.optimizer);
   if (config.dtype == Dtype::fp16()) optim::validate(config.loss_scaler);
+  const StageTraits& stage = traits(config.stage);
+  ZDP_CHECK(config.quantize_weights == comm::Quantization::kNone || stage.gathers_on_acquire, ConfigError,
+            "[engine] quantize_weights needs stage 3 (only stage 3 gathers parameters for compute); use stage 3 "
+            "or turn it off");
+  ZDP_CHECK(config.quantize_weights != comm::Quantization::kInt4, ConfigError,
+            "[engine] quantize_weights is int8 only; use int8");
+  ZDP_CHECK(config.quantize_grads == comm::Quantization::kNone || stage.reduce == GradReduce::kReduceScatter,
+            ConfigError,
+            "[engine] quantize_grads needs stage 1, 2 or 3 (stage 0 all-reduces its gradients); use stage 1-3 or "
+            "turn it off");
 }
 
 // Stage 3: one unit's parameters, all-gathered (on the comm thread) into a
@@ -138,6 +148,12 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
         StateBuffer(plan_, rank_, layout(stage.partitions_optimizer), Dtype::fp32(), ledger_, MemoryCategory::kMaster);
     compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
   }
+
+  // The compressed collectives' one scratch buffer (comm/quantize.h): they
+  // run one at a time, on the comm thread or inline.
+  const uint64_t quant_scratch =
+      comm::max_quantized_scratch(unit_counts(), comm_.size(), rank_, config_.quantize_weights, config_.quantize_grads);
+  if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
   fill_params([this, seed, tensors = model_.tensors()](size_t first, std::span<float> out) {
     model_.init_range(tensors, out, first, seed);
@@ -201,6 +217,12 @@ Engine::~Engine() {
   if (workspace_) ledger_.release(MemoryCategory::kActivations, workspace_->total_bytes());
 }
 
+std::vector<uint64_t> Engine::unit_counts() const {
+  std::vector<uint64_t> counts;
+  for (size_t u = 0; u < plan_.num_units(); ++u) counts.push_back(plan_.unit_count(u));
+  return counts;
+}
+
 comm::ShardRange Engine::update_range(size_t unit) const {
   return traits(config_.stage).partitions_optimizer ? plan_.shard(unit, rank_)
                                                     : comm::ShardRange{0, plan_.unit_count(unit)};
@@ -246,6 +268,11 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   }
   const comm::Buffer out(g->data.data(), plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
+  if (config_.quantize_weights != comm::Quantization::kNone) {
+    g->ticket = submit(
+        [this, in, out] { comm_.all_gather_quantized(in, out, config_.quantize_weights, quant_scratch_.span()); });
+    return g;
+  }
   g->ticket = submit([this, in, out] { comm_.all_gather(in, out); });
   return g;
 }
@@ -384,9 +411,16 @@ void Engine::reduce_unit(size_t unit, int micro) {
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
   staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit] {
-    if (micro == 0) return comm_.reduce_scatter(staging, acc, comm::ReduceOp::kSum);
+    // The plain reduce-scatter, or the compressed one (quantize_grads).
+    auto reduce_scatter = [this](comm::ConstBuffer in, comm::Buffer out) {
+      if (config_.quantize_grads == comm::Quantization::kNone) {
+        return comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
+      }
+      comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, config_.quantize_grads, quant_scratch_.span());
+    };
+    if (micro == 0) return reduce_scatter(staging, acc);
     const comm::Buffer own_part = staging.slice(own.offset, own.count);
-    comm_.reduce_scatter(staging, own_part, comm::ReduceOp::kSum);
+    reduce_scatter(staging, own_part);
     add_pairwise(own_part, micro, config_.grad_accum,
                  [&](int p) { return p == 0 ? acc : grad_partials_[p - 1].own_shard(unit); });
   });

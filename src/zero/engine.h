@@ -20,6 +20,12 @@
 // unit's parameters before each op that uses it (the next op's unit is
 // prefetched on the comm thread) and drops them after.
 //
+// Compressed collectives (config.quantize_weights / quantize_grads): stage
+// 3's gathers for compute and the gradient reduce-scatter go through
+// comm's quantized collectives, sharing one scratch buffer (ledger: comm);
+// checkpoints and gather_params stay exact. Their runs are deterministic
+// in the same ways but are not the plain run's bits.
+//
 // Determinism: every micro-batch's gradients are reduced (comm/reduce.h's
 // pairwise fp32 sum over ranks, rounded once) and added into a pairwise sum
 // over the step's micro-batches (add_pairwise); norms and overflow flags are
@@ -188,6 +194,7 @@ class Engine {
   // stages 1-3.
   void share_tensor_stats(float coefficient);
   void fill_params(const ParamSource& source);
+  std::vector<uint64_t> unit_counts() const;
   // Every parameter into `full` (flat, fp32) when it is not empty; the other
   // ranks of a stage-3 gather pass an empty span and only take part.
   void gather_params_into(std::span<float> full);
@@ -226,6 +233,7 @@ class Engine {
   std::vector<BufferPool::Handle> grad_scratch_;      // per unit, fp32, while its backward is open
   std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
+  LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
   std::vector<CommWorker::Ticket> staging_tickets_;   // per unit: its last reduction
   std::deque<CommWorker::Ticket> in_flight_;          // gradient reductions not yet waited for
   struct Bucket {                                     // stage 0: gradients awaiting all-reduce

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/quantize.h"
 #include "core/dtype.h"
 #include "core/stage.h"
 #include "optim/loss_scaler.h"
@@ -23,6 +24,13 @@ struct EngineConfig {
   size_t bucket_elements = 25 << 20;  // stage 0: all-reduce units together up to this many elements
   bool prefetch = true;               // stage 3: gather the next unit while this one computes
   bool overlap = true;                // run collectives on the rank's comm thread
+  // Compressed collectives (ZeRO++ qwZ / qgZ, comm/quantize.h): what only
+  // crosses the link; master weights and the optimizer stay fp32 and exact.
+  // quantize_weights: stage 3's parameter all-gathers in forward and
+  // backward (int8). quantize_grads: the gradient reduce-scatter of stages
+  // 1-3 (int8 or int4). kNone: the plain collectives.
+  comm::Quantization quantize_weights = comm::Quantization::kNone;
+  comm::Quantization quantize_grads = comm::Quantization::kNone;
   optim::OptimizerConfig optimizer = {};
   optim::LrScheduleConfig lr_schedule = {};
   optim::LossScalerConfig loss_scaler = {};  // used for fp16 only
@@ -34,8 +42,9 @@ struct EngineConfig {
 // (plan/engine_memory.cc counts the same).
 inline constexpr size_t kMaxReductionsInFlight = 2;
 
-// Throws ConfigError for grad_accum < 1, clip < 0 and bad optimizer or
-// loss-scaler values.
+// Throws ConfigError for grad_accum < 1, clip < 0, bad optimizer or
+// loss-scaler values, quantize_weights below stage 3 (or other than int8)
+// and quantize_grads at stage 0 (its all-reduce is not quantized).
 void validate(const EngineConfig& config);
 
 }  // namespace zerodp::zero

@@ -44,6 +44,11 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   // A batch no machine holds is refused by the preflight (this machine's
   // memory), not met with std::bad_alloc.
   expect_refused("train --micro-batch 1000000" + m, "lower --micro-batch");
+  // The compressed collectives exist only where the stage has the collective.
+  expect_refused("train --stage 2 --quantize-weights" + m, "--quantize-weights needs stage 3");
+  expect_refused("train --stage 0 --quantize-grads" + m, "--quantize-grads needs stage 1, 2 or 3");
+  expect_refused("train --quantize-grads-bits 4" + m, "--quantize-grads-bits needs --quantize-grads");
+  expect_refused("train --quantize-grads --quantize-grads-bits 2" + m, "--quantize-grads-bits 2 must be 8 or 4");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }
 
@@ -123,6 +128,10 @@ TEST(CliErrors, BadConfigValuesNameTheKey) {
       {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 5, "warmup_max_lr": 1}}})",
        "scheduler.params.warmup_min_lr"},
       {R"({"fp16": {"enabled": true, "loss_scale_window": 0}})", "fp16.loss_scale_window"},
+      {R"({"zero_optimization": {"stage": 2, "zero_quantized_weights": true}})",
+       "zero_optimization.zero_quantized_weights"},
+      {R"({"zero_optimization": {"stage": 0, "zero_quantized_gradients": true}})",
+       "zero_optimization.zero_quantized_gradients"},
   };
   for (const auto& c : cases) {
     const fs::path file = write_temp("zerodp_cli_bad_value.json", c.json);

@@ -14,6 +14,7 @@
 #include "comm/mpi.h"
 #include "comm/world.h"
 #include "conformance.h"
+#include "quantized_collectives.h"
 #include "small_values.h"
 #include "support/rank_harness.h"
 
@@ -66,6 +67,19 @@ TEST(MpiScalar, SumInThePairwiseOrderAndMax) {
 TEST(MpiSmallValues, ExactInRankOrderAndCounted) {
   auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
   zerodp::testing::run_on_communicator(*comm, small_values::check_small_values);
+}
+
+// The compressed collectives: the reference and the byte counts on MPI
+// ranks, and the thread backend's bits for the same calls.
+TEST(MpiQuantized, MatchTheReferenceAndTheThreadBackendBitwise) {
+  auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
+  uint64_t mpi_hash = 0;
+  zerodp::testing::run_on_communicator(*comm,
+                                       [&](Communicator& c) { mpi_hash = quantized::check_quantized_collectives(c); });
+  std::vector<uint64_t> thread_hash(static_cast<size_t>(comm->size()));
+  zerodp::testing::run_on_ranks(
+      comm->size(), [&](Communicator& t) { thread_hash[t.rank()] = quantized::check_quantized_collectives(t); });
+  EXPECT_EQ(mpi_hash, thread_hash[comm->rank()]) << "MPI and thread backends differ";
 }
 
 TEST(MpiFailure, TimeoutNamesTheCollectiveTheRankAndThePeer) {

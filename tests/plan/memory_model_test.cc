@@ -197,6 +197,26 @@ TEST(MemoryModel, CommunicationVolumeSection7) {
   EXPECT_EQ(comm_volume(1000, at(0), 1, Dtype::fp32()).sent_bytes, 0u);
 }
 
+// Compressed collectives: a quantized collective moves 4 bytes per
+// 256-element block plus one byte per element (int8) or half (int4), where
+// the stage has it; elsewhere the plain bytes.
+TEST(MemoryModel, CommunicationVolumeQuantized) {
+  using comm::Quantization;
+  const Quantization i8 = Quantization::kInt8, i4 = Quantization::kInt4, none = Quantization::kNone;
+  // Φ = 1000 over 4 ranks: shards of 250 elements, one block each: 4 + 250 bytes int8, 4 + 125 int4.
+  const CommVolume w = comm_volume(1000, at(3), 4, Dtype::bf16(), i8, none);
+  EXPECT_EQ(w.sent_bytes, 2u * 3 * (4 + 250) + 3u * 250 * 2);  // two gathers quantized, the reduce-scatter plain
+  EXPECT_EQ(w.bytes, 2u * (4 * 4 + 1000) + 1000u * 2);
+  EXPECT_EQ(w.elements, 3000u);
+  const CommVolume g = comm_volume(1000, at(3), 4, Dtype::bf16(), i8, i4);
+  EXPECT_EQ(g.sent_bytes, 2u * 3 * (4 + 250) + 3u * (4 + 125));
+  // Stages 1-2: the gradients only (the parameters' all-gather stays plain).
+  EXPECT_EQ(comm_volume(1000, at(2), 4, Dtype::fp32(), i8, i8).sent_bytes, 3u * (4 + 250) + 3u * 250 * 4);
+  // Stage 0's all-reduce is never quantized.
+  EXPECT_EQ(comm_volume(1000, at(0), 4, Dtype::fp32(), i8, i8).sent_bytes, 2u * 3 * 250 * 4);
+  EXPECT_EQ(comm_volume(1000, at(3), 1, Dtype::fp32(), i8, i8).sent_bytes, 0u);
+}
+
 TEST(MemoryModel, PaperTable2MaxModelSizeOn32GBDevices) {
   // Table 2, "max theoretical model size", 32 GB devices: MP = 1 on 64 GPUs
   // gives 2B / 7.6B / 14.4B / 128B. Rows with MP = m on 64m GPUs keep DP

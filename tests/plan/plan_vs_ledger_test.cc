@@ -84,6 +84,8 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   ec.bucket_elements = run.bucket_elements;
   ec.overlap = overlap;
   ec.optimizer = run.optimizer;
+  ec.quantize_weights = run.quantize_weights;
+  ec.quantize_grads = run.quantize_grads;
   std::vector<zero::LedgerSnapshot> out(static_cast<size_t>(run.ranks));
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     zero::Engine engine(*model, comm, ec, /*seed=*/7, run.micro_batch, run.seq_len, run.checkpointing);
@@ -97,9 +99,10 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
 }
 
 std::string describe(const model::ModelConfig& mc, const RunShape& r, bool overlap) {
-  return fmt::format("{} stage {} N={} {} {} B={} T={} ckpt={} accum={} prefetch={} bucket={} overlap={}", mc.name,
-                     r.stage, r.ranks, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
-                     r.checkpointing, r.grad_accum, r.prefetch, r.bucket_elements, overlap);
+  return fmt::format("{} stage {} N={} {} {} B={} T={} ckpt={} accum={} prefetch={} bucket={} overlap={} qw={} qg={}",
+                     mc.name, r.stage, r.ranks, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
+                     r.checkpointing, r.grad_accum, r.prefetch, r.bucket_elements, overlap,
+                     comm::quantization_name(r.quantize_weights), comm::quantization_name(r.quantize_grads));
 }
 
 // Holds every rank's ledger against plan's prediction for that rank.
@@ -121,7 +124,8 @@ void expect_ledger_matches(const model::ModelConfig& mc, const RunShape& run, bo
     both(MemoryCategory::kActivations, p.activations);
     EXPECT_EQ(s.model_states.peak, p.model_states());
     EXPECT_EQ(s[MemoryCategory::kGathered].peak, p.gathered) << "gathered peak";
-    EXPECT_EQ(s[MemoryCategory::kComm].peak, 0u);
+    EXPECT_EQ(s[MemoryCategory::kComm].peak, p.comm) << "comm peak";
+    EXPECT_EQ(s[MemoryCategory::kComm].current, p.comm) << "comm current";
     EXPECT_EQ(s[MemoryCategory::kScratch].peak, p.scratch()) << "scratch peak";
     EXPECT_EQ(s[MemoryCategory::kScratch].current, 0u) << "scratch is released";
     // The pool keeps the step's gradient buffers; the end's consolidated
@@ -190,6 +194,24 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
           expect_ledger_matches(c.model, run, /*overlap=*/false);
           run.consolidated_copy = true;
           expect_ledger_matches(c.model, run, /*overlap=*/false);
+        }
+      }
+    }
+  }
+}
+
+// The compressed collectives' scratch ("comm"), booked by the constructor:
+// the plan predicts it per rank, with the rest unchanged.
+TEST(PlanVsLedger, CompressedCollectivesScratch) {
+  for (const Case& c : {cases()[0], cases()[1], cases()[2]}) {
+    for (Stage stage : {Stage::k1, Stage::k2, Stage::k3}) {
+      for (int n : {1, 3, 4}) {
+        for (comm::Quantization grads : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
+          RunShape run = run_shape(c, stage, n, Dtype::bf16());
+          run.quantize_grads = grads;
+          if (stage == Stage::k3) run.quantize_weights = comm::Quantization::kInt8;
+          expect_ledger_matches(c.model, run, /*overlap=*/false);
+          expect_ledger_matches(c.model, run, /*overlap=*/true);
         }
       }
     }

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compressed collectives on thread ranks (N = 1, 2, 3, 4, 7): bitwise
+// against the reference and counted as packed bytes (quantized_collectives.h);
+// the same bits run after run; a mismatch between a quantized and a plain
+// call, and a scratch too small, fail every rank instead of hanging.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/quantize.h"
+#include "comm/world.h"
+#include "core/aligned_buffer.h"
+#include "quantized_collectives.h"
+#include "support/rank_harness.h"
+
+namespace zerodp::comm {
+namespace {
+
+using zerodp::testing::run_on_ranks;
+
+class QuantizedCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(QuantizedCollectives, MatchTheReferenceBitwiseAndCountPackedBytes) {
+  std::vector<uint64_t> first(static_cast<size_t>(GetParam())), second(first.size());
+  run_on_ranks(GetParam(), [&](Communicator& c) { first[c.rank()] = quantized::check_quantized_collectives(c); });
+  run_on_ranks(GetParam(), [&](Communicator& c) { second[c.rank()] = quantized::check_quantized_collectives(c); });
+  EXPECT_EQ(first, second) << "two runs gave different bits";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, QuantizedCollectives, ::testing::Values(1, 2, 3, 4, 7), [](const auto& info) {
+  std::string name = "n";
+  name += std::to_string(info.param);
+  return name;
+});
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(QuantizedCollectives, APlainAndAQuantizedCallAreAMismatch) {
+  std::vector<std::string> errors(3);
+  try {
+    run_thread_ranks(3, {.timeout = std::chrono::seconds(20)}, [&](Communicator& c) {
+      std::vector<float> out(30, 0.0f), in(10, 1.0f);
+      AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(30, 3, Quantization::kInt8));
+      try {
+        if (c.rank() == 1) {
+          c.all_gather(std::span<const float>(in), std::span<float>(out));
+        } else {
+          c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), Quantization::kInt8,
+                                 scratch.span());
+        }
+      } catch (const CommError& e) {
+        errors[c.rank()] = e.what();
+        throw;
+      }
+    });
+    FAIL() << "expected a mismatch";
+  } catch (const CommError&) {
+  }
+  bool named = false;
+  for (const std::string& e : errors) named = named || contains(e, "mismatched collective calls");
+  EXPECT_TRUE(named) << errors[0] << " | " << errors[1] << " | " << errors[2];
+}
+
+TEST(QuantizedCollectives, TooSmallAScratchIsRefused) {
+  run_on_ranks(1, [&](Communicator& c) {
+    std::vector<float> in(1000, 1.0f), out(1000);
+    AlignedBuffer<std::byte> scratch(reduce_scatter_quantized_scratch(1000, 1, 0, Quantization::kInt8) - 1);
+    try {
+      c.reduce_scatter_quantized(std::span<const float>(in), std::span<float>(out), ReduceOp::kSum, Quantization::kInt8,
+                                 scratch.span());
+      ADD_FAILURE() << "expected an error";
+    } catch (const CommError& e) {
+      EXPECT_TRUE(contains(e.what(), "scratch has")) << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace zerodp::comm
