@@ -100,9 +100,9 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   }
 
   double best_fb = 1e30, best_step = 1e30;
+  r.profile.set_clock(o.clock);
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     const bool timed = step >= o.warmup;
-    r.profile.set_clock(o.clock);
     ws->set_profile(timed ? &r.profile : nullptr);
     std::fill(grads.begin(), grads.end(), 0.0f);
     ws->set_batch(batch);
