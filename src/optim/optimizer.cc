@@ -64,6 +64,16 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
   return "?";
 }
 
+std::string_view rounding_mode_name(RoundingMode mode) {
+  return mode == RoundingMode::kStochastic ? "stochastic" : "nearest";
+}
+
+RoundingMode parse_rounding_mode(std::string_view name) {
+  if (name == "nearest") return RoundingMode::kNearest;
+  if (name == "stochastic") return RoundingMode::kStochastic;
+  ZDP_THROW(ConfigError, "[optimizer] unknown rounding '{}'; use nearest or stochastic", name);
+}
+
 double config_lr(const OptimizerConfig& config) {
   switch (config.kind) {
     case OptimizerKind::kSgd:
@@ -162,6 +172,10 @@ void validate(const OptimizerConfig& config) {
     check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
     check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.99");
     check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
+    ZDP_CHECK(c.bf16_momentum || c.momentum_rounding == RoundingMode::kNearest, ConfigError,
+              "[{}] stochastic momentum rounding needs the bf16 momentum (an fp32 momentum is not rounded); keep the "
+              "momentum in bf16 or drop the rounding",
+              op);
     return;
   }
   if (config.kind == OptimizerKind::kAdafactor) {
@@ -275,6 +289,7 @@ TensorShape tensor_shape(size_t offset, std::span<const int> shape) {
 Optimizer::Optimizer(size_t size, ShardOptions options)
     : size_(size),
       unit_offset_(options.unit_offset),
+      flat_offset_(options.unit_flat_offset + options.unit_offset),
       accountant_(std::move(options.accountant)),
       simd_(options.simd),
       tensors_(std::move(options.tensors)) {

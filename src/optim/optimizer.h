@@ -131,6 +131,11 @@ struct ShardOptions {
   // The shard's first element within its unit. Block-quantized state (8-bit
   // Adam) anchors its blocks at the unit's first element; the others ignore it.
   size_t unit_offset = 0;
+  // The unit's first element in the model's flat order. Stochastic rounding
+  // (Lion's bf16 momentum) draws an element's random bits from its flat
+  // index and the step, so they are the same at every N and stage; the
+  // others ignore it.
+  uint64_t unit_flat_offset = 0;
   // The unit's parameter tensors, in flat order (Adafactor reads them; the
   // others ignore them). They must not overlap and must cover the shard;
   // empty: the shard is one vector.
@@ -283,6 +288,8 @@ class Optimizer {
   float* state_data(size_t index) { return states_[index].buffer.data(); }
   uint8_t* state_codes(size_t index) { return states_[index].codes.data(); }
   size_t unit_offset() const { return unit_offset_; }
+  // The model's flat index of shard element 0 (ShardOptions::unit_flat_offset + unit_offset).
+  uint64_t flat_offset() const { return flat_offset_; }
 
   // Splits [begin, begin + count) at the no-decay ranges and calls update();
   // grads points at element `begin`.
@@ -322,6 +329,7 @@ class Optimizer {
 
   size_t size_ = 0;
   size_t unit_offset_ = 0;
+  uint64_t flat_offset_ = 0;
   std::vector<ElementRange> no_decay_;  // sorted, merged, inside the shard
   StateAccountant accountant_;
   SimdLevel simd_;

@@ -165,6 +165,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     optim::ShardOptions options;
     options.accountant = optimizer_state_accountant(ledger_);
     options.unit_offset = update_range(u).offset;
+    options.unit_flat_offset = plan_.unit_offset(u);
     options.tensors = unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u));
     optimizers_.push_back(optim::make_optimizer(config_.optimizer, update_range(u).count, std::move(options)));
   }

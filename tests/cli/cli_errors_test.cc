@@ -49,6 +49,11 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --stage 0 --quantize-grads" + m, "--quantize-grads needs stage 1, 2 or 3");
   expect_refused("train --quantize-grads-bits 4" + m, "--quantize-grads-bits needs --quantize-grads");
   expect_refused("train --quantize-grads --quantize-grads-bits 2" + m, "--quantize-grads-bits 2 must be 8 or 4");
+  // Stochastic rounding rounds a bf16 momentum; there is nothing to round otherwise.
+  expect_refused("train --optimizer lion --lion-momentum-rounding stochastic" + m,
+                 "--lion-momentum-rounding rounds a bf16 momentum");
+  expect_refused("train --optimizer lion --lion-momentum-dtype bf16 --lion-momentum-rounding up" + m,
+                 "unknown rounding 'up'");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }
 
