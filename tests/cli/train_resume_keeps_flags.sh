@@ -22,7 +22,7 @@ q=("$@")
 "$zerodp" "${common[@]}" --ranks 2 --steps 12 --metrics "$dir/plain.jsonl" > "$dir/plain.log"
 "$zerodp" "${common[@]}" --ranks 2 "${q[@]}" --steps 6 --save "$dir/ckpt" > "$dir/first.log"
 "$zerodp" "${common[@]}" --ranks 2 --steps 12 --resume "$dir/ckpt" --metrics "$dir/resumed.jsonl" > "$dir/resumed.log"
-grep -q "$expect" "$dir/resumed.log" || { echo "the resume did not keep $expect"; exit 1; }
+grep -q -- "$expect" "$dir/resumed.log" || { echo "the resume did not keep $expect"; exit 1; }
 grep -o '"loss":[^,}]*' "$dir/straight.jsonl" | tail -n 6 > "$dir/a"
 grep -o '"loss":[^,}]*' "$dir/resumed.jsonl" > "$dir/b"
 grep -o '"loss":[^,}]*' "$dir/plain.jsonl" | tail -n 6 > "$dir/p"
