@@ -2,8 +2,8 @@
 // Internal: 8-bit Adam's element-wise loops (optim/adam8bit.h), one set per
 // SIMD level (core/simd.h), as optim_kernels.h does for the other
 // optimizers: the portable loops of adam8bit_loops.h compiled for the
-// baseline (scalar) and with the AVX2 flags (avx2), and hand-written AVX-512
-// loops with gathers from the maps' tables (avx512).
+// baseline (scalar), and hand-written AVX2 and AVX-512 loops with gathers
+// from the maps' tables (avx2, avx512).
 //
 // A step over one piece of a quantization block is two passes: `moments`
 // dequantizes the old codes and computes the new moments into scratch

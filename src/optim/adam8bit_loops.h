@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal: the portable loops of 8-bit Adam (adam8bit_kernels.h), written
-// once and compiled per level: adam8bit_kernels.cc (the baseline) and
-// adam8bit_kernels_avx2.cc (the AVX2 flags). Include only from those files:
+// once: adam8bit_kernels.cc's scalar level, and the tails of
+// adam8bit_kernels_avx2.cc's loops. Include only from those files:
 // everything here is in an anonymous namespace.
 #pragma once
 
@@ -64,8 +64,8 @@ void adam8bit_quantize_generic(const quant8::DynamicMap& map, const float* x, si
   for (size_t i = 0; i < n; ++i) q[i] = quant8::quantize(map, x[i]);
 }
 
-constexpr Adam8bitKernels kGenericAdam8bitKernels = {adam8bit_moments_generic, adam8bit_update_generic,
-                                                     adam8bit_quantize_generic};
+[[maybe_unused]] constexpr Adam8bitKernels kGenericAdam8bitKernels = {adam8bit_moments_generic, adam8bit_update_generic,
+                                                                      adam8bit_quantize_generic};
 
 }  // namespace
 }  // namespace zerodp::optim::kernels
