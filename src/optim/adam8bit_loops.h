@@ -11,7 +11,8 @@
 #include "optim/adam8bit_kernels.h"
 
 namespace zerodp::optim::kernels {
-namespace {
+// Internal linkage on purpose: each file that includes it compiles its own copy.
+namespace {  // NOLINT(cert-dcl59-cpp)
 
 void adam8bit_moments_generic(const float* grad, const uint8_t* qm, const uint8_t* qv, size_t n, float old_m,
                               float old_v, const AdamScalars& s, float* m_out, float* v_out, float* maxima) {
