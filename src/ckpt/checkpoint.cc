@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <iterator>
@@ -56,20 +57,51 @@ void reach(const SaveOptions& options, SavePoint point, comm::Communicator& comm
   if (options.on_point) options.on_point(point, comm.rank());
 }
 
-// The tensor names of unit 0's views, checked to be the same for every unit.
-std::vector<std::string> tensor_names(const std::vector<StateTensorView>& views, size_t units) {
+// The state tensors of the views: every tensor name in order of first
+// appearance, and which of them each unit holds (empty lists when every
+// unit holds all of them; format.h unit_holds). The views come unit-major,
+// each unit's "master" first, and each unit's names in the order of `names`.
+struct TensorNames {
   std::vector<std::string> names;
-  for (const auto& v : views) {
-    if (v.unit == 0) names.push_back(v.name);
+  std::vector<std::vector<uint32_t>> unit_tensors;  // per unit: indices into names
+  std::vector<std::vector<size_t>> views;           // per unit, per tensor: the view's index, or SIZE_MAX
+  bool per_unit() const {
+    return std::any_of(unit_tensors.begin(), unit_tensors.end(), [](const auto& t) { return !t.empty(); });
   }
-  ZDP_CHECK(views.size() == names.size() * units && !names.empty() && names[0] == "master", ShapeError,
-            "[ckpt save] the engine's state views are not {} tensors per unit starting with master", names.size());
+};
+TensorNames tensor_names(const std::vector<StateTensorView>& views, size_t units) {
+  TensorNames out;
+  std::vector<std::vector<std::string>> of(units);
   for (size_t i = 0; i < views.size(); ++i) {
-    ZDP_CHECK(views[i].unit == i / names.size() && views[i].name == names[i % names.size()], ShapeError,
-              "[ckpt save] state view {} is ({}, unit {}), expected ({}, unit {})", i, views[i].name, views[i].unit,
-              names[i % names.size()], i / names.size());
+    const StateTensorView& v = views[i];
+    ZDP_CHECK(v.unit < units && (i == 0 || views[i - 1].unit <= v.unit), ShapeError,
+              "[ckpt save] state view {} ({}) is of unit {} after unit {}: the views are not unit-major", i, v.name,
+              v.unit, i == 0 ? 0 : views[i - 1].unit);
+    of[v.unit].push_back(v.name);
+    if (std::find(out.names.begin(), out.names.end(), v.name) == out.names.end()) out.names.push_back(v.name);
   }
-  return names;
+  out.unit_tensors.resize(units);
+  out.views.assign(units, std::vector<size_t>(out.names.size(), SIZE_MAX));
+  size_t view = 0;
+  for (size_t u = 0; u < units; ++u) {
+    ZDP_CHECK(!of[u].empty() && of[u][0] == "master", ShapeError,
+              "[ckpt save] the engine's state views of unit {} do not start with master", u);
+    size_t last = 0;
+    for (size_t k = 0; k < of[u].size(); ++k, ++view) {
+      const auto t = static_cast<size_t>(std::find(out.names.begin(), out.names.end(), of[u][k]) - out.names.begin());
+      ZDP_CHECK(k == 0 || t > last, ShapeError,
+                "[ckpt save] unit {}'s state views ({}) are not in the order of the others' ({})", u,
+                fmt::join(of[u], ", "), fmt::join(out.names, ", "));
+      out.unit_tensors[u].push_back(static_cast<uint32_t>(t));
+      out.views[u][t] = view;
+      last = t;
+    }
+  }
+  // A unit holding all of them needs no list.
+  for (auto& t : out.unit_tensors) {
+    if (t.size() == out.names.size()) t.clear();
+  }
+  return out;
 }
 
 // The saved units (names and element counts) against this run's: the layout
@@ -103,10 +135,10 @@ std::span<std::byte> view_bytes(const StateTensorView& v, const TensorLayout& la
   return bytes;
 }
 
-Manifest base_manifest(const RunRecord& record, const StepCounters& counters, int ranks,
-                       const std::vector<std::string>& tensors, const SaveOptions& options, uint64_t save_id) {
+Manifest base_manifest(const RunRecord& record, const StepCounters& counters, int ranks, const TensorNames& tensors,
+                       const SaveOptions& options, uint64_t save_id) {
   Manifest m;
-  m.format_version = format_version_for(tensors);
+  m.format_version = format_version_for(tensors.names, tensors.per_unit());
   m.save_id = save_id;
   m.created_by = "zerodp " + build_info().version + " (" + build_info().commit + ")";
   m.model_kind = record.model_kind;
@@ -114,10 +146,11 @@ Manifest base_manifest(const RunRecord& record, const StepCounters& counters, in
   m.model_description = record.model_description;
   for (const auto& u : record.units) m.num_params += u.count;
   m.units = record.units;
+  for (size_t u = 0; u < m.units.size(); ++u) m.units[u].tensors = tensors.unit_tensors[u];
   m.ranks = ranks;
   m.stage = record.stage;
   m.dtype = record.dtype;
-  m.tensors = tensors;
+  m.tensors = tensors.names;
   m.optimizer = record.optimizer;
   m.engine_json = record.engine_json;
   m.chunk_bytes = options.chunk_bytes;
@@ -170,7 +203,8 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
   const uint64_t save_id = comm.all_reduce_uint64(my_id, comm::ReduceOp::kMax);
 
   const std::vector<StateTensorView> views = state.state_tensors();
-  const std::vector<std::string> tensors = tensor_names(views, record.units.size());
+  const TensorNames names = tensor_names(views, record.units.size());
+  const std::vector<std::string>& tensors = names.names;
   std::vector<TensorLayout> layouts(tensors.size());
   std::transform(tensors.begin(), tensors.end(), layouts.begin(),
                  [](const std::string& t) { return tensor_layout(t); });
@@ -179,8 +213,8 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
 
   ShardFileInfo mine;
   on_every_rank(comm, [&] {
-    const ShardLayout layout(unit_counts, ranks, rank, layouts, options.chunk_bytes);
-    const FileHeader header{.version = format_version_for(tensors),
+    const ShardLayout layout(unit_counts, ranks, rank, layouts, options.chunk_bytes, names.unit_tensors);
+    const FileHeader header{.version = format_version_for(tensors, names.per_unit()),
                             .rank = static_cast<uint32_t>(rank),
                             .ranks = static_cast<uint32_t>(ranks),
                             .num_units = static_cast<uint32_t>(unit_counts.size()),
@@ -189,17 +223,22 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
                             .save_id = save_id};
     const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
     ShardWriter writer(path + ".tmp", header, layout);
-    for (size_t i = 0; i < views.size(); ++i) {
-      const auto& v = views[i];
-      // The plan shard, also at stage 0 where the view is the whole unit.
-      const TensorLayout& l = layouts[i % tensors.size()];
-      const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, rank, l);
-      ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count, ShapeError,
-                "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
-      writer.write_record_bytes(
-          v.unit, i % tensors.size(),
-          view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
-      if (i == 0) reach(options, SavePoint::kShardPartial, comm);
+    for (size_t u = 0; u < unit_counts.size(); ++u) {
+      for (size_t t = 0; t < tensors.size(); ++t) {
+        if (names.views[u][t] == SIZE_MAX) {
+          writer.write_record_bytes(u, t, {});  // a tensor this unit does not hold: an empty record
+          continue;
+        }
+        const auto& v = views[names.views[u][t]];
+        // The plan shard, also at stage 0 where the view is the whole unit.
+        const TensorLayout& l = layouts[t];
+        const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, rank, l);
+        ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count, ShapeError,
+                  "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
+        writer.write_record_bytes(
+            u, t, view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
+        if (u == 0 && t == 0) reach(options, SavePoint::kShardPartial, comm);
+      }
     }
     mine = writer.finish();
     rename_path(path + ".tmp", path);
@@ -212,14 +251,17 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
   const std::vector<uint32_t> crcs = comm.all_gather_value(mine.crc32c);
 
   uint64_t total = 0;
-  for (int r = 0; r < ranks; ++r) total += ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes).file_size();
+  for (int r = 0; r < ranks; ++r) {
+    total += ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size();
+  }
   on_every_rank(comm, [&] {
     if (rank != 0) return;
-    Manifest m = base_manifest(record, counters, ranks, tensors, options, save_id);
+    Manifest m = base_manifest(record, counters, ranks, names, options, save_id);
     for (int r = 0; r < ranks; ++r) {
-      m.shards.push_back({.file = shard_file_name(r, ranks),
-                          .bytes = ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes).file_size(),
-                          .crc32c = crcs[r]});
+      m.shards.push_back(
+          {.file = shard_file_name(r, ranks),
+           .bytes = ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size(),
+           .crc32c = crcs[r]});
     }
     write_manifest(tmp_dir, m);
     reach(options, SavePoint::kManifestWritten, comm);
@@ -269,15 +311,30 @@ LoadResult load(TrainingState& state, const std::string& path) {
               manifest_path, optim::optimizer_kind_name(m.optimizer.kind), optim::optimizer_kind_name(opt.kind),
               optim::optimizer_kind_name(m.optimizer.kind));
     const std::vector<StateTensorView> views = state.state_tensors();
-    const std::vector<std::string> tensors = tensor_names(views, record.units.size());
-    ZDP_CHECK(tensors == m.tensors, ConfigError,
-              "[ckpt load] {}: saved state tensors [{}], this run's optimizer keeps [{}] (e.g. SGD momentum on/off): "
-              "use the saved optimizer settings",
-              manifest_path, fmt::join(m.tensors, ", "), fmt::join(tensors, ", "));
+    const TensorNames names = tensor_names(views, record.units.size());
+    for (size_t u = 0; u < record.units.size(); ++u) {
+      std::vector<std::string> mine;
+      for (size_t t = 0; t < names.names.size(); ++t) {
+        if (names.views[u][t] != SIZE_MAX) mine.push_back(names.names[t]);
+      }
+      const std::vector<std::string> saved = m.tensors_of(u);
+      if (mine == saved) continue;
+      // 8-bit Adam: the units that keep fp32 moments differ.
+      ZDP_CHECK(m.optimizer.kind != optim::OptimizerKind::kAdam8bit, ConfigError,
+                "[ckpt load] {}: unit {} (\"{}\") was saved with 8-bit Adam state [{}], this run keeps [{}]: the "
+                "units that keep fp32 moments differ; resume with the saved run's --adam8bit-fp32-embedding {} "
+                "--adam8bit-min-8bit-size {}",
+                manifest_path, u, record.units[u].name, fmt::join(saved, ", "), fmt::join(mine, ", "),
+                m.optimizer.adam.fp32_embedding, m.optimizer.adam.min_8bit_size);
+      ZDP_THROW(ConfigError,
+                "[ckpt load] {}: saved state tensors [{}], this run's optimizer keeps [{}] (e.g. SGD momentum on/off): "
+                "use the saved optimizer settings",
+                manifest_path, fmt::join(saved, ", "), fmt::join(mine, ", "));
+    }
     CheckpointReader reader(result.path, m);
-    for (size_t i = 0; i < views.size(); ++i) {
-      reader.read_bytes(views[i].unit, i % tensors.size(), views[i].range,
-                        view_bytes(views[i], tensor_layout(tensors[i % tensors.size()])));
+    for (const StateTensorView& v : views) {
+      const int t = m.tensor_index(v.name);
+      reader.read_bytes(v.unit, static_cast<size_t>(t), v.range, view_bytes(v, tensor_layout(v.name)));
     }
   });
   StepCounters counters = state.counters();

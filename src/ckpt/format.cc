@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "ckpt/crc32c.h"
@@ -116,11 +117,18 @@ TensorLayout tensor_layout(std::string_view name) {
   return {};
 }
 
-uint32_t format_version_for(std::span<const std::string> tensors) {
+uint32_t format_version_for(std::span<const std::string> tensors, bool per_unit_tensors) {
+  if (per_unit_tensors) return 3;
   for (const std::string& t : tensors) {
     if (tensor_layout(t) != TensorLayout{}) return 2;
   }
   return 1;
+}
+
+bool unit_holds(std::span<const std::vector<uint32_t>> unit_tensors, size_t unit, size_t tensor) {
+  if (unit >= unit_tensors.size() || unit_tensors[unit].empty()) return true;
+  const std::vector<uint32_t>& held = unit_tensors[unit];
+  return std::binary_search(held.begin(), held.end(), static_cast<uint32_t>(tensor));
 }
 
 uint64_t tensor_length(uint64_t unit_count, const TensorLayout& layout) {
@@ -143,7 +151,8 @@ ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int ran
     : ShardLayout(unit_counts, ranks, rank, std::vector<TensorLayout>(num_tensors), chunk_bytes) {}
 
 ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank,
-                         std::span<const TensorLayout> tensors, uint32_t chunk_bytes)
+                         std::span<const TensorLayout> tensors, uint32_t chunk_bytes,
+                         std::span<const std::vector<uint32_t>> unit_tensors)
     : num_tensors_(tensors.size()), layouts_(tensors.begin(), tensors.end()), chunk_bytes_(chunk_bytes) {
   const size_t num_tensors = num_tensors_;
   ZDP_CHECK(valid_chunk_bytes(chunk_bytes), ConfigError,
@@ -154,7 +163,8 @@ ShardLayout::ShardLayout(std::span<const size_t> unit_counts, int ranks, int ran
   for (size_t u = 0; u < unit_counts.size(); ++u) {
     for (size_t t = 0; t < num_tensors; ++t) {
       const TensorLayout& l = layouts_[t];
-      const comm::ShardRange r = record_range(unit_counts[u], ranks, rank, l);
+      const comm::ShardRange r =
+          unit_holds(unit_tensors, u, t) ? record_range(unit_counts[u], ranks, rank, l) : comm::ShardRange{0, 0};
       Record rec;
       rec.header = {static_cast<uint32_t>(u), static_cast<uint32_t>(t), num_chunks(r.count, chunk_bytes, l.value_bytes),
                     r.offset, r.count};

@@ -18,6 +18,10 @@
 // Version 2 adds 8-bit Adam's tensors (tensor_layout): one-byte codes per
 // element and fp32 scales per 2048-element block of a unit. A checkpoint
 // without them is written as version 1, so older readers still read it.
+// Version 3 lets a unit hold a subset of the tensors (8-bit Adam's units
+// that keep fp32 moments hold exp_avg and exp_avg_sq, the others the 8-bit
+// tensors): the records of the tensors a unit does not hold are empty.
+// Only such a checkpoint is written as version 3.
 //
 // Every header ends with the CRC32C of its other bytes, and every chunk has a
 // CRC32C, so any part of a record can be read and verified on its own.
@@ -40,7 +44,7 @@ namespace zerodp::ckpt {
 
 static_assert(std::endian::native == std::endian::little, "checkpoint files are little-endian");
 
-inline constexpr uint32_t kFormatVersion = 2;  // the newest version read and written
+inline constexpr uint32_t kFormatVersion = 3;  // the newest version read and written
 inline constexpr std::array<char, 8> kShardMagic = {'Z', 'D', 'P', 'S', 'H', 'A', 'R', 'D'};
 inline constexpr uint32_t kRecordMagic = 0x4345525Au;  // "ZREC" as bytes
 inline constexpr size_t kFileHeaderBytes = 44;
@@ -63,8 +67,13 @@ struct TensorLayout {
 // By name: "exp_avg_q8", "exp_avg_sq_q8" {1, 0}; "exp_avg_absmax",
 // "exp_avg_sq_absmax" {4, 2048} (version 2); every other tensor {4, 0}.
 TensorLayout tensor_layout(std::string_view name);
-// 1 when every tensor is float32 per element, else 2.
-uint32_t format_version_for(std::span<const std::string> tensors);
+// 1 when every tensor is float32 per element, else 2; 3 when some unit holds
+// only a subset of the tensors (per_unit_tensors).
+uint32_t format_version_for(std::span<const std::string> tensors, bool per_unit_tensors = false);
+// Which tensors each unit holds: unit_tensors[u] lists the indices of unit
+// u's tensors, ascending; an empty span, or an empty list for a unit: all.
+// A tensor a unit does not hold has an empty record there.
+bool unit_holds(std::span<const std::vector<uint32_t>> unit_tensors, size_t unit, size_t tensor);
 // The values of a unit of `unit_count` elements: the count, or its blocks.
 uint64_t tensor_length(uint64_t unit_count, const TensorLayout& layout);
 // The values rank `rank`'s record holds: its plan shard of the unit's
@@ -114,8 +123,9 @@ class ShardLayout {
 
   // Every tensor float32 per element (version 1's only layout).
   ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank, size_t num_tensors, uint32_t chunk_bytes);
+  // unit_tensors: which tensors each unit holds (unit_holds; version 3).
   ShardLayout(std::span<const size_t> unit_counts, int ranks, int rank, std::span<const TensorLayout> tensors,
-              uint32_t chunk_bytes);
+              uint32_t chunk_bytes, std::span<const std::vector<uint32_t>> unit_tensors = {});
 
   const Record& record(size_t unit, size_t tensor) const { return records_[unit * num_tensors_ + tensor]; }
   comm::ShardRange range(size_t unit) const;  // the rank's shard of the unit's elements (tensor 0, master)

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ckpt/manifest.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -141,6 +145,11 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     j["beta2"] = c.adam.beta2;
     j["eps"] = c.adam.eps;
     j["weight_decay"] = c.adam.weight_decay;
+    if (c.kind == optim::OptimizerKind::kAdam8bit) {
+      // Which units keep fp32 moments (optim::unit_optimizer_config).
+      j["fp32_embedding"] = c.adam.fp32_embedding;
+      j["min_8bit_size"] = c.adam.min_8bit_size;
+    }
   }
   return j;
 }
@@ -196,6 +205,11 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
               .beta2 = f.number("beta2"),
               .eps = f.number("eps"),
               .weight_decay = f.number("weight_decay")};
+    if (c.kind == optim::OptimizerKind::kAdam8bit) {
+      // Absent before zerodp kept any unit in fp32: every unit 8-bit.
+      c.adam.fp32_embedding = f.has("fp32_embedding") && f.boolean("fp32_embedding");
+      c.adam.min_8bit_size = f.has("min_8bit_size") ? f.unsigned_integer("min_8bit_size") : 0;
+    }
   }
   return c;
 }
@@ -251,6 +265,29 @@ int Manifest::tensor_index(std::string_view name) const {
   return -1;
 }
 
+std::vector<std::vector<uint32_t>> Manifest::unit_tensors() const {
+  std::vector<std::vector<uint32_t>> out;
+  out.reserve(units.size());
+  for (const UnitEntry& u : units) out.push_back(u.tensors);
+  return out;
+}
+
+bool Manifest::per_unit_tensors() const {
+  return std::any_of(units.begin(), units.end(), [](const UnitEntry& u) { return !u.tensors.empty(); });
+}
+
+bool Manifest::holds(size_t unit, size_t tensor) const {
+  return unit < units.size() && tensor < tensors.size() && unit_holds(std::span(&units[unit].tensors, 1), 0, tensor);
+}
+
+std::vector<std::string> Manifest::tensors_of(size_t unit) const {
+  std::vector<std::string> out;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (unit_holds(std::span(&units.at(unit).tensors, 1), 0, t)) out.push_back(tensors[t]);
+  }
+  return out;
+}
+
 std::string manifest_to_json(const Manifest& m) {
   Json j;
   j["format"] = kFormatName;
@@ -262,7 +299,11 @@ std::string manifest_to_json(const Manifest& m) {
   j["model_description"] = m.model_description;
   j["num_params"] = m.num_params;
   Json units = Json::array();
-  for (const auto& u : m.units) units.push_back(Json{{"name", u.name}, {"count", u.count}});
+  for (const auto& u : m.units) {
+    Json entry{{"name", u.name}, {"count", u.count}};
+    if (!u.tensors.empty()) entry["tensors"] = u.tensors;  // version 3: the unit holds these
+    units.push_back(entry);
+  }
   j["units"] = units;
   j["ranks"] = m.ranks;
   j["stage"] = stage_number(m.stage);
@@ -329,6 +370,14 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   for (const auto& u : f.array("units", kMaxUnits)) {
     const Fields uf(u, path, "units[].");
     UnitEntry e{.name = uf.string("name"), .count = static_cast<size_t>(uf.integer("count", 0, int64_t{1} << 48))};
+    if (uf.has("tensors")) {
+      // Checked against the tensor list below.
+      for (const auto& t : uf.array("tensors", 16)) {
+        ZDP_CHECK(t.is_number_unsigned() && t.get<uint64_t>() < 16, InputFileError,
+                  "[ckpt] {}: unit \"{}\" lists tensor index {}, not a small unsigned integer", path, e.name, t.dump());
+        e.tensors.push_back(t.get<uint32_t>());
+      }
+    }
     total += e.count;
     m.units.push_back(std::move(e));
   }
@@ -356,6 +405,20 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
             "[ckpt] {}: the first tensor must be \"master\"", path);
   ZDP_CHECK(format_version_for(m.tensors) <= m.format_version, InputFileError,
             "[ckpt] {}: 8-bit state tensors in a version {} manifest (they are version 2's)", path, m.format_version);
+  for (const UnitEntry& u : m.units) {
+    if (u.tensors.empty()) continue;
+    ZDP_CHECK(m.format_version >= 3, InputFileError,
+              "[ckpt] {}: unit \"{}\" lists its own tensors in a version {} manifest (that is version 3's)", path,
+              u.name, m.format_version);
+    bool ascending = u.tensors[0] == 0;
+    for (size_t i = 0; i < u.tensors.size(); ++i) {
+      ascending = ascending && u.tensors[i] < m.tensors.size() && (i == 0 || u.tensors[i - 1] < u.tensors[i]);
+    }
+    ZDP_CHECK(ascending, InputFileError,
+              "[ckpt] {}: unit \"{}\"'s tensors [{}] are not ascending indices into the {} tensors, master (0) "
+              "first",
+              path, u.name, fmt::join(u.tensors, ", "), m.tensors.size());
+  }
   m.optimizer = optimizer_from(f.object("optimizer"), path);
   ZDP_CHECK(f.at("engine").is_object(), InputFileError, "[ckpt] {}: field \"engine\" must be an object", path);
   m.engine_json = f.at("engine").dump();
@@ -395,9 +458,10 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   const std::vector<TensorLayout> layouts = m.tensor_layouts();
   for (int r = 0; r < m.ranks; ++r) {
     uint64_t size = kFileHeaderBytes;
-    for (const auto& u : m.units) {
-      for (const TensorLayout& l : layouts) {
-        const uint64_t n = record_range(u.count, m.ranks, r, l).count;
+    for (size_t u = 0; u < m.units.size(); ++u) {
+      for (size_t t = 0; t < layouts.size(); ++t) {
+        const TensorLayout& l = layouts[t];
+        const uint64_t n = m.holds(u, t) ? record_range(m.units[u].count, m.ranks, r, l).count : 0;
         size += kRecordHeaderBytes + 4ull * num_chunks(n, m.chunk_bytes, l.value_bytes) + uint64_t{l.value_bytes} * n;
       }
     }

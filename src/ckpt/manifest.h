@@ -35,10 +35,13 @@ struct ShardFileInfo {
 struct UnitEntry {
   std::string name;
   size_t count = 0;
+  // The indices into Manifest::tensors of the tensors this unit holds,
+  // ascending, "master" (0) first; empty: all of them (format.h unit_holds).
+  std::vector<uint32_t> tensors = {};
 };
 
 struct Manifest {
-  uint32_t format_version = 1;  // save writes format_version_for(tensors): 2 only with 8-bit state
+  uint32_t format_version = 1;  // save writes format_version_for: 2 only with 8-bit state, 3 with per-unit tensors
   uint64_t save_id = 0;         // also in every shard header: files of one save belong together
   std::string created_by;       // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
@@ -72,6 +75,13 @@ struct Manifest {
   std::vector<TensorLayout> tensor_layouts() const;  // tensor_layout of each tensor
   // Index of `name` in tensors, or -1.
   int tensor_index(std::string_view name) const;
+  // Each unit's UnitEntry::tensors (ShardLayout's unit_tensors).
+  std::vector<std::vector<uint32_t>> unit_tensors() const;
+  bool per_unit_tensors() const;  // some unit holds a subset
+  // Whether unit `unit` holds tensor `tensor` (format.h unit_holds).
+  bool holds(size_t unit, size_t tensor) const;
+  // The names of the tensors unit `unit` holds, in order.
+  std::vector<std::string> tensors_of(size_t unit) const;
 };
 
 // The manifest as JSON text, with its CRC.

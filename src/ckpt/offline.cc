@@ -40,6 +40,11 @@ std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor) {
   size_t at = 0;
   for (size_t u = 0; u < m.units.size(); ++u) {
     const size_t count = tensor_length(m.units[u].count, layout);
+    if (!m.holds(u, tensor)) {
+      // A unit that keeps other state (8-bit Adam's fp32 units): zeros.
+      at += count;
+      continue;
+    }
     if (layout.value_bytes == 1) {
       codes.resize(count);
       reader.read_bytes(u, tensor, {0, count}, std::as_writable_bytes(std::span(codes)));
@@ -79,7 +84,7 @@ ReshardResult reshard(const std::string& checkpoint, const std::string& out_path
   std::vector<std::byte> buffer;
   const std::vector<TensorLayout> layouts = out.tensor_layouts();
   for (int r = 0; r < out.ranks; ++r) {
-    const ShardLayout layout(counts, out.ranks, r, layouts, out.chunk_bytes);
+    const ShardLayout layout(counts, out.ranks, r, layouts, out.chunk_bytes, out.unit_tensors());
     const FileHeader header{out.format_version,
                             static_cast<uint32_t>(r),
                             static_cast<uint32_t>(out.ranks),

@@ -35,7 +35,8 @@ InspectReport inspect_checkpoint(const std::string& path);
 // manifest.tensors ("master" is 0). Holds 4Φ bytes: consolidate does not use
 // it; tests and the fuzz target compare whole states with it. 8-bit Adam's
 // codes come widened to float; a per-block tensor (its scales) holds each
-// unit's blocks, units in flat order.
+// unit's blocks, units in flat order. Units that do not hold the tensor
+// (version 3, Manifest::holds) contribute zeros.
 std::vector<float> read_full_tensor(CheckpointReader& reader, size_t tensor);
 
 // ---- reshard ----

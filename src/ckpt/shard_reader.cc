@@ -44,7 +44,7 @@ CheckpointReader::OpenShard& CheckpointReader::shard(int rank) {
   const ShardFileInfo& info = manifest_.shards[static_cast<size_t>(rank)];
   const std::string path = join_path(dir_, info.file);
   File file(path, File::Mode::kRead);
-  ShardLayout layout(unit_counts_, manifest_.ranks, rank, layouts_, manifest_.chunk_bytes);
+  ShardLayout layout(unit_counts_, manifest_.ranks, rank, layouts_, manifest_.chunk_bytes, manifest_.unit_tensors());
   const uint64_t size = file.size();
   ZDP_CHECK(size >= info.bytes, InputFileError, "[ckpt] {}: truncated: the file has {} bytes, the manifest says {}",
             path, size, info.bytes);
@@ -91,6 +91,9 @@ void CheckpointReader::read_bytes(size_t unit, size_t tensor, comm::ShardRange r
   ZDP_CHECK(unit < unit_counts_.size() && tensor < manifest_.tensors.size(), ShapeError,
             "[ckpt read] unit {} / tensor {} out of range ({} units, {} tensors)", unit, tensor, unit_counts_.size(),
             manifest_.tensors.size());
+  ZDP_CHECK(range.count == 0 || manifest_.holds(unit, tensor), InputFileError,
+            "[ckpt read] {}: {} is not held: that unit keeps other state tensors ({})", dir_, record_name(unit, tensor),
+            fmt::join(manifest_.tensors_of(unit), ", "));
   const TensorLayout& layout = layouts_[tensor];
   const uint64_t length = tensor_length(unit_counts_[unit], layout);
   ZDP_CHECK(range.offset + range.count <= length && out.size() == range.count * layout.value_bytes, ShapeError,

@@ -64,8 +64,9 @@ class TrainingState {
   // save and load run.
   virtual comm::Communicator& communicator() = 0;
   virtual RunRecord record() const = 0;
-  // Every (unit, tensor) this rank holds: unit-major, every unit's tensors
-  // in the same order, "master" first.
+  // Every (unit, tensor) this rank holds: unit-major, each unit's "master"
+  // first. Units may hold different tensors (8-bit Adam's fp32 units hold
+  // exp_avg and exp_avg_sq), in an order that agrees between units.
   virtual std::vector<StateTensorView> state_tensors() = 0;
   virtual StepCounters counters() const = 0;
   // Called by load after it filled state_tensors(), on every rank: set the

@@ -40,7 +40,15 @@ void run_inspect(const std::string& path) {
   fmt::print("  model: {} ({} parameters in {} units)\n", m.model_description, m.num_params, m.units.size());
   fmt::print("  saved at {} ranks, ZeRO stage {}, {} parameters, optimizer {}\n", m.ranks, m.stage, m.dtype.name(),
              optim::optimizer_kind_name(m.optimizer.kind));
-  fmt::print("  tensors per unit: {}\n", fmt::join(m.tensors, ", "));
+  if (!m.per_unit_tensors()) {
+    fmt::print("  tensors per unit: {}\n", fmt::join(m.tensors, ", "));
+  } else {
+    // Version 3: units hold different tensors (8-bit Adam's fp32 units).
+    fmt::print("  tensors: {}\n", fmt::join(m.tensors, ", "));
+    for (size_t u = 0; u < m.units.size(); ++u) {
+      fmt::print("    unit {} ({}): {}\n", u, m.units[u].name, fmt::join(m.tensors_of(u), ", "));
+    }
+  }
   fmt::print("  data step {} (engine steps {}, optimizer steps {}), seed {}\n", m.data_step, m.steps, m.optimizer_steps,
              m.seed);
   if (m.dtype == Dtype::fp16()) {

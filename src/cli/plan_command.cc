@@ -35,6 +35,8 @@ struct PlanOptions {
   std::string ranks;
   std::string precision = "bf16";
   std::string optimizer = "adamw";
+  bool adam8bit_fp32_embedding = true;
+  uint64_t adam8bit_min_8bit_size = 4096;
   std::string device_memory;
   std::optional<int> micro_batch;
   std::optional<int> seq_len;
@@ -147,6 +149,8 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   c.ranks = plan::parse_rank_list(o.ranks);
   c.precision = Dtype::parse(o.precision);
   c.optimizer = plan::parse_optimizer(o.optimizer);
+  c.optimizer.adam.fp32_embedding = o.adam8bit_fp32_embedding;
+  c.optimizer.adam.min_8bit_size = o.adam8bit_min_8bit_size;
   ZDP_CHECK(o.grad_accum >= 1, ConfigError, "[plan] --grad-accum {} must be at least 1 (1 = no accumulation)",
             o.grad_accum);
   c.grad_accum = o.grad_accum;
@@ -257,6 +261,13 @@ void add_plan_command(CLI::App& app) {
                   "adamw, adam, sgd-momentum, sgd, lion, lion-bf16, adam8bit or adafactor (sets K, the optimizer bytes "
                   "per parameter;\n"
                   "adafactor's factored statistics need --model)")
+      ->capture_default_str();
+  cmd->add_option("--adam8bit-fp32-embedding", opts->adam8bit_fp32_embedding,
+                  "adam8bit: the token embedding's unit keeps fp32 moments, as zerodp train's flag (needs --model; "
+                  "without it the model is one unit and holds no embedding)")
+      ->capture_default_str();
+  cmd->add_option("--adam8bit-min-8bit-size", opts->adam8bit_min_8bit_size,
+                  "adam8bit: units of fewer elements keep fp32 moments, as zerodp train's flag")
       ->capture_default_str();
   cmd->add_option("--device-memory", opts->device_memory,
                   "Memory per rank, e.g. 32GB (1e9 bytes) or 80GiB (2^30 bytes): enables fits, the recommendation and "

@@ -31,6 +31,8 @@ struct TrainFlags {
   double beta1 = 0.0, decay_rate = -0.8, clip_threshold = 1.0;
   std::string lion_momentum_dtype = "fp32", lion_momentum_rounding = "nearest";
   bool scale_parameter = true, relative_step = true, warmup_init = false;
+  bool adam8bit_fp32_embedding = true;
+  uint64_t adam8bit_min_8bit_size = 4096;
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
   // Applied after the config file, for the flags that were given.
@@ -169,7 +171,8 @@ void add_train_command(CLI::App& app) {
        "adamw, adam, sgd (with --momentum: SGD with momentum), lion (sign of a momentum;\n"
        "K = 8 bytes per parameter against AdamW's 12, 6 with --lion-momentum-dtype bf16),\n"
        "adam8bit (AdamW with both moments stored 8-bit, block-wise quantized as bitsandbytes\n"
-       "does: K = 6 + 8 bytes per 2048;\n"
+       "does: K = 6 + 8 bytes per 2048; the token embedding's unit and units under 4096 elements\n"
+       "keep fp32 moments, --adam8bit-fp32-embedding, --adam8bit-min-8bit-size;\n"
        "takes AdamW's --lr, --betas, --weight-decay) or adafactor (Hugging Face's Adafactor:\n"
        "factored second moment, no first moment, relative steps; K = 4 + rows and columns;\n"
        "--beta1, --decay-rate, --clip-threshold, --adafactor-eps, --scale-parameter,\n"
@@ -209,6 +212,14 @@ void add_train_command(CLI::App& app) {
              "[train] --lion-momentum-rounding rounds a bf16 momentum; add --lion-momentum-dtype bf16 or drop it");
          c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(f.lion_momentum_rounding);
        });
+  flag(cmd, f, "--adam8bit-fp32-embedding", f.adam8bit_fp32_embedding,
+       "adam8bit: keep the token embedding's unit (GPT's, tied to the LM head) in AdamW's fp32 moments,\n"
+       "as bitsandbytes advises (true: its rare rows' v would underflow the 8-bit map and spike the loss)",
+       [&f](auto& c) { c.engine.optimizer.adam.fp32_embedding = f.adam8bit_fp32_embedding; });
+  flag(cmd, f, "--adam8bit-min-8bit-size", f.adam8bit_min_8bit_size,
+       "adam8bit: units of fewer elements keep AdamW's fp32 moments (bitsandbytes' min_8bit_size,\n"
+       "per unit here; 0: every unit 8-bit)",
+       [&f](auto& c) { c.engine.optimizer.adam.min_8bit_size = f.adam8bit_min_8bit_size; });
   flag(cmd, f, "--beta1", f.beta1, "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
        [&f](auto& c) { c.engine.optimizer.adafactor.beta1 = f.beta1; });
   flag(cmd, f, "--decay-rate", f.decay_rate, "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",

@@ -24,11 +24,14 @@
 // Optimizer::block_end_maxima. State: "exp_avg_q8", "exp_avg_sq_q8" (one byte
 // per element), "exp_avg_absmax", "exp_avg_sq_absmax" (one fp32 per block
 // the shard touches): 2 bytes per element plus 8 per block.
+// The loops are adam8bit_kernels.h's, one set per SIMD level (simd()), all
+// giving the scalar loop's bits.
 // Thread-safety: as Optimizer.
 #pragma once
 
 #include <optional>
 
+#include "optim/adam8bit_kernels.h"
 #include "optim/optim_kernels.h"
 #include "optim/optimizer.h"
 #include "optim/quant8.h"
@@ -62,9 +65,15 @@ class Adam8bit final : public Optimizer {
   AdamConfig config_;
   kernels::AdamScalars scalars_;
   quant8::BlockRange blocks_;
-  std::optional<BlockEndMaxima> shared_;  // for the next step's end blocks
-  // The block being updated: its old scales (dequantize) and new (quantize).
-  float old_m_ = 0.0f, old_v_ = 0.0f, new_m_ = 0.0f, new_v_ = 0.0f;
+  const kernels::Adam8bitKernels* kernels_;  // simd()'s loops (adam8bit_kernels.h)
+  std::optional<BlockEndMaxima> shared_;     // for the next step's end blocks
+  // The piece of a block being updated: its new scales (quantize) and its
+  // new moments, computed by apply() into scratch that starts at shard
+  // element scratch_at_.
+  float new_m_ = 0.0f, new_v_ = 0.0f;
+  const float* scratch_m_ = nullptr;
+  const float* scratch_v_ = nullptr;
+  size_t scratch_at_ = 0;
 };
 
 }  // namespace zerodp::optim

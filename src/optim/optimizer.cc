@@ -155,6 +155,17 @@ StateLayout state_layout(StateKind kind) {
   return {};
 }
 
+bool keeps_fp32_moments(const OptimizerConfig& config, uint64_t unit_count, bool holds_token_embedding) {
+  if (config.kind != OptimizerKind::kAdam8bit) return false;
+  return (config.adam.fp32_embedding && holds_token_embedding) || unit_count < config.adam.min_8bit_size;
+}
+
+OptimizerConfig unit_optimizer_config(const OptimizerConfig& config, uint64_t unit_count, bool holds_token_embedding) {
+  OptimizerConfig out = config;
+  if (keeps_fp32_moments(config, unit_count, holds_token_embedding)) out.kind = OptimizerKind::kAdamW;
+  return out;
+}
+
 void validate(const OptimizerConfig& config) {
   const std::string_view op = optimizer_kind_name(config.kind);
   if (config.kind == OptimizerKind::kSgd) {

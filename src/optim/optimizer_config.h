@@ -29,6 +29,11 @@ struct AdamConfig {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;
+  // 8-bit Adam only (the others ignore them), bitsandbytes' advice: a unit
+  // holding the token embedding (fp32_embedding), and a unit of fewer than
+  // min_8bit_size elements, keep AdamW's fp32 moments (unit_optimizer_config).
+  bool fp32_embedding = true;
+  uint64_t min_8bit_size = 4096;  // bitsandbytes' name and default; 0: no unit is too small
 };
 
 // SGD with momentum (PyTorch torch.optim.SGD, dampening 0): L2 weight decay
@@ -95,6 +100,17 @@ struct OptimizerConfig {
   LionConfig lion = {};
   AdafactorConfig adafactor = {};
 };
+
+// The config of one unit's optimizer: `config`, except for 8-bit Adam's
+// units that keep fp32 moments (AdamConfig::fp32_embedding with a unit that
+// holds the token embedding, or a unit of fewer than min_8bit_size
+// elements), which get AdamW with the same hyperparameters: 8-bit Adam's
+// float operations with the moments stored as floats (docs/optim.md). A
+// unit's choice depends only on the model, so it is the same at every stage
+// and rank count.
+OptimizerConfig unit_optimizer_config(const OptimizerConfig& config, uint64_t unit_count, bool holds_token_embedding);
+// Whether unit_optimizer_config keeps that unit's moments in fp32 for 8-bit Adam.
+bool keeps_fp32_moments(const OptimizerConfig& config, uint64_t unit_count, bool holds_token_embedding);
 
 // The learning rate and the weight decay of config.kind's config.
 double config_lr(const OptimizerConfig& config);

@@ -29,13 +29,19 @@ inline constexpr size_t kBlockSize = 2048;
 // neighbours (in float: (code[k] + code[k+1]) / 2, exact in double then
 // rounded once). `first` speeds the search up: for the floats whose top 16
 // bits are i, every answer is at least first[i] (the answer for the
-// smallest of them), and at most one or two codes above it.
+// smallest of them), and at most max_steps codes above it (the largest
+// difference over every i of finite floats, worked out when the map is
+// made), which is how many steps a vector loop takes.
 inline constexpr int kIndexBits = 16;
+inline constexpr size_t kFirstEntries = size_t{1} << kIndexBits;
 struct DynamicMap {
   std::array<float, 256> code;
   std::array<float, 255> mid;
-  std::array<uint8_t, size_t{1} << kIndexBits> first;
-  uint8_t zero;    // the index of the code 0.0
+  // kFirstEntries answers, then 3 zero bytes so that a 32-bit gather at any
+  // entry stays inside the array.
+  std::array<uint8_t, kFirstEntries + 3> first;
+  uint8_t max_steps;
+  uint8_t zero;    // the index of the code 0.0 (+0: the codes below it are the negative ones)
   bool is_signed;  // signed map: the quantizer keeps the value's sign (below)
 };
 const DynamicMap& signed_map();    // Adam's first moment

@@ -199,6 +199,7 @@ UnitSchedule gpt_unit_schedule(const GptShape& shape) {
   s.unit_tensors = gpt_unit_tensors(shape);
   s.unit_counts.push_back(shape.embedding_params());
   s.op_units.push_back(0);
+  s.embedding_unit = 0;
   for (int l = 0; l < shape.layers; ++l) {
     s.unit_counts.push_back(shape.block_params());
     s.op_units.push_back(1 + l);
@@ -239,8 +240,8 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.master = updated * static_cast<uint64_t>(bpp.master);
   p.adam_m = updated * static_cast<uint64_t>(bpp.moment1);
   p.adam_v = updated * static_cast<uint64_t>(bpp.moment2);
-  const uint64_t scales =
-      moment_scale_bytes(schedule.unit_counts, run.ranks, rank, stage.partitions_optimizer, run.optimizer);
+  const uint64_t scales = moment_extra_bytes(schedule.unit_counts, schedule.embedding_unit, run.ranks, rank,
+                                             stage.partitions_optimizer, run.optimizer);
   p.adam_m += scales;
   p.adam_v += scales;
   p.adam_v += tensor_stats_bytes(schedule.unit_counts, schedule.unit_tensors, run.ranks, rank,

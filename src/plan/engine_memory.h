@@ -75,6 +75,9 @@ struct UnitSchedule {
   // Each unit's parameter tensors (unit-relative), for Adafactor's factored
   // statistics; empty when unknown (each unit then counts as one vector).
   std::vector<std::vector<optim::TensorShape>> unit_tensors = {};
+  // The unit the token embedding reads (GPT's unit 0, tied to the LM head),
+  // or -1: 8-bit Adam keeps its moments in fp32 (optim::unit_optimizer_config).
+  int embedding_unit = -1;
 
   uint64_t num_params() const;
   uint64_t largest_unit() const;

@@ -45,18 +45,21 @@ BytesPerParam bytes_per_param(Dtype precision, const optim::OptimizerConfig& opt
   return b;
 }
 
-uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, int rank, bool partitioned,
-                            const optim::OptimizerConfig& optimizer) {
+uint64_t moment_extra_bytes(std::span<const uint64_t> unit_counts, int embedding_unit, int ranks, int rank,
+                            bool partitioned, const optim::OptimizerConfig& optimizer) {
   const optim::OptimizerBytesPerParam k = optim::optimizer_bytes_per_param(optimizer, false);
   if (k.quant_block == 0) return 0;
   check_ranks(ranks);
   const auto n = static_cast<uint64_t>(ranks), r = static_cast<uint64_t>(rank);
   uint64_t bytes = 0;
-  for (uint64_t c : unit_counts) {
+  for (size_t u = 0; u < unit_counts.size(); ++u) {
+    const uint64_t c = unit_counts[u];
     // comm::shard_range's rule: the first c % N ranks hold one more.
     const uint64_t offset = partitioned ? r * (c / n) + std::min(r, c % n) : 0;
     const uint64_t count = partitioned ? c / n + (r < c % n ? 1 : 0) : c;
-    bytes += optim::block_scale_bytes(k, offset, count);
+    const optim::OptimizerBytesPerParam unit_k = optim::optimizer_bytes_per_param(
+        optim::unit_optimizer_config(optimizer, c, static_cast<int>(u) == embedding_unit), false);
+    bytes += optim::block_scale_bytes(unit_k, offset, count) + (unit_k.moment1 - k.moment1) * count;
   }
   return bytes;
 }

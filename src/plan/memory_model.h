@@ -136,13 +136,16 @@ CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_d
 // buffers are the caller's to subtract first). 0 when not even one fits.
 uint64_t max_params(uint64_t device_bytes, Stage stage, int ranks, const BytesPerParam& bpp);
 
-// 8-bit Adam's block scales of one moment on rank `rank` of `ranks`: an fp32
-// per 2048-element block that each of its unit shards touches (each unit
-// whole when the optimizer state is not partitioned). 0 for unquantized
-// optimizers. The memory model adds it to moment1 and moment2; BytesPerParam
-// (whole bytes per parameter) leaves it out.
-uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, int rank, bool partitioned,
-                            const optim::OptimizerConfig& optimizer);
+// 8-bit Adam's bytes of one moment on rank `rank` of `ranks` beyond
+// BytesPerParam's whole bytes per parameter: an fp32 scale per 2048-element
+// block that each of its 8-bit unit shards touches, and 3 bytes per element
+// (an fp32 moment instead of a one-byte code) of the units that keep fp32
+// moments (optim::unit_optimizer_config: unit `embedding_unit`, -1 for none,
+// and units under min_8bit_size elements). Each unit whole when the
+// optimizer state is not partitioned. 0 for the other optimizers. The memory
+// model adds it to moment1 and moment2.
+uint64_t moment_extra_bytes(std::span<const uint64_t> unit_counts, int embedding_unit, int ranks, int rank,
+                            bool partitioned, const optim::OptimizerConfig& optimizer);
 
 // Adafactor's second-moment statistics on rank `rank` of `ranks`, in bytes:
 // the fp32 row and column statistics of every matrix its unit shards touch

@@ -80,6 +80,11 @@ std::string describe_bytes_per_param(const BytesPerParam& bpp, const optim::Opti
   if (k.quant_block) {
     parts.push_back(fmt::format("Adam m {} + Adam v {}, 8-bit, + {} bytes per {} for their scales", bpp.moment1,
                                 bpp.moment2, 2 * k.scale_bytes, k.quant_block));
+    // The units that keep AdamW's fp32 moments (optim::unit_optimizer_config).
+    std::vector<std::string> fp32;
+    if (optimizer.adam.fp32_embedding) fp32.push_back("the token embedding's unit");
+    if (optimizer.adam.min_8bit_size > 0) fp32.push_back(fmt::format("units under {}", optimizer.adam.min_8bit_size));
+    if (!fp32.empty()) parts.back() += fmt::format("; {}: m 4 + v 4", fmt::join(fp32, " and "));
   } else if (k.tensor_stats) {
     if (bpp.moment1) parts.push_back(fmt::format("m {}", bpp.moment1));
     parts.push_back(

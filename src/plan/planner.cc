@@ -92,10 +92,12 @@ PlanResult make_plan(const PlanConfig& config) {
       StagePlan& sp = rp.stages[static_cast<size_t>(stage_number(s))];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
-      // 8-bit Adam's block scales (a model without units counts as one unit).
+      // 8-bit Adam's block scales and fp32-moment units (a model without
+      // units counts as one unit, holding no embedding).
       const std::vector<uint64_t> whole = {c.num_params};
-      const uint64_t scales = moment_scale_bytes(schedule ? std::span<const uint64_t>(schedule->unit_counts) : whole, n,
-                                                 0, traits(s).partitions_optimizer, c.optimizer);
+      const uint64_t scales = moment_extra_bytes(schedule ? std::span<const uint64_t>(schedule->unit_counts) : whole,
+                                                 schedule ? schedule->embedding_unit : -1, n, 0,
+                                                 traits(s).partitions_optimizer, c.optimizer);
       sp.states.moment1 += scales;
       sp.states.moment2 += scales;
       // Adafactor's factored statistics.

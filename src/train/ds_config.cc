@@ -239,6 +239,22 @@ void apply_optimizer(Section o, TrainConfig& c) {
       c.sources["momentum"] = p.from("momentum");
     }
     if (p.has("nesterov")) opt.sgd.nesterov = p.boolean("nesterov");
+    if (lower == "adam8bit" || lower == "adamw8bit") {
+      // Which units keep fp32 moments: bitsandbytes' constructor argument
+      // min_8bit_size (per unit here), and zerodp's fp32_embedding (what
+      // bitsandbytes does with a module override or StableEmbedding).
+      if (p.has("min_8bit_size")) {
+        const int size = p.integer("min_8bit_size");
+        ZDP_CHECK(size >= 0, ConfigError,
+                  "[config] optimizer.params.min_8bit_size {} must be >= 0 (0: every unit 8-bit)", size);
+        opt.adam.min_8bit_size = static_cast<uint64_t>(size);
+        c.sources["adam8bit-min-8bit-size"] = p.from("min_8bit_size");
+      }
+      if (p.has("fp32_embedding")) {
+        opt.adam.fp32_embedding = p.boolean("fp32_embedding");
+        c.sources["adam8bit-fp32-embedding"] = p.from("fp32_embedding");
+      }
+    }
     p.ignore({"torch_adam", "amsgrad", "bias_correction", "fused", "dampening"}, "not supported; the default is used");
     p.finish();
   }

@@ -81,6 +81,10 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
     add("betas", nlohmann::json::array({e.optimizer.adam.beta1, e.optimizer.adam.beta2}));
     add("eps", e.optimizer.adam.eps);
     add("weight-decay", e.optimizer.adam.weight_decay);
+    if (e.optimizer.kind == optim::OptimizerKind::kAdam8bit) {
+      add("adam8bit-fp32-embedding", e.optimizer.adam.fp32_embedding);
+      add("adam8bit-min-8bit-size", e.optimizer.adam.min_8bit_size);
+    }
   }
   const optim::LrScheduleConfig& lr = e.lr_schedule;
   add("schedule", std::string(optim::lr_schedule_kind_name(lr.kind)));

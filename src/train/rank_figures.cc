@@ -31,9 +31,13 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
   mine.memory.owned = engine.plan().owned_count(comm.rank());
   const optim::OptimizerBytesPerParam k =
       optim::optimizer_bytes_per_param(engine.config().optimizer, engine.config().dtype.is_low_precision());
+  const bool low = engine.config().dtype.is_low_precision();
   for (size_t u = 0; u < engine.plan().num_units(); ++u) {
     const comm::ShardRange upd = engine.update_range(u);
-    mine.memory.block_scales += 2 * optim::block_scale_bytes(k, upd.offset, upd.count);
+    // 8-bit Adam's fp32-moment units hold their own K's bytes, not the run's.
+    const optim::OptimizerBytesPerParam unit_k = optim::optimizer_bytes_per_param(engine.unit_optimizer(u), low);
+    mine.memory.block_scales += 2 * optim::block_scale_bytes(unit_k, upd.offset, upd.count);
+    mine.memory.fp32_moments += (unit_k.k() - k.k()) * upd.count;
   }
   mine.memory.tensor_stats = engine.tensor_stats_bytes();
   for (int k = 0; k < comm::kNumCollectives; ++k) {

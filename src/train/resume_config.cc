@@ -74,6 +74,10 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) {
          c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(v.get<std::string>());
        }},
+      {"adam8bit-fp32-embedding", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.fp32_embedding); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.fp32_embedding = v.get<bool>(); }},
+      {"adam8bit-min-8bit-size", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.min_8bit_size); },
+       [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.min_8bit_size = v.get<uint64_t>(); }},
       // Adafactor's settings (before "lr": an explicit lr is Adafactor's only
       // without relative steps).
       {"relative-step", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.relative_step); },
@@ -218,7 +222,12 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     if (!c.given("model")) c.model = manifest.model_json;
     return fmt::format("{} does not record its run's settings (an older checkpoint): the flags given apply", path);
   }
-  const json saved = json::parse(record->second);
+  json saved = json::parse(record->second);
+  if (saved.value("optimizer", "") == "adam8bit" && !saved.contains("adam8bit-fp32-embedding")) {
+    // Saved before 8-bit Adam kept any unit in fp32: every unit was 8-bit.
+    saved["adam8bit-fp32-embedding"] = false;
+    saved["adam8bit-min-8bit-size"] = 0;
+  }
   std::vector<std::string> taken, overridden;
   for (const Field& f : fields()) {
     if (!saved.contains(f.name)) continue;

@@ -84,9 +84,11 @@ std::string format_summary(const RunStats& s) {
     const RankMemory& m = s.memory[r];
     const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
     const uint64_t accumulator = accumulator_bytes(s, r);
-    const uint64_t expected = formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.tensor_stats;
+    const uint64_t expected =
+        formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.fp32_moments + m.tensor_stats;
     const char* verdict = m.model_states != expected ? "DIFFERS"
                           : accumulator > 0          ? "= formula + accumulators"
+                          : m.fp32_moments > 0       ? "= formula + block scales + fp32 units"
                           : m.block_scales > 0       ? "= formula + block scales"
                           : m.tensor_stats > 0       ? "= formula + factored statistics"
                                                      : "= formula";
@@ -103,6 +105,11 @@ std::string format_summary(const RunStats& s) {
     out +=
         "  (8-bit Adam keeps, beside K's bytes, an fp32 scale per moment for every 2048-element block\n"
         "   a rank's unit shards touch: docs/optim.md)\n";
+  }
+  if (s.memory[0].fp32_moments > 0) {
+    out +=
+        "  (fp32 units: 8-bit Adam keeps the token embedding's unit and units under min_8bit_size\n"
+        "   elements in AdamW's fp32 moments, 6 bytes per element beyond K: docs/optim.md)\n";
   }
   if (s.memory[0].tensor_stats > 0) {
     out +=

@@ -26,6 +26,7 @@ struct RankMemory {
   uint64_t model_states = 0;  // params + grads + master + moments, current
   uint64_t owned = 0;         // elements this rank owns in the partition plan
   uint64_t block_scales = 0;  // 8-bit Adam: both moments' fp32 block scales (beside K's whole bytes)
+  uint64_t fp32_moments = 0;  // 8-bit Adam: what its fp32-moment units hold beyond K's bytes (6 per element)
   uint64_t tensor_stats = 0;  // Adafactor: the factored second moment's fp32 statistics (beside K's whole bytes)
   uint64_t get(zero::MemoryCategory c) const { return current[static_cast<size_t>(c)]; }
   uint64_t peak_of(zero::MemoryCategory c) const { return peak[static_cast<size_t>(c)]; }

@@ -41,6 +41,22 @@ class UnitIndex {
     const size_t unit = unit_of(offset, out.size());
     reader.read(unit, tensor, {offset - begins_[unit], out.size()}, out);
   }
+  // A moment as AdamW keeps it (`plain`: exp_avg or exp_avg_sq, -1 when the
+  // checkpoint has none), or 8-bit Adam's dequantized (`codes`, `scales`,
+  // -1 when none): whichever the piece's unit holds (8-bit Adam keeps some
+  // units' moments in fp32).
+  void read_moment(CheckpointReader& reader, int plain, int codes, int scales, const optim::quant8::DynamicMap& map,
+                   size_t offset, std::span<float> out) const {
+    if (out.empty()) return;
+    const size_t unit = unit_of(offset, out.size());
+    if (plain >= 0 && reader.manifest().holds(unit, static_cast<size_t>(plain))) {
+      reader.read(unit, static_cast<size_t>(plain), {offset - begins_[unit], out.size()}, out);
+      return;
+    }
+    ZDP_CHECK(codes >= 0 && scales >= 0, InputFileError,
+              "[ckpt consolidate] unit {} holds neither this moment nor its 8-bit codes and scales", unit);
+    read_dequantized(reader, static_cast<size_t>(codes), static_cast<size_t>(scales), map, offset, out);
+  }
   // 8-bit Adam's moment, dequantized as the optimizer does: code * its
   // block's absmax, from the codes tensor and the scales tensor.
   void read_dequantized(CheckpointReader& reader, size_t codes_tensor, size_t scales_tensor,
@@ -93,24 +109,34 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
 
   CheckpointReader reader(result.checkpoint, manifest);
   const UnitIndex units(manifest.unit_counts());
-  for (size_t t = 0; t < manifest.tensors.size(); ++t) {
+  // The files: master, then each optimizer tensor once, 8-bit Adam's moments
+  // under AdamW's names (no file for the codes or the scales).
+  std::vector<std::string> files;
+  for (const std::string& name : manifest.tensors) {
+    if (name.ends_with("_absmax")) continue;
+    const std::string base = name.ends_with("_q8") ? name.substr(0, name.size() - 3) : name;
+    if (std::find(files.begin(), files.end(), base) == files.end()) files.push_back(base);
+  }
+  for (size_t t = 0; t < files.size(); ++t) {
     if (t > 0 && !options.optimizer_states) break;
+    const std::string& name = files[t];
+    const int plain = manifest.tensor_index(name);
     // Each file is its own pass over the shards: reading twice costs time,
     // holding a tensor between the two would cost memory.
-    PieceReader read = [&](size_t offset, std::span<float> out) { units.read(reader, t, offset, out); };
-    std::string name = manifest.tensors[t];
-    // 8-bit Adam: each moment is written once, dequantized to fp32 under
-    // AdamW's name, from its codes and its block scales.
-    if (name.ends_with("_absmax")) continue;
-    if (name.ends_with("_q8")) {
-      name.resize(name.size() - 3);
+    PieceReader read = [&](size_t offset, std::span<float> out) {
+      units.read(reader, static_cast<size_t>(plain), offset, out);
+    };
+    const int codes = manifest.tensor_index(name + "_q8");
+    if (codes >= 0) {
+      // 8-bit Adam: the moment dequantized to fp32 from its codes and block
+      // scales, or as it is in the units that keep fp32 moments.
       const int scales = manifest.tensor_index(name + "_absmax");
       ZDP_CHECK(scales >= 0, InputFileError, "[ckpt consolidate] {}: tensor {}_q8 has no {}_absmax", manifest_path,
                 name, name);
       const optim::quant8::DynamicMap& map =
           name == "exp_avg" ? optim::quant8::signed_map() : optim::quant8::unsigned_map();
-      read = [&, scales](size_t offset, std::span<float> out) {
-        units.read_dequantized(reader, t, static_cast<size_t>(scales), map, offset, out);
+      read = [&, plain, codes, scales](size_t offset, std::span<float> out) {
+        units.read_moment(reader, plain, codes, scales, map, offset, out);
       };
     }
     const std::string file = t == 0 ? "model.safetensors" : name + ".safetensors";

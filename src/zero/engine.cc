@@ -161,13 +161,20 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   });
 
   const std::vector<model::TensorInfo> tensors = model_.tensors();
+  // 8-bit Adam keeps some units' moments in fp32 (optim::unit_optimizer_config):
+  // the unit the token embedding reads (GPT's, tied to the LM head).
+  std::vector<bool> embedding(plan_.num_units(), false);
+  for (const model::Op& op : model_.ops()) {
+    if (op.kind == model::OpKind::kEmbedding) embedding[static_cast<size_t>(op.unit)] = true;
+  }
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     optim::ShardOptions options;
     options.accountant = optimizer_state_accountant(ledger_);
     options.unit_offset = update_range(u).offset;
     options.unit_flat_offset = plan_.unit_offset(u);
     options.tensors = unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u));
-    optimizers_.push_back(optim::make_optimizer(config_.optimizer, update_range(u).count, std::move(options)));
+    unit_optimizers_.push_back(optim::unit_optimizer_config(config_.optimizer, plan_.unit_count(u), embedding[u]));
+    optimizers_.push_back(optim::make_optimizer(unit_optimizers_.back(), update_range(u).count, std::move(options)));
   }
   if (!optimizers_.empty() && optimizers_.front()->tensor_stats_size(0) > 0) {
     std::vector<std::vector<optim::TensorShape>> shapes;
@@ -526,7 +533,11 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
 // touch its end blocks (exact: the same bits for any N). Nothing to share
 // when each rank updates whole units (stage 0) or alone.
 void Engine::share_block_maxima(float coefficient) {
-  if (optimizers_.empty() || optimizers_.front()->quant_block_size() == 0) return;
+  // Any unit's (8-bit Adam keeps some units' moments in fp32, unquantized).
+  if (std::none_of(optimizers_.begin(), optimizers_.end(),
+                   [](const auto& opt) { return opt->quant_block_size() > 0; })) {
+    return;
+  }
   if (!traits(config_.stage).partitions_optimizer || comm_.size() == 1) return;
   const size_t units = plan_.num_units(), n = static_cast<size_t>(comm_.size());
   std::vector<optim::Optimizer::BlockEndMaxima> local(units), all(units * n);

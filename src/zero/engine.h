@@ -156,6 +156,9 @@ class Engine {
   // low-precision parameters from the master weights. Collective.
   void state_loaded(const Counters& counters);
   comm::ShardRange update_range(size_t unit) const;
+  // The config of unit `unit`'s optimizer (optim::unit_optimizer_config: 8-bit
+  // Adam's units that keep fp32 moments get AdamW's).
+  const optim::OptimizerConfig& unit_optimizer(size_t unit) const { return unit_optimizers_[unit]; }
   // Adafactor: the bytes of this rank's factored second-moment statistics
   // and their per-step factors, booked as adam_v (beside K's whole bytes per
   // parameter; 0 for the other optimizers).
@@ -224,6 +227,7 @@ class Engine {
   std::vector<StateBuffer> grad_partials_;
   StateBuffer master_;  // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
+  std::vector<optim::OptimizerConfig> unit_optimizers_;        // their configs
   optim::LossScaler scaler_;
   optim::LrSchedule lr_schedule_;
   std::unique_ptr<model::Workspace> workspace_;

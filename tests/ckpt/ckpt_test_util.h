@@ -179,9 +179,19 @@ inline zero::EngineConfig lion_config(int stage, Dtype dtype = Dtype::fp32()) {
 }
 
 // test_config with 8-bit Adam (AdamW's settings).
+// Every unit 8-bit (small_mlp's units are all under the default
+// min_8bit_size): the checkpoints of format version 2.
 inline zero::EngineConfig adam8bit_config(int stage, Dtype dtype = Dtype::fp32()) {
   zero::EngineConfig c = test_config(stage, dtype);
   c.optimizer.kind = optim::OptimizerKind::kAdam8bit;
+  c.optimizer.adam.min_8bit_size = 0;
+  return c;
+}
+// small_mlp's first unit (221 elements) 8-bit, the other two (162 and 50)
+// in AdamW's fp32 moments: per-unit tensors, format version 3.
+inline zero::EngineConfig adam8bit_mixed_config(int stage, Dtype dtype = Dtype::fp32()) {
+  zero::EngineConfig c = adam8bit_config(stage, dtype);
+  c.optimizer.adam.min_8bit_size = 200;
   return c;
 }
 

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "ckpt/crc32c.h"
 #include "ckpt/format.h"
 #include "core/error.h"
 
@@ -114,6 +117,22 @@ TEST(Manifest, Adam8bitTensorsAreVersionTwo) {
   // The same tensors claimed by a version 1 manifest are refused.
   m.format_version = 1;
   EXPECT_THROW(manifest_from_json(manifest_to_json(m), "m.json"), InputFileError);
+  // 8-bit Adam's settings of which units keep fp32 moments round-trip; a
+  // manifest from before them (no keys) means every unit 8-bit.
+  EXPECT_EQ(back.optimizer.adam.fp32_embedding, true);
+  EXPECT_EQ(back.optimizer.adam.min_8bit_size, 4096u);
+  {
+    std::string old = text;
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(old);
+    j["optimizer"].erase("fp32_embedding");
+    j["optimizer"].erase("min_8bit_size");
+    j.erase("manifest_crc32c");
+    const std::string body = j.dump();
+    j["manifest_crc32c"] = crc32c(body.data(), body.size());
+    const Manifest before = manifest_from_json(j.dump(2), "m.json");
+    EXPECT_FALSE(before.optimizer.adam.fp32_embedding);
+    EXPECT_EQ(before.optimizer.adam.min_8bit_size, 0u);
+  }
   // Blocks: 5000 elements over 3 ranks (1667, 1667, 1666): blocks 0, 1, 2
   // start at 0, 2048, 4096, in the records of ranks 0, 1 and 2.
   for (int r = 0; r < 3; ++r) {
@@ -142,6 +161,50 @@ TEST(Manifest, ChangedValueFailsItsCrc) {
   } catch (const IoError& e) {
     EXPECT_NE(e.message().find("dir/manifest.json"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("CRC32C"), std::string::npos) << e.message();
+  }
+}
+
+// Version 3: a unit lists the tensors it holds (8-bit Adam's units in fp32
+// moments: master, exp_avg, exp_avg_sq); the others hold all. The records
+// of the tensors a unit does not hold are empty.
+TEST(Manifest, PerUnitTensorsAreVersionThree) {
+  Manifest m = sample();
+  m.tensors = {"master", "exp_avg", "exp_avg_sq", "exp_avg_q8", "exp_avg_sq_q8", "exp_avg_absmax", "exp_avg_sq_absmax"};
+  m.optimizer = {.kind = optim::OptimizerKind::kAdam8bit, .adam = {.lr = 2e-4}};
+  m.units[0].tensors = {0, 1, 2};  // unit 1 lists none: it holds all
+  EXPECT_TRUE(m.per_unit_tensors());
+  EXPECT_EQ(format_version_for(m.tensors, m.per_unit_tensors()), 3u);
+  m.format_version = 3;
+  EXPECT_TRUE(m.holds(0, 1));
+  EXPECT_FALSE(m.holds(0, 3));
+  EXPECT_TRUE(m.holds(1, 1));
+  EXPECT_TRUE(m.holds(1, 5));
+  EXPECT_EQ(m.tensors_of(0), (std::vector<std::string>{"master", "exp_avg", "exp_avg_sq"}));
+  const std::vector<TensorLayout> layouts = m.tensor_layouts();
+  const std::vector<std::vector<uint32_t>> held = m.unit_tensors();
+  const ShardLayout l(m.unit_counts(), 3, 0, layouts, 64, held);
+  EXPECT_EQ(l.range(0, 3).count, 0u);
+  EXPECT_GT(l.range(0, 1).count, 0u);
+  EXPECT_GT(l.range(1, 3).count, 0u);
+  EXPECT_LT(l.file_size(), ShardLayout(m.unit_counts(), 3, 0, layouts, 64).file_size());
+  m.shards.clear();
+  for (int r = 0; r < 3; ++r) {
+    m.shards.push_back({shard_file_name(r, 3), ShardLayout(m.unit_counts(), 3, r, layouts, 64, held).file_size(), 7u});
+  }
+  const std::string text = manifest_to_json(m);
+  const Manifest back = manifest_from_json(text, "m.json");
+  EXPECT_EQ(manifest_to_json(back), text);
+  EXPECT_EQ(back.unit_tensors(), held);
+  // Per-unit lists in an older version, or lists that are not ascending
+  // indices starting at master, are refused.
+  m.format_version = 2;
+  EXPECT_THROW(manifest_from_json(manifest_to_json(m), "m.json"), InputFileError);
+  m.format_version = 3;
+  for (const std::vector<uint32_t>& bad :
+       {std::vector<uint32_t>{1, 2}, std::vector<uint32_t>{0, 2, 1}, std::vector<uint32_t>{0, 7}}) {
+    Manifest b = m;
+    b.units[0].tensors = bad;
+    EXPECT_THROW(manifest_from_json(manifest_to_json(b), "m.json"), InputFileError);
   }
 }
 

@@ -134,6 +134,16 @@ TEST(Reshard, Adam8bitThreeToTwoStage3To1Bf16) {
 TEST(Reshard, Adam8bitOneToFourStage0To3) {
   expect_reshard({1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return adam8bit_config(stage, dtype); }});
 }
+// With units in fp32 moments: each unit's own tensors, empty records for
+// the others (format version 3).
+TEST(Reshard, Adam8bitWithFp32UnitsThreeToTwoStage3To1Bf16) {
+  expect_reshard(
+      {3, 3, 2, 1, Dtype::bf16(), [](int stage, Dtype dtype) { return adam8bit_mixed_config(stage, dtype); }});
+}
+TEST(Reshard, Adam8bitWithFp32UnitsOneToFourStage0To3) {
+  expect_reshard(
+      {1, 0, 4, 3, Dtype::fp32(), [](int stage, Dtype dtype) { return adam8bit_mixed_config(stage, dtype); }});
+}
 
 // Adafactor's statistics: a matrix cut by the new shards is read whole by
 // every rank that touches it, from the packed per-element tensor.

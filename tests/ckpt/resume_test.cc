@@ -156,6 +156,48 @@ TEST(ExactResume, Adam8bitEveryStageAndPrecision) {
   expect_exact_resume({"adam8bit fp16 stage 2", 2, fp16}, 5);
 }
 
+// 8-bit Adam with units in fp32 moments: each unit's own tensors (format
+// version 3, empty records for the ones it does not hold) resume bitwise.
+TEST(ExactResume, Adam8bitWithFp32UnitsEveryStage) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string name = "adam8bit mixed fp32 stage " + std::to_string(stage);
+    expect_exact_resume({name.c_str(), 3, adam8bit_mixed_config(stage)}, 3);
+  }
+  expect_exact_resume({"adam8bit mixed bf16 stage 3", 2, adam8bit_mixed_config(3, Dtype::bf16())}, 3);
+}
+
+// A checkpoint whose units keep other 8-bit Adam state than this run's
+// (saved with every unit 8-bit, as before zerodp kept any in fp32) is
+// refused with the settings that resume it; with them it loads.
+TEST(ExactResume, Adam8bitUnitsInOtherStateAreRefusedWithTheFlagsThatFit) {
+  TempDir dir;
+  const model::Mlp mlp(small_mlp());
+  zerodp::testing::run_on_ranks(2, [&](comm::Communicator& comm) {
+    zero::Engine engine(mlp, comm, adam8bit_config(3), kSeed, kMicro, 1);
+    std::vector<double> losses;
+    train_steps(engine, kMicro, 2, losses);
+    save(engine, dir / "a");
+  });
+  EXPECT_EQ(read_manifest(resolve_checkpoint(dir / "a")).format_version, 2u);
+  auto try_load = [&](const zero::EngineConfig& config) {
+    try {
+      comm::run_thread_ranks(2, zerodp::testing::test_comm_options(), [&](comm::Communicator& comm) {
+        zero::Engine engine(mlp, comm, config, kSeed, kMicro, 1);
+        load(engine, dir / "a");
+      });
+    } catch (const ConfigError& e) {
+      return e.message();
+    } catch (const std::exception& e) {
+      return std::string("wrong error type: ") + e.what();
+    }
+    return std::string();
+  };
+  const std::string message = try_load(adam8bit_mixed_config(3));
+  EXPECT_NE(message.find("unit 1 (\"fc1\") was saved with 8-bit Adam state"), std::string::npos) << message;
+  EXPECT_NE(message.find("--adam8bit-fp32-embedding true --adam8bit-min-8bit-size 0"), std::string::npos) << message;
+  EXPECT_EQ(try_load(adam8bit_config(0)), "");
+}
+
 // Adafactor's factored statistics (packed per element in the checkpoint,
 // each matrix's rows and columns at its start) resume bitwise at every stage
 // and precision, with and without m, fp16's skipped steps included.

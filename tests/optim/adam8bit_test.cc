@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "core/convert.h"
+#include "core/simd.h"
 #include "optim/adam8bit.h"
+#include "optim/adam8bit_kernels.h"
 #include "optim/optimizer.h"
 #include "optim/quant8.h"
 #include "test_data.h"
@@ -134,6 +136,37 @@ TEST(Quant8, TheIndexedSearchEqualsCountingTheMidpoints) {
     for (float mid : map.mid) xs.insert(xs.end(), {mid, std::nextafter(mid, -2.0f), std::nextafter(mid, 2.0f)});
     for (float x : random_vector(100000, 21, 0.2f)) xs.push_back(std::clamp(is_signed ? x : std::abs(x), -1.0f, 1.0f));
     for (float x : xs) ASSERT_EQ(quant8::quantize(map, x), expected(x)) << x;
+  }
+}
+
+// The vector loops take max_steps compare-and-step rounds from first[]:
+// every level's quantize gives the scalar search's index for the floats at
+// both ends of every bucket, every midpoint and its neighbours, both zeros,
+// subnormals and random values.
+TEST(Quant8, EverySimdLevelQuantizesAsTheScalarSearch) {
+  for (bool is_signed : {true, false}) {
+    const quant8::DynamicMap& map = is_signed ? quant8::signed_map() : quant8::unsigned_map();
+    EXPECT_GE(map.max_steps, 1);
+    EXPECT_LE(map.max_steps, 4);
+    std::vector<float> xs = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), 1.0f, 1e-30f};
+    if (is_signed) xs.insert(xs.end(), {-std::numeric_limits<float>::denorm_min(), -1.0f, -1e-30f});
+    for (uint32_t i = 0; i < (1u << 16); ++i) {
+      for (uint32_t low : {0u, 0x7FFFu, 0xFFFFu}) {
+        const float x = std::bit_cast<float>((i << 16) | low);
+        if (std::abs(x) <= 1.0f && (is_signed || !std::signbit(x))) xs.push_back(x);
+      }
+    }
+    for (float mid : map.mid) xs.insert(xs.end(), {mid, std::nextafter(mid, -2.0f), std::nextafter(mid, 2.0f)});
+    for (float x : random_vector(100001, 23, 0.3f)) xs.push_back(std::clamp(is_signed ? x : std::abs(x), -1.0f, 1.0f));
+    std::vector<uint8_t> want(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) want[i] = quant8::quantize(map, xs[i]);
+    for (SimdLevel level : supported_simd_levels()) {
+      std::vector<uint8_t> got(xs.size(), 0xAA);
+      kernels::adam8bit_kernels(level).quantize(map, xs.data(), xs.size(), got.data());
+      for (size_t i = 0; i < xs.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << simd_level_name(level) << " x = " << xs[i] << " (signed " << is_signed << ")";
+      }
+    }
   }
 }
 
@@ -377,6 +410,53 @@ TEST(Adam8bit, EveryShardCutGivesTheBitsOfTheWholeUnit) {
       expect_shards_equal_whole<float>(c, origin, kN);
       expect_shards_equal_whole<Half>(c, origin, kN);
       expect_shards_equal_whole<BFloat16>(c, origin, kN);
+    }
+  }
+}
+
+// Every SIMD level's loops (adam8bit_kernels.h) give the scalar level's
+// bits: parameters, codes and scales, over a shard that starts mid-block,
+// with a no-decay range, a varying lr and grad scale, an all-zero region,
+// an outlier, tiny gradients and non-finite ones, and tails of every length.
+TEST(Adam8bit, EverySimdLevelGivesTheScalarBits) {
+  for (size_t n : {size_t{3} * kBlockSize + 77, size_t{1}, size_t{15}, size_t{17}, size_t{2047}}) {
+    struct Run {
+      std::vector<float> params;
+      std::vector<uint8_t> qm, qv;
+      std::vector<float> sm, sv;
+    };
+    auto run = [n](SimdLevel level) {
+      Run r{random_vector(n, 7), {}, {}, {}, {}};
+      Adam8bit opt({.lr = 1e-2, .weight_decay = 0.1}, n,
+                   {.no_decay = {{n / 3, n / 4 + 1}}, .simd = level, .unit_offset = 1500});
+      for (int t = 0; t < 6; ++t) {
+        std::vector<float> g = random_vector(n, 30 + static_cast<uint32_t>(t), t == 1 ? 1e-20f : 1.0f);
+        if (n > 1000) {
+          std::fill(g.begin() + 600, g.begin() + 900, 0.0f);  // a zero region
+          g[1000] = 1e4f;                                     // an outlier
+        }
+        if (t == 4) {
+          g[0] = std::numeric_limits<float>::quiet_NaN();
+          g[n / 2] = std::numeric_limits<float>::infinity();
+          g[n - 1] = 3e30f;  // (1-b2)*g*g overflows
+        }
+        opt.step(r.params, g, 1e-2 / (t + 1), t == 3 ? 0.25f : 1.0f);
+      }
+      r.qm.assign(opt.exp_avg_codes().begin(), opt.exp_avg_codes().end());
+      r.qv.assign(opt.exp_avg_sq_codes().begin(), opt.exp_avg_sq_codes().end());
+      r.sm.assign(opt.exp_avg_absmax().begin(), opt.exp_avg_absmax().end());
+      r.sv.assign(opt.exp_avg_sq_absmax().begin(), opt.exp_avg_sq_absmax().end());
+      return r;
+    };
+    const Run scalar = run(SimdLevel::kScalar);
+    for (SimdLevel level : supported_simd_levels()) {
+      SCOPED_TRACE(::testing::Message() << simd_level_name(level) << " n " << n);
+      const Run r = run(level);
+      EXPECT_EQ(testing::first_bit_difference(scalar.params, r.params), -1);
+      EXPECT_EQ(scalar.qm, r.qm);
+      EXPECT_EQ(scalar.qv, r.qv);
+      EXPECT_EQ(testing::first_bit_difference(scalar.sm, r.sm), -1);
+      EXPECT_EQ(testing::first_bit_difference(scalar.sv, r.sv), -1);
     }
   }
 }

@@ -15,6 +15,7 @@
 
 #include "comm/world.h"
 #include "model/presets.h"
+#include "optim/quant8.h"
 #include "plan/predict.h"
 #include "zero/engine.h"
 
@@ -288,22 +289,45 @@ TEST(PlanVsLedger, LionAndSgdMomentumEveryStageRankCountAndPrecision) {
 // counted on every rank that holds a part). mlp-small's and gpt-tiny's units
 // span many blocks; the odd GPT's are smaller than one. `zerodp plan
 // --optimizer adam8bit` and the ledger agree byte for byte on every rank.
+// By default the GPTs' embedding unit and the units under 4096 elements
+// (the odd GPT's final layernorm, odd MLP's layers) keep AdamW's fp32
+// moments (optim::unit_optimizer_config); both ways are checked.
 TEST(PlanVsLedger, Adam8bitEveryStageRankCountAndPrecision) {
-  const optim::OptimizerConfig optimizer = parse_optimizer("adam8bit");
-  for (const Case& c : {cases()[0], cases()[1], cases()[3]}) {
-    for (Dtype dt : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
-      for (Stage stage : kAllStages) {
-        for (int n = 1; n <= 4; ++n) {
-          if (c.model.name == "gpt-tiny" && dt == Dtype::fp16()) continue;  // the largest case: two dtypes suffice
-          const RunShape run = run_shape(c, stage, n, dt, optimizer);
-          expect_ledger_matches(c.model, run, /*overlap=*/false);
-          const RankPrediction p = predict_rank(c.model, run);
-          EXPECT_EQ(p.adam_m, p.adam_v);
-          EXPECT_GT(p.adam_m, p.owned_elements);  // codes plus scales
+  optim::OptimizerConfig all8 = parse_optimizer("adam8bit");
+  all8.adam.fp32_embedding = false;
+  all8.adam.min_8bit_size = 0;
+  for (const optim::OptimizerConfig& optimizer : {parse_optimizer("adam8bit"), all8}) {
+    for (const Case& c : cases()) {
+      for (Dtype dt : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
+        for (Stage stage : kAllStages) {
+          for (int n = 1; n <= 4; ++n) {
+            if (c.model.name == "gpt-tiny" && dt == Dtype::fp16()) continue;  // the largest case: two dtypes suffice
+            const RunShape run = run_shape(c, stage, n, dt, optimizer);
+            expect_ledger_matches(c.model, run, /*overlap=*/false);
+            const RankPrediction p = predict_rank(c.model, run);
+            EXPECT_EQ(p.adam_m, p.adam_v);
+            EXPECT_GT(p.adam_m, p.owned_elements);  // codes plus scales, or fp32 moments
+          }
         }
       }
     }
   }
+  // The fp32 units cost what the plan says: gpt-tiny's embedding unit and
+  // its final layernorm's (under 4096 elements) hold AdamW's 4 bytes per
+  // element for each moment instead of 1 plus the block scales.
+  const Case& tiny = cases()[0];
+  const RankPrediction mixed =
+      predict_rank(tiny.model, run_shape(tiny, Stage::k0, 1, Dtype::bf16(), parse_optimizer("adam8bit")));
+  const RankPrediction pure = predict_rank(tiny.model, run_shape(tiny, Stage::k0, 1, Dtype::bf16(), all8));
+  const UnitSchedule schedule = unit_schedule(tiny.model);
+  EXPECT_EQ(schedule.embedding_unit, 0);
+  uint64_t extra = 0;
+  for (size_t u = 0; u < schedule.unit_counts.size(); ++u) {
+    const uint64_t c = schedule.unit_counts[u];
+    if (u == 0 || c < 4096) extra += 3 * c - 4 * optim::quant8::blocks_touched(0, c).count;
+  }
+  EXPECT_GT(extra, 3 * schedule.unit_counts[0] / 2);
+  EXPECT_EQ(mixed.adam_m - pure.adam_m, extra);
 }
 
 // Adafactor: the fp32 row and column statistics of every matrix a unit

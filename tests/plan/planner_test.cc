@@ -187,7 +187,7 @@ TEST(PlanFormat, Adam8bitIsKSixPlusBlockScales) {
   const std::string text = format_plan_text(r, {});
   EXPECT_NE(text.find("fp16 + 8-bit Adam (mixed precision: fp32 master weights)"), std::string::npos) << text;
   EXPECT_NE(text.find("optimizer K = 6 (fp32 master 4 + Adam m 1 + Adam v 1, 8-bit, + 8 bytes per 2048 for their "
-                      "scales) = 10"),
+                      "scales; the token embedding's unit and units under 4096: m 4 + v 4) = 10"),
             std::string::npos)
       << text;
   const nlohmann::json j = plan_to_json(r, {});

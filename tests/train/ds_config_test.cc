@@ -133,6 +133,20 @@ TEST(DeepSpeedConfig, Adam8bitTakesBitsandbytesNamesAndAdamsParams) {
   EXPECT_NE(error_of(R"({"optimizer": {"type": "Adam8bit", "params": {"adam_w_mode": false}}})")
                 .find("decays decoupled (as AdamW); remove adam_w_mode: false"),
             std::string::npos);
+  // Which units keep fp32 moments: bitsandbytes' min_8bit_size and zerodp's
+  // fp32_embedding; the defaults are the CLI's.
+  EXPECT_TRUE(o.adam.fp32_embedding);
+  EXPECT_EQ(o.adam.min_8bit_size, 4096u);
+  const optim::OptimizerConfig off =
+      apply(R"({"optimizer": {"type": "Adam8bit", "params": {"min_8bit_size": 0, "fp32_embedding": false}}})")
+          .config.engine.optimizer;
+  EXPECT_FALSE(off.adam.fp32_embedding);
+  EXPECT_EQ(off.adam.min_8bit_size, 0u);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Adam8bit", "params": {"min_8bit_size": -1}}})")
+                .find("min_8bit_size -1 must be >= 0"),
+            std::string::npos);
+  // Not AdamW's: there the keys are unknown.
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "AdamW", "params": {"min_8bit_size": 0}}})"), "");
 }
 
 // DeepSpeed has no Adafactor: "Adafactor" takes Hugging Face transformers'

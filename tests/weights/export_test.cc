@@ -166,6 +166,43 @@ TEST(Consolidate, Adam8bitWritesItsMomentsDequantized) {
   }
 }
 
+// With units in fp32 moments (small_mlp's second and third here), each
+// moment's file takes those units' fp32 values as they are and the 8-bit
+// unit's dequantized: one exp_avg and one exp_avg_sq file.
+TEST(Consolidate, Adam8bitWithFp32UnitsWritesEachMomentOnce) {
+  TempDir dir;
+  const FullState state = save_trained_mlp(adam8bit_mixed_config(3, Dtype::bf16()), dir / "ckpt");
+  EXPECT_EQ(read_manifest(resolve_checkpoint(dir / "ckpt")).format_version, 3u);
+  const ConsolidateResult r = consolidate(dir / "ckpt", dir / "out", {.optimizer_states = true});
+  EXPECT_EQ(r.files.size(), 3u);
+  const std::vector<size_t> units = {12 * 17 + 17, 17 * 9 + 9, 9 * 5 + 5};
+  for (const std::string moment : {"exp_avg", "exp_avg_sq"}) {
+    const optim::quant8::DynamicMap& map =
+        moment == "exp_avg" ? optim::quant8::signed_map() : optim::quant8::unsigned_map();
+    // collect_state: the 8-bit tensors hold zeros where a unit keeps fp32, and the reverse.
+    const std::vector<float>& codes = state.tensors.at(moment + "_q8");
+    const std::vector<float>& scales = state.tensors.at(moment + "_absmax");
+    const std::vector<float>& plain = state.tensors.at(moment);
+    std::vector<float> want;
+    size_t at = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      for (size_t i = 0; i < units[u]; ++i, ++at) {
+        want.push_back(u == 0 ? map.code[static_cast<size_t>(codes[at])] * scales[u] : plain[at]);
+      }
+    }
+    const Safetensors s = parse_safetensors(dir / ("out/" + moment + ".safetensors"));
+    std::vector<float> all;
+    for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+      const auto t = tensor(s, n);
+      all.insert(all.end(), t.begin(), t.end());
+    }
+    EXPECT_TRUE(bitwise_equal(all, want)) << moment;
+    // Both kinds of unit hold nonzero moments.
+    EXPECT_GT(*std::max_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(units[0])), 0.0f) << moment;
+    EXPECT_GT(*std::max_element(all.begin() + static_cast<std::ptrdiff_t>(units[0]), all.end()), 0.0f) << moment;
+  }
+}
+
 // Adafactor's statistics consolidate packed, one fp32 per parameter under
 // the model's tensor names: a matrix's row statistics, then its column
 // statistics, at its start (zeros after), v for the vectors.

@@ -102,6 +102,11 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndRanks, StageEquivalence,
 EngineConfig optimizer_config(const std::string& optimizer, int stage, Dtype dtype) {
   EngineConfig c = config_for(stage, dtype);
   if (optimizer == "adam8bit") {
+    // Every unit 8-bit (the MLP has no embedding; none is under min_8bit_size).
+    c.optimizer.kind = optim::OptimizerKind::kAdam8bit;
+    c.optimizer.adam.min_8bit_size = 0;
+  } else if (optimizer == "adam8bit_mixed") {
+    // The default: wide_mlp's units of 3900 and 205 elements keep fp32 moments.
     c.optimizer.kind = optim::OptimizerKind::kAdam8bit;
   } else if (optimizer == "adafactor") {
     c.optimizer.kind = optim::OptimizerKind::kAdafactor;  // HF's defaults: relative steps, no m
@@ -166,15 +171,32 @@ model::MlpConfig wide_mlp() {
 }
 
 TEST(Engine, Adam8bitSharedBlocksGiveTheSameBitsAtEveryStage) {
-  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
-    for (int n : {2, 3, 5}) {
-      const RunResult reference = train_mlp(n, optimizer_config("adam8bit", 0, dtype), 8, 4, wide_mlp());
-      for (int stage = 1; stage <= 3; ++stage) {
-        const RunResult run = train_mlp(n, optimizer_config("adam8bit", stage, dtype), 8, 4, wide_mlp());
-        expect_same_bits(reference, run, fmt::format("adam8bit: stage {} vs 0, {} ranks, {}", stage, n, dtype.name()));
+  for (const char* optimizer : {"adam8bit", "adam8bit_mixed"}) {
+    for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+      for (int n : {2, 3, 5}) {
+        const RunResult reference = train_mlp(n, optimizer_config(optimizer, 0, dtype), 8, 4, wide_mlp());
+        for (int stage = 1; stage <= 3; ++stage) {
+          const RunResult run = train_mlp(n, optimizer_config(optimizer, stage, dtype), 8, 4, wide_mlp());
+          expect_same_bits(reference, run,
+                           fmt::format("{}: stage {} vs 0, {} ranks, {}", optimizer, stage, n, dtype.name()));
+        }
       }
     }
   }
+}
+
+// The per-unit choice (optim::unit_optimizer_config) takes effect: the units
+// under min_8bit_size get AdamW's fp32 moments, so the trajectory differs
+// from every unit 8-bit, and the unit of 12040 elements stays 8-bit.
+TEST(Engine, Adam8bitSmallUnitsKeepFp32Moments) {
+  const RunResult all8 = train_mlp(2, optimizer_config("adam8bit", 3, Dtype::fp32()), 8, 4, wide_mlp());
+  const RunResult mixed = train_mlp(2, optimizer_config("adam8bit_mixed", 3, Dtype::fp32()), 8, 4, wide_mlp());
+  ASSERT_EQ(all8.master.size(), mixed.master.size());
+  EXPECT_NE(std::memcmp(all8.master.data(), mixed.master.data(), all8.master.size() * sizeof(float)), 0);
+  const optim::OptimizerConfig config = optimizer_config("adam8bit_mixed", 3, Dtype::fp32()).optimizer;
+  EXPECT_EQ(optim::unit_optimizer_config(config, 3900, false).kind, optim::OptimizerKind::kAdamW);
+  EXPECT_EQ(optim::unit_optimizer_config(config, 205, false).kind, optim::OptimizerKind::kAdamW);
+  EXPECT_EQ(optim::unit_optimizer_config(config, 12040, false).kind, optim::OptimizerKind::kAdam8bit);
 }
 
 // Adafactor's per-tensor statistics over matrices that the shards of every
@@ -239,16 +261,18 @@ TEST(Engine, AdafactorModelStateBytes) {
 
 TEST(Engine, Adam8bitEveryPowerOfTwoRankCountGivesTheSameBits) {
   const model::Mlp mlp(wide_mlp());
-  std::optional<RunResult> first;
-  for (int stage : {0, 1, 3}) {
-    for (int n : {1, 2, 4, 8}) {
-      EngineConfig c = optimizer_config("adam8bit", stage, Dtype::fp32());
-      c.clip_norm = 0.0;  // a clipped step's norm is summed over N's shards (engine.h)
-      const RunResult r = train_global_batch(mlp, c, n);
-      if (!first) {
-        first = r;
-      } else {
-        expect_same_bits(*first, r, fmt::format("adam8bit: stage {}, {} ranks", stage, n));
+  for (const char* optimizer : {"adam8bit", "adam8bit_mixed"}) {
+    std::optional<RunResult> first;
+    for (int stage : {0, 1, 3}) {
+      for (int n : {1, 2, 4, 8}) {
+        EngineConfig c = optimizer_config(optimizer, stage, Dtype::fp32());
+        c.clip_norm = 0.0;  // a clipped step's norm is summed over N's shards (engine.h)
+        const RunResult r = train_global_batch(mlp, c, n);
+        if (!first) {
+          first = r;
+        } else {
+          expect_same_bits(*first, r, fmt::format("{}: stage {}, {} ranks", optimizer, stage, n));
+        }
       }
     }
   }
@@ -256,32 +280,36 @@ TEST(Engine, Adam8bitEveryPowerOfTwoRankCountGivesTheSameBits) {
 
 // 8-bit Adam: one byte per element for each moment, plus an fp32 scale per
 // 2048-element block each shard of a unit touches (a block cut by two
-// shards is held by both).
+// shards is held by both); with the default min_8bit_size the units under
+// 4096 elements hold AdamW's 4 bytes per element for each moment instead.
 TEST(Engine, Adam8bitModelStateBytes) {
   const model::Mlp mlp(wide_mlp());
-  for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
-    for (int n : {1, 3}) {
-      for (int stage = 0; stage <= 3; ++stage) {
-        const RunResult run = train_mlp(n, optimizer_config("adam8bit", stage, dtype), 1, 4, wide_mlp());
-        const PartitionPlan plan(
-            [&] {
-              std::vector<size_t> counts;
-              for (const auto& u : mlp.units()) counts.push_back(u.count);
-              return counts;
-            }(),
-            n);
-        for (int r = 0; r < n; ++r) {
-          uint64_t held = 0, blocks = 0;
-          for (size_t u = 0; u < plan.num_units(); ++u) {
-            const comm::ShardRange s = stage == 0 ? comm::ShardRange{0, plan.unit_count(u)} : plan.shard(u, r);
-            held += s.count;
-            blocks += optim::quant8::blocks_touched(s.offset, s.count).count;
+  for (const std::string optimizer : {"adam8bit", "adam8bit_mixed"}) {
+    for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
+      for (int n : {1, 3}) {
+        for (int stage = 0; stage <= 3; ++stage) {
+          const RunResult run = train_mlp(n, optimizer_config(optimizer, stage, dtype), 1, 4, wide_mlp());
+          const PartitionPlan plan(
+              [&] {
+                std::vector<size_t> counts;
+                for (const auto& u : mlp.units()) counts.push_back(u.count);
+                return counts;
+              }(),
+              n);
+          for (int r = 0; r < n; ++r) {
+            uint64_t held = 0, moment = 0;
+            for (size_t u = 0; u < plan.num_units(); ++u) {
+              const comm::ShardRange s = stage == 0 ? comm::ShardRange{0, plan.unit_count(u)} : plan.shard(u, r);
+              held += s.count;
+              const bool fp32 = optimizer == "adam8bit_mixed" && plan.unit_count(u) < 4096;
+              moment += fp32 ? 4 * s.count : s.count + 4 * optim::quant8::blocks_touched(s.offset, s.count).count;
+            }
+            const auto& ledger = run.ledgers[r];
+            const std::string what = fmt::format("{} {} N={} stage {} rank {}", optimizer, dtype.name(), n, stage, r);
+            EXPECT_EQ(ledger[MemoryCategory::kMaster].current, dtype.is_low_precision() ? 4 * held : 0) << what;
+            EXPECT_EQ(ledger[MemoryCategory::kAdamM].current, moment) << what;
+            EXPECT_EQ(ledger[MemoryCategory::kAdamV].current, moment) << what;
           }
-          const auto& ledger = run.ledgers[r];
-          const std::string what = fmt::format("{} N={} stage {} rank {}", dtype.name(), n, stage, r);
-          EXPECT_EQ(ledger[MemoryCategory::kMaster].current, dtype.is_low_precision() ? 4 * held : 0) << what;
-          EXPECT_EQ(ledger[MemoryCategory::kAdamM].current, held + 4 * blocks) << what;
-          EXPECT_EQ(ledger[MemoryCategory::kAdamV].current, held + 4 * blocks) << what;
         }
       }
     }

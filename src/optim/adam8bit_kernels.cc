@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scalar level's 8-bit Adam loops (adam8bit_loops.h compiled for the
+// build's baseline target) and the choice of a level's set.
+#include "optim/adam8bit_kernels.h"
+
+#include "optim/adam8bit_loops.h"
+
+namespace zerodp::optim::kernels {
+
+const Adam8bitKernels kScalarAdam8bitKernels = kGenericAdam8bitKernels;
+
+const Adam8bitKernels& adam8bit_kernels(SimdLevel level) {
+  switch (level) {
+#if ZERODP_SIMD_X86_64
+    case SimdLevel::kAvx512:
+      return kAvx512Adam8bitKernels;
+    case SimdLevel::kAvx2:
+      return kAvx2Adam8bitKernels;
+#endif
+    default:
+      return kScalarAdam8bitKernels;
+  }
+}
+
+}  // namespace zerodp::optim::kernels
