@@ -44,7 +44,7 @@ void check_split(Communicator& world, int group) {
 
   // Integer sums name exactly the members.
   const uint64_t in_sum = inside->all_reduce_uint64(static_cast<uint64_t>(r), ReduceOp::kSum);
-  const uint64_t first = static_cast<uint64_t>(r / group * group);
+  const auto first = static_cast<uint64_t>(r / group) * static_cast<uint64_t>(group);
   EXPECT_EQ(in_sum, first * static_cast<uint64_t>(group) + static_cast<uint64_t>(group * (group - 1) / 2));
   std::vector<int> members = across->all_gather_value(r);
   for (int k = 0; k < n / group; ++k) EXPECT_EQ(members[static_cast<size_t>(k)], k * group + r % group);

@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -70,7 +72,7 @@ Agreement compare(const RunResult& a, const RunResult& b) {
     const double x = a.master[i], y = b.master[i];
     diff += (x - y) * (x - y);
     norm += x * x;
-    out.bits_differ = out.bits_differ || std::memcmp(&a.master[i], &b.master[i], sizeof(float)) != 0;
+    out.bits_differ = out.bits_differ || std::bit_cast<uint32_t>(a.master[i]) != std::bit_cast<uint32_t>(b.master[i]);
   }
   out.worst = std::sqrt(diff / norm);
   for (size_t i = 0; i < a.losses.size() && i < b.losses.size(); ++i) {
