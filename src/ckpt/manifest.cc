@@ -121,6 +121,9 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     j["beta2"] = c.lion.beta2;
     j["weight_decay"] = c.lion.weight_decay;
     if (c.lion.bf16_momentum) j["momentum_dtype"] = "bf16";
+    if (c.lion.momentum_rounding != optim::RoundingMode::kNearest) {
+      j["momentum_rounding"] = std::string(optim::rounding_mode_name(c.lion.momentum_rounding));
+    }
   } else if (c.kind == optim::OptimizerKind::kAdafactor) {
     const optim::AdafactorConfig& a = c.adafactor;
     j["lr"] = a.lr;
@@ -165,6 +168,13 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
       ZDP_CHECK(dtype == "bf16" || dtype == "fp32", InputFileError,
                 "[ckpt] {}: optimizer momentum_dtype \"{}\" is not fp32 or bf16", path, dtype);
       c.lion.bf16_momentum = dtype == "bf16";
+    }
+    if (f.has("momentum_rounding")) {
+      const std::string rounding = f.string("momentum_rounding");
+      ZDP_CHECK((rounding == "stochastic" || rounding == "nearest") && c.lion.bf16_momentum, InputFileError,
+                "[ckpt] {}: optimizer momentum_rounding \"{}\" is not nearest or stochastic of a bf16 momentum", path,
+                rounding);
+      c.lion.momentum_rounding = optim::parse_rounding_mode(rounding);
     }
   } else if (c.kind == optim::OptimizerKind::kAdafactor) {
     const Json& eps = f.array("eps", 2);

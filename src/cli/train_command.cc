@@ -29,7 +29,7 @@ struct TrainFlags {
   double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.0;
   std::vector<double> betas, adafactor_eps;
   double beta1 = 0.0, decay_rate = -0.8, clip_threshold = 1.0;
-  std::string lion_momentum_dtype = "fp32";
+  std::string lion_momentum_dtype = "fp32", lion_momentum_rounding = "nearest";
   bool scale_parameter = true, relative_step = true, warmup_init = false;
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
@@ -190,11 +190,25 @@ void add_train_command(CLI::App& app) {
       false)
       ->delimiter(',');
   flag(cmd, f, "--lion-momentum-dtype", f.lion_momentum_dtype,
-       "Lion: the momentum's storage, fp32 or bf16 (K = 6 with bf16: rounded to nearest even each step)",
+       "Lion: the momentum's storage, fp32 or bf16 (K = 6 with bf16: rounded each step by\n"
+       "--lion-momentum-rounding)",
        [&f](auto& c) {
          ZDP_CHECK(f.lion_momentum_dtype == "fp32" || f.lion_momentum_dtype == "bf16", ConfigError,
                    "[train] --lion-momentum-dtype {}: use fp32 or bf16", f.lion_momentum_dtype);
          c.engine.optimizer.lion.bf16_momentum = f.lion_momentum_dtype == "bf16";
+         c.engine.optimizer.lion.momentum_rounding = c.engine.optimizer.lion.bf16_momentum
+                                                         ? optim::parse_rounding_mode(f.lion_momentum_rounding)
+                                                         : optim::RoundingMode::kNearest;
+       });
+  flag(cmd, f, "--lion-momentum-rounding", f.lion_momentum_rounding,
+       "Lion with --lion-momentum-dtype bf16: how the new momentum is rounded to bf16, nearest\n"
+       "(ties to even) or stochastic (unbiased; random bits from the element and the step, so the\n"
+       "same at every N and stage); docs/optim.md",
+       [&f](auto& c) {
+         ZDP_CHECK(
+             c.engine.optimizer.lion.bf16_momentum, ConfigError,
+             "[train] --lion-momentum-rounding rounds a bf16 momentum; add --lion-momentum-dtype bf16 or drop it");
+         c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(f.lion_momentum_rounding);
        });
   flag(cmd, f, "--beta1", f.beta1, "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
        [&f](auto& c) { c.engine.optimizer.adafactor.beta1 = f.beta1; });

@@ -134,4 +134,17 @@ inline BFloat16 float_to_bfloat16(float f) {
   return BFloat16{static_cast<uint16_t>((x + 0x7FFFu + odd) >> 16)};
 }
 
+// Stochastic rounding to bf16: f's magnitude goes to the bf16 above it with
+// probability (dropped 16 bits) / 2^16 given a uniform `random`, else to the
+// one below, so the result's expectation is f (sign and magnitude are
+// separate, so negative values round the same way). Subnormals round the
+// same way; a value within an ulp of the largest finite bf16 may round to
+// infinity, as its probability says; infinities stay; a NaN is quieted as
+// float_to_bfloat16 does.
+inline BFloat16 float_to_bfloat16_stochastic(float f, uint16_t random) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7FFFFFFFu) >= 0x7F800000u) return float_to_bfloat16(f);
+  return BFloat16{static_cast<uint16_t>((x + random) >> 16)};
+}
+
 }  // namespace zerodp

@@ -4,16 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/counter_hash.h"
+
 namespace zerodp::model {
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+constexpr uint64_t kGolden = kGoldenGamma;
 
 // Uniform in [-1, 1) from 53 random bits (exact in double).
 double signed_uniform(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0; }

@@ -48,6 +48,34 @@ size_t adafactor_state_values(std::span<const TensorShape> tensors, size_t unit_
   return values;
 }
 
+size_t adafactor_stats_values(std::span<const TensorShape> tensors, int round) {
+  if (tensors.empty()) return 1;
+  if (round != 0) return tensors.size();
+  size_t values = 0;
+  for (const TensorShape& t : tensors) values += 1 + (t.factored() ? t.batch * (t.rows + t.cols) : 0);
+  return values;
+}
+
+AdafactorStatsScratch adafactor_stats_scratch(std::span<const std::vector<TensorShape>> unit_tensors, size_t units,
+                                              int ranks, bool partitioned) {
+  AdafactorStatsScratch s;
+  size_t widest = 0;
+  for (int round = 0; round < 2; ++round) {
+    size_t sums = 0;
+    for (size_t u = 0; u < units; ++u) {
+      const size_t n = adafactor_stats_values(
+          u < unit_tensors.size() ? std::span<const TensorShape>(unit_tensors[u]) : std::span<const TensorShape>(),
+          round);
+      sums += n;
+      widest = std::max(widest, n);
+    }
+    s.sums = std::max(s.sums, sums);
+  }
+  s.parts = partitioned ? 0 : static_cast<size_t>(ranks) * widest;
+  s.acc = widest;
+  return s;
+}
+
 ElementRange adafactor_packed_range(std::span<const TensorShape> tensors, size_t unit_offset, size_t count) {
   if (count == 0) return {unit_offset, 0};
   const std::vector<TensorShape> all = shard_tensors(tensors, unit_offset, count);
@@ -74,9 +102,10 @@ Adafactor::Adafactor(const AdafactorConfig& config, size_t shard_size, ShardOpti
         i, t.offset, t.count, t.batch, t.rows, t.cols);
   }
   size_t covered = 0;
+  size_t stats0 = 0;  // adafactor_stats_values' round-0 layout
   for (const TensorShape& t : tensors_) {
-    stats0_offsets_.push_back(stats0_size_);
-    stats0_size_ += 1 + (t.factored() ? t.batch * (t.rows + t.cols) : 0);
+    stats0_offsets_.push_back(stats0);
+    stats0 += 1 + (t.factored() ? t.batch * (t.rows + t.cols) : 0);
   }
   for (const Span& s : touched_tensors(tensors_, unit_offset(), shard_size)) {
     const TensorShape& t = tensors_[s.tensor];
@@ -98,13 +127,14 @@ Adafactor::Adafactor(const AdafactorConfig& config, size_t shard_size, ShardOpti
   if (config_.beta1 > 0.0) add_state(StateKind::kExpAvg);
   state_size_ = adafactor_state_values(tensors_, unit_offset(), shard_size);
   add_state(StateKind::kExpAvgSqFactored, state_size_);
+  factors_ = add_work(StateKind::kExpAvgSqFactored, state_size_);
   state_values_ = state_data(config_.beta1 > 0.0 ? 1 : 0);
   eps1_ = static_cast<float>(config_.eps1);
   beta1_ = static_cast<float>(config_.beta1);
   one_minus_beta1_ = static_cast<float>(1.0 - config_.beta1);
 }
 
-size_t Adafactor::tensor_stats_size(int round) const { return round == 0 ? stats0_size_ : tensors_.size(); }
+size_t Adafactor::tensor_stats_size(int round) const { return adafactor_stats_values(tensors_, round); }
 
 float Adafactor::direction(const Touched& t, size_t e, float g, float* v_new) const {
   const TensorShape& T = tensors_[t.tensor];
@@ -114,7 +144,7 @@ float Adafactor::direction(const Touched& t, size_t e, float g, float* v_new) co
     const size_t row = k / T.cols;                  // over the batch
     const size_t b = row / T.rows;
     const size_t col = b * T.cols + k % T.cols;
-    const float* f = factors_.data() + t.state;  // rsqrt(r_i / mean(r)), then rsqrt(c_j)
+    const float* f = factors_ + t.state;  // rsqrt(r_i / mean(r)), then rsqrt(c_j)
     return (f[row] * f[T.batch * T.rows + col]) * g;
   }
   const float sq = g * g + eps1_;
@@ -170,7 +200,6 @@ void Adafactor::accumulate_tensor_stats(int round, const float* params, const fl
 
 void Adafactor::load_tensor_stats(int round, std::span<const float> combined) {
   if (round == 0) {
-    factors_.resize(state_size_);
     const double b2t = 1.0 - std::pow(t_step(), config_.decay_rate);
     beta2t_ = static_cast<float>(b2t);
     one_minus_beta2t_ = static_cast<float>(1.0 - b2t);
@@ -192,7 +221,7 @@ void Adafactor::load_tensor_stats(int round, std::span<const float> combined) {
     const auto fcols = static_cast<float>(T.cols), frows = static_cast<float>(T.rows);
     for (size_t i = 0; i < T.batch * T.rows; ++i) r[i] = r[i] * beta2t_ + one_minus_beta2t_ * (row_sums[i] / fcols);
     for (size_t j = 0; j < T.batch * T.cols; ++j) c[j] = c[j] * beta2t_ + one_minus_beta2t_ * (col_sums[j] / frows);
-    float* f = factors_.data() + t.state;
+    float* f = factors_ + t.state;
     for (size_t b = 0; b < T.batch; ++b) {
       double sum = 0.0;
       for (size_t i = 0; i < T.rows; ++i) sum += r[b * T.rows + i];

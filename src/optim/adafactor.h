@@ -53,6 +53,25 @@ namespace zerodp::optim {
 // [unit_offset, unit_offset + count) of a unit with these tensors.
 size_t adafactor_state_values(std::span<const TensorShape> tensors, size_t unit_offset, size_t count);
 
+// The length of round `round`'s (0, 1) statistics vector of a unit with these
+// tensors (Optimizer::tensor_stats_size; empty: the unit is one vector).
+// Round 0: per tensor its squared-parameter sum, then for a matrix its row
+// and column sums; round 1: per tensor its update's squared sum.
+size_t adafactor_stats_values(std::span<const TensorShape> tensors, int round);
+
+// The engine's scratch for reducing a step's statistics over the plan's
+// shards (zero::Engine::share_tensor_stats; the plan predicts it from the
+// same function): `sums` fp32 values for every unit's statistics of one
+// round (the all-reduce's buffer), `parts` fp32 values for the ranks'
+// partials of one unit when a rank holds units whole (stage 0: `ranks` times
+// the widest unit's), `acc` doubles for one partial's sums. Units without
+// tensors (unit_tensors shorter than `units`) are one vector each.
+struct AdafactorStatsScratch {
+  size_t sums = 0, parts = 0, acc = 0;
+};
+AdafactorStatsScratch adafactor_stats_scratch(std::span<const std::vector<TensorShape>> unit_tensors, size_t units,
+                                              int ranks, bool partitioned);
+
 // The packed per-element form of "exp_avg_sq_factored" that checkpoints
 // store (docs/checkpoint-format.md): one fp32 per element of the unit; a
 // matrix's row statistics at its first batch*rows elements and its column
@@ -110,14 +129,14 @@ class Adafactor final : public Optimizer {
   AdafactorConfig config_;
   std::vector<TensorShape> tensors_;
   std::vector<size_t> stats0_offsets_;  // per unit tensor: its first value in round 0's vector
-  size_t stats0_size_ = 0;
   std::vector<Touched> touched_;
   float* state_values_ = nullptr;  // exp_avg_sq_factored
   size_t state_size_ = 0;
   // This step's rsqrt(r_i / mean(r)) and rsqrt(c_j), laid out as the
-  // matrices' statistics in exp_avg_sq_factored: a per-step scratch of the
-  // statistics' size (not optimizer state; not booked).
-  std::vector<float> factors_;
+  // matrices' statistics in exp_avg_sq_factored: a work buffer of the
+  // statistics' size, derived from them each step (not checkpointed), booked
+  // with them (add_work).
+  float* factors_ = nullptr;
   float grad_scale_ = 1.0f;
   float eps1_ = 0.0f, beta1_ = 0.0f, one_minus_beta1_ = 1.0f;
   float beta2t_ = 0.0f, one_minus_beta2t_ = 1.0f;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/counter_hash.h"
+
 namespace zerodp::optim {
 
 Lion::Lion(const LionConfig& config, size_t shard_size, ShardOptions options)
@@ -27,6 +29,7 @@ void Lion::begin_step(double lr, float grad_scale) {
   s.beta2 = static_cast<float>(config_.beta2);
   s.one_minus_beta2 = static_cast<float>(1.0 - config_.beta2);
   s.neg_lr = static_cast<float>(-lr);
+  step_key_ = mix64(static_cast<uint64_t>(step_count()) * kGoldenGamma + 1);
 }
 
 void Lion::update(float* params, const float* grads, size_t offset, size_t count, bool decay) {
@@ -40,6 +43,8 @@ void Lion::update(float* params, const float* grads, size_t offset, size_t count
 void Lion::update_bf16(float* params, const float* grads, size_t offset, size_t count, bool decays) {
   const kernels::LionScalars& s = scalars_;
   uint8_t* m_bytes = state_codes(0) + 2 * offset;
+  const bool stochastic = config_.momentum_rounding == RoundingMode::kStochastic;
+  const uint64_t first = flat_offset() + offset;  // the model's flat index of element 0 here
   for (size_t i = 0; i < count; ++i) {
     BFloat16 mb;
     std::memcpy(&mb.bits, m_bytes + 2 * i, sizeof mb.bits);
@@ -50,7 +55,11 @@ void Lion::update_bf16(float* params, const float* grads, size_t offset, size_t 
     const float c = m * s.beta1 + s.one_minus_beta1 * grad;
     const float sign = (static_cast<float>(c > 0.0f) - static_cast<float>(c < 0.0f)) + (c - c);
     params[i] = param + s.neg_lr * sign;
-    const BFloat16 next = float_to_bfloat16(m * s.beta2 + s.one_minus_beta2 * grad);
+    const float m_new = m * s.beta2 + s.one_minus_beta2 * grad;
+    const BFloat16 next = stochastic
+                              ? float_to_bfloat16_stochastic(
+                                    m_new, static_cast<uint16_t>(mix64(step_key_ + (first + i) * kGoldenGamma) >> 48))
+                              : float_to_bfloat16(m_new);
     std::memcpy(m_bytes + 2 * i, &next.bits, sizeof next.bits);
   }
 }

@@ -17,7 +17,12 @@
 // per element, allocated zeroed; with LionConfig::bf16_momentum, m is kept
 // as bf16 ("exp_avg_bf16", 2 bytes per element): read widened exactly, the
 // new m computed in float as above and stored rounded to nearest, ties to
-// even. That loop is scalar at every SIMD level (one form, so the same bits).
+// even, or stochastically (LionConfig::momentum_rounding). Stochastic
+// rounding's 16 random bits for flat element i at step t are the top bits of
+// mix64(mix64(t * gamma + 1) + i * gamma) (core/counter_hash.h): they depend
+// on the element and the step only, so every N, stage and resume draws the
+// same ones. That loop is scalar at every SIMD level (one form, so the same
+// bits).
 // Non-finite gradients: a NaN or infinite g makes m and the parameter NaN, as
 // AdamW's update does. The engine never gets there: fp16 skips overflow steps
 // and fp32/bf16 stop with an error before the optimizer runs.
@@ -50,6 +55,7 @@ class Lion final : public Optimizer {
 
   LionConfig config_;
   kernels::LionScalars scalars_;
+  uint64_t step_key_ = 0;  // stochastic rounding: this step's stream
 };
 
 }  // namespace zerodp::optim

@@ -64,6 +64,16 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
   return "?";
 }
 
+std::string_view rounding_mode_name(RoundingMode mode) {
+  return mode == RoundingMode::kStochastic ? "stochastic" : "nearest";
+}
+
+RoundingMode parse_rounding_mode(std::string_view name) {
+  if (name == "nearest") return RoundingMode::kNearest;
+  if (name == "stochastic") return RoundingMode::kStochastic;
+  ZDP_THROW(ConfigError, "[optimizer] unknown rounding '{}'; use nearest or stochastic", name);
+}
+
 double config_lr(const OptimizerConfig& config) {
   switch (config.kind) {
     case OptimizerKind::kSgd:
@@ -162,6 +172,10 @@ void validate(const OptimizerConfig& config) {
     check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
     check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.99");
     check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
+    ZDP_CHECK(c.bf16_momentum || c.momentum_rounding == RoundingMode::kNearest, ConfigError,
+              "[{}] stochastic momentum rounding needs the bf16 momentum (an fp32 momentum is not rounded); keep the "
+              "momentum in bf16 or drop the rounding",
+              op);
     return;
   }
   if (config.kind == OptimizerKind::kAdafactor) {
@@ -275,6 +289,7 @@ TensorShape tensor_shape(size_t offset, std::span<const int> shape) {
 Optimizer::Optimizer(size_t size, ShardOptions options)
     : size_(size),
       unit_offset_(options.unit_offset),
+      flat_offset_(options.unit_flat_offset + options.unit_offset),
       accountant_(std::move(options.accountant)),
       simd_(options.simd),
       tensors_(std::move(options.tensors)) {
@@ -288,10 +303,12 @@ Optimizer::Optimizer(size_t size, ShardOptions options)
 
 Optimizer::~Optimizer() {
   if (!accountant_) return;
-  for (const OwnedState& s : states_) {
-    try {
-      accountant_(s.kind, -static_cast<int64_t>(s.buffer.bytes() + s.codes.bytes()));
-    } catch (...) {  // a destructor must not throw; the accountant's contract says it does not
+  for (const std::vector<OwnedState>* buffers : {&states_, &work_}) {
+    for (const OwnedState& s : *buffers) {
+      try {
+        accountant_(s.kind, -static_cast<int64_t>(s.buffer.bytes() + s.codes.bytes()));
+      } catch (...) {  // a destructor must not throw; the accountant's contract says it does not
+      }
     }
   }
 }
@@ -310,6 +327,22 @@ void Optimizer::add_state(StateKind kind, size_t values) {
   states_.push_back(std::move(s));
   if (accountant_)
     accountant_(kind, static_cast<int64_t>(states_.back().buffer.bytes() + states_.back().codes.bytes()));
+}
+
+float* Optimizer::add_work(StateKind booked_as, size_t values) {
+  work_.push_back(OwnedState{booked_as, AlignedBuffer<float>(values), {}});
+  if (accountant_) accountant_(booked_as, static_cast<int64_t>(work_.back().buffer.bytes()));
+  return work_.back().buffer.data();
+}
+
+uint64_t Optimizer::booked_bytes(StateKind kind) const {
+  uint64_t bytes = 0;
+  for (const std::vector<OwnedState>* buffers : {&states_, &work_}) {
+    for (const OwnedState& s : *buffers) {
+      if (s.kind == kind) bytes += s.buffer.bytes() + s.codes.bytes();
+    }
+  }
+  return bytes;
 }
 
 void Optimizer::set_step_count(int64_t steps) {
@@ -372,15 +405,17 @@ void Optimizer::load_tensor_stats(int /*round*/, std::span<const float> /*combin
 
 template <typename G>
 void Optimizer::tensor_stats_impl(int round, std::span<const float> params, std::span<const G> grads, float grad_scale,
-                                  ElementRange part, std::span<float> out) {
+                                  ElementRange part, std::span<float> out, std::span<double> scratch) {
   const std::string_view op = optimizer_kind_name(kind());
-  ZDP_CHECK(round >= 0 && round <= 1 && out.size() == tensor_stats_size(round), ShapeError,
-            "[{}.tensor_stats] round {} into {} values", op, round, out.size());
+  ZDP_CHECK(round >= 0 && round <= 1 && out.size() == tensor_stats_size(round) && scratch.size() >= out.size(),
+            ShapeError, "[{}.tensor_stats] round {} into {} values with {} of scratch", op, round, out.size(),
+            scratch.size());
   ZDP_CHECK(
       params.size() == size_ && grads.size() == size_ && part.offset <= size_ && part.count <= size_ - part.offset,
       ShapeError, "[{}.tensor_stats] params {}, grads {}, part [{}, {}) for a shard of {}", op, params.size(),
       grads.size(), part.offset, part.offset + part.count, size_);
-  std::vector<double> acc(out.size(), 0.0);
+  const std::span<double> acc = scratch.first(out.size());
+  std::fill(acc.begin(), acc.end(), 0.0);
   if constexpr (std::is_same_v<G, float>) {
     accumulate_tensor_stats(round, params.data() + part.offset, grads.data() + part.offset, part.offset, part.count,
                             grad_scale, acc.data());
@@ -397,16 +432,16 @@ void Optimizer::tensor_stats_impl(int round, std::span<const float> params, std:
 }
 
 void Optimizer::tensor_stats(int round, std::span<const float> params, std::span<const float> grads, float grad_scale,
-                             ElementRange part, std::span<float> out) {
-  tensor_stats_impl(round, params, grads, grad_scale, part, out);
+                             ElementRange part, std::span<float> out, std::span<double> acc) {
+  tensor_stats_impl(round, params, grads, grad_scale, part, out, acc);
 }
 void Optimizer::tensor_stats(int round, std::span<const float> params, std::span<const Half> grads, float grad_scale,
-                             ElementRange part, std::span<float> out) {
-  tensor_stats_impl(round, params, grads, grad_scale, part, out);
+                             ElementRange part, std::span<float> out, std::span<double> acc) {
+  tensor_stats_impl(round, params, grads, grad_scale, part, out, acc);
 }
 void Optimizer::tensor_stats(int round, std::span<const float> params, std::span<const BFloat16> grads,
-                             float grad_scale, ElementRange part, std::span<float> out) {
-  tensor_stats_impl(round, params, grads, grad_scale, part, out);
+                             float grad_scale, ElementRange part, std::span<float> out, std::span<double> acc) {
+  tensor_stats_impl(round, params, grads, grad_scale, part, out, acc);
 }
 
 void Optimizer::set_tensor_stats(int round, std::span<const float> combined) {
@@ -511,7 +546,8 @@ void Optimizer::step_impl(std::span<float> params, std::span<const G> grads, dou
     ZDP_CHECK(rounds_set_ == 0, ShapeError, "[{}.step] tensor statistics round 1 was not given", op);
     for (int round = 0; round < 2; ++round) {
       std::vector<float> stats(tensor_stats_size(round));
-      tensor_stats_impl(round, std::span<const float>(params), grads, grad_scale, {0, size_}, stats);
+      std::vector<double> acc(stats.size());
+      tensor_stats_impl(round, std::span<const float>(params), grads, grad_scale, {0, size_}, stats, acc);
       set_tensor_stats(round, stats);
     }
   }

@@ -131,6 +131,11 @@ struct ShardOptions {
   // The shard's first element within its unit. Block-quantized state (8-bit
   // Adam) anchors its blocks at the unit's first element; the others ignore it.
   size_t unit_offset = 0;
+  // The unit's first element in the model's flat order. Stochastic rounding
+  // (Lion's bf16 momentum) draws an element's random bits from its flat
+  // index and the step, so they are the same at every N and stage; the
+  // others ignore it.
+  uint64_t unit_flat_offset = 0;
   // The unit's parameter tensors, in flat order (Adafactor reads them; the
   // others ignore them). They must not overlap and must cover the shard;
   // empty: the shard is one vector.
@@ -212,6 +217,9 @@ class Optimizer {
   // Bytes of per-element state this optimizer holds per shard element (8, 4,
   // 2 or 0; 8-bit Adam's block scales not included).
   size_t state_bytes_per_param() const;
+  // The bytes booked as `kind`: its state buffer and any work buffer booked
+  // with it (add_work).
+  uint64_t booked_bytes(StateKind kind) const;
 
   // ---- block-quantized state (8-bit Adam) ----
   // The quantization block size, or 0 for element-wise state. A block's scale
@@ -247,15 +255,17 @@ class Optimizer {
   //      communicator's fp32 all-reduce does (comm::reduce_ordered), and
   //      set_tensor_stats(round, sum) on each;
   // then step() with the same params, grads and grad_scale. Each partial is
-  // a double sum over the part in index order, rounded once to float. A
-  // step() without them computes them over the whole shard as one part.
+  // a double sum over the part in index order, rounded once to float; `acc`
+  // is the caller's scratch for those sums (at least tensor_stats_size(round)
+  // doubles: the engine books one for all its units). A step() without them
+  // computes them over the whole shard as one part.
   virtual size_t tensor_stats_size(int /*round*/) const { return 0; }
   void tensor_stats(int round, std::span<const float> params, std::span<const float> grads, float grad_scale,
-                    ElementRange part, std::span<float> out);
+                    ElementRange part, std::span<float> out, std::span<double> acc);
   void tensor_stats(int round, std::span<const float> params, std::span<const Half> grads, float grad_scale,
-                    ElementRange part, std::span<float> out);
+                    ElementRange part, std::span<float> out, std::span<double> acc);
   void tensor_stats(int round, std::span<const float> params, std::span<const BFloat16> grads, float grad_scale,
-                    ElementRange part, std::span<float> out);
+                    ElementRange part, std::span<float> out, std::span<double> acc);
   void set_tensor_stats(int round, std::span<const float> combined);
 
  protected:
@@ -270,9 +280,16 @@ class Optimizer {
   // `values` long (one per block touched, or Adafactor's packed
   // statistics), and books it.
   void add_state(StateKind kind, size_t values = 0);
+  // Allocates a zeroed fp32 work buffer of `values` that is not state (no
+  // checkpoint holds it) but lives as long as the optimizer, and books it as
+  // `booked_as` (Adafactor's per-step factors, derived from its statistics,
+  // are booked with them). The pointer stays valid for the optimizer's life.
+  float* add_work(StateKind booked_as, size_t values);
   float* state_data(size_t index) { return states_[index].buffer.data(); }
   uint8_t* state_codes(size_t index) { return states_[index].codes.data(); }
   size_t unit_offset() const { return unit_offset_; }
+  // The model's flat index of shard element 0 (ShardOptions::unit_flat_offset + unit_offset).
+  uint64_t flat_offset() const { return flat_offset_; }
 
   // Splits [begin, begin + count) at the no-decay ranges and calls update();
   // grads points at element `begin`.
@@ -308,14 +325,16 @@ class Optimizer {
   BlockEndMaxima block_end_maxima_impl(std::span<const G> grads, float grad_scale);
   template <typename G>
   void tensor_stats_impl(int round, std::span<const float> params, std::span<const G> grads, float grad_scale,
-                         ElementRange part, std::span<float> out);
+                         ElementRange part, std::span<float> out, std::span<double> scratch);
 
   size_t size_ = 0;
   size_t unit_offset_ = 0;
+  uint64_t flat_offset_ = 0;
   std::vector<ElementRange> no_decay_;  // sorted, merged, inside the shard
   StateAccountant accountant_;
   SimdLevel simd_;
   std::vector<OwnedState> states_;
+  std::vector<OwnedState> work_;  // add_work's buffers
   std::vector<TensorShape> tensors_;
   int rounds_set_ = 0;  // tensor statistics rounds given for the next step()
   int64_t step_count_ = 0;

@@ -49,14 +49,22 @@ struct SgdConfig {
 // rate 3-10x smaller than AdamW's and a weight decay 3-10x larger.
 // bf16_momentum keeps m in bf16 (2 bytes, K = 6 with an fp32 master): each
 // step reads m widened exactly to fp32, computes c and the new m in fp32 as
-// above, and stores the new m rounded to the nearest bf16, ties to even
-// (core/dtype.h float_to_bfloat16; NaN stays NaN).
+// above, and stores the new m rounded to bf16 by momentum_rounding: to the
+// nearest, ties to even (core/dtype.h float_to_bfloat16), or stochastically
+// (float_to_bfloat16_stochastic, unbiased: an EMA step smaller than half a
+// bf16 ulp still moves m on average), with random bits drawn from the
+// element's flat index and the step (optim/lion.h). NaN stays NaN.
+enum class RoundingMode : uint8_t { kNearest = 0, kStochastic = 1 };
+// "nearest", "stochastic"; parse: ConfigError naming both otherwise.
+std::string_view rounding_mode_name(RoundingMode mode);
+RoundingMode parse_rounding_mode(std::string_view name);
 struct LionConfig {
   double lr = 1e-4;
   double beta1 = 0.9;
   double beta2 = 0.99;
   double weight_decay = 0.0;
   bool bf16_momentum = false;
+  RoundingMode momentum_rounding = RoundingMode::kNearest;  // with bf16_momentum
 };
 
 // Adafactor (Shazeer & Stern 2018; optim/adafactor.h) with Hugging Face

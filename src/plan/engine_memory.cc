@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "model/gpt_config.h"
+#include "optim/adafactor.h"
 
 namespace zerodp::plan {
 namespace {
@@ -279,9 +280,16 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.comm = comm::max_quantized_scratch(
       schedule.unit_counts, group, rank, stage.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone,
       stage.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone);
+  uint64_t comm_buffers = p.comm > 0 ? 1 : 0;
+  if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {
+    const optim::AdafactorStatsScratch stats = optim::adafactor_stats_scratch(
+        schedule.unit_tensors, schedule.unit_counts.size(), group, stage.partitions_optimizer);
+    p.comm += (stats.sums + stats.parts) * sizeof(float) + stats.acc * sizeof(double);
+    comm_buffers += stats.parts > 0 ? 3 : 2;
+  }
   p.load_scratch = run.load_scratch;
-  p.allocator = kAllocatorBytesPerBuffer * (2 * schedule.unit_counts.size() + kOtherBuffers + (p.comm > 0 ? 1 : 0)) +
-                kCommThreadBytes;
+  p.allocator =
+      kAllocatorBytesPerBuffer * (2 * schedule.unit_counts.size() + kOtherBuffers + comm_buffers) + kCommThreadBytes;
   return p;
 }
 

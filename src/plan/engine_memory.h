@@ -26,8 +26,9 @@
 //             the backward pass.
 //   activations  the workspace's bytes (activations.h)
 //   comm      with compressed collectives: one scratch buffer for them,
-//             comm::max_quantized_scratch over the units (comm/quantize.h),
-//             allocated by the constructor
+//             comm::max_quantized_scratch over the units (comm/quantize.h);
+//             with Adafactor: the statistics reduction's buffers
+//             (optim::adafactor_stats_scratch); allocated by the constructor
 //   scratch   outside the step: the initialisation's (and --init-from's)
 //             fp32 chunk of min(64Ki, largest unit) elements while the
 //             constructor fills the parameters; at the end, with
@@ -126,7 +127,7 @@ struct RankPrediction {
   uint64_t buckets = 0;        // overlap off: exact; on: a lower bound
   uint64_t buckets_bound = 0;  // the worst case with overlap on
   uint64_t activations = 0;
-  uint64_t comm = 0;           // the compressed collectives' scratch, from the constructor on
+  uint64_t comm = 0;           // the compressed collectives' and Adafactor's reduction scratch, from the constructor on
   uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
   uint64_t init_scratch = 0;   // the constructor's fill chunk
   uint64_t final_scratch = 0;  // the end's consolidated copy and gather buffer

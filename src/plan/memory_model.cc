@@ -77,7 +77,7 @@ uint64_t tensor_stats_bytes(std::span<const uint64_t> unit_counts,
                                                             : std::span<const optim::TensorShape>();
     values += optim::adafactor_state_values(tensors, offset, count);
   }
-  return values * sizeof(float);
+  return 2 * values * sizeof(float);  // the statistics and their factors
 }
 
 void check_ranks(int ranks) {

@@ -156,10 +156,11 @@ uint64_t moment_scale_bytes(std::span<const uint64_t> unit_counts, int ranks, in
 // Adafactor's second-moment statistics on rank `rank` of `ranks`, in bytes:
 // the fp32 row and column statistics of every matrix its unit shards touch
 // and v of their other elements (optim::adafactor_state_values; each unit
-// whole when the optimizer state is not partitioned). unit_tensors[u] lists
-// unit u's tensors; a unit without (a model given only by --params) counts
-// as one vector, 4 bytes per element. 0 for the other optimizers. The memory
-// model adds it to moment2.
+// whole when the optimizer state is not partitioned), twice: the optimizer
+// keeps a work buffer of the same layout for each step's factors, booked
+// with them. unit_tensors[u] lists unit u's tensors; a unit without (a model
+// given only by --params) counts as one vector, 4 bytes per element. 0 for
+// the other optimizers. The memory model adds it to moment2.
 uint64_t tensor_stats_bytes(std::span<const uint64_t> unit_counts,
                             std::span<const std::vector<optim::TensorShape>> unit_tensors, int ranks, int rank,
                             bool partitioned, const optim::OptimizerConfig& optimizer);

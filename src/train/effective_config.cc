@@ -62,6 +62,9 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
     add("betas", nlohmann::json::array({e.optimizer.lion.beta1, e.optimizer.lion.beta2}));
     add("weight-decay", e.optimizer.lion.weight_decay);
     add("lion-momentum-dtype", e.optimizer.lion.bf16_momentum ? "bf16" : "fp32");
+    if (e.optimizer.lion.bf16_momentum) {
+      add("lion-momentum-rounding", std::string(optim::rounding_mode_name(e.optimizer.lion.momentum_rounding)));
+    }
   } else if (e.optimizer.kind == optim::OptimizerKind::kAdafactor) {
     const optim::AdafactorConfig& a = e.optimizer.adafactor;
     add("relative-step", a.relative_step);

@@ -67,6 +67,13 @@ const std::vector<Field>& fields() {
       {"lion-momentum-dtype",
        [](const TrainConfig& c) { return json(c.engine.optimizer.lion.bf16_momentum ? "bf16" : "fp32"); },
        [](TrainConfig& c, const json& v) { c.engine.optimizer.lion.bf16_momentum = v.get<std::string>() == "bf16"; }},
+      // (A checkpoint from before stochastic rounding has no such field: its
+      // bf16 momentum was rounded to nearest, LionConfig's default.)
+      {"lion-momentum-rounding",
+       [](const TrainConfig& c) { return json(optim::rounding_mode_name(c.engine.optimizer.lion.momentum_rounding)); },
+       [](TrainConfig& c, const json& v) {
+         c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(v.get<std::string>());
+       }},
       // Adafactor's settings (before "lr": an explicit lr is Adafactor's only
       // without relative steps).
       {"relative-step", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.relative_step); },

@@ -114,7 +114,8 @@ std::string format_summary(const RunStats& s) {
   if (s.memory[0].tensor_stats > 0) {
     out +=
         "  (Adafactor keeps, beside K's bytes, fp32 row and column statistics of every matrix a rank's\n"
-        "   unit shards touch and v of its other elements: docs/optim.md)\n";
+        "   unit shards touch and v of its other elements, and a buffer of their size for each step's\n"
+        "   factors: docs/optim.md)\n";
   }
   if (pairwise_partials(s.grad_accum) > 0) {
     out += fmt::format(

@@ -7,6 +7,7 @@
 #include "comm/reduce.h"
 #include "core/convert.h"
 #include "core/error.h"
+#include "optim/adafactor.h"
 #include "optim/grad_utils.h"
 #include "zero/grad_accumulate.h"
 
@@ -51,14 +52,14 @@ optim::Optimizer::BlockEndMaxima block_end_maxima(optim::Optimizer& opt, comm::C
 }
 
 void tensor_stats(optim::Optimizer& opt, int round, std::span<const float> master, comm::ConstBuffer g, float coef,
-                  optim::ElementRange part, std::span<float> out) {
+                  optim::ElementRange part, std::span<float> out, std::span<double> acc) {
   switch (g.dtype.kind()) {
     case Dtype::Kind::kFp32:
-      return opt.tensor_stats(round, master, {static_cast<const float*>(g.data), g.count}, coef, part, out);
+      return opt.tensor_stats(round, master, {static_cast<const float*>(g.data), g.count}, coef, part, out, acc);
     case Dtype::Kind::kFp16:
-      return opt.tensor_stats(round, master, {static_cast<const Half*>(g.data), g.count}, coef, part, out);
+      return opt.tensor_stats(round, master, {static_cast<const Half*>(g.data), g.count}, coef, part, out, acc);
     case Dtype::Kind::kBf16:
-      return opt.tensor_stats(round, master, {static_cast<const BFloat16*>(g.data), g.count}, coef, part, out);
+      return opt.tensor_stats(round, master, {static_cast<const BFloat16*>(g.data), g.count}, coef, part, out, acc);
   }
 }
 
@@ -196,8 +197,19 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     optim::ShardOptions options;
     options.accountant = optimizer_state_accountant(ledger_);
     options.unit_offset = update_range(u).offset;
+    options.unit_flat_offset = plan_.unit_offset(u);
     options.tensors = unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u));
     optimizers_.push_back(optim::make_optimizer(config_.optimizer, update_range(u).count, std::move(options)));
+  }
+  if (!optimizers_.empty() && optimizers_.front()->tensor_stats_size(0) > 0) {
+    std::vector<std::vector<optim::TensorShape>> shapes;
+    for (size_t u = 0; u < plan_.num_units(); ++u)
+      shapes.push_back(unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u)));
+    const optim::AdafactorStatsScratch scratch =
+        optim::adafactor_stats_scratch(shapes, plan_.num_units(), shard_comm_.size(), stage.partitions_optimizer);
+    stats_sums_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm, scratch.sums);
+    if (scratch.parts > 0) stats_parts_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm, scratch.parts);
+    stats_acc_ = LedgerBuffer<double>(ledger_, MemoryCategory::kComm, scratch.acc);
   }
 
   workspace_ = model_.make_workspace(micro_batch, seq_len, checkpointing);
@@ -584,27 +596,25 @@ void Engine::share_tensor_stats(float coefficient) {
   if (optimizers_.empty() || optimizers_.front()->tensor_stats_size(0) == 0) return;
   const size_t units = plan_.num_units(), n = static_cast<size_t>(shard_comm_.size());
   const bool partitioned = traits(config_.stage).partitions_optimizer;
+  std::vector<size_t> offsets(units + 1, 0);
+  std::vector<const void*> ins(partitioned ? 0 : n);
   for (int round = 0; round < 2; ++round) {
-    std::vector<size_t> offsets(units + 1, 0);
     for (size_t u = 0; u < units; ++u) offsets[u + 1] = offsets[u] + optimizers_[u]->tensor_stats_size(round);
-    std::vector<float> all(offsets[units]);
-    std::vector<float> parts;
+    const std::span<float> all = stats_sums_.span().first(offsets[units]);
     for (size_t u = 0; u < units; ++u) {
       const comm::ShardRange upd = update_range(u);
       optim::Optimizer& opt = *optimizers_[u];
-      const std::span<float> mine(all.data() + offsets[u], offsets[u + 1] - offsets[u]);
+      const std::span<float> mine = all.subspan(offsets[u], offsets[u + 1] - offsets[u]);
       const std::span<const float> master = master_weights().floats(u, upd);
       const comm::ConstBuffer g = grads_.slice(u, upd);
       if (partitioned) {
-        tensor_stats(opt, round, master, g, coefficient, {0, upd.count}, mine);
+        tensor_stats(opt, round, master, g, coefficient, {0, upd.count}, mine, stats_acc_);
         continue;
       }
-      parts.assign(n * mine.size(), 0.0f);
-      std::vector<const void*> ins(n);
       for (size_t r = 0; r < n; ++r) {
         const comm::ShardRange s = plan_.shard(u, static_cast<int>(r));
-        const std::span<float> part(parts.data() + r * mine.size(), mine.size());
-        tensor_stats(opt, round, master, g, coefficient, {s.offset, s.count}, part);
+        const std::span<float> part = stats_parts_.span().subspan(r * mine.size(), mine.size());
+        tensor_stats(opt, round, master, g, coefficient, {s.offset, s.count}, part, stats_acc_);
         ins[r] = part.data();
       }
       comm::reduce_ordered(ins, mine.data(), mine.size(), Dtype::fp32(), comm::ReduceOp::kSum);
@@ -613,9 +623,8 @@ void Engine::share_tensor_stats(float coefficient) {
       const comm::Buffer buffer(all.data(), all.size(), Dtype::fp32());
       shard_comm_.all_reduce(buffer, buffer, comm::ReduceOp::kSum);
     }
-    for (size_t u = 0; u < units; ++u) {
-      optimizers_[u]->set_tensor_stats(round, {all.data() + offsets[u], offsets[u + 1] - offsets[u]});
-    }
+    for (size_t u = 0; u < units; ++u)
+      optimizers_[u]->set_tensor_stats(round, all.subspan(offsets[u], offsets[u + 1] - offsets[u]));
   }
 }
 

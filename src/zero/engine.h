@@ -157,7 +157,8 @@ class Engine {
   void state_loaded(const Counters& counters);
   comm::ShardRange update_range(size_t unit) const;
   // Adafactor: the bytes of this rank's factored second-moment statistics
-  // (beside K's whole bytes per parameter; 0 for the other optimizers).
+  // and their per-step factors, booked as adam_v (beside K's whole bytes per
+  // parameter; 0 for the other optimizers).
   uint64_t tensor_stats_bytes() const;
 
   // The plan over the shard group (G ranks; all N in the flat layout), and
@@ -247,9 +248,14 @@ class Engine {
   std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
   LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
-  std::vector<CommWorker::Ticket> staging_tickets_;   // per unit: its last reduction
-  std::deque<CommWorker::Ticket> in_flight_;          // gradient reductions not yet waited for
-  struct Bucket {                                     // stage 0: gradients awaiting all-reduce
+  // Adafactor's statistics reduction (optim::adafactor_stats_scratch, "comm"):
+  // every unit's sums of one round, stage 0's ranks' partials of one unit,
+  // and one partial's double accumulators.
+  LedgerBuffer<float> stats_sums_, stats_parts_;
+  LedgerBuffer<double> stats_acc_;
+  std::vector<CommWorker::Ticket> staging_tickets_;  // per unit: its last reduction
+  std::deque<CommWorker::Ticket> in_flight_;         // gradient reductions not yet waited for
+  struct Bucket {                                    // stage 0: gradients awaiting all-reduce
     BufferPool::Handle data;
     size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi)
   };

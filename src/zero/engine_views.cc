@@ -69,11 +69,7 @@ Engine::Counters Engine::counters() const {
 
 uint64_t Engine::tensor_stats_bytes() const {
   uint64_t bytes = 0;
-  for (const auto& opt : optimizers_) {
-    for (const optim::ConstStateTensor& t : std::as_const(*opt).state()) {
-      if (t.kind == optim::StateKind::kExpAvgSqFactored) bytes += t.data.size_bytes();
-    }
-  }
+  for (const auto& opt : optimizers_) bytes += opt->booked_bytes(optim::StateKind::kExpAvgSqFactored);
   return bytes;
 }
 

@@ -45,7 +45,7 @@ enum class MemoryCategory : uint8_t {
   kGathered = 5,     // stage 3: all-gathered parameters of the current/prefetched unit
   kBuckets = 6,      // gradient buckets for reduction
   kActivations = 7,  // forward activations kept for backward
-  kComm = 8,         // communication scratch (send/receive staging)
+  kComm = 8,         // communication scratch: compressed collectives' staging, Adafactor's statistics reduction
   kScratch = 9,      // the engine's temporaries outside the step: initialisation and load chunks,
                      // checkpoint records, a consolidated copy for the sample
 };

@@ -74,6 +74,18 @@ TEST(Manifest, LionRoundTrip) {
   EXPECT_EQ(back.optimizer.lion.weight_decay, 1.0);
   EXPECT_EQ(back.tensor_index("exp_avg"), 1);
   EXPECT_EQ(back.tensor_index("exp_avg_sq"), -1);
+  EXPECT_EQ(text.find("momentum_rounding"), std::string::npos) << text;  // fp32: nothing to round
+
+  // A bf16 momentum and how it is rounded travel with the checkpoint.
+  // (Checkpoints hold the bf16 momentum widened, under exp_avg.)
+  m.optimizer.lion.bf16_momentum = true;
+  m.optimizer.lion.momentum_rounding = optim::RoundingMode::kStochastic;
+  const std::string bf16 = manifest_to_json(m);
+  EXPECT_NE(bf16.find(R"("momentum_rounding": "stochastic")"), std::string::npos) << bf16;
+  const Manifest back_bf16 = manifest_from_json(bf16, "m.json");
+  EXPECT_TRUE(back_bf16.optimizer.lion.bf16_momentum);
+  EXPECT_EQ(back_bf16.optimizer.lion.momentum_rounding, optim::RoundingMode::kStochastic);
+  EXPECT_EQ(manifest_to_json(back_bf16), bf16);
 }
 
 // 8-bit Adam's tensors are format version 2's: codes one byte per element,

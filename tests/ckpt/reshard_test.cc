@@ -156,6 +156,15 @@ TEST(Reshard, LionBf16MomentumThreeToTwoStage3To1) {
                   }});
 }
 
+TEST(Reshard, LionBf16StochasticRoundingTwoToThreeStage1To3) {
+  expect_reshard({2, 1, 3, 3, Dtype::bf16(), [](int stage, Dtype dtype) {
+                    zero::EngineConfig c = lion_config(stage, dtype);
+                    c.optimizer.lion.bf16_momentum = true;
+                    c.optimizer.lion.momentum_rounding = optim::RoundingMode::kStochastic;
+                    return c;
+                  }});
+}
+
 TEST(Reshard, SgdMomentumTwoToThreeStage2To0) {
   expect_reshard({2, 2, 3, 0, Dtype::fp32(), [](int stage, Dtype dtype) {
                     zero::EngineConfig c = test_config(stage, dtype);

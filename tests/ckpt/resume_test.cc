@@ -219,6 +219,11 @@ TEST(ExactResume, LionBf16MomentumEveryStage) {
     c.optimizer.lion.bf16_momentum = true;
     const std::string name = "lion bf16 momentum stage " + std::to_string(stage);
     expect_exact_resume({name.c_str(), 3, c}, 3);
+    // Stochastic rounding's bits come from the element and the step, which
+    // the checkpoint keeps.
+    c.optimizer.lion.momentum_rounding = optim::RoundingMode::kStochastic;
+    const std::string sr = name + " stochastic rounding";
+    expect_exact_resume({sr.c_str(), 3, c}, 3);
   }
 }
 

@@ -56,6 +56,11 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --ranks 4 --stage 0 --shard-group-size 2" + m, "--shard-group-size 2 needs stage 1, 2 or 3");
   expect_refused("train --shard-group-size -2" + m, "--shard-group-size -2 must be at least 1");
   expect_refused("plan --params 1B --ranks 4,6 --shard-group-size 4", "--shard-group-size 4 does not divide --ranks 6");
+  // Stochastic rounding rounds a bf16 momentum; there is nothing to round otherwise.
+  expect_refused("train --optimizer lion --lion-momentum-rounding stochastic" + m,
+                 "--lion-momentum-rounding rounds a bf16 momentum");
+  expect_refused("train --optimizer lion --lion-momentum-dtype bf16 --lion-momentum-rounding up" + m,
+                 "unknown rounding 'up'");
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -70,6 +71,39 @@ TEST(Dtype, BFloat16KnownValues) {
   EXPECT_EQ(float_to_bfloat16(1.0f + std::ldexp(3.0f, -8)).bits, 0x3F82);
   EXPECT_EQ(float_to_bfloat16(std::numeric_limits<float>::max()).bits, 0x7F80);  // overflow: inf
   EXPECT_EQ(float_to_bfloat16(std::bit_cast<float>(0x7F800001u)).bits, 0x7FC0);  // NaN stays NaN
+}
+
+// Stochastic rounding: a bf16 value stays itself whatever the random bits;
+// any other float goes to one of its two bf16 neighbours, up exactly when
+// its dropped 16 bits plus the random ones carry, so over all 65,536 random
+// values the mean is the float itself.
+TEST(Dtype, BFloat16StochasticRoundingIsUnbiased) {
+  for (const float exact : {1.0f, -3.5f, 0.0f, bfloat16_to_float(BFloat16{0x0001})}) {
+    for (const uint16_t r : {uint16_t{0}, uint16_t{1}, uint16_t{0x8000}, uint16_t{0xFFFF}}) {
+      EXPECT_EQ(float_to_bfloat16_stochastic(exact, r).bits, float_to_bfloat16(exact).bits) << exact << " " << r;
+    }
+  }
+  for (const uint32_t bits : {0x3F800001u, 0x3F80C000u, 0xBF80FFFFu, 0x00001234u, 0x42F6E979u}) {
+    const float x = std::bit_cast<float>(bits);
+    const uint16_t below = static_cast<uint16_t>(bits >> 16), above = static_cast<uint16_t>(below + 1);
+    double sum = 0.0;
+    uint32_t ups = 0;
+    for (uint32_t r = 0; r < 65536; ++r) {
+      const BFloat16 b = float_to_bfloat16_stochastic(x, static_cast<uint16_t>(r));
+      ASSERT_TRUE(b.bits == below || b.bits == above) << std::hex << bits << " " << r;
+      ups += b.bits == above ? 1 : 0;
+      sum += static_cast<double>(bfloat16_to_float(b));
+    }
+    EXPECT_EQ(ups, bits & 0xFFFFu) << std::hex << bits;  // P(up) = dropped / 2^16, exactly
+    EXPECT_DOUBLE_EQ(sum / 65536.0, static_cast<double>(x)) << std::hex << bits;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(float_to_bfloat16_stochastic(inf, 0xFFFF).bits, 0x7F80);
+  EXPECT_EQ(float_to_bfloat16_stochastic(-inf, 0xFFFF).bits, 0xFF80);
+  EXPECT_EQ(float_to_bfloat16_stochastic(std::bit_cast<float>(0x7F800001u), 0xFFFF).bits, 0x7FC0);  // NaN stays NaN
+  // Within an ulp of the largest finite bf16: up is infinity, as often as its share says.
+  EXPECT_EQ(float_to_bfloat16_stochastic(std::numeric_limits<float>::max(), 0x0001).bits, 0x7F80);
+  EXPECT_EQ(float_to_bfloat16_stochastic(std::numeric_limits<float>::max(), 0x0000).bits, 0x7F7F);
 }
 
 // Every one of the 65,536 half patterns: numbers round-trip exactly; NaNs

@@ -189,6 +189,39 @@ TEST(Adafactor, KeepsTheFactoredStatisticsOfMatricesAndVOfTheRest) {
   EXPECT_TRUE(optimizer_bytes_per_param({.kind = OptimizerKind::kAdafactor}, true).tensor_stats);
 }
 
+// Round 0: per tensor its squared-parameter sum and, for a matrix, its row
+// and column sums; round 1: one value per tensor. The optimizer's own sizes
+// are the free function's, which the plan uses.
+TEST(Adafactor, StatisticsVectorsHaveThePlannedLengths) {
+  const std::vector<TensorShape> tensors = unit_tensors();
+  EXPECT_EQ(adafactor_stats_values(tensors, 0), (1u + 6u + 5u) + 1u + (1u + 2u * 3u + 2u * 4u) + 1u);
+  EXPECT_EQ(adafactor_stats_values(tensors, 1), 4u);
+  EXPECT_EQ(adafactor_stats_values({}, 0), 1u);
+  EXPECT_EQ(adafactor_stats_values({}, 1), 1u);
+  auto opt = make_optimizer({.kind = OptimizerKind::kAdafactor}, 13, {.unit_offset = 20, .tensors = tensors});
+  EXPECT_EQ(opt->tensor_stats_size(0), adafactor_stats_values(tensors, 0));
+  EXPECT_EQ(opt->tensor_stats_size(1), adafactor_stats_values(tensors, 1));
+}
+
+// The per-step factors (the statistics' size, not checkpointed) are booked
+// with the statistics, and both are released with the optimizer.
+TEST(Adafactor, BooksItsStatisticsAndTheirFactors) {
+  int64_t m_bytes = 0, v_bytes = 0;
+  {
+    auto opt =
+        make_optimizer({.kind = OptimizerKind::kAdafactor, .adafactor = {.beta1 = 0.9}}, 13,
+                       {.accountant = [&](StateKind k, int64_t d) { (is_second_moment(k) ? v_bytes : m_bytes) += d; },
+                        .unit_offset = 20,
+                        .tensors = unit_tensors()});
+    EXPECT_EQ(m_bytes, 13 * 4);
+    EXPECT_EQ(v_bytes, 2 * 14 * 4);
+    EXPECT_EQ(opt->booked_bytes(StateKind::kExpAvgSqFactored), 2u * 14u * 4u);
+    EXPECT_EQ(opt->state().size(), 2u);  // the factors are not state
+  }
+  EXPECT_EQ(m_bytes, 0);
+  EXPECT_EQ(v_bytes, 0);
+}
+
 // The engine's protocol, by hand: shards of the unit compute partials, the
 // partials of the cuts are summed in rank order, each shard steps; a single
 // optimizer over the whole unit computes every cut's partial, sums them the
@@ -218,11 +251,12 @@ TEST(Adafactor, ShardsSummingTheirPartialsGiveTheBitsOfTheWholeUnit) {
         std::vector<float> sum_whole(n, 0.0f), sum_parts(n, 0.0f);
         for (size_t r = 0; r < shards.size(); ++r) {
           std::vector<float> a(n), b(n);
-          whole->tensor_stats(round, p_whole, std::span<const float>(g), 1.0f, shards[r], a);
+          std::vector<double> scratch(n);
+          whole->tensor_stats(round, p_whole, std::span<const float>(g), 1.0f, shards[r], a, scratch);
           ASSERT_EQ(parts[r]->tensor_stats_size(round), n);
           parts[r]->tensor_stats(round, std::span<const float>(p_parts).subspan(shards[r].offset, shards[r].count),
                                  std::span<const float>(g).subspan(shards[r].offset, shards[r].count), 1.0f,
-                                 {0, shards[r].count}, b);
+                                 {0, shards[r].count}, b, scratch);
           ASSERT_EQ(first_bit_difference(a, b), -1) << "round " << round << " shard " << r;
           for (size_t i = 0; i < n; ++i) sum_whole[i] = r == 0 ? a[i] : sum_whole[i] + a[i];
           for (size_t i = 0; i < n; ++i) sum_parts[i] = r == 0 ? b[i] : sum_parts[i] + b[i];

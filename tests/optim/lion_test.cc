@@ -184,6 +184,74 @@ TEST(Lion, Bf16MomentumShardCutsAndLowPrecisionGradients) {
       {.kind = OptimizerKind::kLion, .lion = {.lr = 1e-3, .bf16_momentum = true}});
 }
 
+// Stochastic rounding of the bf16 momentum: the random bits of an element
+// depend on its flat index (ShardOptions::unit_flat_offset + unit_offset +
+// i) and the step, so any cut of a unit, and the same elements at another
+// unit offset, give the bits of the whole; each stored m is one of the two
+// bf16 neighbours of the float m the step computed; and it differs from
+// rounding to nearest.
+TEST(Lion, Bf16MomentumStochasticRoundingIsTheSameAtEveryCut) {
+  const OptimizerConfig config{
+      .kind = OptimizerKind::kLion,
+      .lion = {.lr = 1e-3, .weight_decay = 0.1, .bf16_momentum = true, .momentum_rounding = RoundingMode::kStochastic}};
+  constexpr size_t kN = 1031;
+  auto run = [&](const OptimizerConfig& c, const std::vector<size_t>& cuts, uint64_t unit_flat_offset) {
+    std::vector<float> p = random_vector(kN, 5);
+    std::vector<float> m(kN);
+    std::vector<size_t> edges = {0};
+    edges.insert(edges.end(), cuts.begin(), cuts.end());
+    edges.push_back(kN);
+    for (size_t s = 0; s + 1 < edges.size(); ++s) {
+      const size_t n = edges[s + 1] - edges[s];
+      auto opt = make_optimizer(c, n, {.unit_offset = edges[s], .unit_flat_offset = unit_flat_offset});
+      for (int t = 0; t < 6; ++t) {
+        const std::vector<float> g = random_vector(kN, 70 + static_cast<uint32_t>(t), 0.1f);
+        opt->step(std::span<float>(p).subspan(edges[s], n), std::span<const float>(g).subspan(edges[s], n), 1e-3);
+      }
+      for (size_t i = 0; i < n; ++i) m[edges[s] + i] = static_cast<const Lion&>(*opt).exp_avg_bf16(i);
+    }
+    p.insert(p.end(), m.begin(), m.end());
+    return p;
+  };
+  const std::vector<float> whole = run(config, {}, 4096);
+  for (const std::vector<size_t>& cuts : testing::shard_cuts()) {
+    EXPECT_EQ(first_bit_difference(run(config, cuts, 4096), whole), -1);
+  }
+  // Another unit draws other bits; rounding to nearest is another result.
+  EXPECT_NE(first_bit_difference(run(config, {}, 0), whole), -1);
+  OptimizerConfig nearest = config;
+  nearest.lion.momentum_rounding = RoundingMode::kNearest;
+  EXPECT_NE(first_bit_difference(run(nearest, {}, 4096), whole), -1);
+  testing::expect_low_precision_grads_equal_their_widening(config);
+
+  // One step from m = 0 with a gradient whose (1-b2)*g is not a bf16: m is
+  // (1-b2)*g rounded down or up, each for some elements.
+  Lion opt(config.lion, kN, {.unit_flat_offset = 77});
+  std::vector<float> p(kN, 1.0f), g(kN, 0.3f);
+  opt.step(p, g, 1e-3);
+  const float m_new = static_cast<float>(1.0 - 0.99) * 0.3f;
+  const float down = bfloat16_to_float(BFloat16{static_cast<uint16_t>(std::bit_cast<uint32_t>(m_new) >> 16)});
+  const float up = bfloat16_to_float(BFloat16{static_cast<uint16_t>((std::bit_cast<uint32_t>(m_new) >> 16) + 1)});
+  size_t ups = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    ASSERT_TRUE(opt.exp_avg_bf16(i) == down || opt.exp_avg_bf16(i) == up) << i;
+    ups += opt.exp_avg_bf16(i) == up ? 1 : 0;
+  }
+  EXPECT_GT(ups, 0u);
+  EXPECT_LT(ups, kN);
+}
+
+TEST(Lion, StochasticRoundingNeedsTheBf16Momentum) {
+  EXPECT_THROW(validate({.kind = OptimizerKind::kLion, .lion = {.momentum_rounding = RoundingMode::kStochastic}}),
+               ConfigError);
+  EXPECT_NO_THROW(validate(
+      {.kind = OptimizerKind::kLion, .lion = {.bf16_momentum = true, .momentum_rounding = RoundingMode::kStochastic}}));
+  EXPECT_EQ(parse_rounding_mode("stochastic"), RoundingMode::kStochastic);
+  EXPECT_EQ(parse_rounding_mode("nearest"), RoundingMode::kNearest);
+  EXPECT_EQ(rounding_mode_name(RoundingMode::kStochastic), "stochastic");
+  EXPECT_THROW(parse_rounding_mode("up"), ConfigError);
+}
+
 TEST(Lion, DefaultsAreThePapers) {
   const LionConfig c;
   EXPECT_EQ(c.lr, 1e-4);
