@@ -44,6 +44,7 @@ struct PlanOptions {
   int grad_accum = 1;
   bool quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
+  int shard_group_size = 0;
   std::string compare;
   bool json = false;
   std::string chart;
@@ -160,6 +161,12 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   if (o.quantize_grads) {
     c.quantize_grads = o.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
   }
+  ZDP_CHECK(o.shard_group_size >= 0, ConfigError,
+            "[plan] --shard-group-size {} must be at least 1 (0: all ranks, the flat layout)", o.shard_group_size);
+  ZDP_CHECK(o.shard_group_size == 0 || !o.predict, ConfigError,
+            "[plan] --predict does not model hybrid sharding's step time yet: leave out --shard-group-size or "
+            "--predict");
+  c.shard_group = o.shard_group_size;
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
   if (wants_activations) {
@@ -280,6 +287,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--quantize-grads", opts->quantize_grads,
                 "Stages 1-3's gradient reduce-scatter as int8 (or --quantize-grads-bits 4) blocks");
   cmd->add_option("--quantize-grads-bits", opts->quantize_grads_bits, "8 or 4")->capture_default_str();
+  cmd->add_option("--shard-group-size", opts->shard_group_size,
+                  "Hybrid sharding (zerodp train --shard-group-size): stages 1-3 partition over groups of G ranks "
+                  "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat")
+      ->capture_default_str();
   cmd->add_option("--micro-batch", opts->micro_batch,
                   "Micro-batch size B per rank for the activation estimate (needs --model)");
   cmd->add_option("--seq-len", opts->seq_len,

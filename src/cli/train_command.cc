@@ -35,6 +35,7 @@ struct TrainFlags {
   uint64_t adam8bit_min_8bit_size = 4096;
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
+  int shard_group_size = 0;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
 };
@@ -347,6 +348,13 @@ void add_train_command(CLI::App& app) {
                    "zero_quantized_gradients in --config): add it");
          c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
        });
+  flag(cmd, f, "--shard-group-size", f.shard_group_size,
+       "Hybrid sharding (HSDP / MiCS): partition the model states inside groups of G\n"
+       "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"
+       "the N/G groups: gathers stay in the group, and only each shard's gradient all-reduce\n"
+       "crosses groups. G must divide --ranks; stages 1-3. 0 = all ranks (the flat layout).\n"
+       "DeepSpeed's mics_shard_size / zero_hpz_partition_size map here (docs/scale.md)",
+       [&f](auto& c) { c.engine.shard_group_size = f.shard_group_size; });
   cmd->callback([flags] { run(*flags); });
 }
 

@@ -121,11 +121,31 @@ void Communicator::run(Collective kind, uint64_t sent, uint64_t received, Fn&& f
     mark_broken(fmt::format("{}: {}", message_prefix(kind), e.what()));
     throw;
   }
-  auto& s = stats_[kind];
-  s.calls += 1;
-  s.bytes_sent += sent;
-  s.bytes_received += received;
-  s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (CommStats* counters : {&stats_, parent_stats_}) {
+    if (counters == nullptr) continue;
+    auto& s = (*counters)[kind];
+    s.calls += 1;
+    s.bytes_sent += sent;
+    s.bytes_received += received;
+    s.seconds += seconds;
+  }
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color) {
+  ZDP_CHECK(color >= 0, CommError, "[split] rank {}: color {} must be >= 0", rank_, color);
+  ZDP_CHECK(broken_reason_.empty(), CommError, "[split] rank {}: the communicator is broken by an earlier failure ({})",
+            rank_, broken_reason_);
+  const std::vector<int> colors = all_gather_value(color);
+  std::unique_ptr<Communicator> child;
+  try {
+    child = do_split(color, colors);
+  } catch (const Error& e) {
+    mark_broken(e.message());
+    throw;
+  }
+  child->parent_stats_ = &stats_;
+  return child;
 }
 
 void Communicator::all_reduce(ConstBuffer in, Buffer out, ReduceOp op) {

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -131,6 +132,20 @@ class Communicator {
   // overlap out.
   void all_gather_value_bytes(std::span<const std::byte> value, std::span<std::byte> out);
 
+  // ---- groups (hybrid sharding) ----
+  // Collective: the ranks that pass the same `color` (>= 0) form a new
+  // communicator of their own, numbered in this communicator's rank order,
+  // with this one's options. One all_gather_value of the colors (checked
+  // against the timeout), then the backend's split (thread: a new group of
+  // shared slots; MPI: MPI_Comm_split). The child counts its collectives in
+  // its own stats() and in this communicator's too, so a run's totals include
+  // the traffic of its groups. Failures cross the split both ways in the
+  // thread backend (a rank that fails in a child poisons the parent group,
+  // and a poisoned parent poisons its children). REQUIRES: this communicator
+  // outlives the child, and the child is used by this rank's threads only,
+  // under communicator.h's one-thread-at-a-time rule shared with this one.
+  std::unique_ptr<Communicator> split(int color);
+
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = CommStats{}; }
 
@@ -178,6 +193,9 @@ class Communicator {
   };
   virtual void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> send,
                            std::span<const std::span<std::byte>> recv) = 0;
+  // split()'s backend part: `colors` holds every rank's color (rank order);
+  // returns this rank's communicator of the ranks with color `color`.
+  virtual std::unique_ptr<Communicator> do_split(int color, std::span<const int> colors) = 0;
   // Called once when this communicator breaks (before the error propagates).
   virtual void on_broken(const std::string& reason) = 0;
   // True once a peer is known to have failed (thread backend: the group is
@@ -196,6 +214,7 @@ class Communicator {
   int size_;
   CommOptions options_;
   CommStats stats_;
+  CommStats* parent_stats_ = nullptr;  // split(): the parent's counters, updated too
   std::string broken_reason_;
   uint64_t calls_made_ = 0;  // collectives started, for fault injection
 };

@@ -179,6 +179,17 @@ class MpiCommunicator final : public Communicator {
     }
     wait_all(call.kind, tag);
   }
+  std::unique_ptr<Communicator> do_split(int color, std::span<const int> /*colors*/) override {
+    // Every rank passed split()'s all_gather_value, so none is missing.
+    MPI_Comm sub = MPI_COMM_NULL;
+    ZDP_CHECK(MPI_Comm_split(comm_, color, rank(), &sub) == MPI_SUCCESS, CommError,
+              "[split] rank {}: MPI_Comm_split failed", rank());
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    int sub_rank = 0, sub_size = 1;
+    MPI_Comm_rank(sub, &sub_rank);
+    MPI_Comm_size(sub, &sub_size);
+    return std::make_unique<MpiCommunicator>(sub, sub_rank, sub_size, options());
+  }
   void on_broken(const std::string&) override {
     // Cancel what is still posted so MPI does not write into buffers the
     // caller is about to free; sends cannot be cancelled reliably, only freed.

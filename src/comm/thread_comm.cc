@@ -74,6 +74,18 @@ void ThreadCommunicator::depart() {
   group_->depart(rank());
 }
 
+std::unique_ptr<Communicator> ThreadCommunicator::do_split(int color, std::span<const int> colors) {
+  std::vector<int> members;
+  int child_rank = -1;
+  for (int k = 0; k < size(); ++k) {
+    if (colors[static_cast<size_t>(k)] != color) continue;
+    if (k == rank()) child_rank = static_cast<int>(members.size());
+    members.push_back(k);
+  }
+  auto child = ThreadGroup::child(group_, ++splits_, color, members);
+  return std::make_unique<ThreadCommunicator>(std::move(child), child_rank, options());
+}
+
 void ThreadCommunicator::on_broken(const std::string& reason) { group_->poison(rank(), reason); }
 
 void ThreadCommunicator::sync(Collective kind) { group_->sync(rank(), kind, deadline_, options().timeout); }

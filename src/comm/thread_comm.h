@@ -52,6 +52,7 @@ class ThreadCommunicator final : public Communicator {
   void do_all_gather_value(std::span<const std::byte> value, std::span<std::byte> out) override;
   void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> send,
                    std::span<const std::span<std::byte>> recv) override;
+  std::unique_ptr<Communicator> do_split(int color, std::span<const int> colors) override;
   void on_broken(const std::string& reason) override;
   bool peer_failed() const override { return group_->poisoned(); }
 
@@ -63,6 +64,7 @@ class ThreadCommunicator final : public Communicator {
 
   std::shared_ptr<ThreadGroup> group_;
   uint64_t calls_ = 0;
+  uint64_t splits_ = 0;  // split() calls made, the key of the child group
   ThreadGroup::Clock::time_point deadline_{};
   std::vector<const void*> inputs_;  // per-call scratch: one pointer per rank
   std::vector<void*> outputs_;

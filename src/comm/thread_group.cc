@@ -40,6 +40,36 @@ ThreadGroup::ThreadGroup(int size)
   ZDP_CHECK(size >= 1, ConfigError, "[thread_group] needs at least 1 rank, got {}", size);
 }
 
+ThreadGroup::ThreadGroup(std::shared_ptr<ThreadGroup> parent, std::vector<int> parent_ranks)
+    : ThreadGroup(static_cast<int>(parent_ranks.size())) {
+  parent_ = std::move(parent);
+  parent_ranks_ = std::move(parent_ranks);
+}
+
+std::shared_ptr<ThreadGroup> ThreadGroup::child(const std::shared_ptr<ThreadGroup>& parent, uint64_t split, int color,
+                                                const std::vector<int>& members) {
+  std::shared_ptr<ThreadGroup> group;
+  bool poisoned = false;
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(parent->mutex_);
+    const auto key = std::make_pair(split, color);
+    auto it = parent->pending_children_.find(key);
+    if (it == parent->pending_children_.end()) {
+      auto made = std::make_shared<ThreadGroup>(parent, members);
+      parent->children_.push_back(made);
+      it = parent->pending_children_.emplace(key, PendingChild{std::move(made), 0}).first;
+    }
+    group = it->second.group;
+    if (++it->second.fetched == members.size()) parent->pending_children_.erase(it);
+    poisoned = parent->failed_;
+    reason = parent->failed_reason_;
+  }
+  // A parent that failed already fails its new child too.
+  if (poisoned && group->claim_failure(-1, reason)) group->publish_poison(reason);
+  return group;
+}
+
 void ThreadGroup::wake_sleepers() {
   // seq_cst store (by the caller) then seq_cst load here pairs with the
   // sleeper's increment-then-check, so a wake-up is never lost.
@@ -51,6 +81,7 @@ void ThreadGroup::wake_sleepers() {
 
 void ThreadGroup::throw_poisoned(const std::string& what) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_rank_ < 0) ZDP_THROW(PeerFailedError, "{}: a rank of the parent group failed: {}", what, failed_reason_);
   ZDP_THROW(PeerFailedError, "{}: peer rank {} failed: {}", what, failed_rank_, failed_reason_);
 }
 
@@ -128,15 +159,37 @@ void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, st
   // buffer contents are visible from here on.
 }
 
+// The failure is recorded here first, then in the parent (so the parent names
+// this rank as the first to fail before any peer here can see the flag and
+// fail in turn), then published here and in the children.
 void ThreadGroup::poison(int rank, const std::string& reason) {
+  if (!claim_failure(rank, reason)) return;
+  if (parent_) parent_->poison(parent_ranks_[static_cast<size_t>(rank)], reason);
+  publish_poison(reason);
+}
+
+bool ThreadGroup::claim_failure(int rank, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_) return false;
+  failed_ = true;
+  failed_rank_ = rank;
+  failed_reason_ = reason;
+  return true;
+}
+
+void ThreadGroup::publish_poison(const std::string& reason) {
+  std::vector<std::shared_ptr<ThreadGroup>> children;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failed_rank_ >= 0) return;
-    failed_rank_ = rank;
-    failed_reason_ = reason;
     poisoned_.store(true, std::memory_order_seq_cst);
+    for (const auto& weak : children_) {
+      if (auto c = weak.lock()) children.push_back(std::move(c));
+    }
   }
   cv_.notify_all();
+  for (const auto& c : children) {
+    if (c->claim_failure(-1, reason)) c->publish_poison(reason);
+  }
 }
 
 int ThreadGroup::first_failed_rank() const {

@@ -10,6 +10,10 @@
 // wait checks, in order: the peers' counters, the poison flag (a rank failed;
 // throws PeerFailedError), peers that left the group (CommError), and the
 // deadline (CommTimeoutError naming the peer waited for).
+// Subgroups (Communicator::split): a child group keeps its parent alive and
+// knows which parent rank each of its ranks is; a failure poisons the child
+// and its parent, and a poisoned parent poisons every child it made, so a
+// rank waiting in any group of a run stops when any rank fails.
 // Thread-safety: slot r is written only by rank r's calling thread; the rest
 // is atomics or guarded by the group mutex.
 #pragma once
@@ -18,9 +22,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "comm/quantize.h"
 #include "comm/types.h"
@@ -48,6 +55,8 @@ class ThreadGroup {
   using Clock = std::chrono::steady_clock;
 
   explicit ThreadGroup(int size);
+  // A child group of `parent`: its rank k is the parent's rank parent_ranks[k].
+  ThreadGroup(std::shared_ptr<ThreadGroup> parent, std::vector<int> parent_ranks);
   ThreadGroup(const ThreadGroup&) = delete;
   ThreadGroup& operator=(const ThreadGroup&) = delete;
 
@@ -73,6 +82,13 @@ class ThreadGroup {
   // Rank `rank` will make no more calls; peers waiting for it throw.
   void depart(int rank);
 
+  // The child group of split number `split` (every rank of `parent` counts
+  // its splits the same way) for color `color`, whose members are the
+  // parent ranks `members` in order: the first member to ask creates it,
+  // the others get the same one (the table forgets it once all have).
+  static std::shared_ptr<ThreadGroup> child(const std::shared_ptr<ThreadGroup>& parent, uint64_t split, int color,
+                                            const std::vector<int>& members);
+
  private:
   struct alignas(64) Slot {
     std::atomic<uint64_t> phase{0};
@@ -82,6 +98,10 @@ class ThreadGroup {
 
   void wake_sleepers();
   [[noreturn]] void throw_poisoned(const std::string& what) const;
+  // Records the failure (first caller wins; false if already recorded).
+  bool claim_failure(int rank, const std::string& reason);
+  // Sets the flag, wakes everyone, and poisons the children.
+  void publish_poison(const std::string& reason);
 
   int size_;
   std::unique_ptr<Slot[]> slots_;
@@ -89,9 +109,18 @@ class ThreadGroup {
   std::atomic<int> sleepers_{0};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  bool oversubscribed_;        // more ranks than cores: barely spin
-  int failed_rank_ = -1;       // guarded by mutex_
-  std::string failed_reason_;  // guarded by mutex_
+  bool oversubscribed_;                  // more ranks than cores: barely spin
+  bool failed_ = false;                  // guarded by mutex_
+  int failed_rank_ = -1;                 // guarded by mutex_; -1: poisoned by the parent group
+  std::string failed_reason_;            // guarded by mutex_
+  std::shared_ptr<ThreadGroup> parent_;  // set once, before the group is shared
+  std::vector<int> parent_ranks_;
+  struct PendingChild {
+    std::shared_ptr<ThreadGroup> group;
+    size_t fetched = 0;
+  };
+  std::map<std::pair<uint64_t, int>, PendingChild> pending_children_;  // guarded by mutex_
+  std::vector<std::weak_ptr<ThreadGroup>> children_;                   // guarded by mutex_
 };
 
 }  // namespace zerodp::comm

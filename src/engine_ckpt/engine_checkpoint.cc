@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ckpt/checkpoint_dir.h"
+#include "ckpt/file_io.h"
 #include "model/presets.h"
 #include "weights/model_record.h"
 
@@ -30,6 +32,9 @@ std::string engine_config_json(const zero::EngineConfig& c) {
                       {"min_scale", l.min_scale},
                       {"consecutive_hysteresis", l.consecutive_hysteresis},
                       {"floor_patience", l.floor_patience}};
+  // Hybrid sharding (informational): the checkpoint itself is the shard
+  // group's, a flat checkpoint of G ranks (engine_checkpoint.h).
+  if (c.shard_group_size > 0) j["shard_group_size"] = c.shard_group_size;
   return j.dump();
 }
 
@@ -77,8 +82,38 @@ void EngineTrainingState::check_saved_model(const std::string& saved_model_json,
 }
 
 ckpt::SaveResult save(zero::Engine& engine, const std::string& root, const ckpt::SaveOptions& options) {
-  EngineTrainingState state(engine);
-  return ckpt::save(state, root, options);
+  comm::Communicator& world = engine.communicator();
+  const int group = engine.shard_group_size();
+  if (group == world.size()) {
+    EngineTrainingState state(engine);
+    return ckpt::save(state, root, options);
+  }
+  // Hybrid sharding: every group holds the same shards, so group 0 (world
+  // ranks 0..G-1) writes them, a checkpoint of G ranks, while the others
+  // wait for its size in a collective of all ranks. A failed save has
+  // aborted the group's communicator (ckpt::save's contract), which fails
+  // the world's collectives too (the thread backend poisons the parent; an
+  // MPI process that fails takes the job down at exit), so a failing rank
+  // rethrows at once and the waiting groups fail with PeerFailedError.
+  ckpt::SaveResult result;
+  if (world.rank() < group) {
+    try {
+      EngineTrainingState state(engine);
+      result = ckpt::save(state, root, options);
+    } catch (const std::exception& e) {
+      if (!engine.shard_communicator().broken()) engine.shard_communicator().abort(e.what());
+      throw;
+    }
+  }
+  const uint64_t total = world.all_reduce_uint64(world.rank() == 0 ? result.bytes_total : 0, comm::ReduceOp::kMax);
+  if (world.rank() >= group) {
+    const int64_t step = options.data_step >= 0 ? options.data_step : engine.counters().steps;
+    result.path = ckpt::join_path(root, ckpt::step_dir_name(step));
+    result.step = step;
+    result.bytes_this_rank = 0;
+  }
+  result.bytes_total = total;
+  return result;
 }
 
 ckpt::LoadResult load(zero::Engine& engine, const std::string& path) {

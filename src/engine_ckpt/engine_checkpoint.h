@@ -27,7 +27,9 @@ class EngineTrainingState final : public ckpt::TrainingState {
   EngineTrainingState(const EngineTrainingState&) = delete;
   EngineTrainingState& operator=(const EngineTrainingState&) = delete;
 
-  comm::Communicator& communicator() override { return engine_.communicator(); }
+  // The shard group's (the world's in the flat layout): the checkpoint's
+  // ranks are the ones the states are partitioned over.
+  comm::Communicator& communicator() override { return engine_.shard_communicator(); }
   ckpt::RunRecord record() const override;
   std::vector<ckpt::StateTensorView> state_tensors() override;
   ckpt::StepCounters counters() const override;
@@ -45,7 +47,12 @@ class EngineTrainingState final : public ckpt::TrainingState {
 // object of the manifest's "engine" field.
 std::string engine_config_json(const zero::EngineConfig& config);
 
-// ckpt::save / ckpt::load of `engine` (collective, as there).
+// ckpt::save / ckpt::load of `engine` (collective over all ranks, as there).
+// Hybrid sharding: the checkpoint is the shard group's, a flat checkpoint of
+// G ranks that stores each shard once. Group 0 writes it while the other
+// groups wait (in a collective of all ranks, so within the comm timeout);
+// every group loads it (any saved rank count reshards to G, and a hybrid
+// checkpoint loads into a flat run of any N like any G-rank checkpoint).
 ckpt::SaveResult save(zero::Engine& engine, const std::string& root, const ckpt::SaveOptions& options = {});
 ckpt::LoadResult load(zero::Engine& engine, const std::string& path);
 

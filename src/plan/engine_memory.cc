@@ -219,16 +219,32 @@ uint64_t owned_elements(std::span<const uint64_t> unit_counts, int ranks, int ra
   return owned;
 }
 
-RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun& run, int rank,
+int partition_ranks(const EngineRun& run) {
+  if (run.shard_group == 0) return run.ranks;
+  ZDP_CHECK(run.shard_group >= 1 && run.shard_group <= run.ranks && run.ranks % run.shard_group == 0, ConfigError,
+            "[plan] --shard-group-size {} does not divide the {} ranks; use a divisor of {} or leave it out",
+            run.shard_group, run.ranks, run.ranks);
+  return run.shard_group;
+}
+
+// The ledger of world rank `rank` is the one of rank `rank % G` of a flat
+// run of G ranks (hybrid sharding partitions every group the same way),
+// but for what depends on the world rank: the consolidated copy is rank
+// 0's, and only its group gathers for it.
+RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun& run, int world_rank,
                                    uint64_t activation_bytes) {
   schedule.validate();
   check_ranks(run.ranks);
+  ZDP_CHECK(world_rank >= 0 && world_rank < run.ranks, ConfigError, "[plan] rank {} is not in [0, {})", world_rank,
+            run.ranks);
+  const int group = partition_ranks(run);
+  const int rank = world_rank % group;  // in the shard group
   ZDP_CHECK(run.grad_accum >= 1, ConfigError, "[plan] gradient accumulation {} must be at least 1", run.grad_accum);
   const BytesPerParam bpp = bytes_per_param(run.dtype, run.optimizer);
   const uint64_t phi = schedule.num_params();
   RankPrediction p;
-  p.rank = rank;
-  p.owned_elements = owned_elements(schedule.unit_counts, run.ranks, rank);
+  p.rank = world_rank;
+  p.owned_elements = owned_elements(schedule.unit_counts, group, rank);
   const uint64_t owned = p.owned_elements;
   const uint64_t dsize = run.dtype.size();
 
@@ -240,20 +256,20 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.master = updated * static_cast<uint64_t>(bpp.master);
   p.adam_m = updated * static_cast<uint64_t>(bpp.moment1);
   p.adam_v = updated * static_cast<uint64_t>(bpp.moment2);
-  const uint64_t scales = moment_extra_bytes(schedule.unit_counts, schedule.embedding_unit, run.ranks, rank,
+  const uint64_t scales = moment_extra_bytes(schedule.unit_counts, schedule.embedding_unit, group, rank,
                                              stage.partitions_optimizer, run.optimizer);
   p.adam_m += scales;
   p.adam_v += scales;
-  p.adam_v += tensor_stats_bytes(schedule.unit_counts, schedule.unit_tensors, run.ranks, rank,
-                                 stage.partitions_optimizer, run.optimizer);
+  p.adam_v += tensor_stats_bytes(schedule.unit_counts, schedule.unit_tensors, group, rank, stage.partitions_optimizer,
+                                 run.optimizer);
 
   const uint64_t largest = schedule.largest_unit();
   if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;
   p.gathered += p.compute_copy;
   p.init_scratch = 4 * std::min<uint64_t>(kFillChunkElements, largest);
   if (run.consolidated_copy) {
-    if (rank == 0) p.final_scratch += 4 * phi;
-    if (stage.partitions_params) p.final_scratch += largest * dsize;
+    if (world_rank == 0) p.final_scratch += 4 * phi;
+    if (stage.partitions_params && world_rank < group) p.final_scratch += largest * dsize;
   }
   if (stage.gathers_on_acquire) {
     const uint64_t pool = run.prefetch && schedule.op_units.size() > 1 ? 2 : 1;
@@ -263,13 +279,12 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
   p.activations = activation_bytes;
   p.comm = comm::max_quantized_scratch(
-      schedule.unit_counts, run.ranks, rank,
-      stage.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone,
+      schedule.unit_counts, group, rank, stage.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone,
       stage.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone);
   uint64_t comm_buffers = p.comm > 0 ? 1 : 0;
   if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {
     const optim::AdafactorStatsScratch stats = optim::adafactor_stats_scratch(
-        schedule.unit_tensors, schedule.unit_counts.size(), run.ranks, stage.partitions_optimizer);
+        schedule.unit_tensors, schedule.unit_counts.size(), group, stage.partitions_optimizer);
     p.comm += (stats.sums + stats.parts) * sizeof(float) + stats.acc * sizeof(double);
     comm_buffers += stats.parts > 0 ? 3 : 2;
   }

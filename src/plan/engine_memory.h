@@ -107,13 +107,20 @@ struct EngineRun {
   // reduce-scatter of stages 1-3), ignored elsewhere.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  // Hybrid sharding (zero::EngineConfig::shard_group_size): the model states
+  // are partitioned over groups of this many consecutive ranks, as a flat
+  // run of that many ranks partitions them. 0 = ranks (the flat layout).
+  int shard_group = 0;
 };
+
+// The partition's rank count of `run`: shard_group, or all ranks when 0.
+int partition_ranks(const EngineRun& run);
 
 // One rank's ledger, by category, in bytes (peaks; for everything but
 // gathered/buckets also the current value after a step).
 struct RankPrediction {
   int rank = 0;
-  uint64_t owned_elements = 0;  // this rank's elements in the partition plan
+  uint64_t owned_elements = 0;  // this rank's elements in the partition plan (of its shard group)
   uint64_t params = 0;
   uint64_t grads = 0;
   uint64_t master = 0;

@@ -132,8 +132,21 @@ double paper_model_state_bytes(double num_params, Stage stage, int ranks, const 
 }
 
 CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype, comm::Quantization weights,
-                       comm::Quantization grads) {
+                       comm::Quantization grads, int group) {
   check_ranks(ranks);
+  if (group != 0 && group != ranks) {
+    ZDP_CHECK(group >= 1 && group < ranks && ranks % group == 0, ConfigError,
+              "[plan] --shard-group-size {} does not divide the {} ranks; use a divisor of {} or leave it out", group,
+              ranks, ranks);
+    ZDP_CHECK(stage != Stage::k0, ConfigError,
+              "[plan] --shard-group-size {} needs stage 1, 2 or 3 (stage 0 partitions nothing)", group);
+    CommVolume v = comm_volume(num_params, stage, group, comm_dtype, weights, grads);
+    const auto replicas = static_cast<uint64_t>(ranks / group);
+    const uint64_t piece = shard_elements(shard_elements(num_params, group), static_cast<int>(replicas));
+    v.across_groups_sent_bytes = 2 * (replicas - 1) * piece * comm_dtype.size();
+    v.sent_bytes += v.across_groups_sent_bytes;
+    return v;
+  }
   const StageTraits& t = traits(stage);
   CommVolume v;
   v.collectives = collectives_per_step(stage, 1);

@@ -117,6 +117,11 @@ struct CommVolume {
   uint64_t sent_bytes = 0;  // what a ring/all-to-all puts on one rank's link:
                             // per collective (N-1) shards of ceil(Φ/N)
   int collectives = 0;      // full-model collectives per step: 2 or 3
+  // Hybrid sharding (groups of G < N ranks): of sent_bytes, what the
+  // shard's gradient all-reduce across the N/G groups sends, 2
+  // ceil(ceil(Φ/G)/R) elements with R = N/G: the only traffic that leaves a
+  // group (crosses hosts when a group is a host). 0 in the flat layout.
+  uint64_t across_groups_sent_bytes = 0;
 };
 
 // Per rank per step. `comm_dtype` is the dtype gradients and parameters travel
@@ -126,9 +131,13 @@ struct CommVolume {
 // the buffer instead: bytes adds quantized_bytes(Φ), sent_bytes (N-1)
 // quantized_bytes(ceil(Φ/N)) (docs/comm.md; the engine quantizes per unit
 // shard, so its blocks add at most one scale per unit and rank).
+// With hybrid sharding (`group` G dividing `ranks`, below it, stages 1-3)
+// the collectives above run over the G ranks of a group, and the shard's
+// all-reduce across the ranks/G groups adds across_groups_sent_bytes (plain:
+// the engine does not quantize it). group 0 = ranks.
 CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype,
                        comm::Quantization weights = comm::Quantization::kNone,
-                       comm::Quantization grads = comm::Quantization::kNone);
+                       comm::Quantization grads = comm::Quantization::kNone, int group = 0);
 
 // The largest Φ whose per-rank model states fit in `device_bytes` at `stage`
 // and N = `ranks` (exact: model_state_bytes(Φ).total() <= device_bytes), as

@@ -143,7 +143,14 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
       c.device_memory ? fmt::format("fits {} GB", gb(static_cast<double>(*c.device_memory))) : "";
 
   for (const RankPlan& rp : r.per_ranks) {
-    out += fmt::format("\nN = {} rank{}: per-rank bytes\n", rp.ranks, rp.ranks == 1 ? "" : "s");
+    if (rp.shard_group < rp.ranks) {
+      out += fmt::format(
+          "\nN = {} ranks in {} groups of G = {} (hybrid sharding: stages 1-3 partition over G and replicate "
+          "across groups): per-rank bytes\n",
+          rp.ranks, rp.ranks / rp.shard_group, rp.shard_group);
+    } else {
+      out += fmt::format("\nN = {} rank{}: per-rank bytes\n", rp.ranks, rp.ranks == 1 ? "" : "s");
+    }
     Row header = {"stage", "partitions", "params GB", "grads GB", "optimizer GB", "states GB", "states GiB"};
     if (has_gathered) header.push_back("buffers GB");
     if (has_act) header.push_back("activations GB");
@@ -179,6 +186,12 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     out += render_table(header, rows);
     out += "  comm elements/GB: the paper's volume (2Φ or 3Φ, in " + std::string(c.precision.name()) +
            "); sent GB: what a ring or all-to-all puts on each rank's link, (N-1)/N of it.\n";
+    if (rp.shard_group < rp.ranks) {
+      out += fmt::format(
+          "  hybrid: sent GB at stages 1-3 is the group's collectives ((G-1)/G of them) plus the shard's "
+          "all-reduce across the {} groups, {} GB per rank per micro-batch: the only bytes that leave a group\n",
+          rp.ranks / rp.shard_group, gb(static_cast<double>(rp.stages[1].comm.across_groups_sent_bytes)));
+    }
     if (c.quantize_weights != comm::Quantization::kNone || c.quantize_grads != comm::Quantization::kNone) {
       out += fmt::format(
           "  compressed: parameter gathers {}, gradient reduce-scatters {} (where the stage has them): comm GB and "
@@ -259,6 +272,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"precision", std::string(c.precision.name())},
                  {"optimizer", std::string(optimizer_name(c.optimizer))}};
   if (c.device_memory) j["config"]["device_memory_bytes"] = *c.device_memory;
+  if (c.shard_group > 0) j["config"]["shard_group"] = c.shard_group;
   if (c.shape) {
     // src/model's schema (`zerodp train --model` takes it); vocab as stored.
     j["config"]["model_name"] = c.model_name;
@@ -319,12 +333,16 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                   {{"collectives", s.comm.collectives},
                    {"elements", s.comm.elements},
                    {"bytes", s.comm.bytes},
-                   {"sent_bytes", s.comm.sent_bytes}}}};
+                   {"sent_bytes", s.comm.sent_bytes},
+                   {"across_groups_sent_bytes", s.comm.across_groups_sent_bytes}}}};
       if (s.fits) st["fits"] = *s.fits;
       if (s.max_params) st["max_params"] = *s.max_params;
       stages.push_back(std::move(st));
     }
-    json p = {{"ranks", rp.ranks}, {"stages", stages}, {"recommendation", rp.recommendation}};
+    json p = {{"ranks", rp.ranks},
+              {"shard_group", rp.shard_group},
+              {"stages", stages},
+              {"recommendation", rp.recommendation}};
     p["recommended_stage"] = rp.recommended ? json(stage_number(*rp.recommended)) : json(nullptr);
     if (options.compare_deepspeed) {
       p["deepspeed"] = {{"model",

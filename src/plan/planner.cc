@@ -85,10 +85,17 @@ PlanResult make_plan(const PlanConfig& config) {
   if (c.shape) schedule = gpt_unit_schedule(*c.shape);
   for (int n : c.ranks) {
     check_ranks(n);
-    const uint64_t shard = schedule ? owned_elements(schedule->unit_counts, n, 0) : shard_elements(c.num_params, n);
+    ZDP_CHECK(c.shard_group >= 0 && (c.shard_group == 0 || n % c.shard_group == 0), ConfigError,
+              "[plan] --shard-group-size {} does not divide --ranks {}: use ranks that are multiples of it",
+              c.shard_group, n);
     RankPlan rp;
     rp.ranks = n;
+    rp.shard_group = c.shard_group == 0 ? n : c.shard_group;
     for (Stage s : kAllStages) {
+      // Hybrid sharding partitions over the group; stage 0 partitions nothing.
+      const int part = s == Stage::k0 ? n : rp.shard_group;
+      const uint64_t shard =
+          schedule ? owned_elements(schedule->unit_counts, part, 0) : shard_elements(c.num_params, part);
       StagePlan& sp = rp.stages[static_cast<size_t>(stage_number(s))];
       sp.stage = s;
       sp.states = model_state_bytes_with_shard(c.num_params, shard, s, bpp);
@@ -96,7 +103,7 @@ PlanResult make_plan(const PlanConfig& config) {
       // units counts as one unit, holding no embedding).
       const std::vector<uint64_t> whole = {c.num_params};
       const uint64_t scales = moment_extra_bytes(schedule ? std::span<const uint64_t>(schedule->unit_counts) : whole,
-                                                 schedule ? schedule->embedding_unit : -1, n, 0,
+                                                 schedule ? schedule->embedding_unit : -1, part, 0,
                                                  traits(s).partitions_optimizer, c.optimizer);
       sp.states.moment1 += scales;
       sp.states.moment2 += scales;
@@ -105,15 +112,16 @@ PlanResult make_plan(const PlanConfig& config) {
           tensor_stats_bytes(schedule ? std::span<const uint64_t>(schedule->unit_counts) : whole,
                              schedule ? std::span<const std::vector<optim::TensorShape>>(schedule->unit_tensors)
                                       : std::span<const std::vector<optim::TensorShape>>(),
-                             n, 0, traits(s).partitions_optimizer, c.optimizer);
+                             part, 0, traits(s).partitions_optimizer, c.optimizer);
       // Stage 1's owned accumulator and the pairwise sum's partials (core/stage.h).
       sp.states.grads += extra_grad_elements(s, c.grad_accum, shard, c.num_params) * static_cast<uint64_t>(bpp.grads);
-      sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, n, bpp);
+      sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, part, bpp);
       if (schedule) {
         // The engine's own buffers, as its busiest rank (0) books them.
         EngineRun run{s, n, c.precision, c.optimizer, c.grad_accum, true};
         run.quantize_weights = c.quantize_weights;
         run.quantize_grads = c.quantize_grads;
+        run.shard_group = part;
         const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
         ZDP_CHECK_EQ(p.model_states(), sp.states.total(), Error, "[plan] engine model and paper model disagree");
         sp.compute_copy = c.precision.is_low_precision() ? schedule->largest_unit() * 4 : 0;
@@ -123,10 +131,10 @@ PlanResult make_plan(const PlanConfig& config) {
       }
       sp.activations = activation_bytes;
       sp.peak = sp.states.total() + sp.buffers() + sp.activations;
-      sp.comm = comm_volume(c.num_params, s, n, c.precision, c.quantize_weights, c.quantize_grads);
+      sp.comm = comm_volume(c.num_params, s, n, c.precision, c.quantize_weights, c.quantize_grads, part);
       if (c.device_memory) {
         sp.fits = sp.peak <= *c.device_memory;
-        sp.max_params = max_params(*c.device_memory, s, n, bpp);
+        sp.max_params = max_params(*c.device_memory, s, part, bpp);
       }
     }
     if (c.device_memory) {

@@ -52,6 +52,10 @@ struct PlanConfig {
   // the communication volume counts their packed bytes where the stage has them.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  // Hybrid sharding (zerodp train --shard-group-size): the states are
+  // partitioned over groups of this many ranks (each N must be a multiple);
+  // 0 = each N (the flat layout). Stage 0 is planned flat.
+  int shard_group = 0;
 };
 
 struct StagePlan {
@@ -78,6 +82,7 @@ struct DeepSpeedComparison {
 
 struct RankPlan {
   int ranks = 1;
+  int shard_group = 1;  // the ranks the states are partitioned over (stages 1-3): ranks, or the hybrid group
   std::array<StagePlan, kStageTable.size()> stages;  // indexed by stage number
   std::optional<Stage> recommended;                  // when device memory is given and a stage fits
   std::string recommendation;                        // one sentence why (or why none)

@@ -47,6 +47,7 @@ struct RunShape {
   // zero::EngineConfig's compressed collectives (their scratch, "comm").
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  int shard_group = 0;  // zero::EngineConfig::shard_group_size (hybrid sharding); 0 = ranks
 };
 
 // The ranks one process runs: all of them on threads, its own one under MPI.

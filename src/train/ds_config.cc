@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -115,6 +116,28 @@ void apply_zero(Section z, TrainConfig& c) {
         z.boolean("zero_quantized_gradients") ? comm::Quantization::kInt8 : comm::Quantization::kNone;
     c.sources["quantize-grads"] = z.from("zero_quantized_gradients");
   }
+  // MiCS's shard size and ZeRO++ hpZ's partition size: hybrid sharding
+  // (zero::EngineConfig::shard_group_size; docs/scale.md says how hpZ
+  // differs). mics_shard_size -1 and hpZ 1 are DeepSpeed's "off".
+  std::optional<int> group;
+  std::string group_key;
+  auto read_group = [&](const char* key, int off) {
+    if (!z.has(key)) return;
+    const int64_t v = z.integer(key);
+    ZDP_CHECK(v == off || (v >= 1 && v <= 1 << 20), ConfigError,
+              "[config] zero_optimization.{} {} must be {} (off) or a group size of at least 1 that divides the ranks",
+              key, v, off);
+    const int g = v == off ? 0 : static_cast<int>(v);
+    ZDP_CHECK(!group || *group == g, ConfigError,
+              "[config] zero_optimization.{} {} and {} {} ask for different shard groups: give one of them", key, v,
+              group_key, *group == 0 ? off : *group);
+    group = g;
+    group_key = std::string("zero_optimization.") + key;
+    c.sources["shard-group-size"] = z.from(key);
+  };
+  read_group("mics_shard_size", -1);
+  read_group("zero_hpz_partition_size", 1);
+  if (group) c.engine.shard_group_size = *group;
   z.ignore({"offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory"},
            "zerodp keeps every state in host memory already; there is no offload");
   z.ignore({"allgather_partitions", "allgather_bucket_size", "reduce_scatter", "contiguous_gradients",
@@ -122,7 +145,7 @@ void apply_zero(Section z, TrainConfig& c) {
             "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
             "stage3_gather_fp16_weights_on_model_save", "sub_group_size", "elastic_checkpoint",
             "load_from_fp32_weights", "ignore_unused_parameters", "legacy_stage1", "memory_efficient_linear",
-            "zero_hpz_partition_size", "mics_shard_size", "use_multi_rank_bucket_allreduce"},
+            "use_multi_rank_bucket_allreduce", "mics_hierarchical_params_gather"},
            "zerodp's per-unit schedule decides this");
   z.finish();
 }

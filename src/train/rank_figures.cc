@@ -28,7 +28,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     mine.memory.peak[c] = ledger.categories[c].peak;
   }
   mine.memory.model_states = ledger.model_states.current;
-  mine.memory.owned = engine.plan().owned_count(comm.rank());
+  mine.memory.owned = engine.plan().owned_count(engine.shard_rank());
   const optim::OptimizerBytesPerParam k =
       optim::optimizer_bytes_per_param(engine.config().optimizer, engine.config().dtype.is_low_precision());
   const bool low = engine.config().dtype.is_low_precision();

@@ -72,6 +72,13 @@ std::string format_summary(const RunStats& s) {
   std::string out;
   out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.stage, s.ranks,
                      s.backend, s.dtype.name());
+  const int group = s.shard_group > 0 ? s.shard_group : s.ranks;
+  const bool hybrid = group < s.ranks;
+  if (hybrid) {
+    out += fmt::format(
+        "hybrid sharding: {} groups of {} ranks; states partitioned in a group, replicated across (N = G = {} below)\n",
+        s.ranks / group, group, group);
+  }
   out += fmt::format("model: {}\n", s.model_description);
   out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n", phi, p,
                      p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
@@ -136,7 +143,17 @@ std::string format_summary(const RunStats& s) {
   const double per_phi = s.ranks > 1 ? static_cast<double>(total) / (static_cast<double>(phi) * p * (n - 1) / n) : 0;
   out += fmt::format("Sent per step by rank 0 (measured): all-reduce {} + reduce-scatter {} + all-gather {} = {}\n",
                      mb(ar), mb(rs), mb(ag), mb(total));
-  if (s.ranks > 1) {
+  if (hybrid) {
+    // In the group: the flat figure at N = G; across the R groups: the
+    // shard's all-reduce, 2 (R-1)/R of Φ/G per reduction.
+    const double g = group, r = static_cast<double>(s.ranks) / group;
+    const double in_group = static_cast<double>(rs + ag) / (static_cast<double>(phi) * p * (g - 1) / g);
+    const double across = static_cast<double>(ar) / (static_cast<double>(phi) * p / g * 2 * (r - 1) / r);
+    out += fmt::format(
+        "  in the group: {:.3f}Φ elements x (G-1)/G (the paper: {}Φ); across the {} groups: {:.3f} all-reduces of "
+        "Φ/G\n",
+        g > 1 ? in_group : 0.0, collectives_per_step(s.stage, 1), s.ranks / group, across);
+  } else if (s.ranks > 1) {
     const bool gathers = traits(s.stage).gathers_on_acquire;
     out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, collectives_per_step(s.stage, 1),
                        gathers ? " (tied weights are gathered once per use)" : "");

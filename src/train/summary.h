@@ -49,6 +49,8 @@ struct RunStats {
   // Compressed collectives (zero::EngineConfig): the bytes sent are packed.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  // Hybrid sharding: the ranks of a shard group (G; ranks in the flat layout).
+  int shard_group = 0;
 };
 
 // The per-rank model-state bytes the paper's formula gives at this stage,

@@ -112,6 +112,7 @@ void validate(const TrainConfig& c) {
 namespace zerodp::train {
 
 void resolve_batch(TrainConfig& c, int ranks) {
+  check_shard_group(c, ranks);
   if (c.engine.lr_schedule.total_steps == 0) c.engine.lr_schedule.total_steps = c.steps;
   if (c.resume_micro_batches > 0) {
     // Rank r's micro-batch m is global micro-batch m * N + r (sampler.h):

@@ -121,6 +121,23 @@ void check_engine_values(const TrainConfig& c) {
             "[train] {} needs stage 1, 2 or 3 (stage 0 all-reduces its gradients, which is not quantized): use "
             "--stage 1-3 or leave it out",
             c.spelled("quantize-grads", "zero_optimization.zero_quantized_gradients"));
+  ZDP_CHECK(e.shard_group_size >= 0, ConfigError, "[train] {} {} must be at least 1 (0: all ranks, the flat layout)",
+            c.spelled("shard-group-size", "zero_optimization.mics_shard_size"), e.shard_group_size);
+}
+
+void check_shard_group(const TrainConfig& c, int ranks) {
+  const int g = c.engine.shard_group_size;
+  if (g == 0 || g == ranks) return;
+  const std::string name = c.spelled("shard-group-size", "zero_optimization.mics_shard_size");
+  ZDP_CHECK(g >= 1, ConfigError, "[train] {} {} must be at least 1 (0: all ranks, the flat layout)", name, g);
+  ZDP_CHECK(g >= 1 && g < ranks && ranks % g == 0, ConfigError,
+            "[train] {} {} does not divide the {} ranks: use a divisor of {} (such as the ranks of one host) or "
+            "leave it out",
+            name, g, ranks, ranks);
+  ZDP_CHECK(c.engine.stage != Stage::k0, ConfigError,
+            "[train] {} {} needs stage 1, 2 or 3 (stage 0 partitions nothing; every rank holds everything): use "
+            "--stage 1-3 or leave it out",
+            name, g);
 }
 
 }  // namespace zerodp::train

@@ -18,4 +18,9 @@ namespace zerodp::train {
 // Throws ConfigError (one line) for the first value that cannot work.
 void check_engine_values(const TrainConfig& config);
 
+// Hybrid sharding once the ranks are known: --shard-group-size (or
+// mics_shard_size / zero_hpz_partition_size) must divide them, and below
+// them needs stage 1-3. ConfigError naming the flag or key and the fix.
+void check_shard_group(const TrainConfig& config, int ranks);
+
 }  // namespace zerodp::train

@@ -86,7 +86,24 @@ void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstB
 
 }  // namespace
 
+int shard_group_size(const EngineConfig& config, int ranks) {
+  const int g = config.shard_group_size;
+  ZDP_CHECK(g >= 0, ConfigError, "[engine] --shard-group-size {} must be at least 1 (or 0 for all ranks)", g);
+  if (g == 0 || g == ranks) return ranks;
+  ZDP_CHECK(g <= ranks && ranks % g == 0, ConfigError,
+            "[engine] --shard-group-size {} does not divide the {} ranks; use a divisor of {} (such as the ranks "
+            "of one host) or leave it out",
+            g, ranks, ranks);
+  ZDP_CHECK(config.stage != Stage::k0, ConfigError,
+            "[engine] --shard-group-size {} needs stage 1, 2 or 3 (stage 0 partitions nothing, every rank holds "
+            "everything); use --stage 1-3 or leave it out",
+            g);
+  return g;
+}
+
 void validate(const EngineConfig& config) {
+  ZDP_CHECK(config.shard_group_size >= 0, ConfigError,
+            "[engine] --shard-group-size {} must be at least 1 (or 0 for all ranks)", config.shard_group_size);
   ZDP_CHECK(config.grad_accum >= 1, ConfigError, "[engine] gradient accumulation {} must be at least 1",
             config.grad_accum);
   ZDP_CHECK(config.clip_norm >= 0.0 && std::isfinite(config.clip_norm), ConfigError,
@@ -113,17 +130,32 @@ struct Engine::Gathered {
   CommWorker::Ticket ticket = 0;
 };
 
+// Hybrid sharding: this rank's shard group (G consecutive ranks) and its
+// replica group (the N/G ranks at the same position of every group). Both
+// are split off every rank's communicator in the same order; none for the
+// flat layout.
+Engine::Groups Engine::make_groups(comm::Communicator& comm, const EngineConfig& config) {
+  const int g = zero::shard_group_size(config, comm.size());
+  if (g == comm.size()) return {};
+  Groups groups;
+  groups.shard = comm.split(comm.rank() / g);
+  groups.replica = comm.split(comm.rank() % g);
+  return groups;
+}
+
 Engine::Engine(const model::Model& model, comm::Communicator& comm, const EngineConfig& config, uint64_t seed,
                int micro_batch, int seq_len, bool checkpointing)
     : model_(model),
       comm_(comm),
       config_(config),
+      groups_(make_groups(comm, config)),
+      shard_comm_(groups_.shard ? *groups_.shard : comm),
       plan_([&] {
         std::vector<size_t> counts;
         for (const auto& u : model.units()) counts.push_back(u.count);
-        return PartitionPlan(counts, comm.size());
+        return PartitionPlan(counts, shard_comm_.size());
       }()),
-      rank_(comm.rank()),
+      rank_(shard_comm_.rank()),
       scaler_(config.dtype == Dtype::fp16()
                   ? config.loss_scaler
                   : optim::LossScalerConfig{.mode = optim::LossScaleMode::kStatic, .initial_scale = 1.0}),
@@ -152,8 +184,8 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
 
   // The compressed collectives' one scratch buffer (comm/quantize.h): they
   // run one at a time, on the comm thread or inline.
-  const uint64_t quant_scratch =
-      comm::max_quantized_scratch(unit_counts(), comm_.size(), rank_, config_.quantize_weights, config_.quantize_grads);
+  const uint64_t quant_scratch = comm::max_quantized_scratch(unit_counts(), shard_comm_.size(), rank_,
+                                                             config_.quantize_weights, config_.quantize_grads);
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
   fill_params([this, seed, tensors = model_.tensors()](size_t first, std::span<float> out) {
@@ -181,7 +213,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     for (size_t u = 0; u < plan_.num_units(); ++u)
       shapes.push_back(unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u)));
     const optim::AdafactorStatsScratch scratch =
-        optim::adafactor_stats_scratch(shapes, plan_.num_units(), comm_.size(), stage.partitions_optimizer);
+        optim::adafactor_stats_scratch(shapes, plan_.num_units(), shard_comm_.size(), stage.partitions_optimizer);
     stats_sums_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm, scratch.sums);
     if (scratch.parts > 0) stats_parts_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm, scratch.parts);
     stats_acc_ = LedgerBuffer<double>(ledger_, MemoryCategory::kComm, scratch.acc);
@@ -288,11 +320,12 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   const comm::Buffer out(g->data.data(), plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
   if (config_.quantize_weights != comm::Quantization::kNone) {
-    g->ticket = submit(
-        [this, in, out] { comm_.all_gather_quantized(in, out, config_.quantize_weights, quant_scratch_.span()); });
+    g->ticket = submit([this, in, out] {
+      shard_comm_.all_gather_quantized(in, out, config_.quantize_weights, quant_scratch_.span());
+    });
     return g;
   }
-  g->ticket = submit([this, in, out] { comm_.all_gather(in, out); });
+  g->ticket = submit([this, in, out] { shard_comm_.all_gather(in, out); });
   return g;
 }
 
@@ -430,12 +463,17 @@ void Engine::reduce_unit(size_t unit, int micro) {
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
   staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit] {
-    // The plain reduce-scatter, or the compressed one (quantize_grads).
+    // The plain reduce-scatter, or the compressed one (quantize_grads),
+    // inside the shard group; with hybrid sharding the shard's sum over the
+    // groups follows (an all-reduce across the replica group, in place).
     auto reduce_scatter = [this](comm::ConstBuffer in, comm::Buffer out) {
       if (config_.quantize_grads == comm::Quantization::kNone) {
-        return comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
+        shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
+      } else {
+        shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, config_.quantize_grads,
+                                             quant_scratch_.span());
       }
-      comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, config_.quantize_grads, quant_scratch_.span());
+      if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
     };
     if (micro == 0) return reduce_scatter(staging, acc);
     const comm::Buffer own_part = staging.slice(own.offset, own.count);
@@ -484,7 +522,9 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   drain();  // the comm thread is idle from here: the collectives below are this thread's
   const double loss = step_loss(losses);
   // Overflow and norm over this rank's shards of the reduced gradient: the
-  // same elements at every stage, summed in rank order.
+  // same elements at every stage, summed in rank order. With hybrid sharding
+  // over the shard group only: every group holds the same reduced shards, so
+  // each element counts once.
   double local_sumsq = 0.0;
   bool local_nonfinite = false;
   for (size_t u = 0; u < plan_.num_units(); ++u) {
@@ -496,7 +536,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   result.loss = loss;
   result.loss_scale = scaler_.scale();
   result.lr = lr_schedule_.lr_at(steps_);
-  const bool overflow = comm_.all_reduce_scalar(local_nonfinite ? 1.0 : 0.0, comm::ReduceOp::kMax) > 0.0;
+  const bool overflow = shard_comm_.all_reduce_scalar(local_nonfinite ? 1.0 : 0.0, comm::ReduceOp::kMax) > 0.0;
   if (config_.dtype == Dtype::fp16()) {
     if (scaler_.update(overflow)) {
       result.skipped = true;
@@ -509,7 +549,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
               "[train_step] non-finite gradient at step {} ({}): lower the learning rate or enable clipping",
               steps_ + 1, config_.dtype.name());
   }
-  const double sumsq = comm_.all_reduce_scalar(local_sumsq, comm::ReduceOp::kSum);
+  const double sumsq = shard_comm_.all_reduce_scalar(local_sumsq, comm::ReduceOp::kSum);
   const optim::ClipResult clip = optim::unscale_and_clip(sumsq, result.loss_scale, config_.clip_norm);
   result.grad_norm = clip.grad_norm;
   result.clipped = clip.clipped;
@@ -538,11 +578,11 @@ void Engine::share_block_maxima(float coefficient) {
                    [](const auto& opt) { return opt->quant_block_size() > 0; })) {
     return;
   }
-  if (!traits(config_.stage).partitions_optimizer || comm_.size() == 1) return;
-  const size_t units = plan_.num_units(), n = static_cast<size_t>(comm_.size());
+  if (!traits(config_.stage).partitions_optimizer || shard_comm_.size() == 1) return;
+  const size_t units = plan_.num_units(), n = static_cast<size_t>(shard_comm_.size());
   std::vector<optim::Optimizer::BlockEndMaxima> local(units), all(units * n);
   for (size_t u = 0; u < units; ++u) local[u] = block_end_maxima(*optimizers_[u], grads_.own_shard(u), coefficient);
-  comm_.all_gather_value_bytes(std::as_bytes(std::span(local)), std::as_writable_bytes(std::span(all)));
+  shard_comm_.all_gather_value_bytes(std::as_bytes(std::span(local)), std::as_writable_bytes(std::span(all)));
   std::vector<optim::ElementRange> shards(n);
   std::vector<optim::Optimizer::BlockEndMaxima> partials(n);
   for (size_t u = 0; u < units; ++u) {
@@ -565,7 +605,7 @@ void Engine::share_block_maxima(float coefficient) {
 // communication. One all-reduce of every unit's statistics per round.
 void Engine::share_tensor_stats(float coefficient) {
   if (optimizers_.empty() || optimizers_.front()->tensor_stats_size(0) == 0) return;
-  const size_t units = plan_.num_units(), n = static_cast<size_t>(comm_.size());
+  const size_t units = plan_.num_units(), n = static_cast<size_t>(shard_comm_.size());
   const bool partitioned = traits(config_.stage).partitions_optimizer;
   std::vector<size_t> offsets(units + 1, 0);
   std::vector<const void*> ins(partitioned ? 0 : n);
@@ -592,7 +632,7 @@ void Engine::share_tensor_stats(float coefficient) {
     }
     if (partitioned && !all.empty()) {
       const comm::Buffer buffer(all.data(), all.size(), Dtype::fp32());
-      comm_.all_reduce(buffer, buffer, comm::ReduceOp::kSum);
+      shard_comm_.all_reduce(buffer, buffer, comm::ReduceOp::kSum);
     }
     for (size_t u = 0; u < units; ++u)
       optimizers_[u]->set_tensor_stats(round, all.subspan(offsets[u], offsets[u + 1] - offsets[u]));
@@ -611,7 +651,7 @@ void Engine::refresh_params() {
     for (size_t u = 0; u < plan_.num_units(); ++u) {
       const comm::Buffer full = params_.unit(u);
       const comm::Buffer own = params_.own_shard(u);
-      submit([this, own, full] { comm_.all_gather(own, full); });
+      submit([this, own, full] { shard_comm_.all_gather(own, full); });
     }
   }
   drain();

@@ -164,7 +164,13 @@ class Engine {
   // parameter; 0 for the other optimizers).
   uint64_t tensor_stats_bytes() const;
 
+  // The plan over the shard group (G ranks; all N in the flat layout), and
+  // this rank's place in it.
   const PartitionPlan& plan() const { return plan_; }
+  int shard_rank() const { return rank_; }
+  int shard_group_size() const { return shard_comm_.size(); }
+  // The shard group's communicator (the world's in the flat layout).
+  comm::Communicator& shard_communicator() { return shard_comm_; }
   const EngineConfig& config() const { return config_; }
   const MemoryLedger& ledger() const { return ledger_; }
   const model::Model& model() const { return model_; }
@@ -175,6 +181,11 @@ class Engine {
 
  private:
   struct Gathered;  // stage 3: a unit's parameters gathered on the comm thread
+  struct Groups {
+    std::unique_ptr<comm::Communicator> shard;    // the G ranks of this rank's group
+    std::unique_ptr<comm::Communicator> replica;  // the N/G ranks holding the same shards
+  };
+  static Groups make_groups(comm::Communicator& comm, const EngineConfig& config);
 
   void forward_pass();
   void backward_pass(int micro);
@@ -213,10 +224,12 @@ class Engine {
   void drain();
 
   const model::Model& model_;
-  comm::Communicator& comm_;
+  comm::Communicator& comm_;  // the world: N ranks
   EngineConfig config_;
-  PartitionPlan plan_;
-  int rank_;
+  Groups groups_;                   // hybrid sharding only (both empty in the flat layout)
+  comm::Communicator& shard_comm_;  // groups_.shard, or comm_ in the flat layout
+  PartitionPlan plan_;              // over shard_comm_'s ranks
+  int rank_;                        // this rank in shard_comm_
   MemoryLedger ledger_;
 
   StateBuffer params_;        // storage dtype; flat (stages 0-2) or owned (3)

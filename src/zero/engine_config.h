@@ -31,6 +31,11 @@ struct EngineConfig {
   // 1-3 (int8 or int4). kNone: the plain collectives.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  // Hybrid sharding (HSDP / MiCS / ZeRO++ hpZ): the N ranks form N/G groups
+  // of G consecutive ranks; the model states are partitioned inside a group
+  // as a flat run of G ranks partitions them and replicated across groups.
+  // 0 = N (the flat layout). Stages 1-3; must divide N.
+  int shard_group_size = 0;
   optim::OptimizerConfig optimizer = {};
   optim::LrScheduleConfig lr_schedule = {};
   optim::LossScalerConfig loss_scaler = {};  // used for fp16 only
@@ -42,7 +47,12 @@ struct EngineConfig {
 // (plan/engine_memory.cc counts the same).
 inline constexpr size_t kMaxReductionsInFlight = 2;
 
-// Throws ConfigError for grad_accum < 1, clip < 0, bad optimizer or
+// The shard group size G of a run of `ranks` ranks (config 0 means all of
+// them). ConfigError naming --shard-group-size when G does not divide the
+// ranks or is set (below the ranks) at stage 0.
+int shard_group_size(const EngineConfig& config, int ranks);
+
+// Throws ConfigError for grad_accum < 1, shard_group_size < 0, clip < 0, bad optimizer or
 // loss-scaler values, quantize_weights below stage 3 (or other than int8)
 // and quantize_grads at stage 0 (its all-reduce is not quantized).
 void validate(const EngineConfig& config);

@@ -114,7 +114,7 @@ std::vector<float> Engine::gather_master_params() {
     if (!traits(config_.stage).partitions_optimizer) {
       convert_into(out, master.unit(u));
     } else {
-      comm_.all_gather(master.own_shard(u), out);
+      shard_comm_.all_gather(master.own_shard(u), out);
     }
   }
   return full;
@@ -133,8 +133,14 @@ LedgerBuffer<float> Engine::gather_params_to(int root) {
   // at the end of a run, and the plan counts it in their place.
   step_buffers_.trim();
   LedgerBuffer<float> full;
-  if (root == rank_) full = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, plan_.num_params());
-  if (root == rank_ || traits(config_.stage).partitions_params) gather_params_into(full.span());
+  // root is a rank of the world; with hybrid sharding only its shard group
+  // takes part in the gathers.
+  const int g = shard_comm_.size();
+  const bool root_here = root == comm_.rank();
+  if (root_here) full = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, plan_.num_params());
+  if (root_here || (traits(config_.stage).partitions_params && root / g == comm_.rank() / g)) {
+    gather_params_into(full.span());
+  }
   return full;
 }
 
@@ -149,7 +155,7 @@ void Engine::gather_params_into(std::span<float> full) {
     comm::ConstBuffer unit;
     if (partitioned) {
       const comm::Buffer gathered(unit_buffer.data(), plan_.unit_count(u), config_.dtype);
-      comm_.all_gather(params_.own_shard(u), gathered);
+      shard_comm_.all_gather(params_.own_shard(u), gathered);
       unit = gathered;
     } else {
       unit = params_.unit(u);

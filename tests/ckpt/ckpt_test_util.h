@@ -81,7 +81,10 @@ inline size_t tensor_base(const zero::PartitionPlan& plan, size_t unit, const Te
 // allocation is locked). One-byte codes are widened to float.
 inline void collect_state(zero::Engine& engine, FullState& out, std::mutex& mu) {
   const auto& plan = engine.plan();
-  const int rank = engine.communicator().rank();
+  // Hybrid sharding: the plan is the shard group's, and every group holds
+  // the same state; group 0 writes it.
+  const int rank = engine.shard_rank();
+  const bool writes = engine.communicator().rank() < plan.ranks();
   const auto views = engine.state_views();
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -91,7 +94,7 @@ inline void collect_state(zero::Engine& engine, FullState& out, std::mutex& mu) 
     if (rank == 0) out.counters = engine.counters();
   }
   engine.communicator().barrier();
-  for (const auto& v : views) {
+  for (const auto& v : (writes ? views : decltype(views){})) {
     const TensorLayout l = tensor_layout(v.name);
     const comm::ShardRange own = record_range(plan.unit_count(v.unit), plan.ranks(), rank, l);
     float* dst = out.tensors.at(v.name).data() + tensor_base(plan, v.unit, l) + own.offset;

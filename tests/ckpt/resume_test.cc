@@ -3,7 +3,11 @@
 // k, saving, destroying the engine, loading into a new one and training k
 // more — parameters, optimizer states, counters (fp16 loss scaler included)
 // and every loss — at every stage and precision.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_dir.h"
@@ -76,6 +80,42 @@ TEST(ExactResume, EveryStageFp32) {
 }
 
 TEST(ExactResume, Bf16Stage3) { expect_exact_resume({"bf16 stage 3", 2, test_config(3, Dtype::bf16())}, 3); }
+
+// Hybrid sharding: group 0 saves the group's checkpoint, every group loads it.
+TEST(ExactResume, HybridShardGroups) {
+  for (int stage = 1; stage <= 3; ++stage) {
+    for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+      zero::EngineConfig c = test_config(stage, dtype);
+      c.shard_group_size = 2;
+      const std::string name = fmt::format("hybrid N=4 G=2 {} stage {}", dtype.name(), stage);
+      expect_exact_resume({name.c_str(), 4, c}, 3);
+    }
+  }
+}
+
+// Group 0's failed save fails every rank (no group waits for it), with the
+// writer's error as the run's root cause.
+TEST(ExactResume, HybridSaveFailureReachesEveryGroup) {
+  TempDir dir;
+  const std::string blocked = dir.path() + "/a-file";
+  { std::ofstream(blocked) << "not a directory"; }
+  zero::EngineConfig c = test_config(2);
+  c.shard_group_size = 2;
+  const model::Mlp mlp(small_mlp());
+  std::atomic<int> failed{0};
+  EXPECT_THROW(comm::run_thread_ranks(4, {},
+                                      [&](comm::Communicator& comm) {
+                                        zero::Engine engine(mlp, comm, c, kSeed, kMicro, 1);
+                                        try {
+                                          save(engine, blocked + "/ckpt");
+                                        } catch (const Error&) {
+                                          ++failed;
+                                          throw;
+                                        }
+                                      }),
+               IoError);
+  EXPECT_EQ(failed.load(), 4);
+}
 
 TEST(ExactResume, Bf16Stage0) { expect_exact_resume({"bf16 stage 0", 3, test_config(0, Dtype::bf16())}, 3); }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bad input to `zerodp train` gets exit code 2 and one line on stderr that
 // names the problem and the fix; nothing is written.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -49,6 +50,12 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --stage 0 --quantize-grads" + m, "--quantize-grads needs stage 1, 2 or 3");
   expect_refused("train --quantize-grads-bits 4" + m, "--quantize-grads-bits needs --quantize-grads");
   expect_refused("train --quantize-grads --quantize-grads-bits 2" + m, "--quantize-grads-bits 2 must be 8 or 4");
+  // Hybrid sharding: the group must divide the ranks, and partition something.
+  expect_refused("train --ranks 4 --shard-group-size 3" + m, "--shard-group-size 3 does not divide the 4 ranks");
+  expect_refused("train --ranks 2 --shard-group-size 4" + m, "--shard-group-size 4 does not divide the 2 ranks");
+  expect_refused("train --ranks 4 --stage 0 --shard-group-size 2" + m, "--shard-group-size 2 needs stage 1, 2 or 3");
+  expect_refused("train --shard-group-size -2" + m, "--shard-group-size -2 must be at least 1");
+  expect_refused("plan --params 1B --ranks 4,6 --shard-group-size 4", "--shard-group-size 4 does not divide --ranks 6");
   // Stochastic rounding rounds a bf16 momentum; there is nothing to round otherwise.
   expect_refused("train --optimizer lion --lion-momentum-rounding stochastic" + m,
                  "--lion-momentum-rounding rounds a bf16 momentum");
@@ -113,6 +120,21 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
   EXPECT_FALSE(fs::exists(metrics)) << "a refused run wrote its metrics file";
 }
 
+// DeepSpeed's MiCS and hpZ sizes set --shard-group-size; a bad one is
+// refused naming the key the file used.
+TEST(CliErrors, ShardGroupKeysNameTheKey) {
+  for (const char* key : {"mics_shard_size", "zero_hpz_partition_size"}) {
+    const fs::path file = write_temp("zerodp_cli_bad_group.json",
+                                     fmt::format(R"({{"zero_optimization": {{"stage": 3, "{}": 3}}}})", key));
+    const Result r = run("train --ranks 4 --steps 1 --sample-tokens 0 --held-out 0 --config " + file.string());
+    EXPECT_EQ(r.code, 2) << key << "\n" << r.err;
+    EXPECT_NE(r.err.find(fmt::format("--config's zero_optimization.{} 3 does not divide the 4 ranks", key)),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 // The same refusals for values a --config file sets name its key.
 TEST(CliErrors, BadConfigValuesNameTheKey) {
   const struct {
@@ -137,6 +159,10 @@ TEST(CliErrors, BadConfigValuesNameTheKey) {
        "zero_optimization.zero_quantized_weights"},
       {R"({"zero_optimization": {"stage": 0, "zero_quantized_gradients": true}})",
        "zero_optimization.zero_quantized_gradients"},
+      {R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 0}})",
+       "zero_optimization.zero_hpz_partition_size"},
+      {R"({"zero_optimization": {"stage": 3, "mics_shard_size": 2, "zero_hpz_partition_size": 4}})",
+       "zero_optimization.zero_hpz_partition_size"},
   };
   for (const auto& c : cases) {
     const fs::path file = write_temp("zerodp_cli_bad_value.json", c.json);

@@ -16,6 +16,7 @@
 #include "conformance.h"
 #include "quantized_collectives.h"
 #include "small_values.h"
+#include "split_cases.h"
 #include "support/rank_harness.h"
 
 namespace zerodp::comm::conformance {
@@ -67,6 +68,15 @@ TEST(MpiScalar, SumInThePairwiseOrderAndMax) {
 TEST(MpiSmallValues, ExactInRankOrderAndCounted) {
   auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
   zerodp::testing::run_on_communicator(*comm, small_values::check_small_values);
+}
+
+// Communicator::split over MPI_Comm_split: every group size that divides N.
+TEST(MpiSplit, GroupsAndReplicasMatchTheWorld) {
+  auto comm = make_mpi_communicator(zerodp::testing::test_comm_options());
+  for (int group = 1; group <= comm->size(); ++group) {
+    if (comm->size() % group != 0) continue;
+    zerodp::testing::run_on_communicator(*comm, [&](Communicator& c) { split_cases::check_split(c, group); });
+  }
 }
 
 // The compressed collectives: the reference and the byte counts on MPI

@@ -87,6 +87,7 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   ec.optimizer = run.optimizer;
   ec.quantize_weights = run.quantize_weights;
   ec.quantize_grads = run.quantize_grads;
+  ec.shard_group_size = run.shard_group;
   std::vector<zero::LedgerSnapshot> out(static_cast<size_t>(run.ranks));
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     zero::Engine engine(*model, comm, ec, /*seed=*/7, run.micro_batch, run.seq_len, run.checkpointing);
@@ -100,10 +101,11 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
 }
 
 std::string describe(const model::ModelConfig& mc, const RunShape& r, bool overlap) {
-  return fmt::format("{} stage {} N={} {} {} B={} T={} ckpt={} accum={} prefetch={} bucket={} overlap={} qw={} qg={}",
-                     mc.name, r.stage, r.ranks, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
-                     r.checkpointing, r.grad_accum, r.prefetch, r.bucket_elements, overlap,
-                     comm::quantization_name(r.quantize_weights), comm::quantization_name(r.quantize_grads));
+  return fmt::format(
+      "{} stage {} N={} G={} {} {} B={} T={} ckpt={} accum={} prefetch={} bucket={} overlap={} qw={} qg={}", mc.name,
+      r.stage, r.ranks, r.shard_group, r.dtype.name(), optimizer_name(r.optimizer), r.micro_batch, r.seq_len,
+      r.checkpointing, r.grad_accum, r.prefetch, r.bucket_elements, overlap,
+      comm::quantization_name(r.quantize_weights), comm::quantization_name(r.quantize_grads));
 }
 
 // Holds every rank's ledger against plan's prediction for that rank.
@@ -195,6 +197,35 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
           expect_ledger_matches(c.model, run, /*overlap=*/false);
           run.consolidated_copy = true;
           expect_ledger_matches(c.model, run, /*overlap=*/false);
+        }
+      }
+    }
+  }
+}
+
+// Hybrid sharding: every rank's ledger is the one of its place in a flat
+// run of G ranks, but for rank 0's consolidated copy and the gathers of its
+// group (stage 3); with the quantized collectives' scratch over the group.
+TEST(PlanVsLedger, HybridShardingEveryStageAndGroup) {
+  for (const Case& c : cases()) {
+    for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
+      for (Stage stage : {Stage::k1, Stage::k2, Stage::k3}) {
+        for (const auto& [n, g] : {std::pair{4, 2}, std::pair{4, 1}, std::pair{6, 3}}) {
+          RunShape run = run_shape(c, stage, n, dt);
+          run.shard_group = g;
+          run.consolidated_copy = true;
+          expect_ledger_matches(c.model, run, /*overlap=*/false);
+          if (g == 2 && c.model.name != "gpt-tiny") {
+            // Adafactor's statistics and their reduction buffers ("comm") over the group.
+            RunShape factored = run_shape(c, stage, n, dt, parse_optimizer("adafactor"));
+            factored.shard_group = g;
+            expect_ledger_matches(c.model, factored, /*overlap=*/false);
+          }
+          if (dt == Dtype::bf16() && g == 2) {
+            run.quantize_grads = comm::Quantization::kInt8;
+            if (stage == Stage::k3) run.quantize_weights = comm::Quantization::kInt8;
+            expect_ledger_matches(c.model, run, /*overlap=*/true);
+          }
         }
       }
     }

@@ -33,6 +33,43 @@ TEST(Planner, RecommendsTheLeastCommunicationThatFits) {
   EXPECT_EQ(p.recommended, Stage::k2);
 }
 
+// Hybrid sharding: stages 1-3 hold what a flat run of G ranks holds, and
+// send the group's collectives plus the shard's all-reduce across the N/G
+// groups; stage 0 is the flat run's.
+TEST(Planner, HybridShardingPlansTheGroupAndTheTrafficAcrossGroups) {
+  PlanConfig flat = paper_config();
+  flat.ranks = {8};
+  PlanConfig group = flat;
+  group.ranks = {2};
+  PlanConfig hybrid = flat;
+  hybrid.shard_group = 2;
+  for (bool with_model : {false, true}) {
+    if (with_model) {
+      for (PlanConfig* c : {&flat, &group, &hybrid}) c->shape = gpt_shape(model::model_preset("gpt-tiny").gpt);
+    }
+    const RankPlan h = make_plan(hybrid).per_ranks[0];
+    const RankPlan f = make_plan(flat).per_ranks[0];
+    const RankPlan g = make_plan(group).per_ranks[0];
+    const uint64_t phi = make_plan(flat).config.num_params;
+    EXPECT_EQ(h.shard_group, 2);
+    EXPECT_EQ(h.stages[0].states.total(), f.stages[0].states.total());
+    EXPECT_EQ(h.stages[0].comm.sent_bytes, f.stages[0].comm.sent_bytes);
+    for (int s = 1; s <= 3; ++s) {
+      EXPECT_EQ(h.stages[s].states.total(), g.stages[s].states.total()) << "stage " << s;
+      EXPECT_EQ(h.stages[s].peak, g.stages[s].peak) << "stage " << s;
+      // R = 4 groups: 2 pieces of ceil(ceil(Φ/2)/4) fp16 elements leave the group.
+      const uint64_t piece = ((phi + 1) / 2 + 3) / 4;
+      EXPECT_EQ(h.stages[s].comm.across_groups_sent_bytes, 2 * 3 * piece * 2) << "stage " << s;
+      EXPECT_EQ(h.stages[s].comm.sent_bytes, g.stages[s].comm.sent_bytes + h.stages[s].comm.across_groups_sent_bytes)
+          << "stage " << s;
+      EXPECT_EQ(f.stages[s].comm.across_groups_sent_bytes, 0u);
+    }
+  }
+  hybrid.ranks = {6};
+  hybrid.shard_group = 4;
+  EXPECT_THROW(make_plan(hybrid), ConfigError);
+}
+
 TEST(Planner, RecommendsStage3WhenOnlyItFits) {
   PlanConfig c = paper_config();
   c.num_params = 128'000'000'000;

@@ -259,6 +259,27 @@ TEST(DeepSpeedConfig, DeepSpeedKeysThatDoNothingHereAreWarnedAbout) {
   EXPECT_NE(a.warnings[1].find("wall_clock_breakdown"), std::string::npos) << a.warnings[1];
 }
 
+// MiCS's mics_shard_size and ZeRO++ hpZ's zero_hpz_partition_size are
+// hybrid sharding's group size; DeepSpeed's "off" values (-1, 1) keep the
+// flat layout; both given must agree.
+TEST(DeepSpeedConfig, MicsAndHpzSizesSetTheShardGroup) {
+  EXPECT_EQ(apply(R"({"zero_optimization": {"stage": 3, "mics_shard_size": 8}})").config.engine.shard_group_size, 8);
+  const Applied hpz = apply(R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 4}})");
+  EXPECT_EQ(hpz.config.engine.shard_group_size, 4);
+  EXPECT_EQ(hpz.config.source_of("shard-group-size"), "config zero_optimization.zero_hpz_partition_size");
+  EXPECT_TRUE(hpz.warnings.empty());
+  EXPECT_EQ(apply(R"({"zero_optimization": {"mics_shard_size": -1}})").config.engine.shard_group_size, 0);
+  EXPECT_EQ(apply(R"({"zero_optimization": {"zero_hpz_partition_size": 1}})").config.engine.shard_group_size, 0);
+  EXPECT_EQ(apply(R"({"zero_optimization": {"mics_shard_size": 2, "zero_hpz_partition_size": 2}})")
+                .config.engine.shard_group_size,
+            2);
+  EXPECT_NE(error_of(R"({"zero_optimization": {"mics_shard_size": 2, "zero_hpz_partition_size": 4}})")
+                .find("ask for different shard groups"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"zero_optimization": {"mics_shard_size": 0}})").find("zero_optimization.mics_shard_size 0"),
+            std::string::npos);
+}
+
 TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   EXPECT_NE(error_of(R"({"train_batch_sise": 8})").find("unknown key 'train_batch_sise'"), std::string::npos);
   EXPECT_NE(error_of(R"({"zero_optimization": {"stagee": 1}})").find("'zero_optimization.stagee'"), std::string::npos);

@@ -116,7 +116,7 @@ inline RunResult train_mlp(int n, const EngineConfig& config, int steps, int mic
       result.step_comm[comm.rank()] = comm.stats() - before;
     }
     result.ledgers[comm.rank()] = engine.ledger().snapshot();
-    result.owned[comm.rank()] = engine.plan().owned_count(comm.rank());
+    result.owned[comm.rank()] = engine.plan().owned_count(engine.shard_rank());
     auto master = engine.gather_master_params();
     auto params = engine.gather_params();
     if (comm.rank() == 0) {
