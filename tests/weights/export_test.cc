@@ -134,6 +134,17 @@ TEST(Consolidate, LionAndSgdMomentumWriteTheirOneStateTensor) {
   expect_one_state_file(sgd, "momentum_buffer");
 }
 
+// small_mlp's tensors of a consolidated safetensors file, in flat order.
+std::vector<float> small_mlp_values(const fs::path& file) {
+  const Safetensors s = parse_safetensors(file);
+  std::vector<float> all;
+  for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    const auto t = tensor(s, n);
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  return all;
+}
+
 // 8-bit Adam's checkpoint consolidates each moment once, dequantized under
 // AdamW's name: exp_avg[i] = signed code[q] * the scale of i's block, the
 // optimizer's own float product; the codes and scales get no files.
@@ -155,12 +166,7 @@ TEST(Consolidate, Adam8bitWritesItsMomentsDequantized) {
     for (size_t u = 0; u < units.size(); ++u) {
       for (size_t i = 0; i < units[u]; ++i, ++at) want.push_back(map.code[static_cast<size_t>(codes[at])] * scales[u]);
     }
-    const Safetensors s = parse_safetensors(dir / ("out/" + moment + ".safetensors"));
-    std::vector<float> all;
-    for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
-      const auto t = tensor(s, n);
-      all.insert(all.end(), t.begin(), t.end());
-    }
+    const std::vector<float> all = small_mlp_values(dir / ("out/" + moment + ".safetensors"));
     EXPECT_TRUE(bitwise_equal(all, want)) << moment;
     EXPECT_GT(*std::max_element(all.begin(), all.end()), 0.0f) << moment;
   }
@@ -190,12 +196,7 @@ TEST(Consolidate, Adam8bitWithFp32UnitsWritesEachMomentOnce) {
         want.push_back(u == 0 ? map.code[static_cast<size_t>(codes[at])] * scales[u] : plain[at]);
       }
     }
-    const Safetensors s = parse_safetensors(dir / ("out/" + moment + ".safetensors"));
-    std::vector<float> all;
-    for (const char* n : {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
-      const auto t = tensor(s, n);
-      all.insert(all.end(), t.begin(), t.end());
-    }
+    const std::vector<float> all = small_mlp_values(dir / ("out/" + moment + ".safetensors"));
     EXPECT_TRUE(bitwise_equal(all, want)) << moment;
     // Both kinds of unit hold nonzero moments.
     EXPECT_GT(*std::max_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(units[0])), 0.0f) << moment;

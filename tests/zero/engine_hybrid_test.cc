@@ -42,19 +42,7 @@ EngineConfig hybrid_config(int stage, Dtype dtype, int group, int grad_accum = 1
   return c;
 }
 
-void expect_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
-  for (size_t i = 0; i < a.losses.size(); ++i) {
-    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
-    ASSERT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
-        << what << ": loss of step " << i << " " << a.losses[i] << " vs " << b.losses[i];
-  }
-  ASSERT_EQ(a.master.size(), b.master.size()) << what;
-  ASSERT_EQ(std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)), 0)
-      << what << ": master weights differ";
-  ASSERT_EQ(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)), 0)
-      << what << ": parameters differ";
-}
+using testing::expect_same_bits;
 
 // How far two runs are apart: the weights' relative L2 distance
 // |a - b| / |a|, the largest relative difference of a step's loss, and

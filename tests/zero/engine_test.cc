@@ -35,20 +35,7 @@ EngineConfig config_for(int stage, Dtype dtype) {
   return c;
 }
 
-void expect_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
-  for (size_t i = 0; i < a.losses.size(); ++i) {
-    // The bits, not the values: -0.0 against 0.0 or a NaN's payload would differ.
-    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
-    ASSERT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
-        << what << ": loss of step " << i << " " << a.losses[i] << " vs " << b.losses[i];
-  }
-  ASSERT_EQ(a.master.size(), b.master.size()) << what;
-  ASSERT_EQ(std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)), 0)
-      << what << ": master weights differ";
-  ASSERT_EQ(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)), 0)
-      << what << ": parameters differ";
-}
+using testing::expect_same_bits;
 
 // Four steps over a fixed global batch of 8 micro-batches of 2 samples on n
 // ranks (8 / n micro-batches each, config's grad_accum overridden): rank 0's

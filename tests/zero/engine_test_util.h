@@ -4,9 +4,13 @@
 // and a driver that trains on N thread ranks and returns what rank 0 saw.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "comm/world.h"
@@ -127,6 +131,23 @@ inline RunResult train_mlp(int n, const EngineConfig& config, int steps, int mic
     }
   });
   return result;
+}
+
+// Two runs gave the same bits: every loss, the master weights and the
+// compute parameters (bits, not values: -0.0 against 0.0 or a NaN's payload
+// would differ).
+inline void expect_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+  for (size_t i = 0; i < a.losses.size(); ++i) {
+    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
+    ASSERT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
+        << what << ": loss of step " << i << " " << a.losses[i] << " vs " << b.losses[i];
+  }
+  ASSERT_EQ(a.master.size(), b.master.size()) << what;
+  ASSERT_EQ(std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)), 0)
+      << what << ": master weights differ";
+  ASSERT_EQ(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)), 0)
+      << what << ": parameters differ";
 }
 
 }  // namespace zerodp::zero::testing
