@@ -76,6 +76,19 @@ constexpr bool keeps_owned_accumulator(Stage stage, int grad_accum) {
   return grad_accum > 1 && !t.partitions_grads && t.reduce == GradReduce::kReduceScatter;
 }
 
+// Where the backward writes a unit's gradient. At fp32 with one micro-batch
+// per step, stages 0 and 1 hold the whole local gradient in the very form
+// the backward produces, and the reduction runs in place on it (stage 0's
+// bucket is a range of it, stage 1 reduce-scatters from it into its own
+// shard), so the backward accumulates straight into the gradient buffer:
+// no per-unit scratch, no bucket, no copy (the "buckets" category holds
+// nothing). Elsewhere it writes into a pooled fp32 scratch first: low
+// precision rounds from it, accumulation adds the reduced sum to earlier
+// micro-batches', and stages 2-3 keep only a shard.
+constexpr bool backward_writes_grads(Stage stage, bool low_precision, int grad_accum) {
+  return !low_precision && grad_accum == 1 && !traits(stage).partitions_grads;
+}
+
 // The engine sums a step's micro-batches in the pairwise order of
 // comm/reduce.h (so the sum is the same tree whatever N: zero/engine.h).
 // Besides the accumulator, that order holds partial sums waiting for their

@@ -69,6 +69,8 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   for (size_t u = 1; u < num_units; ++u) offsets[u] = offsets[u - 1] + s.unit_counts[u - 1];
   const uint64_t dsize = run.dtype.size();
   const bool low = run.dtype.is_low_precision();
+  // The backward accumulates into the gradient buffer itself: nothing pooled.
+  if (backward_writes_grads(run.stage, low, run.grad_accum)) return 0;
   PoolModel pool;
   // The queued reductions' input buffers (0: none), oldest first: the engine
   // waits for the oldest once more than kMaxReductionsInFlight wait
@@ -281,6 +283,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.comm = comm::max_quantized_scratch(
       schedule.unit_counts, group, rank, stage.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone,
       stage.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone);
+  p.comm_at_fill = p.comm;
   uint64_t comm_buffers = p.comm > 0 ? 1 : 0;
   if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {
     const optim::AdafactorStatsScratch stats = optim::adafactor_stats_scratch(

@@ -131,6 +131,7 @@ struct RankPrediction {
   uint64_t buckets_bound = 0;  // the worst case with overlap on
   uint64_t activations = 0;
   uint64_t comm = 0;           // the compressed collectives' and Adafactor's reduction scratch, from the constructor on
+  uint64_t comm_at_fill = 0;   // the part of `comm` allocated before the parameters are filled (the collectives')
   uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
   uint64_t init_scratch = 0;   // the constructor's fill chunk
   uint64_t final_scratch = 0;  // the end's consolidated copy and gather buffer
@@ -153,9 +154,11 @@ struct RankPrediction {
   uint64_t resident_buffers() const { return compute_copy + comm; }
   uint64_t scratch() const { return std::max(init_scratch, final_scratch); }
   // The total at each of the three moments (fill: the constructor's, or a
-  // resume's right after it).
+  // resume's right after it). The constructor fills the parameters before
+  // it makes the optimizers: their moments, work buffers and Adafactor's
+  // reduction scratch do not exist yet then.
   uint64_t fill() const {
-    return std::max(model_states() + resident_buffers() + init_scratch,
+    return std::max(params + grads + master + compute_copy + comm_at_fill + init_scratch,
                     model_states() + resident_buffers() + activations + load_scratch);
   }
   uint64_t step(uint64_t step_buckets) const { return model_states() + gathered + comm + activations + step_buckets; }

@@ -188,6 +188,8 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
                                                              config_.quantize_weights, config_.quantize_grads);
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
+  // Before the optimizers exist: plan/engine_memory.h's fill() moment counts
+  // on this order.
   fill_params([this, seed, tensors = model_.tensors()](size_t first, std::span<float> out) {
     model_.init_range(tensors, out, first, seed);
   });
@@ -223,6 +225,8 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   ledger_.allocate(MemoryCategory::kActivations, workspace_->total_bytes());
   last_backward_op_ = model_.last_backward_op();
   grad_scratch_.resize(plan_.num_units());
+  grads_in_place_ = backward_writes_grads(config_.stage, mixed, config_.grad_accum);
+  grad_open_.assign(plan_.num_units(), false);
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
   if (config_.overlap) worker_ = std::make_unique<CommWorker>();
@@ -370,15 +374,30 @@ void Engine::backward_pass(int micro) {
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
-    auto& scratch = grad_scratch_[unit];
-    const size_t count = plan_.unit_count(unit);
-    if (!scratch) scratch = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
+    const std::span<float> grad = open_gradient(unit);
     const auto params = acquire(i, -1);
-    model_.backward(i, params, {pooled_data<float>(scratch), count}, *workspace_);
+    model_.backward(i, params, grad, *workspace_);
     release(i);
     if (last_backward_op_[unit] == i) reduce_unit(unit, micro);
   }
   flush_bucket(micro);
+}
+
+std::span<float> Engine::open_gradient(size_t unit) {
+  const size_t count = plan_.unit_count(unit);
+  if (grads_in_place_) {
+    auto* grad = static_cast<float*>(grads_.unit(unit).data);
+    if (!grad_open_[unit]) {
+      // The last step's reduction of this range has drained, and the
+      // optimizer has read it.
+      std::fill_n(grad, count, 0.0f);
+      grad_open_[unit] = true;
+    }
+    return {grad, count};
+  }
+  auto& scratch = grad_scratch_[unit];
+  if (!scratch) scratch = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
+  return {pooled_data<float>(scratch), count};
 }
 
 // Stage 0: gradients of adjacent units (backward completes them in falling
@@ -387,17 +406,27 @@ void Engine::backward_pass(int micro) {
 // bucket size never changes the bits.
 void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
   const size_t count = plan_.unit_count(unit);
-  const comm::ConstBuffer local(scratch->data(), count, Dtype::fp32());
   const size_t start = plan_.unit_offset(unit);
-  if (bucket_.data && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
+  if (bucket_.capacity != 0 && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
     flush_bucket(micro);
   }
-  if (!bucket_.data) {
+  if (bucket_.capacity == 0) {
     // The bucket fills downwards from this unit's end, so it never needs
     // more than the flat elements below that point.
     bucket_.capacity = std::min(std::max(config_.bucket_elements, count), start + count);
     bucket_.filled = 0;
     bucket_.hi = start + count;
+  }
+  if (!scratch) {
+    // In place: the gradient is already in grads_, the bucket is the range
+    // it covers; a full one goes at once.
+    bucket_.filled += count;
+    bucket_.lo = start;
+    if (bucket_.filled == bucket_.capacity) flush_bucket(micro);
+    return;
+  }
+  const comm::ConstBuffer local(scratch->data(), count, Dtype::fp32());
+  if (!bucket_.data) {
     if (bucket_.capacity == count && config_.dtype == Dtype::fp32()) {
       // A bucket that this unit fills alone (a large unit, or the lowest,
       // such as GPT's embedding): at fp32 its gradient is the bucket, with
@@ -418,11 +447,16 @@ void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
 }
 
 void Engine::flush_bucket(int micro) {
-  if (!bucket_.data) return;
-  const comm::Buffer all(bucket_.data->data(), bucket_.capacity, config_.dtype);
-  const comm::Buffer staging = all.slice(bucket_.capacity - bucket_.filled, bucket_.filled);
+  if (bucket_.capacity == 0) return;
   const size_t lo = bucket_.lo, len = bucket_.hi - bucket_.lo;
   const comm::Buffer acc = grads_.all().slice(lo, len);
+  if (!bucket_.data) {  // in place (one micro-batch per step)
+    bucket_ = Bucket{};
+    limit_in_flight(submit([this, acc] { comm_.all_reduce(acc, acc, comm::ReduceOp::kSum); }));
+    return;
+  }
+  const comm::Buffer all(bucket_.data->data(), bucket_.capacity, config_.dtype);
+  const comm::Buffer staging = all.slice(bucket_.capacity - bucket_.filled, bucket_.filled);
   BufferPool::Handle keep = std::move(bucket_.data);
   bucket_ = Bucket{};
   limit_in_flight(submit([this, staging, acc, micro, keep, lo, len] {
@@ -437,25 +471,28 @@ void Engine::flush_bucket(int micro) {
 // thread) and add it into the accumulator.
 void Engine::reduce_unit(size_t unit, int micro) {
   BufferPool::Handle scratch = std::move(grad_scratch_[unit]);
+  grad_open_[unit] = false;
   const StageTraits& stage = traits(config_.stage);
   if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, std::move(scratch), micro);
-  const comm::ConstBuffer local(scratch->data(), plan_.unit_count(unit), Dtype::fp32());
+  const size_t count = plan_.unit_count(unit);
   BufferPool::Handle bucket;
   comm::Buffer staging;
   if (!stage.partitions_grads) {
     // Stage 1 keeps the full local gradient (the paper's 2Φ): reduce-scatter
-    // from it, once the previous micro-batch's reduction of it has run.
+    // from it, once the previous micro-batch's reduction of it has run
+    // (in place, the backward wrote it there).
     wait(staging_tickets_[unit]);
     staging = (grad_staging_.allocated() ? grad_staging_ : grads_).unit(unit);
-    convert_into(staging, local);
+    if (scratch) convert_into(staging, comm::ConstBuffer(scratch->data(), count, Dtype::fp32()));
     scratch.reset();
   } else if (config_.dtype.is_low_precision()) {
+    const comm::ConstBuffer local(scratch->data(), count, Dtype::fp32());
     bucket = step_buffers_.take(local.count * config_.dtype.size(), BufferPool::Fill::kUndefined);
     staging = comm::Buffer(bucket->data(), local.count, config_.dtype);
     convert_into(staging, local);
     scratch.reset();
   } else {
-    staging = comm::Buffer(scratch->data(), local.count, Dtype::fp32());
+    staging = comm::Buffer(scratch->data(), count, Dtype::fp32());
   }
 
   // Stage 1 without accumulation reduce-scatters in place: its accumulator

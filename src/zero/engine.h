@@ -194,7 +194,13 @@ class Engine {
   std::span<const float> acquire(int op_index, int direction);
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
+  // The fp32 buffer the backward accumulates the unit's gradient into,
+  // zeroed when the unit's first backward op opens it: the unit's range of
+  // grads_ itself where backward_writes_grads (core/stage.h), else a pooled
+  // scratch.
+  std::span<float> open_gradient(size_t unit);
   void reduce_unit(size_t unit, int micro);
+  // `scratch` is empty when the gradient already sits in grads_.
   void bucket_unit(size_t unit, BufferPool::Handle scratch, int micro);
   void flush_bucket(int micro);
   // The step's loss: every rank's micro-batch losses in global micro-batch
@@ -249,6 +255,8 @@ class Engine {
   LedgerBuffer<float> compute_params_;                // fp32 copy of the current unit (low precision)
   BufferPool step_buffers_;                           // the buckets category: scratch gradients, buckets
   std::vector<BufferPool::Handle> grad_scratch_;      // per unit, fp32, while its backward is open
+  bool grads_in_place_ = false;                       // backward_writes_grads: no scratch, no bucket copy
+  std::vector<bool> grad_open_;                       // per unit, in place: zeroed for this backward
   std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
   LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
@@ -257,11 +265,11 @@ class Engine {
   // and one partial's double accumulators.
   LedgerBuffer<float> stats_sums_, stats_parts_;
   LedgerBuffer<double> stats_acc_;
-  std::vector<CommWorker::Ticket> staging_tickets_;  // per unit: its last reduction
-  std::deque<CommWorker::Ticket> in_flight_;         // gradient reductions not yet waited for
-  struct Bucket {                                    // stage 0: gradients awaiting all-reduce
-    BufferPool::Handle data;
-    size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi)
+  std::vector<CommWorker::Ticket> staging_tickets_;   // per unit: its last reduction
+  std::deque<CommWorker::Ticket> in_flight_;          // gradient reductions not yet waited for
+  struct Bucket {                                     // stage 0: gradients awaiting all-reduce
+    BufferPool::Handle data;                          // empty in place: the bucket is grads_' range
+    size_t capacity = 0, filled = 0, lo = 0, hi = 0;  // holds flat elements [lo, hi); capacity 0: none open
   };
   Bucket bucket_;
   // state_views()' fp32 copies of state kept in another form (Adafactor's

@@ -100,11 +100,22 @@ TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
   run.grad_accum = 1;
   run.bucket_elements = 1;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 8u + 14u + 20u);
-  // fp32, buckets of 12 (48 B): unit 0's bucket would hold unit 0 alone, so
-  // its gradient is all-reduced as it is: no second 40-byte buffer.
+  // fp32 with accumulation, buckets of 12 (48 B): unit 0's bucket would
+  // hold unit 0 alone, so its gradient is all-reduced as it is: no second
+  // 40-byte buffer.
   run.dtype = Dtype::fp32();
   run.bucket_elements = 12;
+  run.grad_accum = 2;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 48u);
+  // fp32, one micro-batch per step: the backward writes into the gradient
+  // buffer and the all-reduce runs in place there, so nothing is pooled (at
+  // stage 1 too: it reduce-scatters from that buffer).
+  run.grad_accum = 1;
+  for (const Stage stage : {Stage::k0, Stage::k1}) {
+    run.stage = stage;
+    EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 0u) << stage_number(stage);
+    EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets_bound, 0u) << stage_number(stage);
+  }
 }
 
 TEST(EngineMemory, TotalsAndBadInput) {
