@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Reruns the whole peer benchmark (issue 8) and writes OUT/results.md, the
-# tables of docs/benchmarks.md. About 12-15 minutes on the 2-core machine.
+# Reruns the whole peer benchmark (issues 8 and 17) and writes OUT/results.md,
+# the tables of docs/benchmarks.md, one section per CPU configuration. About
+# 12-15 minutes per configuration on the 2-core machine.
 #   bench/peers/run_all.sh [OUT_DIR]         (default /tmp/zerodp-peers)
 # Environment: ZERODP (binary; default build/zerodp, copied to OUT so a
 # rebuild during the run cannot change it), REPS (runs per configuration,
@@ -9,10 +10,17 @@
 # not timed), LOSS_STEPS (the longer loss-curve check, default 30; 0 skips
 # it), PYTHON (default /usr/bin/python3: Debian's python3-torch), STAGES (the
 # zerodp stages of the main rounds, default "0 1 2 3"), EXTRAS (0 skips the
-# scaling, loss-curve and collective sections; for a focused rerun such as
-# STAGES="0 1" EXTRAS=0 REPS=5, about 6 minutes).
+# one-rank, scaling, loss-curve and collective sections; for a focused rerun
+# such as STAGES="0 1" EXTRAS=0 REPS=5, about 6 minutes per configuration),
+# CONFIGS (default "avx512 avx2" on a CPU with AVX-512, else "avx2"):
+#   avx512  ZERODP_SIMD=avx512 OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512
+#   avx2    ZERODP_SIMD=avx2 OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2
+#           (an AVX2-only CPU such as Zen 3, emulated on an AVX-512 one: zerodp's
+#           kernels, OpenBLAS's and PyTorch's all stop at AVX2)
+#   native  nothing set: each program picks for itself
 # The runs being compared are interleaved (one of each configuration per
-# round), and the load average is logged before every run.
+# round), and the load average is logged before every run. OUT/results.md
+# ends each configuration with the issue-17 targets, measured and met or not.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -26,6 +34,12 @@ py="${PYTHON:-/usr/bin/python3}"
 src_bin="${ZERODP:-$root/build/zerodp}"
 [[ -x "$src_bin" ]] || { echo "run_all: no zerodp binary at $src_bin: build it (ninja -C build zerodp) or set ZERODP" >&2; exit 2; }
 "$py" -c "import torch" 2>/dev/null || { echo "run_all: $py has no torch: apt-get install python3-torch, or set PYTHON" >&2; exit 2; }
+if [[ -z "${CONFIGS:-}" ]]; then
+  if grep -qw avx512f /proc/cpuinfo; then CONFIGS="avx512 avx2"; else CONFIGS="avx2"; fi
+fi
+for config in $CONFIGS; do
+  case "$config" in avx512|avx2|native) ;; *) echo "run_all: unknown configuration '$config' in CONFIGS: use avx512, avx2 or native" >&2; exit 2 ;; esac
+done
 mkdir -p "$out/runs"
 cp "$src_bin" "$out/zerodp"
 zerodp="$out/zerodp"
@@ -53,54 +67,76 @@ model_bin="$out/initw/model.bin"
 torch_run() {  # mode steps tag
   note "torch $1 ($3)"
   timeout 300 "$py" "$here/torch_ddp.py" --mode "$1" --model-bin "$model_bin" --data "$data" --steps "$2" \
-    --out "$out/runs/$3.json" > "$out/runs/$3.log" 2>&1 || note "FAILED: torch $1 ($3), see $out/runs/$3.log"
+    --out "$runs/$3.json" > "$runs/$3.log" 2>&1 || note "FAILED: torch $1 ($3), see $runs/$3.log"
 }
 zerodp_run() {  # backend stage ranks steps tag
   note "zerodp $1 stage $2 N=$3 ($5)"
-  local args=("${common[@]}" --stage "$2" --steps "$4" --metrics "$out/runs/$5.jsonl")
+  local args=("${common[@]}" --stage "$2" --steps "$4" --metrics "$runs/$5.jsonl")
   if [[ "$1" == thread ]]; then
-    timeout 300 /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$out/runs/$5.log" 2>&1 ||
-      note "FAILED: $5, see $out/runs/$5.log"
+    timeout 300 /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$runs/$5.log" 2>&1 ||
+      note "FAILED: $5, see $runs/$5.log"
   else
     local mp=("${mpirun[@]}")
     mp[2]="$3"
     if (( $3 > 2 )); then mp+=(--oversubscribe); fi
-    timeout 300 "${mp[@]}" /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi > "$out/runs/$5.log" 2>&1 ||
-      note "FAILED: $5, see $out/runs/$5.log"
+    timeout 300 "${mp[@]}" /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi > "$runs/$5.log" 2>&1 ||
+      note "FAILED: $5, see $runs/$5.log"
   fi
 }
 
-# 2. Throughput, memory and loss: REPS rounds, each one run of every configuration.
-for rep in $(seq 1 "$reps"); do
-  for stage in $stages; do
-    if (( stage == 0 )); then torch_run ddp "$steps" "torch-ddp-r$rep"; fi
-    if (( stage == 1 )); then torch_run zero1 "$steps" "torch-zero1-r$rep"; fi
-    zerodp_run thread "$stage" 2 "$steps" "zerodp-thread-s$stage-r$rep"
-    zerodp_run mpi "$stage" 2 "$steps" "zerodp-mpi-s$stage-r$rep"
+# One configuration's runs, into OUT/CONFIG/runs.
+run_config() {
+  local config=$1
+  runs="$out/$config/runs"
+  log="$runs/log.txt"
+  mkdir -p "$runs"
+  : > "$log"
+  case "$config" in
+    avx512) export ZERODP_SIMD=avx512 OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512 ;;
+    avx2) export ZERODP_SIMD=avx2 OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 ;;
+    native) unset ZERODP_SIMD OPENBLAS_CORETYPE ATEN_CPU_CAPABILITY ;;
+  esac
+  note "configuration $config: ZERODP_SIMD=${ZERODP_SIMD:-} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} ATEN_CPU_CAPABILITY=${ATEN_CPU_CAPABILITY:-}"
+
+  # 2. Throughput, memory and loss: REPS rounds, each one run of every
+  # configuration, and one rank alone (stage 1, the scaling target's base).
+  for rep in $(seq 1 "$reps"); do
+    for stage in $stages; do
+      if (( stage == 0 )); then torch_run ddp "$steps" "torch-ddp-r$rep"; fi
+      if (( stage == 1 )); then torch_run zero1 "$steps" "torch-zero1-r$rep"; fi
+      zerodp_run thread "$stage" 2 "$steps" "zerodp-thread-s$stage-r$rep"
+      zerodp_run mpi "$stage" 2 "$steps" "zerodp-mpi-s$stage-r$rep"
+    done
+    if (( extras != 0 )); then zerodp_run thread 1 1 "$steps" "scale-n1-r$rep"; fi
   done
-done
-if (( extras == 0 )); then
-  note "done"
-  "$py" "$here/summarize.py" "$out/runs" > "$out/results.md"
-  echo "results: $out/results.md ($(( $(date +%s) - start )) s)"
-  exit 0
-fi
+  if (( extras == 0 )); then return; fi
 
-# 3. Scaling of stage 3: N=1 and N=2 timed (N=2 comes from step 2), N=4 oversubscribed: memory only.
-for rep in 1 2 3; do zerodp_run thread 3 1 "$steps" "scale-n1-r$rep"; done
-zerodp_run thread 3 4 2 "scale-n4-thread"
-zerodp_run mpi 3 4 2 "scale-n4-mpi"
+  # 3. Stage 3 at N=4, oversubscribed: memory only.
+  zerodp_run thread 3 4 2 "scale-n4-thread"
+  zerodp_run mpi 3 4 2 "scale-n4-mpi"
 
-# 4. Loss curves side by side over more steps (the same batches on both sides).
-if (( loss_steps > 0 )); then
-  torch_run ddp "$loss_steps" "loss-torch-ddp"
-  zerodp_run thread 0 2 "$loss_steps" "loss-zerodp-s0"
-fi
+  # 4. Loss curves side by side over more steps (the same batches on both sides).
+  if (( loss_steps > 0 )); then
+    torch_run ddp "$loss_steps" "loss-torch-ddp"
+    zerodp_run thread 0 2 "$loss_steps" "loss-zerodp-s0"
+  fi
 
-# 5. Collectives: zerodp's thread backend next to OpenMPI's own, 2 ranks.
-note "zerodp bench comm"
-"$zerodp" bench comm --ranks 2 --max-bytes 64M --quick > "$out/runs/comm.txt" 2>&1 || echo "(bench comm failed)" >> "$out/runs/comm.txt"
+  # 5. One rank on one thread against the sgemm rate (CPU time), and the
+  # collectives: zerodp's thread backend next to OpenMPI's own and memcpy.
+  note "zerodp bench model"
+  "$zerodp" bench model --steps 5 --json > "$runs/model.json" 2> "$runs/model.log" || note "FAILED: bench model, see $runs/model.log"
+  note "zerodp bench comm"
+  "$zerodp" bench comm --ranks 2 --max-bytes 64M --quick > "$runs/comm.txt" 2>&1 || echo "(bench comm failed)" >> "$runs/comm.txt"
+}
 
+for config in $CONFIGS; do run_config "$config"; done
 note "done"
-"$py" "$here/summarize.py" "$out/runs" > "$out/results.md"
+{
+  for config in $CONFIGS; do
+    echo "## Configuration $config"
+    echo
+    "$py" "$here/summarize.py" "$out/$config/runs"
+    echo
+  done
+} > "$out/results.md"
 echo "results: $out/results.md ($(( $(date +%s) - start )) s)"

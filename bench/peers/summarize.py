@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Turns the run folder of bench/peers/run_all.sh into the markdown tables of
-docs/benchmarks.md (printed to stdout).
-  /usr/bin/python3 bench/peers/summarize.py OUT/runs > OUT/results.md
+"""Turns one configuration's run folder of bench/peers/run_all.sh into the
+markdown tables of docs/benchmarks.md (printed to stdout), ending with the
+issue-17 targets: each measured, its goal, and whether it is met.
+  /usr/bin/python3 bench/peers/summarize.py OUT/avx512/runs
 
 A run's tokens/s is the median over its timed steps (step 1 is warm-up); a
 configuration's is the median over its runs, with min and max. "vs peer" is the
@@ -22,7 +23,8 @@ MB = 1e6
 
 
 def zerodp_run(path):
-    recs = [json.loads(line) for line in open(path)]
+    # The metrics file (docs/train.md): a header record, one per step, a final one.
+    recs = [r for r in (json.loads(line) for line in open(path)) if "step" in r]
     log = open(path[:-len(".jsonl")] + ".log").read()
     rss = [int(x) for x in re.findall(r"rss_kb=(\d+)", log)]
     tps = [r["tokens_per_s"] for r in recs[1:]] or [recs[0]["tokens_per_s"]]
@@ -91,7 +93,8 @@ def main():
     n1 = runs(folder, "scale-n1")
     n2 = data["zerodp-thread-s3"]
     if n1:
-        print("\n**Stage 3 scaling** (thread backend; N=4 is oversubscribed on 2 cores: memory only)\n")
+        print("\n**Stage 3 scaling** (thread backend; N=1 is one rank alone, where every stage does the same "
+              "work; N=4 is oversubscribed on 2 cores: memory only)\n")
         print("| N | tokens/s in all (median, min-max) | ledger model states per rank (MB) | peak RSS per rank (MB) |")
         print("|---|---|---|---|")
     for n, r in ((1, n1), (2, n2 if n1 else {})):
@@ -121,6 +124,78 @@ def main():
         print("\n**Collectives** (`zerodp bench comm --ranks 2 --max-bytes 64M --quick`)\n\n```")
         print(open(comm).read().rstrip())
         print("```")
+
+    targets(folder, data, n1)
+
+
+def paired(a, b):
+    """Median over the rounds both have of a's tokens/s over b's."""
+    keys = [k for k in a if k in b]
+    return st.median(a[k]["tps"] / b[k]["tps"] for k in keys) if keys else None
+
+
+def all_reduce_vs_memcpy(path):
+    """{bytes: vs_memcpy} of the all_reduce table in bench comm's text output."""
+    out, section = {}, None
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    for line in open(path):
+        if line.startswith("# "):
+            section = line[2:].strip()
+            continue
+        m = re.match(r"\s*(\d+)(B|KiB|MiB|GiB)\s.*\s(\d+\.\d+)x\s*$", line)
+        if section == "all_reduce" and m:
+            out[int(m.group(1)) * units[m.group(2)]] = float(m.group(3))
+    return out
+
+
+def targets(folder, data, n1):
+    """The issue-17 targets, each as measured in this folder's runs."""
+    rows = []
+
+    def row(what, value, goal, fmt, ok):
+        rows.append((what, "-" if value is None else fmt.format(value), goal,
+                     "-" if value is None else ("yes" if ok(value) else "**no**")))
+
+    row("stage 0 (thread) vs PyTorch DDP, paired", paired(data["zerodp-thread-s0"], data["torch-ddp"]),
+        ">= 1.5x", "{:.2f}x", lambda v: v >= 1.5)
+    row("stage 1 (thread) vs DDP + ZeroRedundancyOptimizer, paired",
+        paired(data["zerodp-thread-s1"], data["torch-zero1"]), ">= 1.8x", "{:.2f}x", lambda v: v >= 1.8)
+    medians = {s: st.median(x["tps"] for x in data[f"zerodp-thread-s{s}"].values())
+               for s in range(4) if data[f"zerodp-thread-s{s}"]}
+    spread = max(medians.values()) / min(medians.values()) - 1 if len(medians) > 1 else None
+    slowest = min(medians, key=medians.get) if medians else None
+    row(f"slowest stage's step time over the fastest's (thread; slowest: {slowest})", spread, "<= +5%", "{:+.1%}",
+        lambda v: v <= 0.05)
+    row("stage 1 at N=2 (thread) over one rank's tokens/s, paired", paired(data["zerodp-thread-s1"], n1) if n1 else None,
+        ">= 1.9x", "{:.2f}x", lambda v: v >= 1.9)
+    model = os.path.join(folder, "model.json")
+    step = fb = None
+    if os.path.exists(model):
+        try:
+            m = json.load(open(model))
+            step = m["positions_per_s"] / m["bound_positions_per_s"]
+            fb = m["gflops_fwd_bwd"] / m["sgemm_gflops"]
+        except (ValueError, KeyError, ZeroDivisionError):
+            pass
+    row("one rank: the whole step against the sgemm bound (bench model, CPU time)", step, ">= 75%", "{:.0%}",
+        lambda v: v >= 0.75)
+    row("one rank: forward + backward against the sgemm rate", fb, ">= 85%", "{:.0%}", lambda v: v >= 0.85)
+    comm = os.path.join(folder, "comm.txt")
+    ar = all_reduce_vs_memcpy(comm) if os.path.exists(comm) else {}
+    row("all-reduce (N=2) vs memcpy at 1 MiB", ar.get(1 << 20), ">= 0.3x", "{:.2f}x", lambda v: v >= 0.3)
+    big = [v for b, v in ar.items() if b >= 16 << 20]
+    row("all-reduce (N=2) vs memcpy at 16 MiB and up, the worst size", min(big) if big else None, ">= 0.6x",
+        "{:.2f}x", lambda v: v >= 0.6)
+    for stage, peer in ((0, "torch-ddp"), (1, "torch-zero1")):
+        z, t = data[f"zerodp-thread-s{stage}"], data[peer]
+        ratio = (st.median(x["rss"] for x in z.values()) / st.median(x["rss"] for x in t.values())
+                 if z and t else None)
+        row(f"stage {stage} peak RSS per rank (thread) over PyTorch's", ratio, "<= 1.00", "{:.2f}", lambda v: v <= 1.0)
+    print("\n**Targets (issue 17)**\n")
+    print("| target | measured | goal | met |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
 
 
 if __name__ == "__main__":
