@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernels/softmax_xent.h"
 
-#include <cmath>
 #include <cstddef>
 
 #include "core/error.h"
-#include "kernels/vec_math.h"
+#include "kernels/model_kernels.h"
 
 namespace zerodp::kernels {
 namespace {
@@ -20,37 +19,14 @@ void check(std::span<const float> buf, std::span<const int32_t> targets, XentSha
   }
 }
 
-}  // namespace
-
-namespace {
-
-// One row: softmax over [0, V), zero the padding, then optionally turn the
-// probabilities into (p - onehot) * dloss; returns the row's loss. The row
-// stays in cache across the passes.
-template <bool kGrad>
-float xent_row(float* row, int32_t target, size_t V, size_t Vp, float dloss) {
-  const float m = detail::lane_max(row, V);
-  const float target_logit = row[target];
-  // exp in place and the sum in the same pass, with the fixed lane order
-  const float sum = detail::exp_sum_inplace(row, V, m);
-  const float scale = kGrad ? dloss / sum : 1.0f / sum;
-  for (size_t i = 0; i < V; ++i) row[i] *= scale;
-  for (size_t i = V; i < Vp; ++i) row[i] = 0.0f;
-  if (kGrad) row[target] -= dloss;
-  // -log softmax from the logits, not log(p): exact for tiny probabilities
-  return std::log(sum) - (target_logit - m);
-}
-
 template <bool kGrad>
 float xent_rows(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets, float dloss,
                 XentShape s) {
   check(buf, targets, s);
   ZDP_CHECK_EQ(losses.size(), size_t(s.rows), ShapeError, "[softmax_xent] losses size");
-  double total = 0.0;
-  for (int i = 0; i < s.rows; ++i) {
-    losses[i] = xent_row<kGrad>(buf.data() + size_t(i) * s.padded, targets[i], s.vocab, s.padded, dloss);
-    total += losses[i];
-  }
+  const ModelKernelSet& k = model_kernel_set();
+  const double total = (kGrad ? k.xent_rows_grad : k.xent_rows)(
+      buf.data(), losses.data(), targets.data(), size_t(s.rows), size_t(s.vocab), size_t(s.padded), dloss);
   return s.rows > 0 ? static_cast<float>(total / s.rows) : 0.0f;
 }
 

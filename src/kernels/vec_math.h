@@ -3,6 +3,8 @@
 // line arithmetic the compiler turns into SIMD code (libm's expf/tanhf are
 // calls the vectoriser cannot see through without -ffast-math), plus lane-
 // parallel sums. Internal to src/kernels; pure functions, thread-safe.
+// The hottest loops built on these are compiled once per SIMD level
+// (model_loops.h).
 //
 // Accuracy: fast_exp is within 2 ulp of expf for x in [-87, 88] (degree-6
 // polynomial on |r| <= ln2/2 after range reduction) and 0 / +huge outside;
@@ -18,6 +20,10 @@
 #include <cstdint>
 
 namespace zerodp::kernels::detail {
+// Internal linkage on purpose: each SIMD level's file (model_kernels_*.cc)
+// compiles its own copy with its own flags, and the linker must never hand
+// one level's copy to another.
+namespace {  // NOLINT(cert-dcl59-cpp)
 
 inline constexpr int kLanes = 16;
 
@@ -120,4 +126,5 @@ inline float lane_max(const float* x, size_t n) {
   return acc[0];
 }
 
+}  // namespace
 }  // namespace zerodp::kernels::detail

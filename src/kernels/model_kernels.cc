@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scalar level's model loops (model_loops.h compiled for the build's
+// baseline target) and the choice of a level's set.
+#include "kernels/model_kernels.h"
+
+#include "kernels/model_loops.h"
+
+namespace zerodp::kernels {
+
+const ModelKernelSet kScalarModelKernels = kGenericModelKernels;
+
+const ModelKernelSet& model_kernel_set(SimdLevel level) {
+  switch (level) {
+#if ZERODP_SIMD_X86_64
+    case SimdLevel::kAvx512:
+      return kAvx512ModelKernels;
+    case SimdLevel::kAvx2:
+      return kAvx2ModelKernels;
+#endif
+    default:
+      return kScalarModelKernels;
+  }
+}
+
+}  // namespace zerodp::kernels
