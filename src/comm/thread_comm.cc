@@ -115,7 +115,10 @@ void ThreadCommunicator::do_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp 
   for (int k = 0; k < size(); ++k) {
     inputs_[k] = static_cast<const std::byte*>(group_->peer_info(k, id).in) + own.offset * esize;
   }
-  if (own.count > 0) reduce_ordered(inputs_, out.data, own.count, in.dtype, op);
+  // One rank in place: the sum of one contribution is itself (a pass over
+  // the buffer saved: the engine reduces its gradients in place).
+  const bool nothing_to_do = size() == 1 && in.data == out.data;
+  if (own.count > 0 && !nothing_to_do) reduce_ordered(inputs_, out.data, own.count, in.dtype, op);
   sync(kind);  // peers are done reading our input
 }
 
@@ -153,7 +156,8 @@ void ThreadCommunicator::do_all_reduce(ConstBuffer in, Buffer out, ReduceOp op) 
     inputs_[k] = static_cast<const std::byte*>(peer.in) + own.offset * esize;
     outputs_[k] = static_cast<std::byte*>(peer.out) + own.offset * esize;
   }
-  if (own.count > 0) reduce_ordered_into_all(inputs_, outputs_, own.count, in.dtype, op);
+  const bool nothing_to_do = size() == 1 && in.data == out.data;  // one rank in place, as above
+  if (own.count > 0 && !nothing_to_do) reduce_ordered_into_all(inputs_, outputs_, own.count, in.dtype, op);
   if (size() > 1) sync(kind);  // every shard of our output is written
 }
 
