@@ -290,6 +290,10 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.held_out = f.c.held_out; });
   flag(cmd, f, "--comm-timeout", d.comm_timeout_s, "Seconds a collective waits for its peers before failing",
        [&f](auto& c) { c.comm_timeout_s = f.c.comm_timeout_s; });
+  flag(cmd, f, "--checkpoint-timeout", d.checkpoint_timeout_s,
+       "Seconds a collective inside a checkpoint save or load waits for its peers\n"
+       "(their file I/O; at least --comm-timeout)",
+       [&f](auto& c) { c.checkpoint_timeout_s = f.c.checkpoint_timeout_s; });
   flag(cmd, f, "--max-memory", f.max_memory,
        "Refuse to start when this process's planned memory (its thread ranks and its\n"
        "baseline) exceeds this, e.g. 20GB; default: this machine's memory or the cgroup's\n"

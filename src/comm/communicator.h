@@ -71,6 +71,9 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const CommOptions& options() const { return options_; }
+  // How long this communicator's next calls wait for their peers (the
+  // groups split off it keep theirs). Not while one of its calls runs.
+  void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
   // "thread" or "mpi".
   virtual std::string_view backend_name() const = 0;
 

@@ -147,6 +147,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
     if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
   }
   if (!config.resume_dir.empty()) {
+    const zero::CommTimeoutAtLeast waits_for_io(engine, timeout_ms(config.checkpoint_timeout_s));
     const ckpt::LoadResult loaded = engine_ckpt::load(engine, config.resume_dir);
     step = loaded.step;
     if (lead) {

@@ -26,6 +26,7 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
   options.data_step = data_step;
   options.keep_last = config_.keep_last;
   options.metadata = run_record(config_, data_, engine_.communicator().size());
+  const zero::CommTimeoutAtLeast waits_for_io(engine_, timeout_ms(config_.checkpoint_timeout_s));
   const ckpt::SaveResult saved = engine_ckpt::save(engine_, root, options);
   last_saved_ = data_step;
   if (progress_ != nullptr) {

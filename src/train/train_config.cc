@@ -91,6 +91,8 @@ void validate(const TrainConfig& c) {
   ZDP_CHECK(c.eval_batches >= 1, ConfigError, "[train] --eval-batches {} must be at least 1", c.eval_batches);
   ZDP_CHECK(c.comm_timeout_s > 0 && std::isfinite(c.comm_timeout_s), ConfigError,
             "[train] --comm-timeout {} must be a positive number of seconds", c.comm_timeout_s);
+  ZDP_CHECK(c.checkpoint_timeout_s > 0 && std::isfinite(c.checkpoint_timeout_s), ConfigError,
+            "[train] --checkpoint-timeout {} must be a positive number of seconds", c.checkpoint_timeout_s);
   ZDP_CHECK(c.sample_tokens >= 0, ConfigError, "[train] --sample-tokens {} must be >= 0", c.sample_tokens);
   ZDP_CHECK(c.temperature >= 0 && std::isfinite(c.temperature), ConfigError,
             "[train] --temperature {} must be >= 0 (0 = greedy)", c.temperature);

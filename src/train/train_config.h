@@ -5,6 +5,7 @@
 // Thread-safety: a plain value.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,6 +24,11 @@ namespace zerodp::train {
 enum class SourceKind : uint8_t { kDefault, kFlag, kConfig, kCheckpoint, kDerived, kDetected };
 SourceKind source_kind_of(std::string_view source);
 
+// A timeout flag's seconds as the communicators' milliseconds.
+inline std::chrono::milliseconds timeout_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 struct TrainConfig {
   // What to train on.
   std::string model = "gpt-tiny";  // preset name, .json path or inline JSON
@@ -34,6 +40,9 @@ struct TrainConfig {
   comm::Backend backend = comm::Backend::kThread;
   int ranks = 0;  // 0 = number of CPU cores (thread), or what mpirun started (mpi)
   double comm_timeout_s = 120.0;
+  // A checkpoint save's or load's collectives wait at least this long: they
+  // wait for the peers' file I/O (hybrid sharding: for group 0's whole save).
+  double checkpoint_timeout_s = 600.0;
 
   // Batch: train_batch_size = micro_batch * grad_accum * ranks.
   // DeepSpeed's train_batch_size when a config file gives it (0 = not

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/trainer.h"
 
-#include <chrono>
-
 #include "comm/world.h"
 #include "core/process_memory.h"
 #include "train/rank_run.h"
@@ -16,7 +14,7 @@ TrainOutcome run_training(const TrainConfig& input) {
   const RunSetup run = prepare_run(input);
   TrainOutcome outcome;
   comm::CommOptions comm_options;
-  comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(run.config.comm_timeout_s * 1000));
+  comm_options.timeout = timeout_ms(run.config.comm_timeout_s);
   const StopOnSignals stop_on_signals;  // SIGINT/SIGTERM: finish the step, save, exit (stop_signal.h)
   comm::run_ranks(run.config.backend, run.config.ranks, comm_options,
                   [&](comm::Communicator& comm) { run_rank(run, comm, outcome); });

@@ -509,6 +509,12 @@ void Engine::reduce_unit(size_t unit, int micro) {
   limit_in_flight(staging_tickets_[unit]);
 }
 
+void Engine::set_comm_timeout(std::chrono::milliseconds timeout) {
+  comm_.set_timeout(timeout);
+  if (groups_.shard) groups_.shard->set_timeout(timeout);
+  if (groups_.replica) groups_.replica->set_timeout(timeout);
+}
+
 // ---- the step ----
 
 StepResult Engine::train_step(const BatchFeeder& feed) {

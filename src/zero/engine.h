@@ -42,6 +42,8 @@
 // Thread-safety: one Engine per rank, driven by that rank's thread.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -176,6 +178,11 @@ class Engine {
   const model::Model& model() const { return model_; }
   model::Workspace& workspace() { return *workspace_; }
   comm::Communicator& communicator() { return comm_; }
+  // The timeout of every communicator the engine calls (the world's and,
+  // with hybrid sharding, its groups'). Not while the comm thread runs a
+  // collective: between steps.
+  void set_comm_timeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds comm_timeout() const { return comm_.options().timeout; }
   int64_t steps_taken() const { return steps_; }
   double loss_scale() const { return scaler_.scale(); }
 
@@ -282,6 +289,25 @@ class Engine {
   std::vector<ConvertedView> packed_views_;
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
+};
+
+// Raises an engine's collective timeout to at least `timeout` while it
+// lives, and restores it after: a checkpoint's collectives wait for the
+// peers' file I/O (with hybrid sharding, for group 0's whole save), which
+// can take longer than any step's collective.
+class CommTimeoutAtLeast {
+ public:
+  CommTimeoutAtLeast(Engine& engine, std::chrono::milliseconds timeout)
+      : engine_(engine), before_(engine.comm_timeout()) {
+    engine_.set_comm_timeout(std::max(before_, timeout));
+  }
+  ~CommTimeoutAtLeast() { engine_.set_comm_timeout(before_); }
+  CommTimeoutAtLeast(const CommTimeoutAtLeast&) = delete;
+  CommTimeoutAtLeast& operator=(const CommTimeoutAtLeast&) = delete;
+
+ private:
+  Engine& engine_;
+  std::chrono::milliseconds before_;
 };
 
 }  // namespace zerodp::zero

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_dir.h"
@@ -115,6 +117,48 @@ TEST(ExactResume, HybridSaveFailureReachesEveryGroup) {
                                       }),
                IoError);
   EXPECT_EQ(failed.load(), 4);
+}
+
+// A save's collectives wait for the peers' file I/O: with hybrid sharding
+// the other groups wait for group 0's whole save. Here group 0's writer
+// takes 1.5 s at a point of its save while the run's collectives may wait
+// 0.3 s: the save fails on the waiting ranks' timeout, unless the engine's
+// timeout is raised around it (what the trainer does with
+// --checkpoint-timeout), and the timeout is back after it.
+TEST(ExactResume, HybridSaveWaitsForGroupZerosIo) {
+  zero::EngineConfig c = test_config(2);
+  c.shard_group_size = 2;
+  const model::Mlp mlp(small_mlp());
+  const comm::CommOptions quick{.timeout = std::chrono::milliseconds(300)};
+  SaveOptions slow{.seed = kSeed};
+  slow.on_point = [](SavePoint at, int rank) {
+    if (at == SavePoint::kShardWritten && rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  };
+  {
+    TempDir dir;
+    EXPECT_THROW(comm::run_thread_ranks(4, quick,
+                                        [&](comm::Communicator& comm) {
+                                          zero::Engine engine(mlp, comm, c, kSeed, kMicro, 1);
+                                          save(engine, dir.path() + "/ckpt", slow);
+                                        }),
+                 comm::CommTimeoutError);
+  }
+  TempDir dir;
+  comm::run_thread_ranks(4, quick, [&](comm::Communicator& comm) {
+    zero::Engine engine(mlp, comm, c, kSeed, kMicro, 1);
+    {
+      const zero::CommTimeoutAtLeast waits_for_io(engine, std::chrono::seconds(30));
+      EXPECT_EQ(engine.comm_timeout(), std::chrono::seconds(30));
+      EXPECT_EQ(engine.shard_communicator().options().timeout, std::chrono::seconds(30));
+      save(engine, dir.path() + "/ckpt", slow);
+    }
+    EXPECT_EQ(engine.comm_timeout(), quick.timeout);
+    EXPECT_EQ(engine.shard_communicator().options().timeout, quick.timeout);
+    // "At least": a shorter wait than the run's leaves the run's.
+    const zero::CommTimeoutAtLeast shorter(engine, std::chrono::milliseconds(10));
+    EXPECT_EQ(engine.comm_timeout(), quick.timeout);
+  });
+  EXPECT_TRUE(is_complete_checkpoint(dir.path() + "/ckpt/" + step_dir_name(0)));
 }
 
 TEST(ExactResume, Bf16Stage0) { expect_exact_resume({"bf16 stage 0", 3, test_config(0, Dtype::bf16())}, 3); }

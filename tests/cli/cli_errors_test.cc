@@ -29,6 +29,7 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --stage 4" + m, "stage 4 does not exist");
   expect_refused("train --micro-batch 0" + m, "--micro-batch 0");
   expect_refused("train --steps -3" + m, "--steps -3");
+  expect_refused("train --checkpoint-timeout 0" + m, "--checkpoint-timeout 0 must be a positive number of seconds");
   expect_refused("train --precision fp8" + m, "unknown dtype 'fp8'");
   expect_refused("train --backend carrier-pigeon" + m, "carrier-pigeon");
   expect_refused("train --optimizer lamb" + m, "lamb");
@@ -236,11 +237,29 @@ TEST(CliErrors, HelpIsCompleteAndSucceeds) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   std::ifstream in(out);
   const std::string help((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* flag : {"--model",       "--stage",       "--ranks",      "--backend", "--precision",
-                           "--micro-batch", "--grad-accum",  "--seq-len",    "--steps",   "--lr",
-                           "--schedule",    "--clip",        "--seed",       "--data",    "--activation-checkpointing",
-                           "--metrics",     "--config",      "--max-memory", "--save",    "--resume",
-                           "--init-from",   "--comm-timeout"}) {
+  for (const char* flag : {"--model",
+                           "--stage",
+                           "--ranks",
+                           "--backend",
+                           "--precision",
+                           "--micro-batch",
+                           "--grad-accum",
+                           "--seq-len",
+                           "--steps",
+                           "--lr",
+                           "--schedule",
+                           "--clip",
+                           "--seed",
+                           "--data",
+                           "--activation-checkpointing",
+                           "--metrics",
+                           "--config",
+                           "--max-memory",
+                           "--save",
+                           "--resume",
+                           "--init-from",
+                           "--comm-timeout",
+                           "--checkpoint-timeout"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   fs::remove(out);
