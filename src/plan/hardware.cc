@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plan/hardware.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -79,7 +81,7 @@ void apply_codec_json(const nlohmann::json& j, Hardware& hw, std::string_view wh
               "[plan] {}: \"codec.{}\" must be an object with quantize_ns and dequantize_ns", what, kind);
     CodecCost& c = hw.codec(kind == "int8" ? comm::Quantization::kInt8 : comm::Quantization::kInt4);
     for (const auto& [k, v] : costs.items()) {
-      const std::string name = "codec." + kind + "." + k;
+      const std::string name = fmt::format("codec.{}.{}", kind, k);
       if (k == "quantize_ns") {
         c.quantize_s = number(v, name, what, 0, 1e9) * 1e-9;
       } else if (k == "dequantize_ns") {
