@@ -66,6 +66,38 @@ double time_ours(comm::Communicator& c, Collective kind, size_t count, const Com
   return best;
 }
 
+// Seconds per call of `once` on every rank at once, the slowest rank's;
+// best of kBatches.
+template <typename F>
+double time_on_every_rank(comm::Communicator& c, const CommBenchOptions& o, F&& once) {
+  auto timed = [&](int iters) {
+    c.barrier();
+    const auto start = Clock::now();
+    for (int i = 0; i < iters; ++i) once();
+    const double local = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+    return c.all_reduce_scalar(local, comm::ReduceOp::kMax);
+  };
+  once();
+  const int iters = auto_iters(o, timed(1));
+  double best = timed(iters);
+  for (int batch = 1; batch < kBatches; ++batch) best = std::min(best, timed(iters));
+  return best;
+}
+
+// The codec of a compressed collective, packing and unpacking `count`
+// elements of `in` (comm/quantize.h), on every rank at once.
+CodecBenchRow time_codec(comm::Communicator& c, comm::Quantization q, size_t count, const CommBenchOptions& o,
+                         const AlignedBuffer<std::byte>& in, AlignedBuffer<std::byte>& out) {
+  AlignedBuffer<std::byte> packed(comm::quantized_bytes(count, q));
+  const comm::ConstBuffer src(in.data(), count, o.dtype);
+  const std::span<std::byte> codes(packed.data(), packed.size());
+  CodecBenchRow row{.quantization = q, .bytes = count * o.dtype.size(), .count = count};
+  row.quantize_seconds = time_on_every_rank(c, o, [&] { comm::quantize(src, q, codes); });
+  row.dequantize_seconds =
+      time_on_every_rank(c, o, [&] { comm::dequantize_into(codes, q, comm::Buffer(out.data(), count, o.dtype)); });
+  return row;
+}
+
 // Copies a -> b (never back: a holds the collectives' inputs).
 double time_memcpy(size_t bytes, const CommBenchOptions& o, const AlignedBuffer<std::byte>& a,
                    AlignedBuffer<std::byte>& b) {
@@ -105,7 +137,8 @@ std::vector<CommBaselineRow> run_mpi_baseline(const CommBenchOptions& o) {
   return rows;
 }
 
-std::vector<CommBenchRow> run_comm_bench(const CommBenchOptions& o, bool with_mpi_baseline) {
+std::vector<CommBenchRow> run_comm_bench(const CommBenchOptions& o, bool with_mpi_baseline,
+                                         std::vector<CodecBenchRow>* codec_rows) {
   const size_t max_bytes = o.sizes.empty() ? 0 : *std::max_element(o.sizes.begin(), o.sizes.end());
   std::vector<CommBenchRow> rows;
   comm::run_ranks(o.backend, o.ranks, o.comm, [&](comm::Communicator& c) {
@@ -125,6 +158,12 @@ std::vector<CommBenchRow> run_comm_bench(const CommBenchOptions& o, bool with_mp
         // pair sees the same machine load.
         if (c.rank() == 0) rows.push_back({kind, bytes, count, t, time_memcpy(bytes, o, in, out), 0, 0});
         c.barrier();
+      }
+    }
+    for (comm::Quantization q : o.codecs) {
+      for (size_t bytes : o.sizes) {
+        const CodecBenchRow row = time_codec(c, q, bytes / o.dtype.size(), o, in, out);
+        if (c.rank() == 0 && codec_rows != nullptr) codec_rows->push_back(row);
       }
     }
     if (with_mpi_baseline) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/quantize.h"
 #include "comm/types.h"
 #include "comm/world.h"
 #include "core/dtype.h"
@@ -33,6 +34,19 @@ struct CommBenchOptions {
   int iters = 0;              // timed calls per batch; 0: automatic, aiming at target_s per size (3..2000)
   double target_s = 0.2;
   comm::CommOptions comm;  // the collectives' timeout
+  // The compressed collectives' codecs to time (--codec): every rank packs
+  // and unpacks each size at once, as the ranks of a run do.
+  std::vector<comm::Quantization> codecs;
+};
+
+// One (codec, size): seconds per comm::quantize of `count` elements of the
+// dtype and per comm::dequantize_into of them, the slowest rank's.
+struct CodecBenchRow {
+  comm::Quantization quantization = comm::Quantization::kInt8;
+  size_t bytes = 0;
+  size_t count = 0;
+  double quantize_seconds = 0;
+  double dequantize_seconds = 0;
 };
 
 // One (collective, size) of our backend. mpi_seconds stays 0 until an
@@ -64,7 +78,9 @@ std::vector<size_t> comm_bench_sizes(size_t min_bytes, size_t max_bytes, size_t 
 // with_mpi_baseline: also OpenMPI's collectives in the same processes
 // (backend kMpi only). The rows are rank 0's: under mpirun, the other
 // processes get an empty vector.
-std::vector<CommBenchRow> run_comm_bench(const CommBenchOptions& options, bool with_mpi_baseline = false);
+// codec_rows: where rank 0 puts the codec rows (options.codecs), if given.
+std::vector<CommBenchRow> run_comm_bench(const CommBenchOptions& options, bool with_mpi_baseline = false,
+                                         std::vector<CodecBenchRow>* codec_rows = nullptr);
 
 // OpenMPI's collectives on every size; call on every process under mpirun.
 // Every rank uses the slowest rank's iteration count.

@@ -18,15 +18,44 @@ namespace zerodp::bench {
 using comm::Collective;
 using plan::bus_factor;
 
-std::string format_comm_json(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows) {
+std::string format_comm_json(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows,
+                             const std::vector<CodecBenchRow>& codec_rows) {
   plan::CommMeasurements m{.backend = std::string(comm::backend_name(o.backend)),
                            .ranks = o.ranks,
                            .dtype = std::string(o.dtype.name()),
-                           .samples = {}};
+                           .samples = {},
+                           .codec = {}};
   for (const CommBenchRow& r : rows) {
     m.samples.push_back({.collective = r.collective, .bytes = r.bytes, .count = r.count, .seconds = r.seconds});
   }
+  for (const CodecBenchRow& r : codec_rows) {
+    m.codec.push_back({.quantization = r.quantization,
+                       .bytes = r.bytes,
+                       .count = r.count,
+                       .quantize_seconds = r.quantize_seconds,
+                       .dequantize_seconds = r.dequantize_seconds});
+  }
   return plan::comm_measurements_to_json(m).dump(2);
+}
+
+std::string format_codec_table(const CommBenchOptions& o, const std::vector<CodecBenchRow>& rows) {
+  std::string out;
+  auto add = std::back_inserter(out);
+  if (rows.empty()) return out;
+  fmt::format_to(add, "\n# codec: comm::quantize and dequantize_into of {} elements on all {} ranks at once\n",
+                 o.dtype.name(), o.ranks);
+  fmt::format_to(add, "{:>6} {:>10} {:>11} {:>11} {:>11} {:>10} {:>10}\n", "codec", "size", "count", "pack ns/el",
+                 "unpack ns/el", "pack GB/s", "unpack GB/s");
+  for (const CodecBenchRow& r : rows) {
+    const std::string size =
+        r.bytes >= (size_t{1} << 20) ? fmt::format("{}MiB", r.bytes >> 20) : fmt::format("{}KiB", r.bytes >> 10);
+    const double n = static_cast<double>(r.count);
+    fmt::format_to(add, "{:>6} {:>10} {:>11} {:>11.2f} {:>11.2f} {:>10.3f} {:>10.3f}\n",
+                   comm::quantization_name(r.quantization), size, r.count, r.quantize_seconds / n * 1e9,
+                   r.dequantize_seconds / n * 1e9, r.bytes / r.quantize_seconds / 1e9,
+                   r.bytes / r.dequantize_seconds / 1e9);
+  }
+  return out;
 }
 
 std::string format_comm_table(const CommBenchOptions& o, const std::vector<CommBenchRow>& rows,

@@ -19,11 +19,15 @@ namespace zerodp::bench {
 // bandwidth and ours against it). Ends with a newline.
 std::string format_comm_table(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows,
                               std::string_view baseline_note);
+// The codec rows (bench comm --codec) as a table: ns per element packing and
+// unpacking, and the plain bytes per second each.
+std::string format_codec_table(const CommBenchOptions& options, const std::vector<CodecBenchRow>& rows);
 
 // The rows as JSON in the format plan::CommMeasurements defines
 // (plan/calibration.h: what `zerodp plan --calibrate-comm` reads), indented
 // by 2, without a final newline.
-std::string format_comm_json(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows);
+std::string format_comm_json(const CommBenchOptions& options, const std::vector<CommBenchRow>& rows,
+                             const std::vector<CodecBenchRow>& codec_rows = {});
 
 // "zerodp-baseline <collective> <bytes> <count> <seconds>", no newline.
 std::string format_baseline_line(const CommBaselineRow& row);

@@ -44,6 +44,7 @@ struct BenchCommFlags {
   std::string baseline = "auto";
   double timeout_s = 120;
   bool json = false;
+  std::vector<std::string> codecs;
   bool baseline_child = false;  // internal: this process is the OpenMPI baseline under mpirun
 };
 
@@ -72,6 +73,10 @@ bench::CommBenchOptions to_options(const BenchCommFlags& f) {
   o.iters = f.iters;
   o.target_s = f.quick ? 0.05 : 0.2;
   o.comm.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
+  for (const auto& name : f.codecs) {
+    ZDP_CHECK(name == "int8" || name == "int4", ConfigError, "[bench comm] --codec '{}' is not int8 or int4", name);
+    o.codecs.push_back(name == "int8" ? comm::Quantization::kInt8 : comm::Quantization::kInt4);
+  }
   return o;
 }
 
@@ -90,6 +95,12 @@ std::vector<std::string> child_args(const BenchCommFlags& f, bool baseline_child
   for (const auto& c : f.collectives) joined += (joined.empty() ? "" : ",") + c;
   args.push_back(joined);
   if (f.quick) args.emplace_back("--quick");
+  if (!f.codecs.empty() && !baseline_child) {
+    std::string codecs;
+    for (const auto& c : f.codecs) codecs += (codecs.empty() ? "" : ",") + c;
+    args.emplace_back("--codec");
+    args.push_back(codecs);
+  }
   if (f.json && !baseline_child) args.emplace_back("--json");
   if (baseline_child) args.emplace_back("--mpi-baseline-child");
   return args;
@@ -118,11 +129,13 @@ std::vector<bench::CommBaselineRow> run_baseline_child(const BenchCommFlags& f) 
 }
 
 void print_table(const BenchCommFlags& f, const bench::CommBenchOptions& o,
-                 const std::vector<bench::CommBenchRow>& rows, const std::string& baseline_note) {
+                 const std::vector<bench::CommBenchRow>& rows, const std::vector<bench::CodecBenchRow>& codec_rows,
+                 const std::string& baseline_note) {
   if (f.json) {
-    fmt::print("{}\n", bench::format_comm_json(o, rows));
+    fmt::print("{}\n", bench::format_comm_json(o, rows, codec_rows));
   } else {
     fmt::print("{}", bench::format_comm_table(o, rows, baseline_note));
+    fmt::print("{}", bench::format_codec_table(o, codec_rows));
   }
   (void)std::fflush(stdout);
 }
@@ -153,9 +166,10 @@ void run_bench_comm(const BenchCommFlags& f) {
               "[bench comm] --ranks {} but mpirun started {} processes; use mpirun -np {}", o.ranks,
               comm::mpi_world_size(), o.ranks);
     const bool native = f.baseline != "none";
-    const auto rows = bench::run_comm_bench(o, native);
+    std::vector<bench::CodecBenchRow> codec_rows;
+    const auto rows = bench::run_comm_bench(o, native, &codec_rows);
     if (comm::mpi_world_rank() == 0) {
-      print_table(f, o, rows, native ? "OpenMPI collectives in the same processes" : "none");
+      print_table(f, o, rows, codec_rows, native ? "OpenMPI collectives in the same processes" : "none");
     }
     return;
   }
@@ -172,9 +186,10 @@ void run_bench_comm(const BenchCommFlags& f) {
       ZDP_THROW(Error, "[bench comm] the OpenMPI baseline did not run (see the messages above)");
     }
   }
-  auto rows = bench::run_comm_bench(o);
+  std::vector<bench::CodecBenchRow> codec_rows;
+  auto rows = bench::run_comm_bench(o, false, &codec_rows);
   bench::merge_baseline(rows, baseline);
-  print_table(f, o, rows, note);
+  print_table(f, o, rows, codec_rows, note);
 }
 
 }  // namespace
@@ -215,6 +230,12 @@ void add_bench_comm_command(CLI::App& bench) {
   cmd->add_flag("--json", o->json,
                 "print the rows as JSON (what zerodp plan --predict --calibrate-comm reads; docs/plan.md) instead of "
                 "the table; the OpenMPI baseline and memcpy columns are left out");
+  cmd->add_option(
+         "--codec", o->codecs,
+         "comma-separated int8, int4: also time the compressed collectives' packing and unpacking "
+         "(comm::quantize, dequantize_into) of each size on every rank at once; --json adds them as \"codec\", "
+         "which zerodp plan --predict --calibrate-comm reads as the codec's cost per element")
+      ->delimiter(',');
   cmd->add_flag("--mpi-baseline-child", o->baseline_child,
                 "internal: run only OpenMPI's collectives and print machine-readable lines (used under mpirun)");
   cmd->callback([o] { run_bench_comm(*o); });

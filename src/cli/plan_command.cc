@@ -116,6 +116,7 @@ std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan
   run.checkpointing = o.checkpointing;
   run.quantize_weights = c.quantize_weights;
   run.quantize_grads = c.quantize_grads;
+  run.shard_group = c.shard_group;
   return plan::predict_step_times(*c.shape, c.model_name, run, c.ranks, hw);
 }
 
@@ -163,9 +164,6 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   }
   ZDP_CHECK(o.shard_group_size >= 0, ConfigError,
             "[plan] --shard-group-size {} must be at least 1 (0: all ranks, the flat layout)", o.shard_group_size);
-  ZDP_CHECK(o.shard_group_size == 0 || !o.predict, ConfigError,
-            "[plan] --predict does not model hybrid sharding's step time yet: leave out --shard-group-size or "
-            "--predict");
   c.shard_group = o.shard_group_size;
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
@@ -215,14 +213,17 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
                 "Also predict the step time at every stage and N (needs a GPT --model; --micro-batch, --seq-len, "
                 "--grad-accum and --activation-checkpointing describe the run): an alpha-beta model of each "
                 "collective as zerodp's comm layer runs it, the model's FLOPs at a GEMM rate, and the engine's overlap "
-                "(docs/plan.md, Step time)");
+                "(docs/plan.md, Step time); --shard-group-size and the --quantize flags are modelled too (the codec's "
+                "cost from --calibrate-comm of bench comm --codec, or codec in --hardware)");
   cmd->add_option("--hardware", o.hardware,
                   "A JSON file describing the machine: ranks_per_host, model_parallel, link {bandwidth_GBps, "
                   "latency_us}, local {...}, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
-                  "overlap_efficiency (docs/plan.md); measurements and flags override it");
+                  "overlap_efficiency, codec {int8, int4: {quantize_ns, dequantize_ns}} (docs/plan.md); measurements "
+                  "and flags override it");
   cmd->add_option("--calibrate-comm", o.calibrate_comm,
                   "Output of zerodp bench comm --json: fits the link's latency and bandwidth (across hosts when its "
-                  "ranks exceed --ranks-per-host, else shared memory); repeat for both");
+                  "ranks exceed --ranks-per-host, else shared memory), and with --codec the compressed collectives' "
+                  "packing cost; repeat for both links");
   cmd->add_option("--calibrate-model", o.calibrate_model,
                   "Output of zerodp bench model --json: the GEMM rate, the model's share of it and the optimizer's "
                   "cost per parameter");
@@ -289,7 +290,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--quantize-grads-bits", opts->quantize_grads_bits, "8 or 4")->capture_default_str();
   cmd->add_option("--shard-group-size", opts->shard_group_size,
                   "Hybrid sharding (zerodp train --shard-group-size): stages 1-3 partition over groups of G ranks "
-                  "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat")
+                  "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat. With --predict, "
+                  "groups are consecutive ranks (--ranks-per-host)")
       ->capture_default_str();
   cmd->add_option("--micro-batch", opts->micro_batch,
                   "Micro-batch size B per rank for the activation estimate (needs --model)");

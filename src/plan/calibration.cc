@@ -84,8 +84,20 @@ nlohmann::json comm_measurements_to_json(const CommMeasurements& m) {
                     {"algbw_GBps", algbw},
                     {"busbw_GBps", algbw * bus_factor(s.collective, m.ranks)}});
   }
-  return {{"format", kCommFormat}, {"version", kCommVersion}, {"backend", m.backend},
-          {"ranks", m.ranks},      {"dtype", m.dtype},        {"rows", rows}};
+  nlohmann::json j = {{"format", kCommFormat}, {"version", kCommVersion}, {"backend", m.backend},
+                      {"ranks", m.ranks},      {"dtype", m.dtype},        {"rows", rows}};
+  if (!m.codec.empty()) {
+    nlohmann::json codec = nlohmann::json::array();
+    for (const CodecSample& c : m.codec) {
+      codec.push_back({{"quantization", std::string(comm::quantization_name(c.quantization))},
+                       {"bytes", c.bytes},
+                       {"count", c.count},
+                       {"quantize_seconds", c.quantize_seconds},
+                       {"dequantize_seconds", c.dequantize_seconds}});
+    }
+    j["codec"] = codec;
+  }
+  return j;
 }
 
 CommMeasurements comm_measurements_from_json(const nlohmann::json& j, std::string_view what) {
@@ -106,6 +118,22 @@ CommMeasurements comm_measurements_from_json(const nlohmann::json& j, std::strin
     s.count = static_cast<size_t>(positive(r, "count", what));
     s.seconds = positive(r, "seconds", what);
     m.samples.push_back(s);
+  }
+  if (j.contains("codec")) {
+    const nlohmann::json& codec = j.at("codec");
+    ZDP_CHECK(codec.is_array(), InputFileError, "[plan] {}: \"codec\" must be an array", what);
+    for (const nlohmann::json& r : codec) {
+      CodecSample c;
+      const std::string kind = text(r, "quantization", what);
+      ZDP_CHECK(kind == "int8" || kind == "int4", InputFileError,
+                "[plan] {}: codec \"quantization\" is \"{}\", not int8 or int4", what, kind);
+      c.quantization = kind == "int8" ? comm::Quantization::kInt8 : comm::Quantization::kInt4;
+      c.bytes = static_cast<size_t>(positive(r, "bytes", what));
+      c.count = static_cast<size_t>(positive(r, "count", what));
+      c.quantize_seconds = positive(r, "quantize_seconds", what);
+      c.dequantize_seconds = positive(r, "dequantize_seconds", what);
+      m.codec.push_back(c);
+    }
   }
   return m;
 }
@@ -172,9 +200,31 @@ Link fit_link(const CommMeasurements& m, const Hardware& hw, std::string_view so
               .source = fmt::format("{} ({} ranks, {})", where, m.ranks, m.backend)};
 }
 
+CodecCost fit_codec(const CommMeasurements& m, comm::Quantization q, std::string_view source) {
+  size_t largest = 0;
+  for (const CodecSample& c : m.codec) {
+    if (c.quantization == q) largest = std::max(largest, c.bytes);
+  }
+  double count = 0, packing = 0, unpacking = 0;
+  for (const CodecSample& c : m.codec) {
+    if (c.quantization != q || c.bytes * 4 < largest) continue;
+    count += static_cast<double>(c.count);
+    packing += c.quantize_seconds;
+    unpacking += c.dequantize_seconds;
+  }
+  if (count == 0) return {};
+  return CodecCost{.quantize_s = packing / count,
+                   .dequantize_s = unpacking / count,
+                   .source = fmt::format("{} ({} ranks at once, {})", source, m.ranks, m.dtype)};
+}
+
 void calibrate_comm(const CommMeasurements& m, Hardware& hw, std::string_view source) {
   const Link link = fit_link(m, hw, source);
   (m.ranks > hw.ranks_per_host ? hw.link : hw.local) = link;
+  for (const comm::Quantization q : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
+    const CodecCost codec = fit_codec(m, q, source);
+    if (codec.known()) hw.codec(q) = codec;
+  }
 }
 
 void calibrate_compute(const ModelMeasurement& m, Hardware& hw, std::string_view source) {

@@ -10,6 +10,8 @@
 //   bandwidth = sum(steps x link bytes) / sum(time - steps x latency).
 //   A run across hosts (N > ranks_per_host) calibrates the link between
 //   hosts, a run on one host the shared-memory link.
+//   With --codec, the file also holds the compressed collectives' packing
+//   and unpacking time per element (CodecSample), which calibrates the codec.
 // - `zerodp bench model --json` (src/bench/model_bench_format.cc writes it;
 //   the keys read here are listed in docs/plan.md): the sgemm rate, the
 //   model's FLOPs and its mean forward, backward and AdamW seconds per step;
@@ -25,6 +27,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "comm/quantize.h"
 #include "comm/types.h"
 #include "plan/hardware.h"
 
@@ -37,11 +40,24 @@ struct CommSample {
   double seconds = 0;  // per call, the slowest rank's
 };
 
+// The compressed collectives' packing (bench comm --codec): every rank packs
+// (comm::quantize) and unpacks (comm::dequantize_into) a buffer of `count`
+// elements of the run's dtype at once, as the ranks of a run do on their
+// comm threads; the slowest rank's seconds per call.
+struct CodecSample {
+  comm::Quantization quantization = comm::Quantization::kInt8;
+  size_t bytes = 0;  // S, the plain buffer
+  size_t count = 0;
+  double quantize_seconds = 0;
+  double dequantize_seconds = 0;
+};
+
 struct CommMeasurements {
   std::string backend;  // "thread" or "mpi"
   int ranks = 0;
   std::string dtype;
   std::vector<CommSample> samples;
+  std::vector<CodecSample> codec;  // JSON "codec", present only when measured
 };
 
 // busbw / algbw, nccl-tests' convention: all_reduce 2(n-1)/n,
@@ -72,7 +88,13 @@ ModelMeasurement model_measurement_from_json(const nlohmann::json& j, std::strin
 // least one all_reduce, reduce_scatter or all_gather sample.
 Link fit_link(const CommMeasurements& m, const Hardware& hw, std::string_view source);
 
-// Fits and stores the link into hw.link or hw.local.
+// The codec's cost per element of `q` from the buffers of at least a
+// quarter of the largest: sum(seconds) / sum(count), packing and unpacking
+// apart. Unknown (zeros) when the measurements have no such rows.
+CodecCost fit_codec(const CommMeasurements& m, comm::Quantization q, std::string_view source);
+
+// Fits and stores the link into hw.link or hw.local, and each codec the
+// measurements hold into hw's.
 void calibrate_comm(const CommMeasurements& m, Hardware& hw, std::string_view source);
 
 // gemm_flops, model_efficiency and optimizer_s_per_param from the

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plan/hardware.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -69,7 +71,37 @@ void apply_link_json(const nlohmann::json& j, Link& link, std::string_view key, 
   link.source = std::string(what);
 }
 
+// "codec": {"int8": {"quantize_ns": .., "dequantize_ns": ..}, "int4": {..}}
+void apply_codec_json(const nlohmann::json& j, Hardware& hw, std::string_view what) {
+  ZDP_CHECK(j.is_object(), InputFileError, "[plan] {}: \"codec\" must be an object with int8 and/or int4", what);
+  for (const auto& [kind, costs] : j.items()) {
+    ZDP_CHECK(kind == "int8" || kind == "int4", InputFileError,
+              "[plan] {}: unknown key \"codec.{}\" (the codecs are int8 and int4)", what, kind);
+    ZDP_CHECK(costs.is_object(), InputFileError,
+              "[plan] {}: \"codec.{}\" must be an object with quantize_ns and dequantize_ns", what, kind);
+    CodecCost& c = hw.codec(kind == "int8" ? comm::Quantization::kInt8 : comm::Quantization::kInt4);
+    for (const auto& [k, v] : costs.items()) {
+      const std::string name = fmt::format("codec.{}.{}", kind, k);
+      if (k == "quantize_ns") {
+        c.quantize_s = number(v, name, what, 0, 1e9) * 1e-9;
+      } else if (k == "dequantize_ns") {
+        c.dequantize_s = number(v, name, what, 0, 1e9) * 1e-9;
+      } else {
+        ZDP_THROW(InputFileError, "[plan] {}: unknown key \"{}\" (a codec has quantize_ns and dequantize_ns)", what,
+                  name);
+      }
+    }
+    c.source = std::string(what);
+  }
+}
+
 }  // namespace
+
+const CodecCost& Hardware::codec(comm::Quantization q) const {
+  return q == comm::Quantization::kInt4 ? int4_codec : int8_codec;
+}
+
+CodecCost& Hardware::codec(comm::Quantization q) { return q == comm::Quantization::kInt4 ? int4_codec : int8_codec; }
 
 void Hardware::validate() const {
   ZDP_CHECK(ranks_per_host >= 1, ConfigError, "[plan] ranks per host must be at least 1, got {}", ranks_per_host);
@@ -105,12 +137,14 @@ void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view
       hw.optimizer_s_per_param = number(v, k, what, 0, 1e9) * 1e-9;
     } else if (k == "overlap_efficiency") {
       hw.overlap_efficiency = number(v, k, what, 0, 1);
+    } else if (k == "codec") {
+      apply_codec_json(v, hw, what);
     } else if (k == "comment") {
       // free text, for the reader of the file
     } else {
       ZDP_THROW(InputFileError,
                 "[plan] {}: unknown key \"{}\" (known: ranks_per_host, model_parallel, link, local, gemm_tflops, "
-                "model_efficiency, optimizer_ns_per_param, overlap_efficiency, comment)",
+                "model_efficiency, optimizer_ns_per_param, overlap_efficiency, codec, comment)",
                 what, k);
     }
   }

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "comm/quantize.h"
+
 namespace zerodp::plan {
 
 // An alpha-beta link: one exchange step that moves `bytes` through it takes
@@ -29,6 +31,18 @@ struct Link {
   std::string source;    // "flag", "file", "bench comm ..." (for the report)
 
   bool known() const { return bandwidth > 0; }
+};
+
+// The compressed collectives' packing on a rank's CPU (comm/quantize.h),
+// seconds per element: quantize (pack) and dequantize (unpack to fp32 and
+// round to the buffer's dtype). 0 when not known: the collective then costs
+// its packed bytes alone.
+struct CodecCost {
+  double quantize_s = 0;
+  double dequantize_s = 0;
+  std::string source;
+
+  bool known() const { return quantize_s > 0 || dequantize_s > 0; }
 };
 
 struct Hardware {
@@ -50,8 +64,12 @@ struct Hardware {
   // the fraction the machine really hides (1: all of it).
   double overlap_efficiency = 1.0;
   std::string compute_source;  // where gemm_flops and model_efficiency came from
+  CodecCost int8_codec, int4_codec;
 
   double compute_flops() const { return gemm_flops * model_efficiency; }
+  // The codec of `q`; REQUIRES q != kNone.
+  const CodecCost& codec(comm::Quantization q) const;
+  CodecCost& codec(comm::Quantization q);
   // ConfigError naming the missing or impossible value and how to give it.
   void validate() const;
 };
@@ -59,7 +77,8 @@ struct Hardware {
 // Reads the keys present in `j` into `hw` (others keep their values):
 // ranks_per_host, model_parallel, link {bandwidth_GBps, latency_us},
 // local {bandwidth_GBps, latency_us}, gemm_tflops, model_efficiency,
-// optimizer_ns_per_param, overlap_efficiency. InputFileError naming `what`
+// optimizer_ns_per_param, overlap_efficiency, codec {int8, int4: {quantize_ns,
+// dequantize_ns}} (per element). InputFileError naming `what`
 // and the key for an unknown key, a wrong type or a value out of range.
 void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view what);
 

@@ -58,6 +58,13 @@ class Timeline {
   std::deque<double> in_flight_;
 };
 
+// The ranks a stage partitions over: the shard group, or all N (flat, and
+// stage 0, which partitions nothing).
+int partition_ranks(const StepTimeRun& run) {
+  if (run.shard_group == 0 || run.stage == Stage::k0) return run.ranks;
+  return run.shard_group;
+}
+
 struct Op {
   size_t unit = 0;
   double forward_s = 0, backward_s = 0;
@@ -67,7 +74,14 @@ struct Op {
 class StepSimulation {
  public:
   StepSimulation(const GptShape& shape, const StepTimeRun& run, const Hardware& hw, bool overlap)
-      : run_(run), hw_(hw), traits_(traits(run.stage)), timeline_(overlap) {
+      : run_(run),
+        hw_(hw),
+        traits_(traits(run.stage)),
+        timeline_(overlap),
+        group_(partition_ranks(run)),
+        world_(flat_placement(run.ranks, hw)),
+        shard_(shard_group_placement(run.ranks, group_, hw)),
+        replica_(replica_group_placement(run.ranks, group_, hw)) {
     const double slice = hw.model_parallel;
     uint64_t offset = 0;
     for (const GptShape::Unit& u : shape.units()) {
@@ -120,15 +134,30 @@ class StepSimulation {
     return static_cast<double>(comm::quantized_bytes(static_cast<uint64_t>(elements), q));
   }
 
-  double cost(CollectiveOp op, double buffer_bytes) {
+  // One collective over the communicator `p`. link_ is a host's link, all
+  // of its ranks' traffic (link_bytes_per_exchange counts the sharing).
+  double cost(CollectiveOp op, double buffer_bytes, const Placement& p) {
     ++collectives_;
-    sent_ += sent_bytes(op, buffer_bytes, run_.ranks);
-    link_ += exchange_steps(op) * (run_.ranks > 1 ? link_bytes_per_exchange(buffer_bytes, run_.ranks, hw_) : 0);
-    return collective_seconds(op, buffer_bytes, run_.ranks, hw_);
+    sent_ += sent_bytes(op, buffer_bytes, p.ranks);
+    link_ += exchange_steps(op) * (p.ranks > 1 ? link_bytes_per_exchange(buffer_bytes, p, hw_) : 0);
+    return collective_seconds(op, buffer_bytes, p, hw_);
+  }
+
+  // A collective over the shard group that may be quantized: its packed
+  // bytes, and the codec on the comm thread (comm/communicator.cc): an
+  // all-gather packs this rank's shard and unpacks every rank's, a
+  // reduce-scatter packs the whole buffer and unpacks the N contributions to
+  // its shard.
+  double group_cost(CollectiveOp op, double elements, comm::Quantization q) {
+    const double seconds = cost(op, bytes(elements, q), shard_);
+    if (q == comm::Quantization::kNone || shard_.ranks <= 1) return seconds;
+    const CodecCost& codec = hw_.codec(q);
+    const double packed = op == CollectiveOp::kAllGather ? std::ceil(elements / shard_.ranks) : elements;
+    return seconds + packed * codec.quantize_s + elements * codec.dequantize_s;
   }
 
   double gather(int op) {
-    return timeline_.submit(cost(CollectiveOp::kAllGather, bytes(counts_[ops_[op].unit], run_.quantize_weights)));
+    return timeline_.submit(group_cost(CollectiveOp::kAllGather, counts_[ops_[op].unit], run_.quantize_weights));
   }
 
   // engine.cc's acquire, the model's forward or backward, release, and
@@ -166,29 +195,33 @@ class StepSimulation {
     // Stage 1 with accumulation stages into one buffer per unit: the
     // previous micro-batch's reduce-scatter of it must have run.
     if (!traits_.partitions_grads && run_.grad_accum > 1 && micro > 0) timeline_.wait(staging_[unit]);
-    staging_[unit] = timeline_.submit(cost(CollectiveOp::kReduceScatter, bytes(count, run_.quantize_grads)));
+    // One comm-thread task: the group's reduce-scatter, then (hybrid) the
+    // shard's all-reduce across the groups, in the run's dtype.
+    double seconds = group_cost(CollectiveOp::kReduceScatter, count, run_.quantize_grads);
+    if (replica_.ranks > 1) seconds += cost(CollectiveOp::kAllReduce, bytes(std::ceil(count / group_)), replica_);
+    staging_[unit] = timeline_.submit(seconds);
     timeline_.limit_in_flight(staging_[unit]);
   }
 
   void flush_bucket() {
     if (bucket_capacity_ == 0) return;
-    timeline_.limit_in_flight(timeline_.submit(cost(CollectiveOp::kAllReduce, bytes(bucket_filled_))));
+    timeline_.limit_in_flight(timeline_.submit(cost(CollectiveOp::kAllReduce, bytes(bucket_filled_), world_)));
     bucket_capacity_ = 0;
   }
 
   void apply_step() {
     timeline_.drain();
     timeline_.clear_in_flight();
-    const double n = run_.ranks;
-    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * run_.grad_accum * n));  // the losses
-    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * n));                    // overflow flag
-    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * n));                    // norm
+    const double n = run_.ranks, g = group_;
+    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * run_.grad_accum * n, world_));  // the losses, over all N
+    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * g, shard_));                    // overflow flag, in the group
+    timeline_.call(cost(CollectiveOp::kSmall, 8.0 * g, shard_));                    // norm, in the group
     double updated = 0;
-    for (double count : counts_) updated += traits_.partitions_optimizer ? std::ceil(count / n) : count;
+    for (double count : counts_) updated += traits_.partitions_optimizer ? std::ceil(count / g) : count;
     optimizer_s_ = updated * hw_.optimizer_s_per_param;
     timeline_.compute(optimizer_s_);
     if (traits_.refresh == ParamRefresh::kAllGather) {
-      for (double count : counts_) timeline_.submit(cost(CollectiveOp::kAllGather, bytes(count)));
+      for (double count : counts_) timeline_.submit(cost(CollectiveOp::kAllGather, bytes(count), shard_));
     }
     timeline_.drain();
   }
@@ -197,6 +230,8 @@ class StepSimulation {
   const Hardware& hw_;
   const StageTraits& traits_;
   Timeline timeline_;
+  int group_;                             // the ranks the states are partitioned over, G (N when flat)
+  Placement world_, shard_, replica_;     // all N ranks; the shard group; the replica group (N/G ranks)
   std::vector<double> counts_, offsets_;  // per unit, elements of this rank's slice
   std::vector<Op> ops_;
   std::vector<int> last_backward_op_;
@@ -217,6 +252,16 @@ void check_run(const StepTimeRun& run, const Hardware& hw) {
             "[plan] --predict at {} ranks, {} per host, needs the link between hosts: give --link-bandwidth (e.g. "
             "1Gbit), --calibrate-comm (zerodp bench comm --json across hosts) or link in --hardware",
             run.ranks, hw.ranks_per_host);
+  const int group = run.shard_group;
+  ZDP_CHECK(group >= 0 && (group == 0 || run.ranks % group == 0), ConfigError,
+            "[plan] --shard-group-size {} does not divide --ranks {}: use ranks that are multiples of it", group,
+            run.ranks);
+  // Consecutive ranks on a host: a group is a whole number of hosts, or a
+  // host a whole number of groups; anything else straddles hosts unevenly.
+  ZDP_CHECK(group == 0 || run.ranks <= g || group % g == 0 || g % group == 0, ConfigError,
+            "[plan] --predict with --shard-group-size {} and --ranks-per-host {}: one must divide the other (a group "
+            "of whole hosts, or whole groups on a host)",
+            group, hw.ranks_per_host);
   ZDP_CHECK(g <= 1 || hw.local.known(), ConfigError,
             "[plan] --predict with {} ranks on a host needs their shared-memory link: give --local-bandwidth, "
             "--calibrate-comm (zerodp bench comm --json on one host) or local in --hardware",

@@ -10,6 +10,8 @@
 //   forward   op by op (embedding, blocks, final layernorm, the tied head);
 //             stage 3 gathers the op's unit before it runs and submits the
 //             gather of the next op's unit (prefetch)
+//             (hybrid sharding: see StepTimeRun::shard_group for which
+//             collectives run over which ranks)
 //   backward  in reverse, stage 3 gathering the same way; after a unit's last
 //             backward op its gradient is reduced on the comm thread: stage 0
 //             packs adjacent units into buckets of bucket_elements and
@@ -57,10 +59,23 @@ struct StepTimeRun {
   bool prefetch = true;                 // zero::EngineConfig::prefetch
   uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)
   // Compressed collectives (zero::EngineConfig): stage 3's gathers and the
-  // gradient reduce-scatter cost as a buffer of comm::quantized_bytes (the
-  // packing's compute is not modelled).
+  // gradient reduce-scatter send a buffer of comm::quantized_bytes, and pack
+  // and unpack it on the comm thread at the machine's codec cost
+  // (plan/hardware.h): an all-gather packs its shard and unpacks all N, a
+  // reduce-scatter packs the whole buffer and unpacks N contributions to its
+  // shard.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  // Hybrid sharding (zero::EngineConfig::shard_group_size), G; 0 = N, the
+  // flat layout. Stages 1-3 partition over groups of G consecutive ranks:
+  // the gradient reduce-scatter, stage 3's gathers, stages 1-2's parameter
+  // all-gathers and the overflow and norm all-reduces run inside the group
+  // (on shared memory when a group is a host), and each gradient
+  // reduce-scatter is followed, in the same comm-thread task, by the
+  // all-reduce of the rank's shard across the N/G groups (plain, never
+  // quantized). The losses are all-gathered over all N. Stage 0 partitions
+  // nothing and stays flat, as the engine and the planner have it.
+  int shard_group = 0;
 };
 
 struct StepTime {
@@ -82,7 +97,8 @@ struct StepTime {
 
 // ConfigError when the machine lacks a link the run needs (the link between
 // hosts when N > ranks_per_host, the local one when ranks share a host) or
-// the run is impossible (N < 1, B < 1, T < 1, grad_accum < 1).
+// the run is impossible (N < 1, B < 1, T < 1, grad_accum < 1, a shard group
+// that does not divide N, or, across hosts, neither divides ranks_per_host).
 StepTime predict_step_time(const GptShape& shape, const StepTimeRun& run, const Hardware& hw);
 
 }  // namespace zerodp::plan

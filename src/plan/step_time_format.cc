@@ -6,6 +6,8 @@
 #include <iterator>
 #include <utility>
 
+#include "comm/quantize.h"
+#include "core/stage.h"
 #include "plan/quantity.h"
 
 namespace zerodp::plan {
@@ -16,6 +18,12 @@ std::string describe_link(const Link& link) {
   return fmt::format("{} GB/s each way ({} Gbit/s), latency {} us per exchange step  [{}]",
                      format_significant(link.bandwidth / 1e9), format_significant(link.bandwidth * 8 / 1e9),
                      format_significant(link.latency_s * 1e6), link.source);
+}
+
+std::string describe_codec(const CodecCost& c) {
+  if (!c.known()) return "not given: the compressed collectives cost their packed bytes alone";
+  return fmt::format("pack {} ns, unpack {} ns per element, on the comm thread  [{}]",
+                     format_significant(c.quantize_s * 1e9, 3), format_significant(c.dequantize_s * 1e9, 3), c.source);
 }
 
 double tokens_per_step(const StepTimeRun& run) {
@@ -52,6 +60,12 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                      ? fmt::format(", model parallel {} inside a host (each of its GPUs holds 1/{} of the model)",
                                    hw.model_parallel, hw.model_parallel)
                      : "");
+  if (r0.shard_group > 0) {
+    fmt::format_to(add,
+                   "  hybrid sharding     stages 1-3 partition over groups of {} consecutive ranks (N / {} groups); "
+                   "each gradient shard is all-reduced across the groups; stage 0 is flat\n",
+                   r0.shard_group, r0.shard_group);
+  }
   fmt::format_to(add, "  link between hosts  {}\n", describe_link(hw.link));
   fmt::format_to(add, "  shared memory       {}\n", describe_link(hw.local));
   fmt::format_to(add, "  compute             {} GFLOP/s GEMM x {} model efficiency = {} GFLOP/s per {}  [{}]\n",
@@ -60,6 +74,10 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                  hw.compute_source.empty() ? "flags" : hw.compute_source);
   fmt::format_to(add, "  optimizer           {} ns per parameter updated\n",
                  format_significant(hw.optimizer_s_per_param * 1e9, 3));
+  for (const comm::Quantization q : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
+    if (r0.quantize_weights != q && r0.quantize_grads != q) continue;
+    fmt::format_to(add, "  {} codec          {}\n", comm::quantization_name(q), describe_codec(hw.codec(q)));
+  }
   fmt::format_to(add, "  overlap efficiency  {} of what the engine's schedule can hide\n",
                  format_significant(hw.overlap_efficiency, 3));
   fmt::format_to(add,
@@ -91,6 +109,9 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
   const auto link = [](const Link& l) {
     return json{{"bandwidth_GBps", l.bandwidth / 1e9}, {"latency_us", l.latency_s * 1e6}, {"source", l.source}};
   };
+  const auto codec = [](const CodecCost& c) {
+    return json{{"quantize_ns", c.quantize_s * 1e9}, {"dequantize_ns", c.dequantize_s * 1e9}, {"source", c.source}};
+  };
   json j;
   j["hardware"] = {{"ranks_per_host", hw.ranks_per_host},
                    {"model_parallel", hw.model_parallel},
@@ -100,28 +121,37 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
                    {"model_efficiency", hw.model_efficiency},
                    {"optimizer_ns_per_param", hw.optimizer_s_per_param * 1e9},
                    {"overlap_efficiency", hw.overlap_efficiency},
+                   {"codec", {{"int8", codec(hw.int8_codec)}, {"int4", codec(hw.int4_codec)}}},
                    {"compute_source", hw.compute_source}};
   json rows = json::array();
   for (const StepTimeRow& row : p.rows) {
     const StepTime& t = row.time;
-    rows.push_back({{"ranks", row.run.ranks},
-                    {"stage", static_cast<int>(row.run.stage)},
-                    {"micro_batch", row.run.micro_batch},
-                    {"seq_len", row.run.seq_len},
-                    {"grad_accum", row.run.grad_accum},
-                    {"compute_s", t.compute_s},
-                    {"optimizer_s", t.optimizer_s},
-                    {"comm_s", t.comm_s},
-                    {"serial_s", t.serial_s},
-                    {"scheduled_s", t.scheduled_s},
-                    {"step_s", t.step_s},
-                    {"hidden_fraction", t.hidden_fraction()},
-                    {"sent_bytes", t.sent_bytes},
-                    {"link_bytes", t.link_bytes},
-                    {"collectives", t.collectives},
-                    {"flops_per_rank", t.flops},
-                    {"tokens_per_s", tokens_per_step(row.run) / t.step_s},
-                    {"tflops_per_rank", t.flops_per_s() / 1e12}});
+    rows.push_back(
+        {{"ranks", row.run.ranks},
+         {"stage", static_cast<int>(row.run.stage)},
+         {"micro_batch", row.run.micro_batch},
+         {"seq_len", row.run.seq_len},
+         {"grad_accum", row.run.grad_accum},
+         {"shard_group", row.run.shard_group == 0 || row.run.stage == Stage::k0 ? row.run.ranks : row.run.shard_group},
+         {"quantize_weights",
+          comm::quantization_name(traits(row.run.stage).gathers_on_acquire ? row.run.quantize_weights
+                                                                           : comm::Quantization::kNone)},
+         {"quantize_grads", comm::quantization_name(traits(row.run.stage).reduce == GradReduce::kReduceScatter
+                                                        ? row.run.quantize_grads
+                                                        : comm::Quantization::kNone)},
+         {"compute_s", t.compute_s},
+         {"optimizer_s", t.optimizer_s},
+         {"comm_s", t.comm_s},
+         {"serial_s", t.serial_s},
+         {"scheduled_s", t.scheduled_s},
+         {"step_s", t.step_s},
+         {"hidden_fraction", t.hidden_fraction()},
+         {"sent_bytes", t.sent_bytes},
+         {"link_bytes", t.link_bytes},
+         {"collectives", t.collectives},
+         {"flops_per_rank", t.flops},
+         {"tokens_per_s", tokens_per_step(row.run) / t.step_s},
+         {"tflops_per_rank", t.flops_per_s() / 1e12}});
   }
   j["rows"] = rows;
   return j;

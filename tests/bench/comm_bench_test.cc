@@ -37,6 +37,31 @@ TEST(CommBench, ParsesSizesAndCollectives) {
   EXPECT_THROW(parse_bench_collective("barrier"), ConfigError);
 }
 
+TEST(CommBench, CodecRowsPerSizeReachPlan) {
+  CommBenchOptions o;
+  o.ranks = 2;
+  o.dtype = Dtype::bf16();
+  o.collectives = {Collective::kAllGather};
+  o.sizes = comm_bench_sizes(4096, 65536, 4, o.dtype);
+  o.iters = 2;
+  o.codecs = {comm::Quantization::kInt8, comm::Quantization::kInt4};
+  std::vector<CodecBenchRow> codec;
+  const std::vector<CommBenchRow> rows = run_comm_bench(o, false, &codec);
+  ASSERT_EQ(codec.size(), 2 * o.sizes.size());
+  EXPECT_EQ(codec[0].quantization, comm::Quantization::kInt8);
+  EXPECT_EQ(codec.back().quantization, comm::Quantization::kInt4);
+  EXPECT_EQ(codec.back().count, 32768u);
+  for (const CodecBenchRow& r : codec) {
+    EXPECT_GT(r.quantize_seconds, 0);
+    EXPECT_GT(r.dequantize_seconds, 0);
+  }
+  EXPECT_NE(format_codec_table(o, codec).find("pack ns/el"), std::string::npos);
+  const plan::CommMeasurements m =
+      plan::comm_measurements_from_json(nlohmann::json::parse(format_comm_json(o, rows, codec)), "test");
+  ASSERT_EQ(m.codec.size(), codec.size());
+  EXPECT_TRUE(plan::fit_codec(m, comm::Quantization::kInt4, "test").known());
+}
+
 TEST(CommBench, TwoThreadRanksGiveOneRowPerCollectiveAndSize) {
   CommBenchOptions o;
   o.ranks = 2;

@@ -70,6 +70,40 @@ TEST(CliPredict, CalibratesFromBenchOutputs) {
   EXPECT_NE(r.out.find("[bench model " + model_file.string() + " (gpt-tiny, B 2 x T 16)]"), std::string::npos) << r.out;
 }
 
+TEST(CliPredict, HybridAndQuantizedRunsWithTheCodecFromBenchComm) {
+  // 4 ranks, 2 per host, a group per host, int8 gradients; bench comm
+  // --codec gives the codec's cost.
+  const Result comm =
+      run("bench comm --ranks 2 --dtype bf16 --min-bytes 64K --max-bytes 1M --quick --baseline none --codec int8 "
+          "--json");
+  ASSERT_EQ(comm.code, 0) << comm.err;
+  const auto comm_file = write_temp("zerodp_predict_codec.json", comm.out);
+  const std::string run_4 = "plan --model gpt-tiny --ranks 4 --micro-batch 2 --seq-len 16 --predict " + kMachine +
+                            "--ranks-per-host 2 --local-bandwidth 5GB --quantize-grads ";
+  Result r = run(run_4 + "--shard-group-size 2 --calibrate-comm " + comm_file.string() + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["step_time"]["hardware"]["codec"]["int8"]["quantize_ns"].get<double>(), 0);
+  const nlohmann::json hybrid = j["step_time"]["rows"];  // a copy: j is parsed again below
+  EXPECT_EQ(hybrid[0]["shard_group"], 4);                // stage 0 stays flat
+  EXPECT_EQ(hybrid[0]["quantize_grads"], "none");
+  EXPECT_EQ(hybrid[2]["shard_group"], 2);
+  EXPECT_EQ(hybrid[2]["quantize_grads"], "int8");
+  // Flat, the same machine: the gradients' exchanges cross the link.
+  r = run(run_4 + "--json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_LT(hybrid[2]["link_bytes"].get<double>(), j["step_time"]["rows"][2]["link_bytes"].get<double>());
+  r = run(run_4 + "--shard-group-size 2 --calibrate-comm " + comm_file.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("hybrid sharding     stages 1-3 partition over groups of 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8 codec          pack "), std::string::npos) << r.out;
+  expect_refused(run_4 + "--shard-group-size 3", "--shard-group-size 3 does not divide --ranks 4");
+  expect_refused("plan --model gpt-tiny --ranks 6 --micro-batch 2 --seq-len 16 --predict " + kMachine +
+                     "--ranks-per-host 2 --local-bandwidth 5GB --shard-group-size 3",
+                 "one must divide the other");
+}
+
 TEST(CliPredict, RefusesBadInputInOneLine) {
   expect_refused("plan --params 7.5B --ranks 2 --predict " + kMachine, "--predict needs a GPT's shape");
   expect_refused(kRun + "--link-bandwidth 1Gbit", "--predict needs a GEMM rate");

@@ -17,7 +17,7 @@ namespace {
 using comm::Collective;
 
 CommMeasurements two_hosts() {
-  CommMeasurements m{.backend = "mpi", .ranks = 2, .dtype = "bf16", .samples = {}};
+  CommMeasurements m{.backend = "mpi", .ranks = 2, .dtype = "bf16", .samples = {}, .codec = {}};
   m.samples = {{Collective::kAllGather, 1024, 512, 1.1e-4},        {Collective::kReduceScatter, 1024, 512, 1.2e-4},
                {Collective::kAllReduce, 1024, 512, 2.4e-4},        {Collective::kAllGather, 1 << 20, 1 << 19, 0.0105},
                {Collective::kAllGather, 4 << 20, 2 << 20, 0.0422}, {Collective::kAllGather, 16 << 20, 8 << 20, 0.168}};
@@ -75,6 +75,43 @@ TEST(Calibration, RefusesWhatIsNotABenchCommRun) {
   EXPECT_THROW(fit_link(small, Hardware{}, "test"), InputFileError);
 }
 
+TEST(Calibration, CodecFitsPerElementAndRoundTrips) {
+  CommMeasurements m = two_hosts();
+  // Packing 1 ns and unpacking 3 ns per element at the large sizes; the
+  // small one (below a quarter of the largest) is left out of the fit.
+  m.codec = {{.quantization = comm::Quantization::kInt8,
+              .bytes = 1024,
+              .count = 512,
+              .quantize_seconds = 1e-3,
+              .dequantize_seconds = 1e-3},
+             {.quantization = comm::Quantization::kInt8,
+              .bytes = size_t{4} << 20,
+              .count = size_t{2} << 20,
+              .quantize_seconds = 2097152e-9,
+              .dequantize_seconds = 3 * 2097152e-9},
+             {.quantization = comm::Quantization::kInt8,
+              .bytes = size_t{16} << 20,
+              .count = size_t{8} << 20,
+              .quantize_seconds = 8388608e-9,
+              .dequantize_seconds = 3 * 8388608e-9}};
+  const CommMeasurements back = comm_measurements_from_json(comm_measurements_to_json(m), "test");
+  ASSERT_EQ(back.codec.size(), 3u);
+  EXPECT_EQ(back.codec[1].count, size_t{2} << 20);
+  const CodecCost c = fit_codec(back, comm::Quantization::kInt8, "test");
+  EXPECT_NEAR(c.quantize_s, 1e-9, 1e-15);
+  EXPECT_NEAR(c.dequantize_s, 3e-9, 1e-15);
+  EXPECT_FALSE(fit_codec(back, comm::Quantization::kInt4, "test").known());
+  Hardware hw;
+  calibrate_comm(back, hw, "test");
+  EXPECT_NEAR(hw.int8_codec.dequantize_s, 3e-9, 1e-15);
+  EXPECT_FALSE(hw.int4_codec.known());
+  // A run without --codec has no "codec" key and calibrates none.
+  EXPECT_FALSE(comm_measurements_to_json(two_hosts()).contains("codec"));
+  nlohmann::json bad = comm_measurements_to_json(m);
+  bad["codec"][0]["quantization"] = "int2";
+  EXPECT_THROW(comm_measurements_from_json(bad, "test"), InputFileError);
+}
+
 TEST(Calibration, ReadsBenchModel) {
   const nlohmann::json j = {{"model", "m"},
                             {"num_params", 1000},
@@ -111,6 +148,14 @@ TEST(Hardware, ReadsEveryKey) {
   EXPECT_DOUBLE_EQ(hw.compute_flops(), 4.5e13);
   EXPECT_DOUBLE_EQ(hw.optimizer_s_per_param, 1e-10);
   EXPECT_DOUBLE_EQ(hw.overlap_efficiency, 0.8);
+  apply_hardware_json(nlohmann::json::parse(R"({"codec": {"int4": {"quantize_ns": 2, "dequantize_ns": 5}}})"), hw,
+                      "test");
+  EXPECT_DOUBLE_EQ(hw.codec(comm::Quantization::kInt4).quantize_s, 2e-9);
+  EXPECT_DOUBLE_EQ(hw.codec(comm::Quantization::kInt4).dequantize_s, 5e-9);
+  EXPECT_FALSE(hw.codec(comm::Quantization::kInt8).known());
+  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"codec": {"int2": {}}})"), hw, "test"), InputFileError);
+  EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"codec": {"int8": {"pack_ns": 1}}})"), hw, "test"),
+               InputFileError);
   EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"link_bw": 1})"), hw, "test"), InputFileError);
   EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"overlap_efficiency": 2})"), hw, "test"), InputFileError);
   EXPECT_THROW(apply_hardware_json(nlohmann::json::parse(R"({"link": {"bandwidth": 1}})"), hw, "test"), InputFileError);
