@@ -18,7 +18,7 @@ case $point in
   *) rank=0 ;;                                       # rank 0's own steps
 esac
 common=(train --ranks 2 --stage 3 --precision bf16 --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0
-        --steps 24 --seed 11 --comm-timeout 3)
+        --steps 24 --seed 11 --comm-timeout 3 --checkpoint-timeout 3)
 "$zerodp" "${common[@]}" --save "$dir/straight" > "$dir/straight.log"
 
 # Saves at steps 4, 8, 12, ...: the third (step 12) fails at $point.
