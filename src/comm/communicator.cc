@@ -260,7 +260,7 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, Quantization
 }
 
 void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q,
-                                            std::span<std::byte> scratch, const QuantRounding& rounding) {
+                                            std::span<std::byte> scratch) {
   const Collective kind = Collective::kReduceScatter;
   const int n = size_;
   const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, q);
@@ -299,9 +299,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     for (int k = 0; k < n; ++k) {
       const ShardRange shard = shard_range(in.count, n, k);
       const std::span<std::byte> slot = scratch.subspan(at, packed[k]);
-      QuantRounding part = rounding;
-      part.first_index += shard.offset;
-      quantize(in.slice(shard.offset, shard.count), q, slot, part);
+      quantize(in.slice(shard.offset, shard.count), q, slot);
       send[k] = slot;
       at += packed[k];
     }

@@ -103,12 +103,8 @@ class Communicator {
   // rounded once to out's dtype. A NaN or infinity in a contribution makes
   // its block NaN in the result. Counted as a reduce_scatter of the packed
   // bytes. `scratch`: at least reduce_scatter_quantized_scratch(in.count,
-  // size(), rank(), q) bytes, not overlapping in or out. `rounding`: how
-  // this rank's contributions round (quantize.h); stochastic draws are
-  // indexed by the element's position in `in` (rounding.first_index + its
-  // offset), so they do not depend on how `in` is cut into shards.
-  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q, std::span<std::byte> scratch,
-                                const QuantRounding& rounding = {});
+  // size(), rank(), q) bytes, not overlapping in or out.
+  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q, std::span<std::byte> scratch);
   void barrier();
   // Sum (in rank order, in fp64), average or max of one value per rank, for
   // norms and overflow flags. kMax propagates NaN.

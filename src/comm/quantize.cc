@@ -9,7 +9,6 @@
 
 #include "comm/shard.h"
 #include "core/convert.h"
-#include "core/counter_hash.h"
 #include "core/error.h"
 
 namespace zerodp::comm {
@@ -41,16 +40,10 @@ float block_scale(std::span<const float> x, int qmax) {
   return absmax / static_cast<float>(qmax);
 }
 
-// `u`: negative for round-to-nearest, else the stochastic draw in [0, 1).
-int8_t code_of(float x, float scale, int qmax, float u) {
+int8_t code_of(float x, float scale, int qmax) {
   if (!(scale > 0.0f)) return 0;  // zero (or underflowed) scale, or NaN
-  const float q = u < 0.0f ? std::nearbyint(x / scale) : std::floor(x / scale + u);
+  const float q = std::nearbyint(x / scale);
   return static_cast<int8_t>(std::clamp(q, static_cast<float>(-qmax), static_cast<float>(qmax)));
-}
-
-// Element `index`'s draw in [0, 1): 24 random bits, exact in fp32.
-float uniform_draw(uint64_t stream, uint64_t index) {
-  return static_cast<float>(mix64(stream + index * kGoldenGamma) >> 40) * 0x1p-24f;
 }
 
 float load_scale(const std::byte* scales, size_t block) {
@@ -88,7 +81,7 @@ uint64_t quantized_bytes(uint64_t count, Quantization q) {
   return blocks_of(count) * sizeof(float) + code_bytes(count, q);
 }
 
-void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out, const QuantRounding& rounding) {
+void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out) {
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[quantize] no quantization format given");
   ZDP_CHECK(out.size() == quantized_bytes(in.count, q), ShapeError,
             "[quantize] {} elements pack into {} bytes as {}, but the output has {}", in.count,
@@ -107,9 +100,8 @@ void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out, const Qu
     const float scale = block_scale({x.data(), n}, qmax);
     std::memcpy(scales + b * sizeof(float), &scale, sizeof(float));
     for (size_t j = 0; j < n; ++j) {
+      const int8_t c = code_of(x[j], scale, qmax);
       const size_t i = first + j;
-      const float u = rounding.stochastic ? uniform_draw(rounding.stream, rounding.first_index + i) : -1.0f;
-      const int8_t c = code_of(x[j], scale, qmax, u);
       if (q == Quantization::kInt8) {
         codes[i] = static_cast<std::byte>(c);
       } else {

@@ -49,34 +49,13 @@ std::string_view quantization_name(Quantization q);  // "none", "int8", "int4"
 // The largest code magnitude: 127 (int8) or 7 (int4).
 int quantization_max_code(Quantization q);
 
-// How a value between two codes rounds. Nearest (the default): the format
-// above, code = nearbyint(x / scale). Stochastic: code = floor(x / scale + u)
-// with u uniform in [0, 1), then clamped: up with probability equal to the
-// distance above the lower code, so the dequantized value is unbiased,
-// E[x'] = x (up to the fp32 rounding of x / scale + u, 2^-17 of a step at
-// most). Nearest rounding sends every element under half a step of its
-// block (scale / 2, the block's absmax / 254 at int8) as 0, step after step:
-// a systematic bias that stochastic rounding removes for the gradients.
-// u for element i of the packed range is counter-based
-// (core/counter_hash.h): the top 24 bits of
-// mix64(stream + (first_index + i) * kGoldenGamma), over 2^24, so the codes
-// depend on (stream, first_index + i) alone and every SIMD level, backend
-// and overlap setting gives the same bits. The format (scales, codes) is
-// the same either way; only the codes' rounding differs.
-struct QuantRounding {
-  bool stochastic = false;
-  uint64_t stream = 0;  // whose draws: the engine's gradient reduce-scatter keys it by step, micro-batch, unit, rank
-  uint64_t first_index = 0;  // the draw index of the packed range's first element
-};
-
 // Bytes of `count` packed elements: 4 * ceil(count / kQuantBlock) scales
 // plus count (int8) or ceil(count / 2) (int4) bytes of codes. 0 for kNone.
 uint64_t quantized_bytes(uint64_t count, Quantization q);
 
 // Packs `in` (fp32, fp16 or bf16; fp16/bf16 widened exactly) into `out`,
-// which holds exactly quantized_bytes(in.count, q) bytes, rounding as
-// `rounding` says (default: to the nearest code). REQUIRES q != kNone.
-void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out, const QuantRounding& rounding = {});
+// which holds exactly quantized_bytes(in.count, q) bytes. REQUIRES q != kNone.
+void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out);
 
 // Unpacks elements [first, first + out.size()) of the `count` elements packed
 // in `packed` into fp32. REQUIRES first % kQuantBlock == 0 and

@@ -6,7 +6,6 @@
 
 #include "comm/reduce.h"
 #include "core/convert.h"
-#include "core/counter_hash.h"
 #include "core/error.h"
 #include "optim/adafactor.h"
 #include "optim/grad_utils.h"
@@ -463,27 +462,16 @@ void Engine::reduce_unit(size_t unit, int micro) {
   // is the own shard of the very buffer it stages in.
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
-  // Compressed gradients round stochastically, so that every contribution
-  // is unbiased (comm/quantize.h); the draws come from a stream of (step,
-  // micro-batch, unit, world rank), indexed by the element's offset in the
-  // unit: the same draws, and so the same bits, in a flat and a hybrid
-  // layout, with or without overlap, on either backend.
-  const comm::QuantRounding rounding{
-      .stochastic = true,
-      .stream = mix64(
-          mix64(mix64(mix64(static_cast<uint64_t>(steps_) + kGoldenGamma) + static_cast<uint64_t>(micro)) + unit) +
-          static_cast<uint64_t>(comm_.rank())),
-      .first_index = 0};
-  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit, rounding] {
+  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit] {
     // The plain reduce-scatter, or the compressed one (quantize_grads),
     // inside the shard group; with hybrid sharding the shard's sum over the
     // groups follows (an all-reduce across the replica group, in place).
-    auto reduce_scatter = [this, rounding](comm::ConstBuffer in, comm::Buffer out) {
+    auto reduce_scatter = [this](comm::ConstBuffer in, comm::Buffer out) {
       if (config_.quantize_grads == comm::Quantization::kNone) {
         shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
       } else {
         shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, config_.quantize_grads,
-                                             quant_scratch_.span(), rounding);
+                                             quant_scratch_.span());
       }
       if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
     };
