@@ -181,6 +181,9 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   }
 
   comm::CommStats last_step_comm;
+  // Hybrid sharding: what of it crossed the groups (counted in both).
+  comm::CommStats last_step_across;
+  comm::Communicator* const replica = engine.replica_communicator();
   double train_seconds = 0;
   std::vector<double> losses;
   const int64_t first_step = step;
@@ -191,11 +194,13 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
         comm.all_reduce_uint64(static_cast<uint64_t>(StopOnSignals::requested()), comm::ReduceOp::kMax));
     if (interrupted != 0) break;
     const comm::CommStats before = comm.stats();
+    const comm::CommStats before_across = replica ? replica->stats() : comm::CommStats{};
     const auto t0 = Clock::now();
     const zero::StepResult r = engine.train_step(train_feed);
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     train_seconds += dt;
     last_step_comm = comm.stats() - before;
+    if (replica) last_step_across = replica->stats() - before_across;
     losses.push_back(r.loss);
     const bool eval = config.eval_every > 0 && (step + 1) % config.eval_every == 0 && step + 1 < config.steps;
     const StepEvent event{.step = step + 1,
@@ -261,6 +266,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   stats.shard_group = engine.shard_group_size();
   stats.memory = figures.memory;
   stats.step_comm = figures.step_comm;
+  stats.step_comm_across = last_step_across;
   stats.seconds = train_seconds;
   stats.tokens_per_second =
       train_seconds > 0 ? tokens_per_step * static_cast<double>(config.steps - first_step) / train_seconds : 0;

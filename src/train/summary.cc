@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace zerodp::train {
 namespace {
 
@@ -31,6 +33,51 @@ std::string accumulation_traffic(const RunStats& s) {
       "  with --grad-accum {0}: {0} reduce-scatters of Φ, one per micro-batch, + 1 all-gather of Φ = "
       "{1:g}Φ (the paper's 2Φ is one reduction per step)\n",
       a, expected);
+}
+
+bool quantized(const RunStats& s) {
+  return s.quantize_weights != comm::Quantization::kNone || s.quantize_grads != comm::Quantization::kNone;
+}
+
+std::string compressed_traffic(const RunStats& s) {
+  return fmt::format(
+      "  compressed: parameter gathers {}, gradient reduce-scatters {}; a packed element is its code plus\n"
+      "  a 4-byte scale per {} elements, so the Φ figure above counts p-byte elements' worth (docs/comm.md)\n",
+      comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), comm::kQuantBlock);
+}
+
+// Hybrid sharding: the group's collectives are a flat run's at N = G; the
+// only traffic that leaves a group is the gradient shard's all-reduce across
+// the R = N/G groups (2 (R-1)/R of Φ/G elements per micro-batch), read from
+// the replica communicator's counters (step_comm_across).
+std::string hybrid_traffic(const RunStats& s, uint64_t total, int group) {
+  const comm::CommStats& x = s.step_comm_across;
+  const uint64_t across = sent_by(x, comm::Collective::kAllReduce) + sent_by(x, comm::Collective::kReduceScatter) +
+                          sent_by(x, comm::Collective::kAllGather);
+  const uint64_t inside = total - std::min(total, across);
+  const double phi = static_cast<double>(s.num_params), p = static_cast<double>(s.dtype.size());
+  const double g = group, r = static_cast<double>(s.ranks) / group;
+  const int groups = s.ranks / group;
+  std::string out = fmt::format("  inside its group of {}: {} = {:.3f}Φ elements x (G-1)/G; the paper: {}Φ{}\n", group,
+                                mb(inside), group > 1 ? static_cast<double>(inside) / (phi * p * (g - 1) / g) : 0.0,
+                                collectives_per_step(s.stage, 1),
+                                traits(s.stage).gathers_on_acquire ? " (tied weights are gathered once per use)" : "");
+  out += fmt::format(
+      "  across the {} groups: {} = {:.3f} all-reduces of the Φ/G gradient shard (2(R-1)/R of its elements each)\n",
+      groups, mb(across), static_cast<double>(across) / (phi * p / g * 2 * (r - 1) / r));
+  if (s.grad_accum > 1) {
+    out += accumulation_traffic(s);
+    out += fmt::format(
+        "  (that is inside the group; across the groups: {} all-reduces of the shard, one per micro-batch)\n",
+        s.grad_accum);
+  }
+  if (quantized(s)) {
+    out += compressed_traffic(s);
+    out += fmt::format(
+        "  (inside the group; the shard's all-reduce across the groups is not compressed: {} bytes per element)\n",
+        s.dtype.size());
+  }
+  return out;
 }
 
 // The paper's per-rank formula for this stage's partitioning.
@@ -144,26 +191,13 @@ std::string format_summary(const RunStats& s) {
   out += fmt::format("Sent per step by rank 0 (measured): all-reduce {} + reduce-scatter {} + all-gather {} = {}\n",
                      mb(ar), mb(rs), mb(ag), mb(total));
   if (hybrid) {
-    // In the group: the flat figure at N = G; across the R groups: the
-    // shard's all-reduce, 2 (R-1)/R of Φ/G per reduction.
-    const double g = group, r = static_cast<double>(s.ranks) / group;
-    const double in_group = static_cast<double>(rs + ag) / (static_cast<double>(phi) * p * (g - 1) / g);
-    const double across = static_cast<double>(ar) / (static_cast<double>(phi) * p / g * 2 * (r - 1) / r);
-    out += fmt::format(
-        "  in the group: {:.3f}Φ elements x (G-1)/G (the paper: {}Φ); across the {} groups: {:.3f} all-reduces of "
-        "Φ/G\n",
-        g > 1 ? in_group : 0.0, collectives_per_step(s.stage, 1), s.ranks / group, across);
+    out += hybrid_traffic(s, total, group);
   } else if (s.ranks > 1) {
     const bool gathers = traits(s.stage).gathers_on_acquire;
     out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, collectives_per_step(s.stage, 1),
                        gathers ? " (tied weights are gathered once per use)" : "");
     if (s.grad_accum > 1) out += accumulation_traffic(s);
-    if (s.quantize_weights != comm::Quantization::kNone || s.quantize_grads != comm::Quantization::kNone) {
-      out += fmt::format(
-          "  compressed: parameter gathers {}, gradient reduce-scatters {}; a packed element is its code plus\n"
-          "  a 4-byte scale per {} elements, so the Φ figure above counts p-byte elements' worth (docs/comm.md)\n",
-          comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), comm::kQuantBlock);
-    }
+    if (quantized(s)) out += compressed_traffic(s);
   } else {
     out += "  (one rank: nothing to send)\n";
   }

@@ -49,8 +49,12 @@ struct RunStats {
   // Compressed collectives (zero::EngineConfig): the bytes sent are packed.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
-  // Hybrid sharding: the ranks of a shard group (G; ranks in the flat layout).
+  // Hybrid sharding: the ranks of a shard group (G; ranks in the flat layout),
+  // and what of rank 0's step_comm crossed the groups (its replica
+  // communicator's counters: the gradient shards' all-reduce); the rest
+  // stayed inside its group.
   int shard_group = 0;
+  comm::CommStats step_comm_across;
 };
 
 // The per-rank model-state bytes the paper's formula gives at this stage,

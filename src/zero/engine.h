@@ -173,6 +173,11 @@ class Engine {
   int shard_group_size() const { return shard_comm_.size(); }
   // The shard group's communicator (the world's in the flat layout).
   comm::Communicator& shard_communicator() { return shard_comm_; }
+  // Hybrid sharding: the communicator of the N/G ranks that hold this rank's
+  // shards, one per group (the gradient shards' all-reduce crosses the
+  // groups on it); null in the flat layout. The run summary reads its
+  // counters to tell the traffic across groups from the traffic inside one.
+  comm::Communicator* replica_communicator() { return groups_.replica.get(); }
   const EngineConfig& config() const { return config_; }
   const MemoryLedger& ledger() const { return ledger_; }
   const model::Model& model() const { return model_; }
