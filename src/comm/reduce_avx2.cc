@@ -18,10 +18,9 @@ constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 struct Avx2Isa {
   static constexpr bool kStream = true;
   static void stream_fp32x16(float* p, Vec16 v) {
-    float lanes[16];
-    std::memcpy(lanes, &v, sizeof v);
-    _mm256_stream_ps(p, _mm256_loadu_ps(lanes));
-    _mm256_stream_ps(p + 8, _mm256_loadu_ps(lanes + 8));
+    // The halves straight from the two registers (not through memory).
+    _mm256_stream_ps(p, __m256(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)));
+    _mm256_stream_ps(p + 8, __m256(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15)));
   }
   static void stream_64_bytes(std::byte* dst, const std::byte* src) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));

@@ -35,6 +35,7 @@ namespace {  // NOLINT(cert-dcl59-cpp)
 using Vec16 = float __attribute__((vector_size(64)));
 using U16x16 = uint16_t __attribute__((vector_size(32)));
 using U32x16 = uint32_t __attribute__((vector_size(64)));
+using I32x16 = int32_t __attribute__((vector_size(64)));
 
 // Storage types of the three dtypes, as plain bits.
 struct Bf16Bits {
@@ -49,13 +50,24 @@ struct Fp16Bits {
 // used from).
 constexpr size_t kStreamBytes = size_t{4} << 20;
 
+// In halves of eight lanes: a 16-lane vector lives in two registers below
+// AVX-512, and GCC 12 moves a 64-byte memcpy of one through the stack
+// (measured: the AVX2 reduction 8x slower than this).
+using Vec8 = float __attribute__((vector_size(32)));
+
 inline Vec16 load_fp32x16(const float* p) {
-  Vec16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+  Vec8 lo, hi;
+  std::memcpy(&lo, p, sizeof lo);
+  std::memcpy(&hi, p + 8, sizeof hi);
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 
-inline void store_fp32x16(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+inline void store_fp32x16(float* p, Vec16 v) {
+  const Vec8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const Vec8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  std::memcpy(p, &lo, sizeof lo);
+  std::memcpy(p + 8, &hi, sizeof hi);
+}
 
 // bf16 <-> fp32 on 16 lanes with dtype.h's bits: widening is a shift (NaNs
 // made quiet), narrowing rounds to nearest even (NaNs stay NaN, quiet).
@@ -79,9 +91,14 @@ inline void store_bf16x16(Bf16Bits* p, Vec16 f) {
 
 // NaN sums become the one canonical quiet NaN: which payload an addition of
 // two NaNs keeps is the compiler's and the instruction set's choice.
+// NaN is a magnitude above infinity's bits, found with a subtraction and a
+// shift rather than a comparison: GCC 12 splits 64-byte vector arithmetic
+// into two ymm halves at the AVX2 level but compares such vectors one lane
+// at a time (a 4x slower reduction, measured by bench comm).
 inline Vec16 canonical_nan(Vec16 v) {
-  const U32x16 nan = reinterpret_cast<U32x16>(v != v);
-  return reinterpret_cast<Vec16>((nan & 0x7FC00000u) | (~nan & reinterpret_cast<U32x16>(v)));
+  const I32x16 bits = reinterpret_cast<I32x16>(v);
+  const I32x16 nan = (0x7F800000 - (bits & 0x7FFFFFFF)) >> 31;  // -1 in a NaN lane, else 0
+  return reinterpret_cast<Vec16>((nan & 0x7FC00000) | (~nan & bits));
 }
 
 // The canonical pairwise order of the sum (reduce.h): the sum of
@@ -177,7 +194,8 @@ void sum_fused(const T* const* in, size_t n, T* const* out, size_t m, size_t cou
       const size_t head = align < count ? align : count;
       if (head > 0) sum_partial<Isa>(in, n, out, m, 0, head, average);
       for (i = head; i + 16 <= count; i += 16) {
-        Vec16 acc = tree_sum(n, [&](size_t k) { return load_x16<Isa>(in[k] + i); });
+        Vec16 acc = n == 2 ? load_x16<Isa>(in[0] + i) + load_x16<Isa>(in[1] + i)
+                           : tree_sum(n, [&](size_t k) { return load_x16<Isa>(in[k] + i); });
         if (average) acc = acc / vdivisor;
         acc = canonical_nan(acc);
         for (size_t o = 0; o < m; ++o) Isa::stream_fp32x16(out[o] + i, acc);
@@ -185,11 +203,12 @@ void sum_fused(const T* const* in, size_t n, T* const* out, size_t m, size_t cou
       Isa::fence();
     }
   }
-  if (n == 2 && m == 1) {  // the common single-output case, without inner loops
+  if (n == 2) {  // two contributions (N = 2: the common case) without the counter: in[0] + in[1], its order
     for (; i + 16 <= count; i += 16) {
       Vec16 acc = load_x16<Isa>(in[0] + i) + load_x16<Isa>(in[1] + i);
       if (average) acc = acc / vdivisor;
-      store_x16<Isa>(out[0] + i, canonical_nan(acc));
+      acc = canonical_nan(acc);
+      for (size_t o = 0; o < m; ++o) store_x16<Isa>(out[o] + i, acc);
     }
   } else {
     for (; i + 16 <= count; i += 16) {
