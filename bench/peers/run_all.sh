@@ -72,14 +72,18 @@ torch_run() {  # mode steps tag
 zerodp_run() {  # backend stage ranks steps tag
   note "zerodp $1 stage $2 N=$3 ($5)"
   local args=("${common[@]}" --stage "$2" --steps "$4" --metrics "$runs/$5.jsonl")
+  rm -f "$runs/$5.rss"
   if [[ "$1" == thread ]]; then
-    timeout 300 /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$runs/$5.log" 2>&1 ||
+    timeout 300 /usr/bin/time -a -o "$runs/$5.rss" -f "rss_kb=%M" "$zerodp" "${args[@]}" --ranks "$3" > "$runs/$5.log" 2>&1 ||
       note "FAILED: $5, see $runs/$5.log"
   else
     local mp=("${mpirun[@]}")
     mp[2]="$3"
     if (( $3 > 2 )); then mp+=(--oversubscribe); fi
-    timeout 300 "${mp[@]}" /usr/bin/time -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi > "$runs/$5.log" 2>&1 ||
+    # GNU time appends one line per process to its own file (the ranks' outputs
+    # interleave in the log).
+    timeout 300 "${mp[@]}" /usr/bin/time -a -o "$runs/$5.rss" -f "rss_kb=%M" "$zerodp" "${args[@]}" --backend mpi \
+      > "$runs/$5.log" 2>&1 ||
       note "FAILED: $5, see $runs/$5.log"
   fi
 }

@@ -25,7 +25,9 @@ MB = 1e6
 def zerodp_run(path):
     # The metrics file (docs/train.md): a header record, one per step, a final one.
     recs = [r for r in (json.loads(line) for line in open(path)) if "step" in r]
-    log = open(path[:-len(".jsonl")] + ".log").read()
+    # GNU time's lines: their own file (run_all.sh), or the log of older runs.
+    base = path[:-len(".jsonl")]
+    log = open(base + ".rss").read() if os.path.exists(base + ".rss") else open(base + ".log").read()
     rss = [int(x) for x in re.findall(r"rss_kb=(\d+)", log)]
     tps = [r["tokens_per_s"] for r in recs[1:]] or [recs[0]["tokens_per_s"]]
     ranks = len(recs[-1]["memory"])
