@@ -34,15 +34,7 @@ using testing::RunResult;
 using testing::train_mlp;
 
 EngineConfig config_for(int stage, Dtype dtype, int group, bool quantized, int grad_accum = 1) {
-  EngineConfig c;
-  c.stage = parse_stage(stage, "test");
-  c.dtype = dtype;
-  c.grad_accum = grad_accum;
-  c.shard_group_size = group;
-  c.optimizer.kind = optim::OptimizerKind::kAdamW;
-  c.optimizer.adam.lr = 3e-3;
-  c.lr_schedule.max_lr = 3e-3;
-  c.loss_scaler.initial_scale = 1024.0;
+  EngineConfig c = testing::hybrid_config(stage, dtype, group, grad_accum);
   if (quantized) {
     c.quantize_grads = Quantization::kInt8;
     c.quantize_weights = stage == 3 ? Quantization::kInt8 : Quantization::kNone;

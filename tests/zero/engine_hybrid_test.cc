@@ -25,22 +25,9 @@
 namespace zerodp::zero {
 namespace {
 
+using testing::hybrid_config;
 using testing::RunResult;
 using testing::train_mlp;
-
-EngineConfig hybrid_config(int stage, Dtype dtype, int group, int grad_accum = 1) {
-  EngineConfig c;
-  c.stage = parse_stage(stage, "test");
-  c.dtype = dtype;
-  c.grad_accum = grad_accum;
-  c.shard_group_size = group;
-  c.optimizer.kind = optim::OptimizerKind::kAdamW;
-  c.optimizer.adam.lr = 3e-3;
-  c.optimizer.adam.weight_decay = 0.01;
-  c.lr_schedule.max_lr = 3e-3;
-  c.loss_scaler.initial_scale = 1024.0;
-  return c;
-}
 
 using testing::expect_same_bits;
 
