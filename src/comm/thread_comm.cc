@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <exception>
 
 #include "comm/reduce.h"
 #include "comm/shard.h"
@@ -66,7 +67,14 @@ ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int r
       inputs_(group_->size()),
       outputs_(group_->size()) {}
 
-ThreadCommunicator::~ThreadCommunicator() { depart(); }
+ThreadCommunicator::~ThreadCommunicator() {
+  // Destroyed while this rank's exception unwinds (a group communicator the
+  // rank's work made): its peers must fail as peers of a failed rank, and
+  // the run report this rank's error, not take it for a rank that finished
+  // without making their call (which raced with the rank's own abort).
+  if (std::uncaught_exceptions() > 0 && !departed_) group_->poison(rank(), "the rank failed while in this group");
+  depart();
+}
 
 void ThreadCommunicator::depart() {
   if (departed_) return;
