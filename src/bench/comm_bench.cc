@@ -26,6 +26,26 @@ int auto_iters(const CommBenchOptions& o, double one_call_s) {
   return static_cast<int>(std::clamp(n, 3.0, 2000.0));
 }
 
+// Seconds per call of `once` on every rank at once: the slowest rank's
+// mean (the clock stops after a barrier, so a collective's slowest peer
+// counts), best of kBatches; a first untimed call touches the pages.
+template <typename F>
+double time_on_every_rank(comm::Communicator& c, const CommBenchOptions& o, F&& once) {
+  auto timed = [&](int iters) {
+    c.barrier();
+    const auto start = Clock::now();
+    for (int i = 0; i < iters; ++i) once();
+    c.barrier();
+    const double local = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+    return c.all_reduce_scalar(local, comm::ReduceOp::kMax);
+  };
+  once();
+  const int iters = auto_iters(o, timed(1));
+  double best = timed(iters);
+  for (int batch = 1; batch < kBatches; ++batch) best = std::min(best, timed(iters));
+  return best;
+}
+
 // Seconds per call on this rank's communicator, the slowest rank's.
 double time_ours(comm::Communicator& c, Collective kind, size_t count, const CommBenchOptions& o,
                  AlignedBuffer<std::byte>& in, AlignedBuffer<std::byte>& out) {
@@ -51,37 +71,7 @@ double time_ours(comm::Communicator& c, Collective kind, size_t count, const Com
         break;
     }
   };
-  auto timed = [&](int iters) {
-    c.barrier();
-    const auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) once();
-    c.barrier();
-    const double local = std::chrono::duration<double>(Clock::now() - start).count() / iters;
-    return c.all_reduce_scalar(local, comm::ReduceOp::kMax);
-  };
-  once();  // first touch of the pages
-  const int iters = auto_iters(o, timed(1));
-  double best = timed(iters);
-  for (int batch = 1; batch < kBatches; ++batch) best = std::min(best, timed(iters));
-  return best;
-}
-
-// Seconds per call of `once` on every rank at once, the slowest rank's;
-// best of kBatches.
-template <typename F>
-double time_on_every_rank(comm::Communicator& c, const CommBenchOptions& o, F&& once) {
-  auto timed = [&](int iters) {
-    c.barrier();
-    const auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) once();
-    const double local = std::chrono::duration<double>(Clock::now() - start).count() / iters;
-    return c.all_reduce_scalar(local, comm::ReduceOp::kMax);
-  };
-  once();
-  const int iters = auto_iters(o, timed(1));
-  double best = timed(iters);
-  for (int batch = 1; batch < kBatches; ++batch) best = std::min(best, timed(iters));
-  return best;
+  return time_on_every_rank(c, o, once);
 }
 
 // The codec of a compressed collective, packing and unpacking `count`

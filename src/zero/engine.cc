@@ -214,7 +214,10 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   last_backward_op_ = model_.last_backward_op();
   grad_scratch_.resize(plan_.num_units());
   grads_in_place_ = backward_writes_grads(config_.stage, mixed, config_.grad_accum);
-  grad_open_.assign(plan_.num_units(), false);
+  first_backward_op_.assign(plan_.num_units(), -1);  // the highest op index using the unit
+  for (int i = 0; i < static_cast<int>(model_.ops().size()); ++i) {
+    first_backward_op_[static_cast<size_t>(model_.ops()[i].unit)] = i;
+  }
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
   if (config_.overlap) worker_ = std::make_unique<CommWorker>();
@@ -362,7 +365,7 @@ void Engine::backward_pass(int micro) {
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
-    const std::span<float> grad = open_gradient(unit);
+    const std::span<float> grad = open_gradient(i);
     const auto params = acquire(i, -1);
     model_.backward(i, params, grad, *workspace_);
     release(i);
@@ -371,16 +374,14 @@ void Engine::backward_pass(int micro) {
   flush_bucket(micro);
 }
 
-std::span<float> Engine::open_gradient(size_t unit) {
+std::span<float> Engine::open_gradient(int op_index) {
+  const auto unit = static_cast<size_t>(model_.ops()[op_index].unit);
   const size_t count = plan_.unit_count(unit);
   if (grads_in_place_) {
     auto* grad = static_cast<float*>(grads_.unit(unit).data);
-    if (!grad_open_[unit]) {
-      // The last step's reduction of this range has drained, and the
-      // optimizer has read it.
-      std::fill_n(grad, count, 0.0f);
-      grad_open_[unit] = true;
-    }
+    // Zeroed by the unit's first backward op (the last step's reduction of
+    // this range has drained, and the optimizer has read it).
+    if (first_backward_op_[unit] == op_index) std::fill_n(grad, count, 0.0f);
     return {grad, count};
   }
   auto& scratch = grad_scratch_[unit];
@@ -459,7 +460,6 @@ void Engine::flush_bucket(int micro) {
 // thread) and add it into the accumulator.
 void Engine::reduce_unit(size_t unit, int micro) {
   BufferPool::Handle scratch = std::move(grad_scratch_[unit]);
-  grad_open_[unit] = false;
   const StageTraits& stage = traits(config_.stage);
   if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, std::move(scratch), micro);
   const size_t count = plan_.unit_count(unit);

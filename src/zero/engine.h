@@ -206,11 +206,11 @@ class Engine {
   std::span<const float> acquire(int op_index, int direction);
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
-  // The fp32 buffer the backward accumulates the unit's gradient into,
-  // zeroed when the unit's first backward op opens it: the unit's range of
-  // grads_ itself where backward_writes_grads (core/stage.h), else a pooled
-  // scratch.
-  std::span<float> open_gradient(size_t unit);
+  // The fp32 buffer op_index's backward accumulates its unit's gradient
+  // into, zeroed when the unit's first backward op opens it: the unit's
+  // range of grads_ itself where backward_writes_grads (core/stage.h), else
+  // a pooled scratch.
+  std::span<float> open_gradient(int op_index);
   void reduce_unit(size_t unit, int micro);
   // `scratch` is empty when the gradient already sits in grads_.
   void bucket_unit(size_t unit, BufferPool::Handle scratch, int micro);
@@ -268,7 +268,7 @@ class Engine {
   BufferPool step_buffers_;                           // the buckets category: scratch gradients, buckets
   std::vector<BufferPool::Handle> grad_scratch_;      // per unit, fp32, while its backward is open
   bool grads_in_place_ = false;                       // backward_writes_grads: no scratch, no bucket copy
-  std::vector<bool> grad_open_;                       // per unit, in place: zeroed for this backward
+  std::vector<int> first_backward_op_;                // per unit: the op whose backward opens its gradient
   std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
   std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
   LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
