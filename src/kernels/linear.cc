@@ -11,12 +11,16 @@
 namespace zerodp::kernels {
 namespace {
 
+// `weight` may be empty where weight_optional (a backward with no input
+// gradient reads no weights).
 void check_shapes(std::span<const float> inp, std::span<const float> weight, std::span<const float> bias,
-                  LinearShape s) {
+                  LinearShape s, bool weight_optional = false) {
   ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
             s.out);
   ZDP_CHECK_EQ(inp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input size");
-  ZDP_CHECK_EQ(weight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight size");
+  if (!(weight_optional && weight.empty())) {
+    ZDP_CHECK_EQ(weight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight size");
+  }
   ZDP_CHECK(bias.empty() || bias.size() == size_t(s.out), ShapeError,
             "[linear] bias has {} elements, expected {} or none", bias.size(), s.out);
 }
@@ -42,9 +46,9 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
                      std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
                      LinearShape s, bool accumulate_dinp, float dout_scale) {
-  check_shapes(inp, weight, dbias, s);
+  check_shapes(inp, weight, dbias, s, /*weight_optional=*/dinp.empty());
   ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
-  ZDP_CHECK_EQ(dweight.size(), weight.size(), ShapeError, "[linear] weight gradient size");
+  ZDP_CHECK_EQ(dweight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight gradient size");
   if (!dinp.empty()) {
     ZDP_CHECK_EQ(dinp.size(), inp.size(), ShapeError, "[linear] input gradient size");
     // dinp[N,C] = dout[N,OC] @ W[OC,C]

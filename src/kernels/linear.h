@@ -25,8 +25,8 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
 // With g = dout_scale * dout[N,OC] (the scale rides on the GEMMs' alpha, so
 // no pass over dout is needed):
 // dinp[N,C] (= or +=) g @ weight[OC,C]; dweight[OC,C] += g^T @ inp;
-// dbias[OC] += column sums of g. dinp may be empty (not needed); dbias may
-// be empty (no bias).
+// dbias[OC] += column sums of g. dinp may be empty (not needed), and then
+// weight may be too (it is read for dinp only); dbias may be empty (no bias).
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
                      std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
                      LinearShape s, bool accumulate_dinp, float dout_scale = 1.0f);

@@ -47,7 +47,7 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
   num_params_ = offset;
   ZDP_CHECK_EQ(num_params_, gpt_num_params(config_), Error, "[gpt] parameter layout");
 
-  ops_.push_back({0, OpKind::kEmbedding, 0, "embedding"});
+  ops_.push_back({0, OpKind::kEmbedding, 0, "embedding", /*backward_reads_params=*/false});
   for (int l = 0; l < L; ++l) ops_.push_back({1 + l, OpKind::kBlock, l, fmt::format("block{}", l)});
   ops_.push_back({L + 1, OpKind::kFinalNorm, 0, "ln_f"});
   ops_.push_back({0, OpKind::kLmHead, 0, "lm_head"});
@@ -147,11 +147,8 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
 }
 
 void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})", op_index,
-            ops_.size());
+  check_backward_spans(op_index, params.size(), grads.size());
   const Op& op = ops_[op_index];
-  ZDP_CHECK_EQ(params.size(), units_[op.unit].count, ShapeError, "[gpt] backward: parameter span size");
-  ZDP_CHECK_EQ(grads.size(), units_[op.unit].count, ShapeError, "[gpt] backward: gradient span size");
   GptWorkspace& ws = as_gpt(base);
   const int N = ws.rows();
   const int C = config_.channels;

@@ -123,7 +123,7 @@ Mlp::Mlp(const MlpConfig& config) : config_(config) {
   for (size_t l = 0; l + 1 < config_.widths.size(); ++l) {
     const size_t count = size_t(config_.widths[l] + 1) * config_.widths[l + 1];
     units_.push_back({fmt::format("fc{}", l), offset, count});
-    ops_.push_back({static_cast<int>(l), OpKind::kDense, static_cast<int>(l), fmt::format("fc{}", l)});
+    ops_.push_back({static_cast<int>(l), OpKind::kDense, static_cast<int>(l), fmt::format("fc{}", l), l > 0});
     offset += count;
   }
   num_params_ = offset;
@@ -189,10 +189,7 @@ void Mlp::forward(int op_index, std::span<const float> params, Workspace& base) 
 }
 
 void Mlp::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[mlp] op {} out of range [0, {})", op_index,
-            ops_.size());
-  ZDP_CHECK_EQ(params.size(), units_[op_index].count, ShapeError, "[mlp] backward: parameter span size");
-  ZDP_CHECK_EQ(grads.size(), units_[op_index].count, ShapeError, "[mlp] backward: gradient span size");
+  check_backward_spans(op_index, params.size(), grads.size());
   MlpWorkspace& ws = as_mlp(base);
   const size_t l = op_index;
   const int in = config_.widths[l], out = config_.widths[l + 1];
@@ -214,9 +211,12 @@ void Mlp::backward(int op_index, std::span<const float> params, std::span<float>
   }
   const kernels::LinearShape s{ws.batch_, in, out};
   ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+  // The first layer makes no input gradient, so it reads no weights
+  // (ops_[0].backward_reads_params is false; params may be empty).
   std::span<float> dinp = l > 0 ? ws.dh_[l].span() : std::span<float>{};
+  const auto weight = l > 0 ? params.subspan(0, size_t(in) * out) : std::span<const float>{};
   kernels::linear_backward(dinp, grads.subspan(0, size_t(in) * out), grads.subspan(size_t(in) * out),
-                           ws.dpre_[l].span(), ws.h_[l].span(), params.subspan(0, size_t(in) * out), s, false);
+                           ws.dpre_[l].span(), ws.h_[l].span(), weight, s, false);
 }
 
 std::vector<kernels::LinearShape> Mlp::linear_shapes(int micro_batch, int /*seq_len*/) const {

@@ -50,6 +50,18 @@ std::vector<int> Model::last_backward_op() const {
   return last;
 }
 
+void Model::check_backward_spans(int op_index, size_t params, size_t grads) const {
+  const auto& o = ops();
+  ZDP_CHECK(op_index >= 0 && static_cast<size_t>(op_index) < o.size(), ShapeError, "[{}] op {} out of range [0, {})",
+            kind(), op_index, o.size());
+  const Op& op = o[static_cast<size_t>(op_index)];
+  const size_t count = units()[static_cast<size_t>(op.unit)].count;
+  ZDP_CHECK(params == count || (params == 0 && !op.backward_reads_params), ShapeError,
+            "[{}] backward of {}: {} parameters, expected {}{}", kind(), op.name, params, count,
+            op.backward_reads_params ? "" : " or none");
+  ZDP_CHECK(grads == count, ShapeError, "[{}] backward of {}: {} gradients, expected {}", kind(), op.name, grads, count);
+}
+
 float forward_all(const Model& model, std::span<const float> params, Workspace& ws) {
   const auto& ops = model.ops();
   for (size_t i = 0; i < ops.size(); ++i) {

@@ -16,6 +16,7 @@
 //   ws.loss()                            mean loss of this micro-batch
 //   ws.set_loss_grad_scale(s);           d(objective)/d(loss), e.g. loss_scale / (micro_batches * ranks)
 //   for i in ops().size()-1 .. 0:        backward(i, params, grads of ops()[i].unit, ws)
+//                                        (params may be empty where !ops()[i].backward_reads_params)
 // backward ACCUMULATES (+=) into the gradient span, so micro-batches and the
 // tied weights add up; the caller zeroes gradients when it wants fresh ones.
 //
@@ -66,6 +67,11 @@ struct Op {
   OpKind kind = OpKind::kDense;
   int layer = 0;     // block index (kBlock) or layer index (kDense), else 0
   std::string name;  // for logs and profiles
+  // False where backward needs only the gradient of its output and the
+  // activations (GPT's embedding, the MLP's first layer, which has no input
+  // gradient to make): the engine then passes an empty parameter span and
+  // stage 3 gathers nothing for it.
+  bool backward_reads_params = true;
 };
 
 // One micro-batch of inputs. GPT reads tokens and targets ([B,T] each, int32,
@@ -173,6 +179,10 @@ class Model {
   // For each unit, the index of the op whose backward touches it last (the
   // lowest op index using it): the point where its gradient is complete.
   std::vector<int> last_backward_op() const;
+  // ShapeError unless backward(op_index, ...)'s spans are its unit's size;
+  // the parameters may also be empty where the op's backward does not read
+  // them (Op::backward_reads_params).
+  void check_backward_spans(int op_index, size_t params, size_t grads) const;
 };
 
 // Runs every forward op over a full flat parameter buffer; returns ws.loss().

@@ -68,6 +68,7 @@ int partition_ranks(const StepTimeRun& run) {
 struct Op {
   size_t unit = 0;
   double forward_s = 0, backward_s = 0;
+  bool backward_reads_params = true;  // model::Op's: the embedding's backward reads none
 };
 
 // The engine's schedule of one step, on one rank.
@@ -94,7 +95,7 @@ class StepSimulation {
     const double block_flops = (72.0 * c * c + 12.0 * run.seq_len * c) * tokens;
     const double head_flops = 6.0 * shape.vocab * c * tokens;
     const double recompute = run.checkpointing ? 1.0 / 3 : 0;
-    ops_.push_back({0, 0, 0});
+    ops_.push_back({0, 0, 0, /*backward_reads_params=*/false});
     for (int l = 0; l < shape.layers; ++l) {
       ops_.push_back({static_cast<size_t>(1 + l), block_flops / 3 / rate, block_flops * (2.0 / 3 + recompute) / rate});
     }
@@ -160,20 +161,25 @@ class StepSimulation {
     return timeline_.submit(group_cost(CollectiveOp::kAllGather, counts_[ops_[op].unit], run_.quantize_weights));
   }
 
-  // engine.cc's acquire, the model's forward or backward, release, and
-  // after a unit's last backward op its reduction.
+  bool reads_params(int i, int direction) const { return direction > 0 || ops_[i].backward_reads_params; }
+
+  // engine.cc's acquire (a backward op that reads no parameters skips it),
+  // the model's forward or backward, release (the forward's last op keeps
+  // its gather for the backward's first), and after a unit's last backward
+  // op its reduction.
   void run_op(int i, int direction, int micro) {
-    if (traits_.gathers_on_acquire) {
+    const int last = static_cast<int>(ops_.size()) - 1;
+    if (traits_.gathers_on_acquire && reads_params(i, direction)) {
       if (!gathered_[i]) gathered_[i] = gather(i);
       const int next = i + direction;
-      if (run_.prefetch && next >= 0 && next < static_cast<int>(ops_.size()) && !gathered_[next]) {
+      if (run_.prefetch && next >= 0 && next <= last && !gathered_[next] && reads_params(next, direction)) {
         gathered_[next] = gather(next);
       }
       timeline_.wait(*gathered_[i]);
     }
     const Op& op = ops_[i];
     timeline_.compute(direction > 0 ? op.forward_s : op.backward_s);
-    gathered_[i].reset();
+    if (!(direction > 0 && i == last && reads_params(i, -1))) gathered_[i].reset();
     if (direction < 0 && last_backward_op_[op.unit] == i) reduce_unit(op.unit, micro);
   }
 

@@ -8,6 +8,13 @@
 namespace zerodp::train {
 namespace {
 
+// Why stage 3's measured traffic differs from the paper's 3Φ (engine.cc's
+// forward_pass and backward_pass): tied weights are gathered for each use
+// going forward, while backward keeps the forward's last gather and gathers
+// nothing for an op that reads no weights (GPT's embedding), so GPT sends 3Φ.
+constexpr const char* kStage3GatherNote =
+    " (forward gathers tied weights per use; backward keeps the last op's gather and skips ops that read no weights)";
+
 std::string mb(uint64_t bytes) { return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6); }
 
 uint64_t sent_by(const comm::CommStats& s, comm::Collective kind) { return s[kind].bytes_sent; }
@@ -26,7 +33,7 @@ std::string accumulation_traffic(const RunStats& s) {
   if (t.gathers_on_acquire) {
     return fmt::format(
         "  with --grad-accum {0}: per micro-batch a reduce-scatter of Φ and the forward and backward "
-        "all-gathers of 2Φ = {1:g}Φ, plus the tied embedding's extra gathers\n",
+        "all-gathers (the paper's 2Φ) = {1:g}Φ\n",
         a, expected);
   }
   return fmt::format(
@@ -61,7 +68,7 @@ std::string hybrid_traffic(const RunStats& s, uint64_t total, int group) {
   std::string out = fmt::format("  inside its group of {}: {} = {:.3f}Φ elements x (G-1)/G; the paper: {}Φ{}\n", group,
                                 mb(inside), group > 1 ? static_cast<double>(inside) / (phi * p * (g - 1) / g) : 0.0,
                                 collectives_per_step(s.stage, 1),
-                                traits(s.stage).gathers_on_acquire ? " (tied weights are gathered once per use)" : "");
+                                traits(s.stage).gathers_on_acquire ? kStage3GatherNote : "");
   out += fmt::format(
       "  across the {} groups: {} = {:.3f} all-reduces of the Φ/G gradient shard (2(R-1)/R of its elements each)\n",
       groups, mb(across), static_cast<double>(across) / (phi * p / g * 2 * (r - 1) / r));
@@ -195,7 +202,7 @@ std::string format_summary(const RunStats& s) {
   } else if (s.ranks > 1) {
     const bool gathers = traits(s.stage).gathers_on_acquire;
     out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, collectives_per_step(s.stage, 1),
-                       gathers ? " (tied weights are gathered once per use)" : "");
+                       gathers ? kStage3GatherNote : "");
     if (s.grad_accum > 1) out += accumulation_traffic(s);
     if (quantized(s)) out += compressed_traffic(s);
   } else {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "comm/reduce.h"
 #include "core/convert.h"
@@ -324,17 +325,25 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   return g;
 }
 
+bool Engine::reads_params(int op_index, int direction) const {
+  return direction > 0 || model_.ops()[static_cast<size_t>(op_index)].backward_reads_params;
+}
+
 std::span<const float> Engine::acquire(int op_index, int direction) {
+  if (direction < 0 && held_.op == op_index) {
+    // The forward's last op, again as the backward's first: its parameters
+    // (gathered, or converted into compute_params_) are still there.
+    held_.op = -1;
+    prefetch(op_index + direction, direction);
+    return held_.params;
+  }
   const size_t unit = static_cast<size_t>(model_.ops()[op_index].unit);
   const size_t count = plan_.unit_count(unit);
   comm::ConstBuffer source;
   if (traits(config_.stage).gathers_on_acquire) {
     auto& g = gathered_[op_index];
     if (!g) g = start_gather(op_index);
-    const int next = op_index + direction;
-    if (config_.prefetch && next >= 0 && next < static_cast<int>(gathered_.size()) && !gathered_[next]) {
-      gathered_[next] = start_gather(next);
-    }
+    prefetch(op_index + direction, direction);
     wait(g->ticket);
     source = comm::ConstBuffer(g->data.data(), count, config_.dtype);
   } else {
@@ -345,6 +354,12 @@ std::span<const float> Engine::acquire(int op_index, int direction) {
   return {compute_params_.data(), count};
 }
 
+void Engine::prefetch(int op_index, int direction) {
+  if (!traits(config_.stage).gathers_on_acquire || !config_.prefetch) return;
+  if (op_index < 0 || op_index >= static_cast<int>(gathered_.size()) || gathered_[op_index]) return;
+  if (reads_params(op_index, direction)) gathered_[op_index] = start_gather(op_index);
+}
+
 void Engine::release(int op_index) {
   auto& g = gathered_[op_index];
   if (!g) return;
@@ -352,11 +367,19 @@ void Engine::release(int op_index) {
   g.reset();
 }
 
-void Engine::forward_pass() {
+void Engine::forward_pass(bool then_backward) {
   const auto& ops = model_.ops();
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+  const int last = static_cast<int>(ops.size()) - 1;
+  if (held_.op >= 0) release(std::exchange(held_, {}).op);  // a backward that never ran (an exception)
+  for (int i = 0; i <= last; ++i) {
     const auto params = acquire(i, +1);
     model_.forward(i, params, *workspace_);
+    // Backward starts with the same op: keep what it needs instead of
+    // gathering (stage 3) or converting (fp16/bf16) it again.
+    if (i == last && then_backward && reads_params(i, -1)) {
+      held_ = {i, params};
+      continue;
+    }
     release(i);
   }
 }
@@ -366,9 +389,10 @@ void Engine::backward_pass(int micro) {
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
     const std::span<float> grad = open_gradient(i);
-    const auto params = acquire(i, -1);
+    const bool reads = reads_params(i, -1);
+    const auto params = reads ? acquire(i, -1) : std::span<const float>{};
     model_.backward(i, params, grad, *workspace_);
-    release(i);
+    if (reads) release(i);
     if (last_backward_op_[unit] == i) reduce_unit(unit, micro);
   }
   flush_bucket(micro);
@@ -523,7 +547,7 @@ StepResult Engine::train_step(const BatchFeeder& feed) {
       static_cast<float>(scaler_.scale() / (static_cast<double>(comm_.size()) * config_.grad_accum));
   for (int micro = 0; micro < config_.grad_accum; ++micro) {
     feed(*workspace_, micro);
-    forward_pass();
+    forward_pass(/*then_backward=*/true);
     losses.push_back(workspace_->loss());
     workspace_->set_loss_grad_scale(grad_scale);
     backward_pass(micro);
@@ -545,7 +569,7 @@ double Engine::step_loss(const std::vector<double>& local_losses) {
 
 double Engine::eval_loss(const BatchFeeder& feed) {
   feed(*workspace_, 0);
-  forward_pass();
+  forward_pass(/*then_backward=*/false);
   return comm_.all_reduce_scalar(workspace_->loss(), comm::ReduceOp::kAvg);
 }
 

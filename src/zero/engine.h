@@ -199,11 +199,19 @@ class Engine {
   };
   static Groups make_groups(comm::Communicator& comm, const EngineConfig& config);
 
-  void forward_pass();
+  // then_backward: the last op's parameters stay acquired for the
+  // backward's first op (held_).
+  void forward_pass(bool then_backward);
   void backward_pass(int micro);
+  // Whether op_index reads its parameters going in `direction` (+1 forward,
+  // -1 backward: Op::backward_reads_params).
+  bool reads_params(int op_index, int direction) const;
   // The fp32 parameters of op_index's unit, ready for compute; stage 3
   // gathers them (and prefetches the next op in `direction`).
   std::span<const float> acquire(int op_index, int direction);
+  // Stage 3 with prefetch: starts op_index's gather if it reads parameters
+  // going in `direction` and none is under way.
+  void prefetch(int op_index, int direction);
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
   // The fp32 buffer op_index's backward accumulates its unit's gradient
@@ -270,6 +278,11 @@ class Engine {
   bool grads_in_place_ = false;                       // backward_writes_grads: no scratch, no bucket copy
   std::vector<int> first_backward_op_;                // per unit: the op whose backward opens its gradient
   std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
+  // The forward's last op's parameters, kept for the backward's first op.
+  struct Held {
+    int op = -1;
+    std::span<const float> params;
+  } held_;
   std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
   LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
   // Adafactor's statistics reduction (optim::adafactor_stats_scratch, "comm"):

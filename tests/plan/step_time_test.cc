@@ -102,29 +102,32 @@ TEST(StepTime, Stage0OneBucketHidesNothing) {
 TEST(StepTime, Stage3PrefetchByHand) {
   const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k3), slow_link());
   // Gathers: embedding 80 us, block 488 us, final layernorm 16 us; ops
-  // embedding, block, final, head (the embedding again), in both passes.
-  EXPECT_NEAR(t.comm_s, 2 * (80 + 488 + 16 + 80) * 1e-6 + 584e-6 + 24e-6, 1e-12);
-  EXPECT_NEAR(t.serial_s, 2.88e-3 + 1.46e-4 + 1.936e-3, 1e-12);
+  // embedding, block, final, head (the embedding again) going forward;
+  // backward keeps the head's gather and gathers nothing for the embedding,
+  // which reads no weights: final and block only.
+  EXPECT_NEAR(t.comm_s, (80 + 488 + 16 + 80) * 1e-6 + (16 + 488) * 1e-6 + 584e-6 + 24e-6, 1e-12);
+  EXPECT_NEAR(t.serial_s, 2.88e-3 + 1.46e-4 + 1.776e-3, 1e-12);
   // Forward: gather 0 (to 80 us) and prefetch 1 (to 568 us); the block runs
   // 568..1400 us while 2 is gathered; 3's gather waits for the comm thread
   // to be asked (1400..1480 us), the head runs to 1608 us. Backward: the
-  // head's unit is gathered again (to 1688 us), prefetching 2 (to 1704);
-  // the head runs to 1944 us; op 2 prefetches 1 (1944..2432), reduces unit
-  // 2 (2432..2448) and prefetches 0 (2448..2528); the block runs
-  // 2432..4096 us; unit 1's reduce-scatter 4096..4584, unit 0's to 4664;
-  // then 24 us of small collectives and 146 us of optimizer: 4834 us.
-  EXPECT_NEAR(t.scheduled_s, 4.834e-3, 1e-12);
-  // (3Φ + 2 x embedding) x 4 B x (N-1)/N, and the small ones.
-  EXPECT_NEAR(t.sent_bytes, (3 * 292 + 2 * 40) * 4 / 2.0 + 24, 1e-9);
+  // head runs at once to 1864 us while 2 is prefetched (1608..1624); op 2
+  // prefetches 1 (1864..2352) and reduces unit 2 (2352..2368); the block
+  // runs 2352..4016 us; unit 1's reduce-scatter 4016..4504, the embedding's
+  // backward (no gather) and unit 0's to 4584; then 24 us of small
+  // collectives and 146 us of optimizer: 4754 us.
+  EXPECT_NEAR(t.scheduled_s, 4.754e-3, 1e-12);
+  // 3Φ x 4 B x (N-1)/N (forward's Φ + embedding, backward's Φ - embedding,
+  // the reduce-scatter's Φ), and the small ones.
+  EXPECT_NEAR(t.sent_bytes, 3 * 292 * 4 / 2.0 + 24, 1e-9);
 }
 
 TEST(StepTime, OverlapEfficiencyInterpolates) {
   Hardware hw = slow_link();
   hw.overlap_efficiency = 0.25;
   const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k3), hw);
-  EXPECT_NEAR(t.step_s, 4.962e-3 - 0.25 * (4.962e-3 - 4.834e-3), 1e-12);
+  EXPECT_NEAR(t.step_s, 4.802e-3 - 0.25 * (4.802e-3 - 4.754e-3), 1e-12);
   hw.overlap_efficiency = 0;
-  EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k3), hw).step_s, 4.962e-3, 1e-12);
+  EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k3), hw).step_s, 4.802e-3, 1e-12);
 }
 
 TEST(StepTime, ModelParallelDividesComputeAndBytes) {

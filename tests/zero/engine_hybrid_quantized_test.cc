@@ -147,9 +147,10 @@ TEST(HybridQuantized, SentBytesArePackedInsideTheGroupAndPlainAcross) {
           if (stage != 3) ag += static_cast<uint64_t>(l.group - 1) * own * 2;
         }
         if (stage == 3) {
-          for (const auto& op : mlp.ops()) {
-            const uint64_t count = mlp.units()[static_cast<size_t>(op.unit)].count;
-            ag += 2 * static_cast<uint64_t>(l.group - 1) * packed(comm::shard_range(count, l.group, q).count);
+          for (size_t i = 0; i < mlp.ops().size(); ++i) {
+            const uint64_t count = mlp.units()[static_cast<size_t>(mlp.ops()[i].unit)].count;
+            const auto gathers = static_cast<uint64_t>(testing::stage3_gathers(mlp, i));
+            ag += gathers * static_cast<uint64_t>(l.group - 1) * packed(comm::shard_range(count, l.group, q).count);
           }
         }
         const auto& s = run.step_comm[r];

@@ -183,14 +183,17 @@ TEST(HybridEngine, ModelStateBytesFollowTheFormulaWithTheGroupSize) {
 // group's collectives move (G-1)/G of 2 Φ (3 Φ at stage 3), and the shard's
 // all-reduce across the R = N/G groups 2 (R-1)/R of Φ/G.
 TEST(HybridEngine, CommunicationVolumeIsTheGroupsPlusTheShardsAllReduce) {
-  const model::MlpConfig even{{testing::kInputs, 32, 8}, model::MlpHead::kClassification};  // units 416, 264
+  const model::MlpConfig even{{testing::kInputs, 32, 16, 8}, model::MlpHead::kClassification};  // 416, 528, 136
+  const model::Mlp mlp(even);
   for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
     for (const Layout l : {Layout{4, 2}, Layout{8, 4}, Layout{8, 2}, Layout{4, 1}}) {
       for (int stage = 1; stage <= 3; ++stage) {
         const RunResult run = train_mlp(l.ranks, hybrid_config(stage, dtype, l.group), 2, 4, even);
         const double phi = static_cast<double>(run.num_params);
         const double g = l.group, groups = static_cast<double>(l.ranks) / l.group;
-        const double inside = (stage == 3 ? 3 : 2) * phi * (g - 1) / g;
+        // Stage 3's gathers: engine_test.cc's CommunicationVolumeMatchesThePaper.
+        const double elements = stage == 3 ? phi + testing::stage3_gathered_elements(mlp) : 2 * phi;
+        const double inside = elements * (g - 1) / g;
         const double across = 2 * (phi / g) * (groups - 1) / groups;
         for (int r = 0; r < l.ranks; ++r) {
           const auto& s = run.step_comm[r];

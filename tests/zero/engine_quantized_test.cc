@@ -67,12 +67,13 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
               if (k != r) rs += packed(comm::shard_range(unit.count, n, k).count, q);
             }
           }
-          for (const auto& op : mlp.ops()) {
-            const uint64_t count = mlp.units()[static_cast<size_t>(op.unit)].count;
+          for (size_t i = 0; i < mlp.ops().size(); ++i) {
+            const uint64_t count = mlp.units()[static_cast<size_t>(mlp.ops()[i].unit)].count;
             const uint64_t own = comm::shard_range(count, n, r).count;
-            // Stage 3: two quantized gathers per op. Stages 1-2: one plain
-            // all-gather of each unit's shard in the step (bf16, 2 bytes).
-            if (stage == 3) ag += 2 * static_cast<uint64_t>(n - 1) * packed(own, Quantization::kInt8);
+            // Stage 3: quantized gathers per op (stage3_gathers). Stages 1-2:
+            // one plain all-gather of each unit's shard in the step (bf16, 2 bytes).
+            const auto gathers = static_cast<uint64_t>(testing::stage3_gathers(mlp, i));
+            if (stage == 3) ag += gathers * static_cast<uint64_t>(n - 1) * packed(own, Quantization::kInt8);
           }
           if (stage != 3) {
             for (const auto& unit : mlp.units()) {

@@ -423,17 +423,25 @@ TEST(Engine, ModelStateBytesMatchThePaper) {
   }
 }
 
-// Bytes each rank sends per step: 2Φ elements at stages 0-2 and 3Φ at stage
-// 3 (paper §7), times (N-1)/N as every ring or all-to-all algorithm moves;
-// exact here because every unit divides by N.
+// Bytes each rank sends per step: 2Φ elements at stages 0-2 and at stage 3
+// the reduce-scatter's Φ plus its gathers, times (N-1)/N as every ring or
+// all-to-all algorithm moves; exact here because every unit divides by N.
+// The paper's stage 3 sends 3Φ: every unit gathered going forward and again
+// going backward. The engine's backward keeps the last op's gather and
+// gathers nothing for the first layer, which reads no weights
+// (stage3_gathers), so a three-layer MLP sends 3Φ less the first and last
+// layers.
 TEST(Engine, CommunicationVolumeMatchesThePaper) {
-  const model::MlpConfig even{{testing::kInputs, 32, 8}, model::MlpHead::kClassification};  // units 416, 264
+  const model::MlpConfig even{{testing::kInputs, 32, 16, 8}, model::MlpHead::kClassification};  // 416, 528, 136
+  const model::Mlp mlp(even);
+  ASSERT_EQ(testing::stage3_gathered_elements(mlp), 416 + 528 + 136 + 528);
   for (Dtype dtype : {Dtype::bf16(), Dtype::fp32()}) {
     for (int n : {2, 4}) {
       for (int stage = 0; stage <= 3; ++stage) {
         const RunResult run = train_mlp(n, config_for(stage, dtype), 2, 4, even);
         const double phi = static_cast<double>(run.num_params);
-        const double elements = stage == 3 ? 3 * phi : 2 * phi;
+        ASSERT_EQ(phi, 416 + 528 + 136);
+        const double elements = stage == 3 ? phi + testing::stage3_gathered_elements(mlp) : 2 * phi;
         const double expected = elements * (n - 1) / n * dtype.size();
         for (int r = 0; r < n; ++r) {
           const auto& s = run.step_comm[r];

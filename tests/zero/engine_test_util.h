@@ -166,4 +166,23 @@ inline EngineConfig hybrid_config(int stage, Dtype dtype, int group, int grad_ac
   return c;
 }
 
+// How often stage 3 gathers op_index's unit per micro-batch: once going
+// forward, and once going backward unless the op is the last one (the
+// backward's first op keeps the forward's gather) or its backward reads no
+// parameters (model::Op::backward_reads_params).
+inline int stage3_gathers(const model::Model& model, size_t op_index) {
+  const auto& ops = model.ops();
+  const bool backward = ops[op_index].backward_reads_params && op_index + 1 != ops.size();
+  return backward ? 2 : 1;
+}
+
+// Elements stage 3 gathers per micro-batch, every op's unit by stage3_gathers.
+inline double stage3_gathered_elements(const model::Model& model) {
+  double elements = 0;
+  for (size_t i = 0; i < model.ops().size(); ++i) {
+    elements += stage3_gathers(model, i) * static_cast<double>(model.units()[model.ops()[i].unit].count);
+  }
+  return elements;
+}
+
 }  // namespace zerodp::zero::testing
