@@ -12,8 +12,10 @@ namespace zerodp::comm::reduce_kernels {
 namespace {
 
 struct Avx512Isa {
+  static constexpr int kLanes = 16;  // one zmm register
+  using V = VecF<kLanes>;
   static constexpr bool kStream = true;
-  static void stream_fp32x16(float* p, Vec16 v) { _mm512_stream_ps(p, reinterpret_cast<__m512>(v)); }
+  static void stream_fp32(float* p, V v) { _mm512_stream_ps(p, reinterpret_cast<__m512>(v)); }
   static void stream_64_bytes(std::byte* dst, const std::byte* src) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), _mm512_loadu_si512(src));
   }
@@ -21,11 +23,10 @@ struct Avx512Isa {
   static constexpr bool kFp16 = true;
   // The zero-masked forms: GCC 12 warns about the plain forms' undefined
   // pass-through operand.
-  static Vec16 load_fp16x16(const uint16_t* p) {
-    return reinterpret_cast<Vec16>(
-        _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  static V load_fp16(const uint16_t* p) {
+    return reinterpret_cast<V>(_mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
   }
-  static void store_fp16x16(uint16_t* p, Vec16 v) {
+  static void store_fp16(uint16_t* p, V v) {
     const __m256i h =
         _mm512_maskz_cvtps_ph(0xFFFF, reinterpret_cast<__m512>(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);

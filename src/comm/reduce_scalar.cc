@@ -9,13 +9,23 @@ namespace zerodp::comm::reduce_kernels {
 namespace {
 
 struct ScalarIsa {
+  // One register of the build's baseline: SSE2's xmm or NEON's q in the
+  // portable build, wider where the whole build targets more (-march=native).
+#if defined(__AVX512F__)
+  static constexpr int kLanes = 16;
+#elif defined(__AVX__)
+  static constexpr int kLanes = 8;
+#else
+  static constexpr int kLanes = 4;
+#endif
+  using V = VecF<kLanes>;
   static constexpr bool kStream = false;
-  static void stream_fp32x16(float*, Vec16) {}
+  static void stream_fp32(float*, V) {}
   static void stream_64_bytes(std::byte*, const std::byte*) {}
   static void fence() {}
   static constexpr bool kFp16 = false;
-  static Vec16 load_fp16x16(const uint16_t*) { return Vec16{}; }
-  static void store_fp16x16(uint16_t*, Vec16) {}
+  static V load_fp16(const uint16_t*) { return V{}; }
+  static void store_fp16(uint16_t*, V) {}
 };
 
 }  // namespace
