@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/gather_schedule.h"
 #include "plan/collective_cost.h"
 
 namespace zerodp::plan {
@@ -103,6 +104,23 @@ class StepSimulation {
     ops_.push_back({0, head_flops / 3 / rate, head_flops * 2 / 3 / rate});
     last_backward_op_.assign(counts_.size(), -1);
     for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) last_backward_op_[ops_[i].unit] = i;
+    // Stage 3's kept gathers (the tied embedding from its first forward op
+    // to the LM head), as the engine decides them.
+    keep_.assign(ops_.size(), -1);
+    if (traits_.gathers_on_acquire) {
+      GatherOps g;
+      for (const GptShape::Unit& u : shape.units()) g.counts.push_back(u.owned_params);
+      for (const Op& op : ops_) {
+        g.units.push_back(static_cast<int>(op.unit));
+        g.backward_reads.push_back(op.backward_reads_params);
+      }
+      const GatherSchedule schedule = gather_schedule(g, run.prefetch);
+      for (size_t i = 0; i < ops_.size(); ++i) {
+        for (size_t j = i + 1; schedule.keep[i] && j < ops_.size() && keep_[i] < 0; ++j) {
+          if (ops_[j].unit == ops_[i].unit) keep_[i] = static_cast<int>(j);
+        }
+      }
+    }
     flops_per_micro_ = (shape.layers * block_flops * (1 + recompute) + head_flops) / slice;
   }
 
@@ -164,9 +182,9 @@ class StepSimulation {
   bool reads_params(int i, int direction) const { return direction > 0 || ops_[i].backward_reads_params; }
 
   // engine.cc's acquire (a backward op that reads no parameters skips it),
-  // the model's forward or backward, release (the forward's last op keeps
-  // its gather for the backward's first), and after a unit's last backward
-  // op its reduction.
+  // the model's forward or backward, release (a kept gather passes to the
+  // unit's next forward op, and the forward's last op keeps its gather for
+  // the backward's first), and after a unit's last backward op its reduction.
   void run_op(int i, int direction, int micro) {
     const int last = static_cast<int>(ops_.size()) - 1;
     if (traits_.gathers_on_acquire && reads_params(i, direction)) {
@@ -179,7 +197,12 @@ class StepSimulation {
     }
     const Op& op = ops_[i];
     timeline_.compute(direction > 0 ? op.forward_s : op.backward_s);
-    if (!(direction > 0 && i == last && reads_params(i, -1))) gathered_[i].reset();
+    if (direction > 0 && keep_[i] >= 0) {
+      gathered_[keep_[i]] = gathered_[i];
+      gathered_[i].reset();
+    } else if (!(direction > 0 && i == last && reads_params(i, -1))) {
+      gathered_[i].reset();
+    }
     if (direction < 0 && last_backward_op_[op.unit] == i) reduce_unit(op.unit, micro);
   }
 
@@ -241,6 +264,7 @@ class StepSimulation {
   std::vector<double> counts_, offsets_;  // per unit, elements of this rank's slice
   std::vector<Op> ops_;
   std::vector<int> last_backward_op_;
+  std::vector<int> keep_;  // per op: the forward op its gather passes to, or -1
   std::vector<std::optional<double>> gathered_;  // per op: when its gather is done
   std::vector<double> staging_;                  // per unit: when its last reduce-scatter is done
   double bucket_capacity_ = 0, bucket_filled_ = 0, bucket_lo_ = 0;

@@ -9,11 +9,13 @@ namespace zerodp::train {
 namespace {
 
 // Why stage 3's measured traffic differs from the paper's 3Φ (engine.cc's
-// forward_pass and backward_pass): tied weights are gathered for each use
-// going forward, while backward keeps the forward's last gather and gathers
-// nothing for an op that reads no weights (GPT's embedding), so GPT sends 3Φ.
+// forward_pass and backward_pass, core/gather_schedule.h): backward keeps the
+// forward's last gather and gathers nothing for an op that reads no weights
+// (GPT's embedding), and tied weights stay gathered from one forward use to
+// the next where the gather region holds them beside the ops between.
 constexpr const char* kStage3GatherNote =
-    " (forward gathers tied weights per use; backward keeps the last op's gather and skips ops that read no weights)";
+    " (backward reuses the last gather and skips weight-free ops; tied weights stay gathered through forward where "
+    "they fit: docs/architecture.md)";
 
 std::string mb(uint64_t bytes) { return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6); }
 

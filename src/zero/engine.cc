@@ -111,10 +111,11 @@ void validate(const EngineConfig& config) {
             "turn it off");
 }
 
-// Stage 3: one unit's parameters, all-gathered (on the comm thread) into a
-// pooled buffer of the largest unit's size.
+// Stage 3: one unit's parameters, all-gathered (on the comm thread) into
+// its range of the gather region (core/gather_schedule.h).
 struct Engine::Gathered {
-  LedgerBuffer<std::byte> data;
+  std::byte* data = nullptr;
+  uint64_t offset = 0;  // in the region, elements
   size_t unit = 0;
   CommWorker::Ticket ticket = 0;
 };
@@ -221,6 +222,22 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   }
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
+  if (traits(config_.stage).gathers_on_acquire) {
+    GatherOps ops;
+    for (size_t u = 0; u < plan_.num_units(); ++u) ops.counts.push_back(plan_.unit_count(u));
+    for (const model::Op& op : model_.ops()) {
+      ops.units.push_back(op.unit);
+      ops.backward_reads.push_back(op.backward_reads_params);
+    }
+    gather_schedule_ = gather_schedule(ops, config_.prefetch);
+    next_forward_use_.assign(ops.units.size(), -1);
+    for (size_t i = 0; i < ops.units.size(); ++i) {
+      for (size_t j = i + 1; j < ops.units.size() && next_forward_use_[i] < 0; ++j) {
+        if (ops.units[j] == ops.units[i]) next_forward_use_[i] = static_cast<int>(j);
+      }
+    }
+    gather_region_ = GatherRegion(gather_schedule_.region_elements);
+  }
   if (config_.overlap) worker_ = std::make_unique<CommWorker>();
 }
 
@@ -259,7 +276,7 @@ Engine::~Engine() {
   }
   worker_.reset();
   gathered_.clear();
-  gather_pool_.clear();
+  gather_buffer_.reset();
   grad_scratch_.clear();
   if (workspace_) ledger_.release(MemoryCategory::kActivations, workspace_->total_bytes());
 }
@@ -307,13 +324,17 @@ void Engine::limit_in_flight(CommWorker::Ticket ticket) {
 std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   auto g = std::make_shared<Gathered>();
   g->unit = static_cast<size_t>(model_.ops()[op_index].unit);
-  if (!gather_pool_.empty()) {
-    g->data = std::move(gather_pool_.back());
-    gather_pool_.pop_back();
-  } else {
-    g->data = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kGathered, plan_.largest_unit() * config_.dtype.size());
+  if (gather_buffer_.empty()) {
+    gather_buffer_ =
+        LedgerBuffer<std::byte>(ledger_, MemoryCategory::kGathered, gather_region_.capacity() * config_.dtype.size());
   }
-  const comm::Buffer out(g->data.data(), plan_.unit_count(g->unit), config_.dtype);
+  const auto offset = gather_region_.allocate(plan_.unit_count(g->unit));
+  // gather_schedule() replayed this very order of gathers and releases.
+  ZDP_CHECK(offset.has_value(), Error, "[engine] op {}'s gather does not fit the gather region of {} elements",
+            op_index, gather_region_.capacity());
+  g->offset = *offset;
+  g->data = gather_buffer_.data() + *offset * config_.dtype.size();
+  const comm::Buffer out(g->data, plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
   if (config_.quantize_weights != comm::Quantization::kNone) {
     g->ticket = submit([this, in, out] {
@@ -345,7 +366,7 @@ std::span<const float> Engine::acquire(int op_index, int direction) {
     if (!g) g = start_gather(op_index);
     prefetch(op_index + direction, direction);
     wait(g->ticket);
-    source = comm::ConstBuffer(g->data.data(), count, config_.dtype);
+    source = comm::ConstBuffer(g->data, count, config_.dtype);
   } else {
     source = params_.unit(unit);
   }
@@ -363,17 +384,25 @@ void Engine::prefetch(int op_index, int direction) {
 void Engine::release(int op_index) {
   auto& g = gathered_[op_index];
   if (!g) return;
-  gather_pool_.push_back(std::move(g->data));
+  wait(g->ticket);  // its range may be the next gather's
+  gather_region_.free(g->offset);
   g.reset();
 }
 
 void Engine::forward_pass(bool then_backward) {
   const auto& ops = model_.ops();
   const int last = static_cast<int>(ops.size()) - 1;
-  if (held_.op >= 0) release(std::exchange(held_, {}).op);  // a backward that never ran (an exception)
+  // What a step that threw left: a held op or prefetched gathers.
+  held_ = {};
+  for (int i = 0; i <= last; ++i) release(i);
   for (int i = 0; i <= last; ++i) {
     const auto params = acquire(i, +1);
     model_.forward(i, params, *workspace_);
+    if (gather_schedule_.keep.size() > static_cast<size_t>(i) && gather_schedule_.keep[static_cast<size_t>(i)]) {
+      // Stage 3: the unit's next forward op (tied weights) takes this gather.
+      gathered_[next_forward_use_[static_cast<size_t>(i)]] = std::move(gathered_[i]);
+      continue;
+    }
     // Backward starts with the same op: keep what it needs instead of
     // gathering (stage 3) or converting (fp16/bf16) it again.
     if (i == last && then_backward && reads_params(i, -1)) {

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/gather_schedule.h"
 #include "model/model.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
@@ -283,7 +284,13 @@ class Engine {
     int op = -1;
     std::span<const float> params;
   } held_;
-  std::vector<LedgerBuffer<std::byte>> gather_pool_;  // stage 3: reused gather buffers
+  // Stage 3: where gathered units go (allocated at the first gather, the
+  // plan's two largest units), and which gathers forward keeps for the
+  // unit's next forward op (core/gather_schedule.h).
+  LedgerBuffer<std::byte> gather_buffer_;
+  GatherRegion gather_region_{0};
+  GatherSchedule gather_schedule_;
+  std::vector<int> next_forward_use_;  // per op: the next forward op of its unit, or -1
   LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
   // Adafactor's statistics reduction (optim::adafactor_stats_scratch, "comm"):
   // every unit's sums of one round, stage 0's ranks' partials of one unit,
