@@ -48,8 +48,8 @@ namespace {
 // Counts each op's gathers into `gathers`.
 class Replay {
  public:
-  Replay(const GatherOps& ops, bool prefetch, const std::vector<bool>& keep, uint64_t region)
-      : ops_(ops), prefetch_(prefetch), keep_(keep), region_(region), at_(ops.units.size()) {}
+  Replay(const GatherOps& ops, bool prefetch, const std::vector<int>& pass_to, uint64_t region)
+      : ops_(ops), prefetch_(prefetch), pass_to_(pass_to), region_(region), at_(ops.units.size()) {}
 
   bool run(std::vector<int>& gathers) {
     gathers_.assign(ops_.units.size(), 0);
@@ -57,8 +57,8 @@ class Replay {
     int held = -1;
     for (int i = 0; i <= last; ++i) {
       if (!acquire(i, +1)) return false;
-      const int next = next_use(i);
-      if (keep_[static_cast<size_t>(i)] && next >= 0) {
+      const int next = pass_to_[static_cast<size_t>(i)];
+      if (next >= 0) {
         at_[static_cast<size_t>(next)] = at_[static_cast<size_t>(i)];
         at_[static_cast<size_t>(i)].reset();
       } else if (i == last && reads(i, -1)) {
@@ -75,14 +75,6 @@ class Replay {
     }
     gathers = gathers_;
     return true;
-  }
-
-  // The next forward op reading op i's unit, or -1.
-  int next_use(int i) const {
-    for (size_t j = static_cast<size_t>(i) + 1; j < ops_.units.size(); ++j) {
-      if (ops_.units[j] == ops_.units[static_cast<size_t>(i)]) return static_cast<int>(j);
-    }
-    return -1;
   }
 
  private:
@@ -110,7 +102,7 @@ class Replay {
 
   const GatherOps& ops_;
   bool prefetch_;
-  const std::vector<bool>& keep_;
+  const std::vector<int>& pass_to_;
   GatherRegion region_;
   std::vector<std::optional<uint64_t>> at_;  // per op: where its gathered unit is
   std::vector<int> gathers_;
@@ -130,17 +122,20 @@ GatherSchedule gather_schedule(const GatherOps& ops, bool prefetch) {
   }
   GatherSchedule s;
   s.region_elements = (prefetch && n > 1 ? 2 : 1) * largest;
-  s.keep.assign(n, false);
+  s.pass_to.assign(n, -1);
   std::vector<int> gathers;
-  ZDP_CHECK(Replay(ops, prefetch, s.keep, s.region_elements).run(gathers), Error,
+  ZDP_CHECK(Replay(ops, prefetch, s.pass_to, s.region_elements).run(gathers), Error,
             "[gather] the schedule without kept gathers does not fit its region");
   for (size_t i = 0; i < n; ++i) {
-    std::vector<bool> keep = s.keep;
-    keep[i] = true;
-    Replay replay(ops, prefetch, keep, s.region_elements);
-    if (replay.next_use(static_cast<int>(i)) >= 0 && replay.run(gathers)) s.keep = keep;
+    // The unit's next forward op, if any: try handing it this gather.
+    size_t next = i + 1;
+    while (next < n && ops.units[next] != ops.units[i]) ++next;
+    if (next == n) continue;
+    std::vector<int> pass_to = s.pass_to;
+    pass_to[i] = static_cast<int>(next);
+    if (Replay(ops, prefetch, pass_to, s.region_elements).run(gathers)) s.pass_to = pass_to;
   }
-  ZDP_CHECK(Replay(ops, prefetch, s.keep, s.region_elements).run(s.gathers), Error, "[gather] the kept schedule");
+  ZDP_CHECK(Replay(ops, prefetch, s.pass_to, s.region_elements).run(s.gathers), Error, "[gather] the kept schedule");
   return s;
 }
 

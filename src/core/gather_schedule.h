@@ -61,8 +61,9 @@ struct GatherOps {
 
 struct GatherSchedule {
   uint64_t region_elements = 0;
-  // Per op: forward hands its gather to the next forward op of the same unit.
-  std::vector<bool> keep;
+  // Per op: the next forward op of the same unit that forward hands the
+  // op's gather to, or -1 (released, or held for backward).
+  std::vector<int> pass_to;
   // Per op: gathers of its unit per micro-batch (forward and backward).
   std::vector<int> gathers;
 };

@@ -106,7 +106,7 @@ class StepSimulation {
     for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) last_backward_op_[ops_[i].unit] = i;
     // Stage 3's kept gathers (the tied embedding from its first forward op
     // to the LM head), as the engine decides them.
-    keep_.assign(ops_.size(), -1);
+    pass_to_.assign(ops_.size(), -1);
     if (traits_.gathers_on_acquire) {
       GatherOps g;
       for (const GptShape::Unit& u : shape.units()) g.counts.push_back(u.owned_params);
@@ -114,12 +114,7 @@ class StepSimulation {
         g.units.push_back(static_cast<int>(op.unit));
         g.backward_reads.push_back(op.backward_reads_params);
       }
-      const GatherSchedule schedule = gather_schedule(g, run.prefetch);
-      for (size_t i = 0; i < ops_.size(); ++i) {
-        for (size_t j = i + 1; schedule.keep[i] && j < ops_.size() && keep_[i] < 0; ++j) {
-          if (ops_[j].unit == ops_[i].unit) keep_[i] = static_cast<int>(j);
-        }
-      }
+      pass_to_ = gather_schedule(g, run.prefetch).pass_to;
     }
     flops_per_micro_ = (shape.layers * block_flops * (1 + recompute) + head_flops) / slice;
   }
@@ -197,8 +192,8 @@ class StepSimulation {
     }
     const Op& op = ops_[i];
     timeline_.compute(direction > 0 ? op.forward_s : op.backward_s);
-    if (direction > 0 && keep_[i] >= 0) {
-      gathered_[keep_[i]] = gathered_[i];
+    if (direction > 0 && pass_to_[i] >= 0) {
+      gathered_[pass_to_[i]] = gathered_[i];
       gathered_[i].reset();
     } else if (!(direction > 0 && i == last && reads_params(i, -1))) {
       gathered_[i].reset();
@@ -264,7 +259,7 @@ class StepSimulation {
   std::vector<double> counts_, offsets_;  // per unit, elements of this rank's slice
   std::vector<Op> ops_;
   std::vector<int> last_backward_op_;
-  std::vector<int> keep_;  // per op: the forward op its gather passes to, or -1
+  std::vector<int> pass_to_;  // per op: the forward op its gather passes to, or -1 (GatherSchedule's)
   std::vector<std::optional<double>> gathered_;  // per op: when its gather is done
   std::vector<double> staging_;                  // per unit: when its last reduce-scatter is done
   double bucket_capacity_ = 0, bucket_filled_ = 0, bucket_lo_ = 0;

@@ -230,12 +230,6 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
       ops.backward_reads.push_back(op.backward_reads_params);
     }
     gather_schedule_ = gather_schedule(ops, config_.prefetch);
-    next_forward_use_.assign(ops.units.size(), -1);
-    for (size_t i = 0; i < ops.units.size(); ++i) {
-      for (size_t j = i + 1; j < ops.units.size() && next_forward_use_[i] < 0; ++j) {
-        if (ops.units[j] == ops.units[i]) next_forward_use_[i] = static_cast<int>(j);
-      }
-    }
     gather_region_ = GatherRegion(gather_schedule_.region_elements);
   }
   if (config_.overlap) worker_ = std::make_unique<CommWorker>();
@@ -346,6 +340,11 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   return g;
 }
 
+int Engine::pass_to(int op_index) const {
+  const auto& to = gather_schedule_.pass_to;
+  return static_cast<size_t>(op_index) < to.size() ? to[static_cast<size_t>(op_index)] : -1;
+}
+
 bool Engine::reads_params(int op_index, int direction) const {
   return direction > 0 || model_.ops()[static_cast<size_t>(op_index)].backward_reads_params;
 }
@@ -398,9 +397,9 @@ void Engine::forward_pass(bool then_backward) {
   for (int i = 0; i <= last; ++i) {
     const auto params = acquire(i, +1);
     model_.forward(i, params, *workspace_);
-    if (gather_schedule_.keep.size() > static_cast<size_t>(i) && gather_schedule_.keep[static_cast<size_t>(i)]) {
+    if (pass_to(i) >= 0) {
       // Stage 3: the unit's next forward op (tied weights) takes this gather.
-      gathered_[next_forward_use_[static_cast<size_t>(i)]] = std::move(gathered_[i]);
+      gathered_[pass_to(i)] = std::move(gathered_[i]);
       continue;
     }
     // Backward starts with the same op: keep what it needs instead of

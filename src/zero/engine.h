@@ -207,6 +207,9 @@ class Engine {
   // Whether op_index reads its parameters going in `direction` (+1 forward,
   // -1 backward: Op::backward_reads_params).
   bool reads_params(int op_index, int direction) const;
+  // Stage 3: the forward op that takes op_index's gather, or -1
+  // (GatherSchedule::pass_to; none at stages 0-2).
+  int pass_to(int op_index) const;
   // The fp32 parameters of op_index's unit, ready for compute; stage 3
   // gathers them (and prefetches the next op in `direction`).
   std::span<const float> acquire(int op_index, int direction);
@@ -290,7 +293,6 @@ class Engine {
   LedgerBuffer<std::byte> gather_buffer_;
   GatherRegion gather_region_{0};
   GatherSchedule gather_schedule_;
-  std::vector<int> next_forward_use_;  // per op: the next forward op of its unit, or -1
   LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
   // Adafactor's statistics reduction (optim::adafactor_stats_scratch, "comm"):
   // every unit's sums of one round, stage 0's ranks' partials of one unit,

@@ -56,7 +56,7 @@ GatherOps gpt_like(uint64_t embedding, uint64_t block) {
 TEST(GatherSchedule, KeepsTheEmbeddingForTheHeadWhereTheRegionHoldsItBesideTwoBlocks) {
   const GatherSchedule s = gather_schedule(gpt_like(100, 30), /*prefetch=*/true);
   EXPECT_EQ(s.region_elements, 200u);
-  EXPECT_EQ(s.keep, (std::vector<bool>{true, false, false, false, false}));
+  EXPECT_EQ(s.pass_to, (std::vector<int>{4, -1, -1, -1, -1}));
   // The embedding once (the head takes it, keeps it for its backward, and
   // the embedding's backward reads nothing); the rest forward and backward.
   EXPECT_EQ(s.gathers, (std::vector<int>{1, 2, 2, 2, 0}));
@@ -65,12 +65,12 @@ TEST(GatherSchedule, KeepsTheEmbeddingForTheHeadWhereTheRegionHoldsItBesideTwoBl
 TEST(GatherSchedule, GathersTheEmbeddingAgainWhereTheBlocksLeaveNoRoom) {
   const GatherSchedule s = gather_schedule(gpt_like(40, 100), true);
   EXPECT_EQ(s.region_elements, 200u);
-  EXPECT_EQ(s.keep, std::vector<bool>(5, false));
+  EXPECT_EQ(s.pass_to, std::vector<int>(5, -1));
   EXPECT_EQ(s.gathers, (std::vector<int>{1, 2, 2, 2, 1}));
   // Without prefetch the region is one unit: nothing stays beside another.
   const GatherSchedule serial = gather_schedule(gpt_like(100, 30), false);
   EXPECT_EQ(serial.region_elements, 100u);
-  EXPECT_EQ(serial.keep, std::vector<bool>(5, false));
+  EXPECT_EQ(serial.pass_to, std::vector<int>(5, -1));
   EXPECT_EQ(serial.gathers, (std::vector<int>{1, 2, 2, 2, 1}));
 }
 
@@ -78,7 +78,7 @@ TEST(GatherSchedule, UntiedLayersGatherTwiceButTheFirstAndTheLast) {
   // An MLP: the first layer's backward reads no weights, the last keeps
   // its forward gather for backward.
   const GatherSchedule s = gather_schedule(GatherOps{{10, 20, 30}, {0, 1, 2}, {false, true, true}}, true);
-  EXPECT_EQ(s.keep, std::vector<bool>(3, false));
+  EXPECT_EQ(s.pass_to, std::vector<int>(3, -1));
   EXPECT_EQ(s.gathers, (std::vector<int>{1, 2, 1}));
   const GatherSchedule one = gather_schedule(GatherOps{{10}, {0}, {true}}, true);
   EXPECT_EQ(one.region_elements, 10u);
