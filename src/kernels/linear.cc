@@ -13,8 +13,8 @@ namespace {
 
 // `weight` may be empty where weight_optional (a backward with no input
 // gradient reads no weights).
-void check_shapes(std::span<const float> inp, std::span<const float> weight, std::span<const float> bias,
-                  LinearShape s, bool weight_optional = false) {
+void check_shapes(std::span<const float> inp, std::span<const float> weight, std::span<const float> bias, LinearShape s,
+                  bool weight_optional = false) {
   ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
             s.out);
   ZDP_CHECK_EQ(inp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input size");

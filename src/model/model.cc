@@ -59,7 +59,8 @@ void Model::check_backward_spans(int op_index, size_t params, size_t grads) cons
   ZDP_CHECK(params == count || (params == 0 && !op.backward_reads_params), ShapeError,
             "[{}] backward of {}: {} parameters, expected {}{}", kind(), op.name, params, count,
             op.backward_reads_params ? "" : " or none");
-  ZDP_CHECK(grads == count, ShapeError, "[{}] backward of {}: {} gradients, expected {}", kind(), op.name, grads, count);
+  ZDP_CHECK(grads == count, ShapeError, "[{}] backward of {}: {} gradients, expected {}", kind(), op.name, grads,
+            count);
 }
 
 float forward_all(const Model& model, std::span<const float> params, Workspace& ws) {

@@ -67,10 +67,10 @@ std::string hybrid_traffic(const RunStats& s, uint64_t total, int group) {
   const double phi = static_cast<double>(s.num_params), p = static_cast<double>(s.dtype.size());
   const double g = group, r = static_cast<double>(s.ranks) / group;
   const int groups = s.ranks / group;
-  std::string out = fmt::format("  inside its group of {}: {} = {:.3f}Φ elements x (G-1)/G; the paper: {}Φ{}\n", group,
-                                mb(inside), group > 1 ? static_cast<double>(inside) / (phi * p * (g - 1) / g) : 0.0,
-                                collectives_per_step(s.stage, 1),
-                                traits(s.stage).gathers_on_acquire ? kStage3GatherNote : "");
+  std::string out =
+      fmt::format("  inside its group of {}: {} = {:.3f}Φ elements x (G-1)/G; the paper: {}Φ{}\n", group, mb(inside),
+                  group > 1 ? static_cast<double>(inside) / (phi * p * (g - 1) / g) : 0.0,
+                  collectives_per_step(s.stage, 1), traits(s.stage).gathers_on_acquire ? kStage3GatherNote : "");
   out += fmt::format(
       "  across the {} groups: {} = {:.3f} all-reduces of the Φ/G gradient shard (2(R-1)/R of its elements each)\n",
       groups, mb(across), static_cast<double>(across) / (phi * p / g * 2 * (r - 1) / r));

@@ -276,12 +276,12 @@ class Engine {
   std::unique_ptr<model::Workspace> workspace_;
   std::vector<int> last_backward_op_;
 
-  LedgerBuffer<float> compute_params_;                // fp32 copy of the current unit (low precision)
-  BufferPool step_buffers_;                           // the buckets category: scratch gradients, buckets
-  std::vector<BufferPool::Handle> grad_scratch_;      // per unit, fp32, while its backward is open
-  bool grads_in_place_ = false;                       // backward_writes_grads: no scratch, no bucket copy
-  std::vector<int> first_backward_op_;                // per unit: the op whose backward opens its gradient
-  std::vector<std::shared_ptr<Gathered>> gathered_;   // per op, stage 3
+  LedgerBuffer<float> compute_params_;               // fp32 copy of the current unit (low precision)
+  BufferPool step_buffers_;                          // the buckets category: scratch gradients, buckets
+  std::vector<BufferPool::Handle> grad_scratch_;     // per unit, fp32, while its backward is open
+  bool grads_in_place_ = false;                      // backward_writes_grads: no scratch, no bucket copy
+  std::vector<int> first_backward_op_;               // per unit: the op whose backward opens its gradient
+  std::vector<std::shared_ptr<Gathered>> gathered_;  // per op, stage 3
   // The forward's last op's parameters, kept for the backward's first op.
   struct Held {
     int op = -1;
@@ -293,7 +293,7 @@ class Engine {
   LedgerBuffer<std::byte> gather_buffer_;
   GatherRegion gather_region_{0};
   GatherSchedule gather_schedule_;
-  LedgerBuffer<std::byte> quant_scratch_;             // the compressed collectives' scratch ("comm")
+  LedgerBuffer<std::byte> quant_scratch_;  // the compressed collectives' scratch ("comm")
   // Adafactor's statistics reduction (optim::adafactor_stats_scratch, "comm"):
   // every unit's sums of one round, stage 0's ranks' partials of one unit,
   // and one partial's double accumulators.

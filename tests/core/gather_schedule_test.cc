@@ -15,8 +15,8 @@ namespace {
 TEST(GatherRegion, StartThenEndThenTheLowestGap) {
   GatherRegion r(100);
   EXPECT_EQ(r.allocate(30), 0u);
-  EXPECT_EQ(r.allocate(20), 80u);   // flush with the end
-  EXPECT_EQ(r.allocate(10), 30u);   // the lowest gap
+  EXPECT_EQ(r.allocate(20), 80u);  // flush with the end
+  EXPECT_EQ(r.allocate(10), 30u);  // the lowest gap
   EXPECT_EQ(r.allocate(41), std::nullopt);
   EXPECT_EQ(r.allocate(40), 40u);
   EXPECT_EQ(r.live(), 4u);

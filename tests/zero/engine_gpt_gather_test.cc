@@ -21,8 +21,8 @@ constexpr int kSeq = 8;
 model::GptConfig small_gpt() { return model::GptConfig{16, 500, 512, 2, 2, 16}; }
 
 struct GptRun {
-  std::vector<double> losses;        // rank 0's
-  std::vector<uint64_t> step_sent;   // per rank: the last step's bytes sent
+  std::vector<double> losses;       // rank 0's
+  std::vector<uint64_t> step_sent;  // per rank: the last step's bytes sent
 };
 
 GptRun train_gpt(int n, bool prefetch, Dtype dtype) {
