@@ -9,15 +9,10 @@ namespace zerodp::comm::reduce_kernels {
 namespace {
 
 struct ScalarIsa {
-  // One register of the build's baseline: SSE2's xmm or NEON's q in the
-  // portable build, wider where the whole build targets more (-march=native).
-#if defined(__AVX512F__)
-  static constexpr int kLanes = 16;
-#elif defined(__AVX__)
-  static constexpr int kLanes = 8;
-#else
+  // One register of the baseline every x86-64 and aarch64 CPU has (SSE2's
+  // xmm, NEON's q), whatever flags the build passes: the level is chosen at
+  // run time (core/simd.h), never by the build.
   static constexpr int kLanes = 4;
-#endif
   using V = VecF<kLanes>;
   static constexpr bool kStream = false;
   static void stream_fp32(float*, V) {}

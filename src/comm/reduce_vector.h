@@ -37,30 +37,14 @@ namespace zerodp::comm::reduce_kernels {
 // Internal linkage on purpose (see above): each level's file gets its own copy.
 namespace {  // NOLINT(cert-dcl59-cpp)
 
-// The vector types of L fp32 lanes (an alias template drops GCC's
-// vector_size attribute, so one specialisation per width).
+// The vector types of L fp32 lanes. Member typedefs: an alias template
+// drops GCC's vector_size attribute, a class template's typedef keeps it.
 template <int L>
-struct Lanes;
-template <>
-struct Lanes<4> {
-  using F = float __attribute__((vector_size(16)));
-  using U16 = uint16_t __attribute__((vector_size(8)));
-  using U32 = uint32_t __attribute__((vector_size(16)));
-  using I32 = int32_t __attribute__((vector_size(16)));
-};
-template <>
-struct Lanes<8> {
-  using F = float __attribute__((vector_size(32)));
-  using U16 = uint16_t __attribute__((vector_size(16)));
-  using U32 = uint32_t __attribute__((vector_size(32)));
-  using I32 = int32_t __attribute__((vector_size(32)));
-};
-template <>
-struct Lanes<16> {
-  using F = float __attribute__((vector_size(64)));
-  using U16 = uint16_t __attribute__((vector_size(32)));
-  using U32 = uint32_t __attribute__((vector_size(64)));
-  using I32 = int32_t __attribute__((vector_size(64)));
+struct Lanes {
+  typedef float F __attribute__((vector_size(4 * L)));       // NOLINT(modernize-use-using)
+  typedef uint16_t U16 __attribute__((vector_size(2 * L)));  // NOLINT(modernize-use-using)
+  typedef uint32_t U32 __attribute__((vector_size(4 * L)));  // NOLINT(modernize-use-using)
+  typedef int32_t I32 __attribute__((vector_size(4 * L)));   // NOLINT(modernize-use-using)
 };
 template <int L>
 using VecF = typename Lanes<L>::F;
