@@ -7,6 +7,11 @@
 
 #include "core/simd.h"
 
+// OpenBLAS's buffer pool, exported by every OpenBLAS (GotoBLAS's driver
+// layer, used by its LAPACK) though no public header declares it.
+extern "C" void* blas_memory_alloc(int procpos);
+extern "C" void blas_memory_free(void* area);
+
 namespace zerodp::kernels {
 namespace {
 
@@ -28,6 +33,16 @@ void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const 
   ensure_single_threaded();
   if (m == 0 || n == 0) return;
   cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+GemmBufferHold::GemmBufferHold(int slots) {
+  ensure_single_threaded();
+  held_.reserve(static_cast<size_t>(slots));
+  for (int i = 0; i < slots; ++i) held_.push_back(blas_memory_alloc(0));
+}
+
+GemmBufferHold::~GemmBufferHold() {
+  for (void* area : held_) blas_memory_free(area);
 }
 
 BlasInfo blas_info() {

@@ -5,13 +5,15 @@
 //
 // Threading contract: OpenBLAS is switched to one thread (process-wide) the
 // first time gemm() or blas_info() runs. With one thread, Debian's pthread
-// OpenBLAS runs sgemm in the calling thread with per-call buffers, so rank
+// OpenBLAS runs sgemm in the calling thread, packing into a buffer that each
+// call in flight takes from one process-wide pool (GemmBufferHold), so rank
 // threads may call gemm() concurrently; tests/kernels/gemm_test.cc proves it
 // by comparing concurrent results bitwise to serial ones (see docs/models.md).
 // gemm() is deterministic: the same inputs give the same bits.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace zerodp::kernels {
 
@@ -21,6 +23,25 @@ enum class Trans { kNo, kYes };
 // the row strides of A, B and C as stored.
 void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
           int ldb, float beta, float* c, int ldc);
+
+// OpenBLAS packs operands into buffers of one process-wide pool: a call in
+// flight takes the lowest free slot, and a slot keeps the pages its calls
+// touched. Which slots training fills therefore depends on how many rank
+// threads' products overlap, which the scheduler decides. While a hold of k
+// lives, slots 0..k-1 are taken, so this thread's gemm() calls pack into
+// slot k: a warm-up can fill every slot a run will use, deterministically.
+// (An OpenBLAS built with thread-local pools gives every thread its own
+// slots; the hold then takes buffers it never touches, address space only.)
+class GemmBufferHold {
+ public:
+  explicit GemmBufferHold(int slots);
+  ~GemmBufferHold();
+  GemmBufferHold(const GemmBufferHold&) = delete;
+  GemmBufferHold& operator=(const GemmBufferHold&) = delete;
+
+ private:
+  std::vector<void*> held_;
+};
 
 struct BlasInfo {
   std::string config;  // openblas_get_config()

@@ -35,14 +35,13 @@ void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<
 double linear_flops(LinearShape s);
 
 // Runs the products of linear_forward/backward for each shape once, on
-// zeros, with the output width cut to 2048 columns: OpenBLAS's per-thread
-// packing buffers fill as far as these shapes fill them in training (the
-// panels depend on the other two dimensions, kept whole, once the width is
-// past the kernel's blocking). It costs up to one micro-batch's matrix
-// products (less for wide layers and the vocabulary's forward). A process
-// that measures its baseline memory after each rank thread ran this has
-// those buffers in it. Temporary inputs are the size of one layer's
-// activations and weights.
+// zeros, with the output width cut to 2048 columns: the OpenBLAS packing
+// buffer these calls take (see GemmBufferHold) fills as far as these shapes
+// fill it in training (the panels depend on the other two dimensions, kept
+// whole, once the width is past the kernel's blocking). It costs up to one
+// micro-batch's matrix products (less for wide layers and the vocabulary's
+// forward). Temporary inputs are the size of one layer's activations and
+// weights.
 void warm_up_linear(std::span<const LinearShape> shapes);
 
 }  // namespace zerodp::kernels

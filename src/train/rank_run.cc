@@ -109,7 +109,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
       config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
   const MemoryLimit limit = memory_limit(config);
   plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), limit.bytes, limit.source);
-  warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len);
+  warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
   comm.barrier();
   const uint64_t baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);
   plan::check_memory_fits(run.model_config, shape, local, baseline, limit.bytes, limit.source);

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "kernels/linear.h"
 #include "model/generate.h"
 #include "model/gpt.h"
@@ -11,8 +12,20 @@
 namespace zerodp::train {
 
 void warm_up(const model::Model& model, comm::Communicator& comm, const zero::EngineConfig& config, int micro_batch,
-             int seq_len) {
-  kernels::warm_up_linear(model.linear_shapes(micro_batch, seq_len));
+             int seq_len, int local_index, int local_count) {
+  // The rank threads of this process take turns, each packing in its own
+  // slot of OpenBLAS's pool (kernels::GemmBufferHold): run concurrently, two
+  // threads whose products did not overlap in time would share one slot and
+  // leave another unfilled, for training to fill after the baseline.
+  const std::vector<kernels::LinearShape> shapes = model.linear_shapes(micro_batch, seq_len);
+  for (int turn = 0; turn < local_count; ++turn) {
+    comm.barrier();
+    if (turn == local_index) {
+      const kernels::GemmBufferHold hold(turn);
+      kernels::warm_up_linear(shapes);
+    }
+  }
+  comm.barrier();
   constexpr int kT = 4;
   const model::Gpt tiny(
       model::GptConfig{.max_seq_len = kT, .vocab = 16, .padded_vocab = 16, .layers = 1, .heads = 2, .channels = 8});

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the ranks do before the process measures its baseline memory:
 // everything that makes memory resident once and keeps it, without booking
-// it in any ledger. OpenBLAS's per-thread packing buffers are filled with
-// this model's product shapes (kernels::warm_up_linear), and the code of
+// it in any ledger. OpenBLAS's packing buffers are filled with this model's
+// product shapes (kernels::warm_up_linear), one slot of its pool per rank
+// thread of the process (local_count of them; this one is local_index), and the code of
 // every path a run takes (kernels, libm, conversions, reductions, the
 // optimizer, the collectives, generation) is paged in by one step of a tiny
 // GPT through an engine configured like the run's. After it, the process
@@ -18,6 +19,6 @@
 namespace zerodp::train {
 
 void warm_up(const model::Model& model, comm::Communicator& comm, const zero::EngineConfig& config, int micro_batch,
-             int seq_len);
+             int seq_len, int local_index, int local_count);
 
 }  // namespace zerodp::train

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // gemm(): correctness against a naive product for every transpose case, and
 // the thread-safety claim: rank threads calling it at once get the same bits
-// as serial calls.
+// as serial calls; and GemmBufferHold's claim about OpenBLAS's buffer pool.
 #include "kernels/gemm.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "core/process_memory.h"
 #include "gradcheck.h"
 
 namespace zerodp::kernels {
@@ -107,6 +109,31 @@ TEST(Gemm, ConcurrentCallsGiveSerialBits) {
   }
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// The warm-up relies on this to fill one slot of OpenBLAS's pool per rank
+// thread: under a hold of k, this thread's products pack into slot k, whose
+// pages stay resident. Slots 40 and 41 are far above what the other tests'
+// threads ever take at once, so they start untouched.
+TEST(GemmBufferHold, ProductsPackIntoTheSlotAfterTheHeldOnes) {
+  constexpr int m = 256, n = 2048, k = 1024;
+  const std::vector<float> a = random_vector(size_t(m) * k, 1), b = random_vector(size_t(k) * n, 2);
+  std::vector<float> c(size_t(m) * n, 0.0f);
+  auto product_in_slot = [&](int slot) {
+    const GemmBufferHold hold(slot);
+    gemm(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    return current_rss_bytes();
+  };
+  constexpr uint64_t kMiB = uint64_t(1) << 20;
+  const uint64_t start = current_rss_bytes();
+  const uint64_t first = product_in_slot(40);
+  const uint64_t again = product_in_slot(40);
+  const uint64_t next = product_in_slot(41);
+  EXPECT_GT(first - start, kMiB) << "slot 40's pages were not touched by the product";
+  EXPECT_LT(again - first, kMiB / 4) << "the same slot again took new pages";
+  EXPECT_GT(next - again, kMiB) << "slot 41 did not take the product";
+  EXPECT_LT(std::max(next - again, first - start) - std::min(next - again, first - start), kMiB / 2)
+      << "the two slots filled by the same product differ";
 }
 
 }  // namespace
