@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/warm_up.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -16,15 +17,21 @@ void warm_up(const model::Model& model, comm::Communicator& comm, const zero::En
   // The rank threads of this process take turns, each packing in its own
   // slot of OpenBLAS's pool (kernels::GemmBufferHold): run concurrently, two
   // threads whose products did not overlap in time would share one slot and
-  // leave another unfilled, for training to fill after the baseline.
+  // leave another unfilled, for training to fill after the baseline. The
+  // turns are one thread at a time, so past kTurns threads (and well below
+  // the pool's size, 128 slots in Debian's build) the rest warm up at once.
+  constexpr int kTurns = 32;
   const std::vector<kernels::LinearShape> shapes = model.linear_shapes(micro_batch, seq_len);
-  for (int turn = 0; turn < local_count; ++turn) {
+  const int turns = std::min(local_count, kTurns);
+  for (int turn = 0; turn < turns; ++turn) {
     comm.barrier();
     if (turn == local_index) {
       const kernels::GemmBufferHold hold(turn);
       kernels::warm_up_linear(shapes);
     }
   }
+  comm.barrier();
+  if (local_index >= turns) kernels::warm_up_linear(shapes);
   comm.barrier();
   constexpr int kT = 4;
   const model::Gpt tiny(
