@@ -30,9 +30,8 @@ void warm_up(const model::Model& model, comm::Communicator& comm, const zero::En
       kernels::warm_up_linear(shapes);
     }
   }
-  comm.barrier();
+  comm.barrier();  // the last turn is done before the rest start
   if (local_index >= turns) kernels::warm_up_linear(shapes);
-  comm.barrier();
   constexpr int kT = 4;
   const model::Gpt tiny(
       model::GptConfig{.max_seq_len = kT, .vocab = 16, .padded_vocab = 16, .layers = 1, .heads = 2, .channels = 8});
