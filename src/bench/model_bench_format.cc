@@ -49,6 +49,8 @@ std::string format_model_bench_json(const ModelBenchResult& r) {
   j["steps"] = r.steps;
   j["loss"] = r.loss;
   j["clock"] = std::string(clock_name(r.clock));
+  j["blas_core"] = r.blas.core;  // the sgemm rate is this kernel's
+  j["blas_note"] = r.blas.note;
   j["sgemm_gflops"] = r.sgemm_gflops;
   j["train_flops_per_position"] = r.train_flops_per_position;
   j["positions_per_s"] = x.tps;
@@ -77,6 +79,7 @@ std::string format_model_bench_text(const ModelBenchResult& r) {
   fmt::format_to(add, "batch        B={} T={} ({} {} per step), checkpointing {}, one rank, one thread, fp32\n",
                  r.batch, r.seq_len, r.positions, unit, r.checkpointing ? "on" : "off");
   fmt::format_to(add, "openblas     {} core={} threads={}\n", r.blas.config, r.blas.core, r.blas.threads);
+  if (!r.blas.note.empty()) fmt::format_to(add, "note         {}\n", r.blas.note);
   fmt::format_to(add, "clock        {}\n",
                  r.clock == ClockKind::kThreadCpu
                      ? "the thread's CPU time (--clock cpu: the load of other processes left out)"

@@ -2,7 +2,12 @@
 #include "kernels/gemm.h"
 
 #include <cblas.h>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
 #include <mutex>
 
 #include "core/simd.h"
@@ -52,19 +57,45 @@ BlasInfo blas_info() {
   info.core = openblas_get_corename();
   info.parallel = openblas_get_parallel();
   info.threads = openblas_get_num_threads();
+  info.note = blas_coretype_note();
   return info;
 }
 
-std::string better_blas_coretype() {
-  if (blas_info().core != "Prescott") return "";
-  switch (best_simd_level()) {
-    case SimdLevel::kAvx512:
-      return "SkylakeX";
-    case SimdLevel::kAvx2:
-      return "Haswell";
-    default:
-      return "";
+std::string better_blas_coretype(std::string_view core, SimdLevel best) {
+  // OpenBLAS's x86-64 kernel names (openblas_get_corename()), by the widest
+  // vectors their sgemm uses.
+  static constexpr std::array<std::string_view, 3> kAvx512{"SkylakeX", "Cooperlake", "SapphireRapids"};
+  static constexpr std::array<std::string_view, 3> kAvx2{"Haswell", "Zen", "Excavator"};
+  static constexpr std::array<std::string_view, 14> kOlder{
+      "Prescott", "Core2",   "Penryn",    "Dunnington", "Nehalem",   "Atom",       "Sandybridge",
+      "Opteron",  "Opteron_SSE3", "Barcelona", "Bobcat", "Bulldozer", "Piledriver", "Steamroller"};
+  const auto is = [core](const auto& names) {
+    return std::any_of(names.begin(), names.end(), [core](std::string_view name) {
+      return core.size() == name.size() && std::equal(core.begin(), core.end(), name.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+             });
+    });
+  };
+  if (is(kAvx512)) return "";  // the widest OpenBLAS has
+  if (best == SimdLevel::kAvx512 && (is(kAvx2) || is(kOlder))) return "SkylakeX";
+  if (best == SimdLevel::kAvx2 && is(kOlder)) return "Haswell";
+  return "";
+}
+
+std::string blas_coretype_note() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user chose
+  const std::string core = openblas_get_corename();
+  const std::string better = better_blas_coretype(core, best_simd_level());
+  if (better.empty()) return "";
+  if (core == "Prescott") {
+    return fmt::format("OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} is several "
+                       "times faster here",
+                       better);
   }
+  return fmt::format(
+      "OpenBLAS does not know this CPU and runs its {} kernel, without {}; OPENBLAS_CORETYPE={} is faster (zerodp "
+      "bench model measures it here)",
+      core, better == "SkylakeX" ? "AVX-512" : "AVX2", better);
 }
 
 }  // namespace zerodp::kernels

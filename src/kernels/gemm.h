@@ -13,7 +13,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/simd.h"
 
 namespace zerodp::kernels {
 
@@ -48,14 +51,24 @@ struct BlasInfo {
   std::string core;    // openblas_get_corename()
   int parallel = 0;    // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
   int threads = 0;     // openblas_get_num_threads() after zerodp set it to 1
+  std::string note;    // blas_coretype_note(): advice on the kernel, or ""
 };
 BlasInfo blas_info();
 
-// When OpenBLAS runs its generic x86-64 kernel ("Prescott": it did not
-// recognise the CPU, as OpenBLAS 0.3.21 does not recognise some newer Xeons)
-// on a CPU with AVX2 or AVX-512, the OPENBLAS_CORETYPE that fits the CPU
-// ("Haswell" or "SkylakeX"); otherwise "". OpenBLAS reads the variable when
-// it loads, so this can only be advice for the next run.
-std::string better_blas_coretype();
+// The OPENBLAS_CORETYPE that fits a CPU whose best SIMD level is `best`
+// better than OpenBLAS's kernel `core`, or "". OpenBLAS picks by CPU family
+// when it loads, and a family newer than the library falls to an older
+// kernel (OpenBLAS 0.3.21 runs its generic Prescott on some Xeons). So:
+// "SkylakeX" where the CPU runs AVX-512 and the kernel is an AVX2 or older
+// one (on a Zen 5, SkylakeX's sgemm has 1.9x Haswell's rate); "Haswell"
+// where the CPU runs AVX2 and the kernel predates it. A kernel name this
+// list does not know gets no advice.
+std::string better_blas_coretype(std::string_view core, SimdLevel best);
+
+// The one line of advice zerodp prints beside the kernel's name when
+// OpenBLAS chose for itself (OPENBLAS_CORETYPE unset) and chose a kernel
+// better_blas_coretype() improves on; otherwise "". OpenBLAS reads the
+// variable when it loads, so this can only be advice for the next run.
+std::string blas_coretype_note();
 
 }  // namespace zerodp::kernels

@@ -76,12 +76,7 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
              static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
   fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
              simd_level_name(best_simd_level()), kernels::blas_info().core);
-  if (const std::string better = kernels::better_blas_coretype(); !better.empty()) {
-    fmt::print(
-        "note: OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} "
-        "is several times faster here\n",
-        better);
-  }
+  if (const std::string note = kernels::blas_info().note; !note.empty()) fmt::print("note: {}\n", note);
   fmt::print(
       "memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
       "limit {}: {}\n",

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -118,6 +119,40 @@ TEST(Gemm, ConcurrentCallsGiveSerialBits) {
 // the kernel); the packing's own pages are what slots 40 and 41 then add
 // (0.59 MB with x86's SkylakeX kernel, 0.48 MB with arm64's; a small
 // product, as qemu runs this test too).
+// The advice on OPENBLAS_CORETYPE: a kernel narrower than the CPU (OpenBLAS
+// 0.3.21 runs Prescott on some AVX-512 Xeons) gets the widest the CPU runs;
+// a kernel that fits, or one the list does not know, gets none.
+TEST(BetterBlasCoretype, AdvisesTheWidestKernelTheCpuRuns) {
+  EXPECT_EQ(better_blas_coretype("Haswell", SimdLevel::kAvx512), "SkylakeX");
+  EXPECT_EQ(better_blas_coretype("Zen", SimdLevel::kAvx512), "SkylakeX");
+  EXPECT_EQ(better_blas_coretype("Prescott", SimdLevel::kAvx512), "SkylakeX");
+  EXPECT_EQ(better_blas_coretype("SANDYBRIDGE", SimdLevel::kAvx512), "SkylakeX");  // any case
+  EXPECT_EQ(better_blas_coretype("Prescott", SimdLevel::kAvx2), "Haswell");
+  EXPECT_EQ(better_blas_coretype("Sandybridge", SimdLevel::kAvx2), "Haswell");
+  for (const char* fits : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    EXPECT_EQ(better_blas_coretype(fits, SimdLevel::kAvx512), "") << fits;
+  for (const char* fits : {"Haswell", "Zen", "Excavator", "SkylakeX"})
+    EXPECT_EQ(better_blas_coretype(fits, SimdLevel::kAvx2), "") << fits;
+  for (SimdLevel cpu : {SimdLevel::kScalar, SimdLevel::kNeon})
+    EXPECT_EQ(better_blas_coretype("Prescott", cpu), "");
+  EXPECT_EQ(better_blas_coretype("NEOVERSEN1", SimdLevel::kNeon), "");
+  EXPECT_EQ(better_blas_coretype("Zen5", SimdLevel::kAvx512), "");  // a name this list does not know
+  EXPECT_EQ(better_blas_coretype("", SimdLevel::kAvx512), "");
+}
+
+// What this process's OpenBLAS picked gets the note exactly when the pure
+// rule advises and the user left OPENBLAS_CORETYPE unset.
+TEST(BetterBlasCoretype, TheNoteFollowsTheRuleAndTheUsersChoice) {
+  const BlasInfo info = blas_info();
+  const bool advised = !better_blas_coretype(info.core, best_simd_level()).empty();
+  const bool chosen = std::getenv("OPENBLAS_CORETYPE") != nullptr;
+  EXPECT_EQ(!info.note.empty(), advised && !chosen) << info.core << ": " << info.note;
+  if (!info.note.empty()) {
+    EXPECT_NE(info.note.find("OPENBLAS_CORETYPE=" + better_blas_coretype(info.core, best_simd_level())),
+              std::string::npos);
+  }
+}
+
 TEST(GemmBufferHold, ProductsPackIntoTheSlotAfterTheHeldOnes) {
   constexpr int m = 128, n = 1024, k = 512;
   const std::vector<float> a = random_vector(size_t(m) * k, 1), b = random_vector(size_t(k) * n, 2);
