@@ -67,8 +67,8 @@ std::string better_blas_coretype(std::string_view core, SimdLevel best) {
   static constexpr std::array<std::string_view, 3> kAvx512{"SkylakeX", "Cooperlake", "SapphireRapids"};
   static constexpr std::array<std::string_view, 3> kAvx2{"Haswell", "Zen", "Excavator"};
   static constexpr std::array<std::string_view, 14> kOlder{
-      "Prescott", "Core2",   "Penryn",    "Dunnington", "Nehalem",   "Atom",       "Sandybridge",
-      "Opteron",  "Opteron_SSE3", "Barcelona", "Bobcat", "Bulldozer", "Piledriver", "Steamroller"};
+      "Prescott", "Core2",        "Penryn",    "Dunnington", "Nehalem",   "Atom",       "Sandybridge",
+      "Opteron",  "Opteron_SSE3", "Barcelona", "Bobcat",     "Bulldozer", "Piledriver", "Steamroller"};
   const auto is = [core](const auto& names) {
     return std::any_of(names.begin(), names.end(), [core](std::string_view name) {
       return core.size() == name.size() && std::equal(core.begin(), core.end(), name.begin(), [](char a, char b) {
@@ -88,9 +88,10 @@ std::string blas_coretype_note() {
   const std::string better = better_blas_coretype(core, best_simd_level());
   if (better.empty()) return "";
   if (core == "Prescott") {
-    return fmt::format("OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} is several "
-                       "times faster here",
-                       better);
+    return fmt::format(
+        "OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} is several "
+        "times faster here",
+        better);
   }
   return fmt::format(
       "OpenBLAS does not know this CPU and runs its {} kernel, without {}; OPENBLAS_CORETYPE={} is faster (zerodp "
