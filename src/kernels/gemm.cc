@@ -57,6 +57,7 @@ BlasInfo blas_info() {
   info.core = openblas_get_corename();
   info.parallel = openblas_get_parallel();
   info.threads = openblas_get_num_threads();
+  if (const char* env = std::getenv("OPENBLAS_CORETYPE"); env != nullptr) info.coretype_env = env;
   info.note = blas_coretype_note();
   return info;
 }

@@ -47,11 +47,12 @@ class GemmBufferHold {
 };
 
 struct BlasInfo {
-  std::string config;  // openblas_get_config()
-  std::string core;    // openblas_get_corename()
-  int parallel = 0;    // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
-  int threads = 0;     // openblas_get_num_threads() after zerodp set it to 1
-  std::string note;    // blas_coretype_note(): advice on the kernel, or ""
+  std::string config;        // openblas_get_config()
+  std::string core;          // openblas_get_corename()
+  int parallel = 0;          // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+  int threads = 0;           // openblas_get_num_threads() after zerodp set it to 1
+  std::string coretype_env;  // OPENBLAS_CORETYPE as set (the user chose the core), or ""
+  std::string note;          // blas_coretype_note(): advice on the kernel, or ""
 };
 BlasInfo blas_info();
 

@@ -22,7 +22,9 @@ std::vector<std::pair<std::string, std::string>> run_facts() {
       {"simd", fmt::format("{} (best on this CPU: {})", simd_level_name(active_simd_level()),
                            simd_level_name(best_simd_level()))},
       {"cpu", cpu_model_name()},
-      {"openblas", fmt::format("{} (core {})", blas.config, blas.core)},
+      {"openblas", blas.coretype_env.empty()
+                       ? fmt::format("{} (core {})", blas.config, blas.core)
+                       : fmt::format("{} (core {}; OPENBLAS_CORETYPE={})", blas.config, blas.core, blas.coretype_env)},
       {"mpi", mpi.empty() ? std::string("none (built without MPI)") : mpi},
   };
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <vector>
 
@@ -105,6 +106,30 @@ TEST(Workflow, VersionMetricsAndCheckpointsTellWhatReproducesARun) {
     EXPECT_NE(m.find(key), std::string::npos) << key;
   }
   fs::remove_all(dir);
+}
+
+// A kernel the user chose is recorded as chosen (a run's bits depend on the
+// kernel), and gets no advice; Sandybridge is in every x86-64 OpenBLAS.
+TEST(Workflow, TheRunFactsSayWhoChoseOpenBlasKernel) {
+#if defined(__x86_64__)
+  const char* before = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("OPENBLAS_CORETYPE", "Sandybridge", 1);
+  const Result v = run("--version");
+  const Result t = run(fmt::format("train --steps 1 {}", kQuick));
+  if (before != nullptr) {
+    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  } else {
+    unsetenv("OPENBLAS_CORETYPE");
+  }
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("(core Sandybridge; OPENBLAS_CORETYPE=Sandybridge)"), std::string::npos) << v.out;
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("OpenBLAS Sandybridge kernels"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("note: OpenBLAS"), std::string::npos) << t.out;
+#else
+  GTEST_SKIP() << "OpenBLAS's x86-64 kernel names";
+#endif
 }
 
 // Lion through the CLI: its flags, the effective configuration, K = 8 in the

@@ -133,8 +133,7 @@ TEST(BetterBlasCoretype, AdvisesTheWidestKernelTheCpuRuns) {
     EXPECT_EQ(better_blas_coretype(fits, SimdLevel::kAvx512), "") << fits;
   for (const char* fits : {"Haswell", "Zen", "Excavator", "SkylakeX"})
     EXPECT_EQ(better_blas_coretype(fits, SimdLevel::kAvx2), "") << fits;
-  for (SimdLevel cpu : {SimdLevel::kScalar, SimdLevel::kNeon})
-    EXPECT_EQ(better_blas_coretype("Prescott", cpu), "");
+  for (SimdLevel cpu : {SimdLevel::kScalar, SimdLevel::kNeon}) EXPECT_EQ(better_blas_coretype("Prescott", cpu), "");
   EXPECT_EQ(better_blas_coretype("NEOVERSEN1", SimdLevel::kNeon), "");
   EXPECT_EQ(better_blas_coretype("Zen5", SimdLevel::kAvx512), "");  // a name this list does not know
   EXPECT_EQ(better_blas_coretype("", SimdLevel::kAvx512), "");
