@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // gemm(): correctness against a naive product for every transpose case, and
 // the thread-safety claim: rank threads calling it at once get the same bits
-// as serial calls; and GemmBufferHold's claim about OpenBLAS's buffer pool.
+// as serial calls; the advice on OpenBLAS's kernel; and GemmBufferHold's
+// claim about OpenBLAS's buffer pool.
 #include "kernels/gemm.h"
 
 #include <gtest/gtest.h>
@@ -111,14 +112,6 @@ TEST(Gemm, ConcurrentCallsGiveSerialBits) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
-// The warm-up relies on this to fill one slot of OpenBLAS's pool per rank
-// thread: under a hold of k, this thread's products pack into slot k, whose
-// pages stay resident. Slots 39-41 are far above what the other tests'
-// threads ever take at once, so they start untouched. A first product in
-// slot 39 pays for what any first product costs (under qemu, translating
-// the kernel); the packing's own pages are what slots 40 and 41 then add
-// (0.59 MB with x86's SkylakeX kernel, 0.48 MB with arm64's; a small
-// product, as qemu runs this test too).
 // The advice on OPENBLAS_CORETYPE: a kernel narrower than the CPU (OpenBLAS
 // 0.3.21 runs Prescott on some AVX-512 Xeons) gets the widest the CPU runs;
 // a kernel that fits, or one the list does not know, gets none.
@@ -152,6 +145,14 @@ TEST(BetterBlasCoretype, TheNoteFollowsTheRuleAndTheUsersChoice) {
   }
 }
 
+// The warm-up relies on this to fill one slot of OpenBLAS's pool per rank
+// thread: under a hold of k, this thread's products pack into slot k, whose
+// pages stay resident. Slots 39-41 are far above what the other tests'
+// threads ever take at once, so they start untouched. A first product in
+// slot 39 pays for what any first product costs (under qemu, translating
+// the kernel); the packing's own pages are what slots 40 and 41 then add
+// (0.59 MB with x86's SkylakeX kernel, 0.48 MB with arm64's; a small
+// product, as qemu runs this test too).
 TEST(GemmBufferHold, ProductsPackIntoTheSlotAfterTheHeldOnes) {
   constexpr int m = 128, n = 1024, k = 512;
   const std::vector<float> a = random_vector(size_t(m) * k, 1), b = random_vector(size_t(k) * n, 2);
