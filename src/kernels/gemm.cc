@@ -50,6 +50,27 @@ GemmBufferHold::~GemmBufferHold() {
   for (void* area : held_) blas_memory_free(area);
 }
 
+namespace {
+
+// BlasInfo::note, from the fields blas_info() read.
+std::string coretype_note(const BlasInfo& info) {
+  if (!info.coretype_env.empty()) return "";  // the user chose
+  const std::string better = better_blas_coretype(info.core, best_simd_level());
+  if (better.empty()) return "";
+  if (info.core == "Prescott") {
+    return fmt::format(
+        "OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} is several "
+        "times faster here",
+        better);
+  }
+  return fmt::format(
+      "OpenBLAS does not know this CPU and runs its {} kernel, without {}; OPENBLAS_CORETYPE={} is faster (zerodp "
+      "bench model measures it here)",
+      info.core, better == "SkylakeX" ? "AVX-512" : "AVX2", better);
+}
+
+}  // namespace
+
 BlasInfo blas_info() {
   ensure_single_threaded();
   BlasInfo info;
@@ -58,7 +79,7 @@ BlasInfo blas_info() {
   info.parallel = openblas_get_parallel();
   info.threads = openblas_get_num_threads();
   if (const char* env = std::getenv("OPENBLAS_CORETYPE"); env != nullptr) info.coretype_env = env;
-  info.note = blas_coretype_note();
+  info.note = coretype_note(info);
   return info;
 }
 
@@ -81,23 +102,6 @@ std::string better_blas_coretype(std::string_view core, SimdLevel best) {
   if (best == SimdLevel::kAvx512 && (is(kAvx2) || is(kOlder))) return "SkylakeX";
   if (best == SimdLevel::kAvx2 && is(kOlder)) return "Haswell";
   return "";
-}
-
-std::string blas_coretype_note() {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user chose
-  const std::string core = openblas_get_corename();
-  const std::string better = better_blas_coretype(core, best_simd_level());
-  if (better.empty()) return "";
-  if (core == "Prescott") {
-    return fmt::format(
-        "OpenBLAS does not know this CPU and runs its generic kernel; OPENBLAS_CORETYPE={} is several "
-        "times faster here",
-        better);
-  }
-  return fmt::format(
-      "OpenBLAS does not know this CPU and runs its {} kernel, without {}; OPENBLAS_CORETYPE={} is faster (zerodp "
-      "bench model measures it here)",
-      core, better == "SkylakeX" ? "AVX-512" : "AVX2", better);
 }
 
 }  // namespace zerodp::kernels

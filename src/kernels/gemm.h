@@ -52,7 +52,10 @@ struct BlasInfo {
   int parallel = 0;          // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
   int threads = 0;           // openblas_get_num_threads() after zerodp set it to 1
   std::string coretype_env;  // OPENBLAS_CORETYPE as set (the user chose the core), or ""
-  std::string note;          // blas_coretype_note(): advice on the kernel, or ""
+  // One line of advice where OpenBLAS chose for itself (coretype_env empty)
+  // a kernel better_blas_coretype() improves on, else "". OpenBLAS reads the
+  // variable when it loads, so this can only be advice for the next run.
+  std::string note;
 };
 BlasInfo blas_info();
 
@@ -65,11 +68,5 @@ BlasInfo blas_info();
 // where the CPU runs AVX2 and the kernel predates it. A kernel name this
 // list does not know gets no advice.
 std::string better_blas_coretype(std::string_view core, SimdLevel best);
-
-// The one line of advice zerodp prints beside the kernel's name when
-// OpenBLAS chose for itself (OPENBLAS_CORETYPE unset) and chose a kernel
-// better_blas_coretype() improves on; otherwise "". OpenBLAS reads the
-// variable when it loads, so this can only be advice for the next run.
-std::string blas_coretype_note();
 
 }  // namespace zerodp::kernels

@@ -74,9 +74,10 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
              comm.backend_name(), config.engine.stage, config.engine.dtype.name(), config.micro_batch, config.seq_len,
              config.engine.grad_accum,
              static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
+  const kernels::BlasInfo blas = kernels::blas_info();
   fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
-             simd_level_name(best_simd_level()), kernels::blas_info().core);
-  if (const std::string note = kernels::blas_info().note; !note.empty()) fmt::print("note: {}\n", note);
+             simd_level_name(best_simd_level()), blas.core);
+  if (!blas.note.empty()) fmt::print("note: {}\n", blas.note);
   fmt::print(
       "memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
       "limit {}: {}\n",

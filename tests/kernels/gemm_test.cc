@@ -137,7 +137,9 @@ TEST(BetterBlasCoretype, AdvisesTheWidestKernelTheCpuRuns) {
 TEST(BetterBlasCoretype, TheNoteFollowsTheRuleAndTheUsersChoice) {
   const BlasInfo info = blas_info();
   const bool advised = !better_blas_coretype(info.core, best_simd_level()).empty();
-  const bool chosen = std::getenv("OPENBLAS_CORETYPE") != nullptr;
+  const char* env = std::getenv("OPENBLAS_CORETYPE");
+  const bool chosen = env != nullptr && *env != '\0';  // an empty value chooses nothing
+  EXPECT_EQ(info.coretype_env, chosen ? env : "");
   EXPECT_EQ(!info.note.empty(), advised && !chosen) << info.core << ": " << info.note;
   if (!info.note.empty()) {
     EXPECT_NE(info.note.find("OPENBLAS_CORETYPE=" + better_blas_coretype(info.core, best_simd_level())),
