@@ -44,6 +44,7 @@ struct PlanOptions {
   int grad_accum = 1;
   bool quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;
   int shard_group_size = 0;
   std::string compare;
   bool json = false;
@@ -116,6 +117,7 @@ std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan
   run.checkpointing = o.checkpointing;
   run.quantize_weights = c.quantize_weights;
   run.quantize_grads = c.quantize_grads;
+  run.quantize_block = c.quantize_block;
   run.shard_group = c.shard_group;
   return plan::predict_step_times(*c.shape, c.model_name, run, c.ranks, hw);
 }
@@ -162,6 +164,10 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   if (o.quantize_grads) {
     c.quantize_grads = o.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
   }
+  ZDP_CHECK(comm::quant_block_offered(o.quantize_block), ConfigError,
+            "[plan] --quantize-block {} is not offered: use a power of two from {} to {}", o.quantize_block,
+            comm::kMinQuantBlock, comm::kMaxQuantBlock);
+  c.quantize_block = o.quantize_block;
   ZDP_CHECK(o.shard_group_size >= 0, ConfigError,
             "[plan] --shard-group-size {} must be at least 1 (0: all ranks, the flat layout)", o.shard_group_size);
   c.shard_group = o.shard_group_size;
@@ -288,6 +294,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--quantize-grads", opts->quantize_grads,
                 "Stages 1-3's gradient reduce-scatter as int8 (or --quantize-grads-bits 4) blocks");
   cmd->add_option("--quantize-grads-bits", opts->quantize_grads_bits, "8 or 4")->capture_default_str();
+  cmd->add_option("--quantize-block", opts->quantize_block,
+                  "Elements per fp32 scale of the compressed collectives (zerodp train --quantize-block): a power of "
+                  "two from 32 to 2048")
+      ->capture_default_str();
   cmd->add_option("--shard-group-size", opts->shard_group_size,
                   "Hybrid sharding (zerodp train --shard-group-size): stages 1-3 partition over groups of G ranks "
                   "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat. With --predict, "

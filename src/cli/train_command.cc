@@ -35,6 +35,7 @@ struct TrainFlags {
   uint64_t adam8bit_min_8bit_size = 4096;
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;
   int shard_group_size = 0;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
@@ -332,14 +333,15 @@ void add_train_command(CLI::App& app) {
   f.overrides.emplace_back(np, [](auto& c) { c.engine.prefetch = false; });
   auto* no = cmd->add_flag("--no-overlap", f.no_overlap, "Run collectives on the compute thread (no overlap)");
   f.overrides.emplace_back(no, [](auto& c) { c.engine.overlap = false; });
-  auto* qw = cmd->add_flag("--quantize-weights", f.quantize_weights,
-                           "Stage 3: all-gather the parameters as int8 blocks of 256 with an fp32 scale each\n"
-                           "(ZeRO++ qwZ; about 1/4 of fp32's bytes, 1/2 of bf16's). Master weights and the optimizer\n"
-                           "stay fp32 and exact; the losses are not the unquantized run's bits (docs/comm.md)");
+  auto* qw =
+      cmd->add_flag("--quantize-weights", f.quantize_weights,
+                    "Stage 3: all-gather the parameters as int8 blocks (--quantize-block) with an fp32 scale each\n"
+                    "(ZeRO++ qwZ; about 1/4 of fp32's bytes, 1/2 of bf16's). Master weights and the optimizer\n"
+                    "stay fp32 and exact; the losses are not the unquantized run's bits (docs/comm.md)");
   f.overrides.emplace_back(qw, [](auto& c) { c.engine.quantize_weights = comm::Quantization::kInt8; });
   auto* qg = cmd->add_flag("--quantize-grads", f.quantize_grads,
-                           "Stages 1-3: reduce-scatter the gradients as int8 blocks of 256 with an fp32 scale\n"
-                           "each (ZeRO++ qgZ), summed in fp32 in rank order; see --quantize-grads-bits");
+                           "Stages 1-3: reduce-scatter the gradients as int8 blocks (--quantize-block) with an fp32\n"
+                           "scale each (ZeRO++ qgZ), summed in fp32 in rank order; see --quantize-grads-bits");
   f.overrides.emplace_back(qg, [&f](auto& c) {
     c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
   });
@@ -352,6 +354,11 @@ void add_train_command(CLI::App& app) {
                    "zero_quantized_gradients in --config): add it");
          c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
        });
+  flag(cmd, f, "--quantize-block", f.quantize_block,
+       "Elements per fp32 scale of --quantize-weights and --quantize-grads: a power of two from 32 to\n"
+       "2048. Smaller blocks follow the values more closely for more bytes (int8: 1 + 4/B bytes per\n"
+       "element; docs/scale.md measures 64 against 256). No DeepSpeed key sets it",
+       [&f](auto& c) { c.engine.quantize_block = f.quantize_block; });
   flag(cmd, f, "--shard-group-size", f.shard_group_size,
        "Hybrid sharding (HSDP / MiCS): partition the model states inside groups of G\n"
        "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"

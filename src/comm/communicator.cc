@@ -35,9 +35,9 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 }
 
 // The packed bytes of every rank's shard of `count` elements.
-std::vector<uint64_t> packed_shard_bytes(size_t count, int ranks, Quantization q) {
+std::vector<uint64_t> packed_shard_bytes(size_t count, int ranks, QuantFormat f) {
   std::vector<uint64_t> bytes(static_cast<size_t>(ranks));
-  for (int k = 0; k < ranks; ++k) bytes[k] = quantized_bytes(shard_range(count, ranks, k).count, q);
+  for (int k = 0; k < ranks; ++k) bytes[k] = quantized_bytes(shard_range(count, ranks, k).count, f);
   return bytes;
 }
 
@@ -218,15 +218,15 @@ void Communicator::broadcast(Buffer buf, int root) {
   });
 }
 
-void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, Quantization q, std::span<std::byte> scratch) {
+void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch) {
   const Collective kind = Collective::kAllGather;
   const int n = size_;
-  const std::vector<uint64_t> packed = packed_shard_bytes(out.count, n, q);
+  const std::vector<uint64_t> packed = packed_shard_bytes(out.count, n, f);
   uint64_t received = 0;
   for (int k = 0; k < n; ++k) received += k == rank_ ? 0 : packed[k];
   run(kind, static_cast<uint64_t>(n - 1) * packed[rank_], received, [&] {
     const ShardRange own = shard_range(out.count, n, rank_);
-    ZDP_CHECK(q != Quantization::kNone, CommError, "{}: a quantized all-gather needs int8 or int4",
+    ZDP_CHECK(f.codes != Quantization::kNone, CommError, "{}: a quantized all-gather needs int8 or int4",
               message_prefix(kind));
     ZDP_CHECK(in.dtype == out.dtype, CommError, "{}: input dtype {} differs from output dtype {}", message_prefix(kind),
               in.dtype.name(), out.dtype.name());
@@ -236,9 +236,9 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, Quantization
     const Buffer own_out = out.slice(own.offset, own.count);
     ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_out.data == in.data, CommError,
               "{}: input overlaps the output other than as this rank's own shard", message_prefix(kind));
-    const uint64_t need = all_gather_quantized_scratch(out.count, n, q);
+    const uint64_t need = all_gather_quantized_scratch(out.count, n, f);
     ZDP_CHECK(scratch.size() >= need, CommError, "{}: scratch has {} bytes but {} {} elements over {} ranks need {}",
-              message_prefix(kind), scratch.size(), out.count, quantization_name(q), n, need);
+              message_prefix(kind), scratch.size(), out.count, quantization_name(f.codes), n, need);
     ZDP_CHECK(
         !overlaps(scratch.data(), need, in.data, in.bytes()) && !overlaps(scratch.data(), need, out.data, out.bytes()),
         CommError, "{}: scratch overlaps the input or the output", message_prefix(kind));
@@ -249,26 +249,26 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, Quantization
       slots[k] = scratch.subspan(at, packed[k]);
       at += packed[k];
     }
-    quantize(in, q, slots[rank_]);
+    quantize(in, f, slots[rank_]);
     const std::vector<std::span<const std::byte>> send(static_cast<size_t>(n), slots[rank_]);
-    do_exchange({.kind = kind, .dtype = out.dtype, .count = out.count, .quant = q}, send, slots);
+    do_exchange({.kind = kind, .dtype = out.dtype, .count = out.count, .quant = f}, send, slots);
     for (int k = 0; k < n; ++k) {
       const ShardRange shard = shard_range(out.count, n, k);
-      dequantize_into(slots[k], q, out.slice(shard.offset, shard.count));
+      dequantize_into(slots[k], f, out.slice(shard.offset, shard.count));
     }
   });
 }
 
-void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q,
+void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f,
                                             std::span<std::byte> scratch) {
   const Collective kind = Collective::kReduceScatter;
   const int n = size_;
-  const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, q);
+  const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, f);
   uint64_t sent = 0;
   for (int k = 0; k < n; ++k) sent += k == rank_ ? 0 : packed[k];
   run(kind, sent, static_cast<uint64_t>(n - 1) * packed[rank_], [&] {
     const ShardRange own = shard_range(in.count, n, rank_);
-    ZDP_CHECK(q != Quantization::kNone, CommError, "{}: a quantized reduce-scatter needs int8 or int4",
+    ZDP_CHECK(f.codes != Quantization::kNone, CommError, "{}: a quantized reduce-scatter needs int8 or int4",
               message_prefix(kind));
     ZDP_CHECK(op != ReduceOp::kMax, CommError, "{}: op max is not offered quantized; use sum or avg",
               message_prefix(kind));
@@ -280,9 +280,9 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     const ConstBuffer own_in = in.slice(own.offset, own.count);
     ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_in.data == out.data, CommError,
               "{}: output overlaps the input other than as this rank's own shard", message_prefix(kind));
-    const uint64_t need = reduce_scatter_quantized_scratch(in.count, n, rank_, q);
+    const uint64_t need = reduce_scatter_quantized_scratch(in.count, n, rank_, f);
     ZDP_CHECK(scratch.size() >= need, CommError, "{}: scratch has {} bytes but {} {} elements over {} ranks need {}",
-              message_prefix(kind), scratch.size(), in.count, quantization_name(q), n, need);
+              message_prefix(kind), scratch.size(), in.count, quantization_name(f.codes), n, need);
     ZDP_CHECK(
         !overlaps(scratch.data(), need, in.data, in.bytes()) && !overlaps(scratch.data(), need, out.data, out.bytes()),
         CommError, "{}: scratch overlaps the input or the output", message_prefix(kind));
@@ -299,7 +299,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     for (int k = 0; k < n; ++k) {
       const ShardRange shard = shard_range(in.count, n, k);
       const std::span<std::byte> slot = scratch.subspan(at, packed[k]);
-      quantize(in.slice(shard.offset, shard.count), q, slot);
+      quantize(in.slice(shard.offset, shard.count), f, slot);
       send[k] = slot;
       at += packed[k];
     }
@@ -307,7 +307,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
       recv[k] = scratch.subspan(at, packed[rank_]);
       at += packed[rank_];
     }
-    do_exchange({.kind = kind, .dtype = in.dtype, .op = op, .count = in.count, .quant = q}, send, recv);
+    do_exchange({.kind = kind, .dtype = in.dtype, .op = op, .count = in.count, .quant = f}, send, recv);
     // This rank's own contribution is its own packed slot, as a peer would get it.
     std::copy(send[rank_].begin(), send[rank_].end(), recv[rank_].begin());
     std::vector<const void*> ins(static_cast<size_t>(n));
@@ -315,7 +315,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
       const size_t len = std::min(kReduceChunk, own.count - first);
       for (int k = 0; k < n; ++k) {
         float* part = chunks + static_cast<size_t>(k) * kReduceChunk;
-        dequantize(recv[k], own.count, q, first, {part, len});
+        dequantize(recv[k], own.count, f, first, {part, len});
         ins[k] = part;
       }
       const Buffer dst = out.slice(first, len);

@@ -92,13 +92,14 @@ class Communicator {
 
   // ---- compressed collectives (ZeRO++ qwZ / qgZ; comm/quantize.h) ----
   // all_gather's contract, but each rank's shard crosses the link block-
-  // quantized (q: int8 or int4): every rank quantizes its shard, and every
+  // quantized (f: int8 or int4 codes, f.block elements per scale): every
+  // rank quantizes its shard, and every
   // shard of `out`, this rank's own included, is the dequantized packed
   // shard, so all ranks hold the same bits. Counted as an all_gather of the
   // packed bytes (codes + scales). `scratch`: at least
-  // all_gather_quantized_scratch(out.count, size(), q) bytes, not
+  // all_gather_quantized_scratch(out.count, size(), f) bytes, not
   // overlapping in or out.
-  void all_gather_quantized(ConstBuffer in, Buffer out, Quantization q, std::span<std::byte> scratch);
+  void all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch);
   // reduce_scatter's contract, but each rank's part of every other rank's
   // shard crosses block-quantized: every contribution (this rank's own too)
   // is quantized per destination shard, dequantized to fp32, summed in
@@ -106,8 +107,8 @@ class Communicator {
   // rounded once to out's dtype. A NaN or infinity in a contribution makes
   // its block NaN in the result. Counted as a reduce_scatter of the packed
   // bytes. `scratch`: at least reduce_scatter_quantized_scratch(in.count,
-  // size(), rank(), q) bytes, not overlapping in or out.
-  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, Quantization q, std::span<std::byte> scratch);
+  // size(), rank(), f) bytes, not overlapping in or out.
+  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f, std::span<std::byte> scratch);
   void barrier();
   // Sum (in rank order, in fp64), average or max of one value per rank, for
   // norms and overflow flags. kMax propagates NaN.
@@ -185,14 +186,14 @@ class Communicator {
   // The compressed collectives' transport: this rank sends send[k] to every
   // peer k and receives peer k's message for it into recv[k] (send[rank()]
   // and recv[rank()] are not used). The byte counts follow from `call`
-  // (count, ranks, quantization) on both sides; a backend checks them where
+  // (count, ranks, format) on both sides; a backend checks them where
   // it can. `call` describes the collective for mismatch checks.
   struct ExchangeCall {
     Collective kind = Collective::kAllGather;
     Dtype dtype = Dtype::fp32();
     ReduceOp op = ReduceOp::kSum;
     size_t count = 0;  // the full count
-    Quantization quant = Quantization::kInt8;
+    QuantFormat quant{.codes = Quantization::kInt8};
   };
   virtual void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> send,
                            std::span<const std::span<std::byte>> recv) = 0;

@@ -168,7 +168,7 @@ class MpiCommunicator final : public Communicator {
   void do_exchange(const ExchangeCall& call, std::span<const std::span<const std::byte>> outgoing,
                    std::span<const std::span<std::byte>> incoming) override {
     start(call.kind);
-    const int tag = make_tag(call.kind, call.dtype, call.op, call.count, call.quant);
+    const int tag = make_tag(call.kind, call.dtype, call.op, call.count, call.quant.codes);
     for (int i = 1; i < size(); ++i) {
       const int k = (rank() - i + size()) % size();
       recv(k, incoming[k].data(), incoming[k].size(), call.kind);

@@ -16,7 +16,7 @@ namespace {
 
 constexpr float kCanonicalNan = std::bit_cast<float>(0x7FC00000u);
 
-uint64_t blocks_of(uint64_t count) { return (count + kQuantBlock - 1) / kQuantBlock; }
+uint64_t blocks_of(uint64_t count, uint32_t block) { return (count + block - 1) / block; }
 
 uint64_t code_bytes(uint64_t count, Quantization q) {
   switch (q) {
@@ -76,25 +76,34 @@ std::string_view quantization_name(Quantization q) {
 
 int quantization_max_code(Quantization q) { return q == Quantization::kInt4 ? 7 : 127; }
 
-uint64_t quantized_bytes(uint64_t count, Quantization q) {
-  if (q == Quantization::kNone) return 0;
-  return blocks_of(count) * sizeof(float) + code_bytes(count, q);
+bool quant_block_offered(uint64_t block) {
+  return block >= kMinQuantBlock && block <= kMaxQuantBlock && std::has_single_bit(block);
 }
 
-void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out) {
+uint64_t quantized_bytes(uint64_t count, QuantFormat f) {
+  if (f.codes == Quantization::kNone) return 0;
+  return blocks_of(count, f.block) * sizeof(float) + code_bytes(count, f.codes);
+}
+
+void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out) {
+  const Quantization q = f.codes;
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[quantize] no quantization format given");
-  ZDP_CHECK(out.size() == quantized_bytes(in.count, q), ShapeError,
+  ZDP_CHECK(quant_block_offered(f.block), ShapeError,
+            "[quantize] blocks of {} elements are not offered; use a power of two from {} to {}", f.block,
+            kMinQuantBlock, kMaxQuantBlock);
+  ZDP_CHECK(out.size() == quantized_bytes(in.count, f), ShapeError,
             "[quantize] {} elements pack into {} bytes as {}, but the output has {}", in.count,
-            quantized_bytes(in.count, q), quantization_name(q), out.size());
+            quantized_bytes(in.count, f), quantization_name(q), out.size());
   const int qmax = quantization_max_code(q);
-  const size_t blocks = blocks_of(in.count);
+  const size_t block = f.block;
+  const size_t blocks = blocks_of(in.count, f.block);
   std::byte* scales = out.data();
   std::byte* codes = out.data() + blocks * sizeof(float);
   if (q == Quantization::kInt4) std::fill(codes, codes + code_bytes(in.count, q), std::byte{0});
-  std::array<float, kQuantBlock> x{};
+  std::array<float, kMaxQuantBlock> x{};
   for (size_t b = 0; b < blocks; ++b) {
-    const size_t first = b * kQuantBlock;
-    const size_t n = std::min(kQuantBlock, in.count - first);
+    const size_t first = b * block;
+    const size_t n = std::min(block, in.count - first);
     const ConstBuffer part = in.slice(first, n);
     convert(part.data, part.dtype, x.data(), Dtype::fp32(), n);
     const float scale = block_scale({x.data(), n}, qmax);
@@ -112,54 +121,60 @@ void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out) {
   }
 }
 
-void dequantize(std::span<const std::byte> packed, size_t count, Quantization q, size_t first, std::span<float> out) {
+void dequantize(std::span<const std::byte> packed, size_t count, QuantFormat f, size_t first, std::span<float> out) {
+  const Quantization q = f.codes;
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[dequantize] no quantization format given");
-  ZDP_CHECK(packed.size() == quantized_bytes(count, q), ShapeError,
+  ZDP_CHECK(quant_block_offered(f.block), ShapeError,
+            "[dequantize] blocks of {} elements are not offered; use a power of two from {} to {}", f.block,
+            kMinQuantBlock, kMaxQuantBlock);
+  ZDP_CHECK(packed.size() == quantized_bytes(count, f), ShapeError,
             "[dequantize] {} elements are packed in {} bytes as {}, but the input has {}", count,
-            quantized_bytes(count, q), quantization_name(q), packed.size());
-  ZDP_CHECK(first % kQuantBlock == 0 && first + out.size() <= count, ShapeError,
+            quantized_bytes(count, f), quantization_name(q), packed.size());
+  ZDP_CHECK(first % f.block == 0 && first + out.size() <= count, ShapeError,
             "[dequantize] elements [{}, {}) are not a block-aligned part of {}", first, first + out.size(), count);
   const std::byte* scales = packed.data();
-  const std::byte* codes = packed.data() + blocks_of(count) * sizeof(float);
+  const std::byte* codes = packed.data() + blocks_of(count, f.block) * sizeof(float);
   for (size_t j = 0; j < out.size(); ++j) {
     const size_t i = first + j;
-    const float scale = load_scale(scales, i / kQuantBlock);
+    const float scale = load_scale(scales, i / f.block);
     out[j] = static_cast<float>(load_code(codes, i, q)) * scale;
   }
 }
 
-void dequantize_into(std::span<const std::byte> packed, Quantization q, Buffer out) {
+void dequantize_into(std::span<const std::byte> packed, QuantFormat f, Buffer out) {
   if (out.dtype == Dtype::fp32()) {
-    dequantize(packed, out.count, q, 0, {static_cast<float*>(out.data), out.count});
+    dequantize(packed, out.count, f, 0, {static_cast<float*>(out.data), out.count});
     return;
   }
-  std::array<float, kQuantBlock> x{};
-  for (size_t first = 0; first < out.count; first += kQuantBlock) {
-    const size_t n = std::min(kQuantBlock, out.count - first);
-    dequantize(packed, out.count, q, first, {x.data(), n});
+  // A chunk of whole blocks at a time (kMaxQuantBlock is a multiple of every block).
+  std::array<float, kMaxQuantBlock> x{};
+  for (size_t first = 0; first < out.count; first += x.size()) {
+    const size_t n = std::min(x.size(), out.count - first);
+    dequantize(packed, out.count, f, first, {x.data(), n});
     const Buffer part = out.slice(first, n);
     convert(x.data(), Dtype::fp32(), part.data, part.dtype, n);
   }
 }
 
-uint64_t all_gather_quantized_scratch(uint64_t count, int ranks, Quantization q) {
+uint64_t all_gather_quantized_scratch(uint64_t count, int ranks, QuantFormat f) {
   uint64_t total = 0;
-  for (int k = 0; k < ranks; ++k) total += quantized_bytes(shard_range(count, ranks, k).count, q);
+  for (int k = 0; k < ranks; ++k) total += quantized_bytes(shard_range(count, ranks, k).count, f);
   return total;
 }
 
-uint64_t reduce_scatter_quantized_scratch(uint64_t count, int ranks, int rank, Quantization q) {
-  const uint64_t own = quantized_bytes(shard_range(count, ranks, rank).count, q);
-  return all_gather_quantized_scratch(count, ranks, q) + static_cast<uint64_t>(ranks) * own +
+uint64_t reduce_scatter_quantized_scratch(uint64_t count, int ranks, int rank, QuantFormat f) {
+  const uint64_t own = quantized_bytes(shard_range(count, ranks, rank).count, f);
+  return all_gather_quantized_scratch(count, ranks, f) + static_cast<uint64_t>(ranks) * own +
          sizeof(float) * (static_cast<uint64_t>(ranks) + 1) * kReduceChunk;
 }
 
-uint64_t max_quantized_scratch(std::span<const uint64_t> counts, int ranks, int rank, Quantization gather,
-                               Quantization reduce) {
+uint64_t max_quantized_scratch(std::span<const uint64_t> counts, int ranks, int rank, QuantFormat gather,
+                               QuantFormat reduce) {
   uint64_t most = 0;
   for (const uint64_t c : counts) {
-    if (gather != Quantization::kNone) most = std::max(most, all_gather_quantized_scratch(c, ranks, gather));
-    if (reduce != Quantization::kNone) most = std::max(most, reduce_scatter_quantized_scratch(c, ranks, rank, reduce));
+    if (gather.codes != Quantization::kNone) most = std::max(most, all_gather_quantized_scratch(c, ranks, gather));
+    if (reduce.codes != Quantization::kNone)
+      most = std::max(most, reduce_scatter_quantized_scratch(c, ranks, rank, reduce));
   }
   return most;
 }

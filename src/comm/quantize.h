@@ -3,10 +3,10 @@
 // what crosses the link when Communicator::all_gather_quantized or
 // reduce_scatter_quantized is called, and the scratch those calls need.
 //
-// Format of `count` elements ("packed"): ceil(count / kQuantBlock) fp32
-// scales, then the codes, one signed byte per element (int8) or two per
-// byte (int4: element 2i in the low nibble, 2i+1 in the high one, each a
-// 4-bit two's complement). Blocks start at the packed range's first
+// Format of `count` elements ("packed") in blocks of `block` elements
+// (QuantFormat): ceil(count / block) fp32 scales, then the codes, one
+// signed byte per element (int8) or two per byte (int4: element 2i in the
+// low nibble, 2i+1 in the high one, each a 4-bit two's complement). Blocks start at the packed range's first
 // element. Per block, symmetric absmax:
 //
 //   scale = absmax / qmax                         (fp32 division; qmax 127 or 7)
@@ -39,30 +39,43 @@ namespace zerodp::comm {
 // int4 codes with one fp32 scale per block.
 enum class Quantization : uint8_t { kNone = 0, kInt8 = 1, kInt4 = 2 };
 
-// Elements per scale. 256: the scale costs 4/256 = 1.6% on top of the int8
+// Elements per scale, when the user names none (zerodp train
+// --quantize-block). 256: the scale costs 4/256 = 1.6% on top of the int8
 // codes (1.0156 bytes per element, 3.94x less than fp32, 1.97x less than
-// bf16), an outlier spoils at most 256 neighbours' resolution, and it
-// divides every chunk the reduce-scatter dequantizes at a time.
-inline constexpr size_t kQuantBlock = 256;
+// bf16), and an outlier spoils at most 256 neighbours' resolution.
+inline constexpr uint32_t kDefaultQuantBlock = 256;
+// The blocks offered: powers of two from 32 (a scale per 32 codes: 12.5%
+// more bytes) to 2048, so that every block divides kReduceChunk below.
+inline constexpr uint32_t kMinQuantBlock = 32;
+inline constexpr uint32_t kMaxQuantBlock = 2048;
+bool quant_block_offered(uint64_t block);
+
+// What a compressed collective sends: the codes and the elements per scale.
+struct QuantFormat {
+  Quantization codes = Quantization::kNone;
+  uint32_t block = kDefaultQuantBlock;
+  bool operator==(const QuantFormat&) const = default;
+};
 
 std::string_view quantization_name(Quantization q);  // "none", "int8", "int4"
 // The largest code magnitude: 127 (int8) or 7 (int4).
 int quantization_max_code(Quantization q);
 
-// Bytes of `count` packed elements: 4 * ceil(count / kQuantBlock) scales
-// plus count (int8) or ceil(count / 2) (int4) bytes of codes. 0 for kNone.
-uint64_t quantized_bytes(uint64_t count, Quantization q);
+// Bytes of `count` packed elements: 4 * ceil(count / f.block) scales plus
+// count (int8) or ceil(count / 2) (int4) bytes of codes. 0 for kNone.
+uint64_t quantized_bytes(uint64_t count, QuantFormat f);
 
 // Packs `in` (fp32, fp16 or bf16; fp16/bf16 widened exactly) into `out`,
-// which holds exactly quantized_bytes(in.count, q) bytes. REQUIRES q != kNone.
-void quantize(ConstBuffer in, Quantization q, std::span<std::byte> out);
+// which holds exactly quantized_bytes(in.count, f) bytes. REQUIRES f.codes
+// != kNone and quant_block_offered(f.block).
+void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out);
 
 // Unpacks elements [first, first + out.size()) of the `count` elements packed
-// in `packed` into fp32. REQUIRES first % kQuantBlock == 0 and
+// in `packed` as `f` into fp32. REQUIRES first % f.block == 0 and
 // first + out.size() <= count.
-void dequantize(std::span<const std::byte> packed, size_t count, Quantization q, size_t first, std::span<float> out);
+void dequantize(std::span<const std::byte> packed, size_t count, QuantFormat f, size_t first, std::span<float> out);
 // The same for all `out.count` elements, rounded once to out.dtype.
-void dequantize_into(std::span<const std::byte> packed, Quantization q, Buffer out);
+void dequantize_into(std::span<const std::byte> packed, QuantFormat f, Buffer out);
 
 // The scratch bytes a compressed collective over a buffer of `count`
 // elements (all-gather: the output; reduce-scatter: the input) needs on
@@ -73,15 +86,16 @@ void dequantize_into(std::span<const std::byte> packed, Quantization q, Buffer o
 //                 + sum over k of quantized_bytes(c_k)  (this rank's packed input, per destination)
 //                 + ranks * quantized_bytes(c_rank)     (the contributions to this rank's shard)
 // in that order (the reduce-scatter's scratch must be aligned for fp32),
-// with c_k = shard_range(count, ranks, k).count.
-inline constexpr size_t kReduceChunk = 8 * kQuantBlock;
-uint64_t all_gather_quantized_scratch(uint64_t count, int ranks, Quantization q);
-uint64_t reduce_scatter_quantized_scratch(uint64_t count, int ranks, int rank, Quantization q);
+// with c_k = shard_range(count, ranks, k).count. The chunk is a multiple of
+// every offered block, so a chunk never splits one.
+inline constexpr size_t kReduceChunk = kMaxQuantBlock;
+uint64_t all_gather_quantized_scratch(uint64_t count, int ranks, QuantFormat f);
+uint64_t reduce_scatter_quantized_scratch(uint64_t count, int ranks, int rank, QuantFormat f);
 // One scratch buffer for a sequence of compressed collectives, one at a
 // time, over buffers of the given counts (the engine's units): the largest
-// all_gather_quantized_scratch (when `gather` is not kNone) and
-// reduce_scatter_quantized_scratch (when `reduce` is not kNone) over them.
-uint64_t max_quantized_scratch(std::span<const uint64_t> counts, int ranks, int rank, Quantization gather,
-                               Quantization reduce);
+// all_gather_quantized_scratch (when `gather.codes` is not kNone) and
+// reduce_scatter_quantized_scratch (when `reduce.codes` is not kNone) over them.
+uint64_t max_quantized_scratch(std::span<const uint64_t> counts, int ranks, int rank, QuantFormat gather,
+                               QuantFormat reduce);
 
 }  // namespace zerodp::comm

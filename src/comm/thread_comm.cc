@@ -13,9 +13,9 @@ namespace zerodp::comm {
 namespace {
 
 std::string describe(const CallInfo& c) {
-  if (c.quant != Quantization::kNone) {
-    return fmt::format("{} of {} {} elements as {} blocks (op {})", collective_name(c.kind), c.count, c.dtype.name(),
-                       quantization_name(c.quant), reduce_op_name(c.op));
+  if (c.quant.codes != Quantization::kNone) {
+    return fmt::format("{} of {} {} elements as {} blocks of {} (op {})", collective_name(c.kind), c.count,
+                       c.dtype.name(), quantization_name(c.quant.codes), c.quant.block, reduce_op_name(c.op));
   }
   switch (c.kind) {
     case Collective::kAllReduce:
@@ -39,7 +39,7 @@ std::string describe(const CallInfo& c) {
 
 bool same_call(const CallInfo& a, const CallInfo& b) {
   if (a.kind != b.kind || a.quant != b.quant) return false;
-  if (a.quant != Quantization::kNone) return a.count == b.count && a.dtype == b.dtype && a.op == b.op;
+  if (a.quant.codes != Quantization::kNone) return a.count == b.count && a.dtype == b.dtype && a.op == b.op;
   switch (a.kind) {
     case Collective::kAllReduce:
     case Collective::kReduceScatter:

@@ -47,7 +47,7 @@ struct CallInfo {
   uint64_t integer = 0;  // all_reduce_uint64's value
   // The compressed collectives: their wire format (kNone for the plain
   // ones); `in` then points at the rank's array of send spans.
-  Quantization quant = Quantization::kNone;
+  QuantFormat quant{};
 };
 
 class ThreadGroup {

@@ -280,9 +280,11 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.buckets = simulate_buckets(schedule, run, /*lagging=*/false);
   p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
   p.activations = activation_bytes;
+  const comm::QuantFormat none{};
   p.comm = comm::max_quantized_scratch(
-      schedule.unit_counts, group, rank, stage.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone,
-      stage.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone);
+      schedule.unit_counts, group, rank,
+      stage.gathers_on_acquire ? comm::QuantFormat{run.quantize_weights, run.quantize_block} : none,
+      stage.reduce == GradReduce::kReduceScatter ? comm::QuantFormat{run.quantize_grads, run.quantize_block} : none);
   p.comm_at_fill = p.comm;
   uint64_t comm_buffers = p.comm > 0 ? 1 : 0;
   if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {

@@ -107,6 +107,7 @@ struct EngineRun {
   // reduce-scatter of stages 1-3), ignored elsewhere.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
   // Hybrid sharding (zero::EngineConfig::shard_group_size): the model states
   // are partitioned over groups of this many consecutive ranks, as a flat
   // run of that many ranks partitions them. 0 = ranks (the flat layout).

@@ -131,8 +131,8 @@ double paper_model_state_bytes(double num_params, Stage stage, int ranks, const 
   return params + grads + opt;
 }
 
-CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype, comm::Quantization weights,
-                       comm::Quantization grads, int group) {
+CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype, comm::QuantFormat weights,
+                       comm::QuantFormat grads, int group) {
   check_ranks(ranks);
   if (group != 0 && group != ranks) {
     ZDP_CHECK(group >= 1 && group < ranks && ranks % group == 0, ConfigError,
@@ -154,9 +154,9 @@ CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_d
   const uint64_t shard = shard_elements(num_params, ranks);
   const uint64_t peers = static_cast<uint64_t>(ranks - 1);
   // One collective over the whole model, plain or quantized.
-  auto add = [&](comm::Quantization q, int times) {
+  auto add = [&](comm::QuantFormat q, int times) {
     const auto n = static_cast<uint64_t>(times);
-    if (q == comm::Quantization::kNone) {
+    if (q.codes == comm::Quantization::kNone) {
       v.bytes += n * num_params * comm_dtype.size();
       v.sent_bytes += n * peers * shard * comm_dtype.size();
     } else {
@@ -164,7 +164,7 @@ CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_d
       v.sent_bytes += n * peers * comm::quantized_bytes(shard, q);
     }
   };
-  const comm::Quantization none = comm::Quantization::kNone;
+  const comm::QuantFormat none{};
   if (t.reduce == GradReduce::kAllReduce) {
     add(none, v.collectives);  // the all-reduce: a reduce-scatter and an all-gather
   } else {

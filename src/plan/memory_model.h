@@ -135,9 +135,8 @@ struct CommVolume {
 // the collectives above run over the G ranks of a group, and the shard's
 // all-reduce across the ranks/G groups adds across_groups_sent_bytes (plain:
 // the engine does not quantize it). group 0 = ranks.
-CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype,
-                       comm::Quantization weights = comm::Quantization::kNone,
-                       comm::Quantization grads = comm::Quantization::kNone, int group = 0);
+CommVolume comm_volume(uint64_t num_params, Stage stage, int ranks, Dtype comm_dtype, comm::QuantFormat weights = {},
+                       comm::QuantFormat grads = {}, int group = 0);
 
 // The largest Φ whose per-rank model states fit in `device_bytes` at `stage`
 // and N = `ranks` (exact: model_state_bytes(Φ).total() <= device_bytes), as

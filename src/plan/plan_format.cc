@@ -196,7 +196,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
       out += fmt::format(
           "  compressed: parameter gathers {}, gradient reduce-scatters {} (where the stage has them): comm GB and "
           "sent GB count their packed bytes, codes + a 4-byte scale per {} elements\n",
-          comm::quantization_name(c.quantize_weights), comm::quantization_name(c.quantize_grads), comm::kQuantBlock);
+          comm::quantization_name(c.quantize_weights), comm::quantization_name(c.quantize_grads), c.quantize_block);
     }
     out += fmt::format("  recommended: {}\n", rp.recommendation);
     if (c.device_memory) {

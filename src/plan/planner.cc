@@ -121,6 +121,7 @@ PlanResult make_plan(const PlanConfig& config) {
         EngineRun run{s, n, c.precision, c.optimizer, c.grad_accum, true};
         run.quantize_weights = c.quantize_weights;
         run.quantize_grads = c.quantize_grads;
+        run.quantize_block = c.quantize_block;
         run.shard_group = part;
         const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
         ZDP_CHECK_EQ(p.model_states(), sp.states.total(), Error, "[plan] engine model and paper model disagree");
@@ -131,7 +132,8 @@ PlanResult make_plan(const PlanConfig& config) {
       }
       sp.activations = activation_bytes;
       sp.peak = sp.states.total() + sp.buffers() + sp.activations;
-      sp.comm = comm_volume(c.num_params, s, n, c.precision, c.quantize_weights, c.quantize_grads, part);
+      sp.comm = comm_volume(c.num_params, s, n, c.precision, {c.quantize_weights, c.quantize_block},
+                            {c.quantize_grads, c.quantize_block}, part);
       if (c.device_memory) {
         sp.fits = sp.peak <= *c.device_memory;
         sp.max_params = max_params(*c.device_memory, s, part, bpp);

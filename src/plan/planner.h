@@ -52,6 +52,7 @@ struct PlanConfig {
   // the communication volume counts their packed bytes where the stage has them.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
   // Hybrid sharding (zerodp train --shard-group-size): the states are
   // partitioned over groups of this many ranks (each N must be a multiple);
   // 0 = each N (the flat layout). Stage 0 is planned flat.

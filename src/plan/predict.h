@@ -47,6 +47,7 @@ struct RunShape {
   // zero::EngineConfig's compressed collectives (their scratch, "comm").
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
   int shard_group = 0;  // zero::EngineConfig::shard_group_size (hybrid sharding); 0 = ranks
 };
 

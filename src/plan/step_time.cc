@@ -145,7 +145,8 @@ class StepSimulation {
   // A buffer as a collective sends it: plain, or packed (comm/quantize.h).
   double bytes(double elements, comm::Quantization q) const {
     if (q == comm::Quantization::kNone) return bytes(elements);
-    return static_cast<double>(comm::quantized_bytes(static_cast<uint64_t>(elements), q));
+    const comm::QuantFormat f{.codes = q, .block = run_.quantize_block};
+    return static_cast<double>(comm::quantized_bytes(static_cast<uint64_t>(elements), f));
   }
 
   // One collective over the communicator `p`. link_ is a host's link, all

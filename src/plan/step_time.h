@@ -66,6 +66,7 @@ struct StepTimeRun {
   // shard.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
   // Hybrid sharding (zero::EngineConfig::shard_group_size), G; 0 = N, the
   // flat layout. Stages 1-3 partition over groups of G consecutive ranks:
   // the gradient reduce-scatter, stage 3's gathers, stages 1-2's parameter

@@ -139,6 +139,7 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
          {"quantize_grads", comm::quantization_name(traits(row.run.stage).reduce == GradReduce::kReduceScatter
                                                         ? row.run.quantize_grads
                                                         : comm::Quantization::kNone)},
+         {"quantize_block", row.run.quantize_block},
          {"compute_s", t.compute_s},
          {"optimizer_s", t.optimizer_s},
          {"comm_s", t.comm_s},

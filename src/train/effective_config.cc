@@ -109,6 +109,9 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   if (e.quantize_grads != comm::Quantization::kNone) {
     add("quantize-grads", std::string(comm::quantization_name(e.quantize_grads)));
   }
+  if (e.quantize_weights != comm::Quantization::kNone || e.quantize_grads != comm::Quantization::kNone) {
+    add("quantize-block", e.quantize_block);
+  }
   if (e.shard_group_size > 0) add("shard-group-size", e.shard_group_size);
   add("log-every", c.log_every);
   add("activation-checkpointing", c.activation_checkpointing);

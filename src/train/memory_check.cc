@@ -24,6 +24,7 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.load_scratch = load_scratch;
   shape.quantize_weights = config.engine.quantize_weights;
   shape.quantize_grads = config.engine.quantize_grads;
+  shape.quantize_block = config.engine.quantize_block;
   shape.shard_group = config.engine.shard_group_size;
   return shape;
 }

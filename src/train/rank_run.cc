@@ -259,6 +259,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   stats.grad_accum = config.engine.grad_accum;
   stats.quantize_weights = config.engine.quantize_weights;
   stats.quantize_grads = config.engine.quantize_grads;
+  stats.quantize_block = config.engine.quantize_block;
   stats.shard_group = engine.shard_group_size();
   stats.memory = figures.memory;
   stats.step_comm = figures.step_comm;

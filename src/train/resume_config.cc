@@ -143,6 +143,8 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) { c.engine.quantize_weights = quantization_of(v); }},
       {"quantize-grads", [](const TrainConfig& c) { return json(comm::quantization_name(c.engine.quantize_grads)); },
        [](TrainConfig& c, const json& v) { c.engine.quantize_grads = quantization_of(v); }},
+      {"quantize-block", [](const TrainConfig& c) { return json(c.engine.quantize_block); },
+       [](TrainConfig& c, const json& v) { c.engine.quantize_block = v.get<uint32_t>(); }},
   };
   return all;
 }
@@ -227,6 +229,10 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     // Saved before 8-bit Adam kept any unit in fp32: every unit was 8-bit.
     saved["adam8bit-fp32-embedding"] = false;
     saved["adam8bit-min-8bit-size"] = 0;
+  }
+  if (saved.contains("quantize-grads") && !saved.contains("quantize-block")) {
+    // Saved before the block was a setting: every block had 256 elements.
+    saved["quantize-block"] = 256;
   }
   std::vector<std::string> taken, overridden;
   for (const Field& f : fields()) {

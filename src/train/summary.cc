@@ -52,7 +52,7 @@ std::string compressed_traffic(const RunStats& s) {
   return fmt::format(
       "  compressed: parameter gathers {}, gradient reduce-scatters {}; a packed element is its code plus\n"
       "  a 4-byte scale per {} elements, so the Φ figure above counts p-byte elements' worth (docs/comm.md)\n",
-      comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), comm::kQuantBlock);
+      comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), s.quantize_block);
 }
 
 // Hybrid sharding: the group's collectives are a flat run's at N = G; the

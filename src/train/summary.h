@@ -49,6 +49,7 @@ struct RunStats {
   // Compressed collectives (zero::EngineConfig): the bytes sent are packed.
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
   // Hybrid sharding: the ranks of a shard group (G; ranks in the flat layout),
   // and what of rank 0's step_comm crossed the groups (its replica
   // communicator's counters: the gradient shards' all-reduce); the rest

@@ -121,6 +121,14 @@ void check_engine_values(const TrainConfig& c) {
             "[train] {} needs stage 1, 2 or 3 (stage 0 all-reduces its gradients, which is not quantized): use "
             "--stage 1-3 or leave it out",
             c.spelled("quantize-grads", "zero_optimization.zero_quantized_gradients"));
+  ZDP_CHECK(comm::quant_block_offered(e.quantize_block), ConfigError,
+            "[train] --quantize-block {} is not offered: use a power of two from {} to {}", e.quantize_block,
+            comm::kMinQuantBlock, comm::kMaxQuantBlock);
+  ZDP_CHECK(!c.given("quantize-block") || e.quantize_weights != comm::Quantization::kNone ||
+                e.quantize_grads != comm::Quantization::kNone,
+            ConfigError,
+            "[train] --quantize-block sizes the compressed collectives' blocks: add --quantize-weights "
+            "or --quantize-grads, or leave it out");
   ZDP_CHECK(e.shard_group_size >= 0, ConfigError, "[train] {} {} must be at least 1 (0: all ranks, the flat layout)",
             c.spelled("shard-group-size", "zero_optimization.mics_shard_size"), e.shard_group_size);
 }

@@ -109,6 +109,9 @@ void validate(const EngineConfig& config) {
             ConfigError,
             "[engine] quantize_grads needs stage 1, 2 or 3 (stage 0 all-reduces its gradients); use stage 1-3 or "
             "turn it off");
+  ZDP_CHECK(comm::quant_block_offered(config.quantize_block), ConfigError,
+            "[engine] --quantize-block {} is not offered; use a power of two from {} to {}", config.quantize_block,
+            comm::kMinQuantBlock, comm::kMaxQuantBlock);
 }
 
 // Stage 3: one unit's parameters, all-gathered (on the comm thread) into
@@ -175,7 +178,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   // The compressed collectives' one scratch buffer (comm/quantize.h): they
   // run one at a time, on the comm thread or inline.
   const uint64_t quant_scratch = comm::max_quantized_scratch(unit_counts(), shard_comm_.size(), rank_,
-                                                             config_.quantize_weights, config_.quantize_grads);
+                                                             weights_format(config_), grads_format(config_));
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
   // Before the optimizers exist: plan/engine_memory.h's fill() moment counts
@@ -331,9 +334,8 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   const comm::Buffer out(g->data, plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
   if (config_.quantize_weights != comm::Quantization::kNone) {
-    g->ticket = submit([this, in, out] {
-      shard_comm_.all_gather_quantized(in, out, config_.quantize_weights, quant_scratch_.span());
-    });
+    g->ticket = submit(
+        [this, in, out] { shard_comm_.all_gather_quantized(in, out, weights_format(config_), quant_scratch_.span()); });
     return g;
   }
   g->ticket = submit([this, in, out] { shard_comm_.all_gather(in, out); });
@@ -547,7 +549,7 @@ void Engine::reduce_unit(size_t unit, int micro) {
       if (config_.quantize_grads == comm::Quantization::kNone) {
         shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
       } else {
-        shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, config_.quantize_grads,
+        shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, grads_format(config_),
                                              quant_scratch_.span());
       }
       if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);

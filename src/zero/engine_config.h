@@ -28,9 +28,11 @@ struct EngineConfig {
   // crosses the link; master weights and the optimizer stay fp32 and exact.
   // quantize_weights: stage 3's parameter all-gathers in forward and
   // backward (int8). quantize_grads: the gradient reduce-scatter of stages
-  // 1-3 (int8 or int4). kNone: the plain collectives.
+  // 1-3 (int8 or int4). kNone: the plain collectives. quantize_block:
+  // elements per scale, for both (comm::quant_block_offered).
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
+  uint32_t quantize_block = comm::kDefaultQuantBlock;
   // Hybrid sharding (HSDP / MiCS / ZeRO++ hpZ): the N ranks form N/G groups
   // of G consecutive ranks; the model states are partitioned inside a group
   // as a flat run of G ranks partitions them and replicated across groups.
@@ -52,9 +54,18 @@ inline constexpr size_t kMaxReductionsInFlight = 2;
 // ranks or is set (below the ranks) at stage 0.
 int shard_group_size(const EngineConfig& config, int ranks);
 
+// The compressed collectives' wire formats (kNone codes: the plain collective).
+inline comm::QuantFormat weights_format(const EngineConfig& c) {
+  return {.codes = c.quantize_weights, .block = c.quantize_block};
+}
+inline comm::QuantFormat grads_format(const EngineConfig& c) {
+  return {.codes = c.quantize_grads, .block = c.quantize_block};
+}
+
 // Throws ConfigError for grad_accum < 1, shard_group_size < 0, clip < 0, bad optimizer or
 // loss-scaler values, quantize_weights below stage 3 (or other than int8)
-// and quantize_grads at stage 0 (its all-reduce is not quantized).
+// quantize_grads at stage 0 (its all-reduce is not quantized) and a
+// quantize_block not offered.
 void validate(const EngineConfig& config);
 
 }  // namespace zerodp::zero

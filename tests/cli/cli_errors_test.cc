@@ -51,6 +51,11 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --stage 0 --quantize-grads" + m, "--quantize-grads needs stage 1, 2 or 3");
   expect_refused("train --quantize-grads-bits 4" + m, "--quantize-grads-bits needs --quantize-grads");
   expect_refused("train --quantize-grads --quantize-grads-bits 2" + m, "--quantize-grads-bits 2 must be 8 or 4");
+  expect_refused("train --quantize-block 64" + m, "--quantize-block sizes the compressed collectives' blocks");
+  expect_refused("train --stage 3 --quantize-weights --quantize-block 48" + m,
+                 "--quantize-block 48 is not offered: use a power of two from 32 to 2048");
+  expect_refused("plan --params 1B --ranks 8 --quantize-grads --quantize-block 4096",
+                 "--quantize-block 4096 is not offered");
   // Hybrid sharding: the group must divide the ranks, and partition something.
   expect_refused("train --ranks 4 --shard-group-size 3" + m, "--shard-group-size 3 does not divide the 4 ranks");
   expect_refused("train --ranks 2 --shard-group-size 4" + m, "--shard-group-size 4 does not divide the 2 ranks");

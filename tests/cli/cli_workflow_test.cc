@@ -162,6 +162,32 @@ TEST(Workflow, LionTrainsAndResumesAsSaved) {
   fs::remove_all(dir);
 }
 
+// The compressed collectives' block is a setting of the run: printed,
+// recorded in the checkpoint, kept by a resume, and refused when a resume
+// contradicts it.
+TEST(Workflow, TheQuantizeBlockIsRecordedAndKeptOnResume) {
+  const fs::path dir = fs::temp_directory_path() / ("zerodp_workflow_qblock." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string quantized = "--stage 3 --quantize-weights --quantize-grads --eval-every 0";
+  const Result r = run(fmt::format("train {} --quantize-block 64 --steps 4 --save-every 2 --save {} {}", quantized,
+                                   (dir / "ckpt").string(), kQuick));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("quantize-block 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a 4-byte scale per 64 elements"), std::string::npos) << r.out;
+  std::ifstream manifest(dir / "ckpt" / "step-00000002" / "manifest.json");
+  const std::string m{std::istreambuf_iterator<char>(manifest), std::istreambuf_iterator<char>()};
+  EXPECT_NE(m.find(R"(\"quantize-block\":64)"), std::string::npos) << m;
+  const std::string step2 = (dir / "ckpt" / "step-00000002").string();
+  const Result resumed = run(fmt::format("train --resume {} --eval-every 0 {}", step2, kQuick));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("quantize-block 64"), std::string::npos) << resumed.out;
+  EXPECT_EQ(last_step_line(resumed.out, 4), last_step_line(r.out, 4)) << resumed.out;
+  expect_refused(fmt::format("train --resume {} --ranks 2 --quantize-block 256", step2),
+                 "--resume-override quantize-block");
+  fs::remove_all(dir);
+}
+
 // --optimizer sgd without --lr trains at the schedule's peak, and the
 // effective configuration (and the checkpoint) now say so: they used to show
 // SgdConfig's 0.01. --help's --momentum default is the one a run gets (it

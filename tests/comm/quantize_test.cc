@@ -3,7 +3,7 @@
 // packed size, the round trip's error bound per block (written from the
 // format's definition, not from the code), the edge cases (an all-zero
 // block, one huge outlier, NaN and infinities, a block too small for its
-// scale), int4's nibbles, and fp16/bf16 inputs.
+// scale), int4's nibbles, fp16/bf16 inputs, and every offered block size.
 #include "comm/quantize.h"
 
 #include <gtest/gtest.h>
@@ -22,32 +22,51 @@
 namespace zerodp::comm {
 namespace {
 
-std::vector<float> round_trip(const std::vector<float>& x, Quantization q) {
-  std::vector<std::byte> packed(quantized_bytes(x.size(), q));
-  quantize(std::span<const float>(x), q, packed);
+// The default block (256 elements) with each code width.
+constexpr QuantFormat kI8{.codes = Quantization::kInt8};
+constexpr QuantFormat kI4{.codes = Quantization::kInt4};
+constexpr QuantFormat kPlain{.codes = Quantization::kNone};
+
+std::vector<float> round_trip(const std::vector<float>& x, QuantFormat f) {
+  std::vector<std::byte> packed(quantized_bytes(x.size(), f));
+  quantize(std::span<const float>(x), f, packed);
   std::vector<float> back(x.size());
-  dequantize(packed, x.size(), q, 0, back);
+  dequantize(packed, x.size(), f, 0, back);
   return back;
 }
 
-float scale_of_block(const std::vector<float>& x, size_t block, Quantization q) {
+float scale_of_block(const std::vector<float>& x, size_t block, QuantFormat f) {
   float absmax = 0;
-  for (size_t i = block * kQuantBlock; i < std::min(x.size(), (block + 1) * kQuantBlock); ++i) {
+  for (size_t i = block * f.block; i < std::min<size_t>(x.size(), (block + 1) * f.block); ++i) {
     absmax = std::max(absmax, std::fabs(x[i]));
   }
-  return absmax / static_cast<float>(quantization_max_code(q));
+  return absmax / static_cast<float>(quantization_max_code(f.codes));
 }
 
 TEST(Quantize, PackedBytesAreCodesPlusOneScalePerBlock) {
-  EXPECT_EQ(quantized_bytes(0, Quantization::kInt8), 0u);
-  EXPECT_EQ(quantized_bytes(1, Quantization::kInt8), 4u + 1);
-  EXPECT_EQ(quantized_bytes(256, Quantization::kInt8), 4u + 256);
-  EXPECT_EQ(quantized_bytes(257, Quantization::kInt8), 8u + 257);
-  EXPECT_EQ(quantized_bytes(1000, Quantization::kInt8), 4u * 4 + 1000);
-  EXPECT_EQ(quantized_bytes(1, Quantization::kInt4), 4u + 1);
-  EXPECT_EQ(quantized_bytes(257, Quantization::kInt4), 8u + 129);
-  EXPECT_EQ(quantized_bytes(1000, Quantization::kNone), 0u);
-  EXPECT_EQ(kQuantBlock, 256u);
+  EXPECT_EQ(quantized_bytes(0, kI8), 0u);
+  EXPECT_EQ(quantized_bytes(1, kI8), 4u + 1);
+  EXPECT_EQ(quantized_bytes(256, kI8), 4u + 256);
+  EXPECT_EQ(quantized_bytes(257, kI8), 8u + 257);
+  EXPECT_EQ(quantized_bytes(1000, kI8), 4u * 4 + 1000);
+  EXPECT_EQ(quantized_bytes(1, kI4), 4u + 1);
+  EXPECT_EQ(quantized_bytes(257, kI4), 8u + 129);
+  EXPECT_EQ(quantized_bytes(1000, kPlain), 0u);
+  EXPECT_EQ(kI8.block, 256u);
+  // Other blocks: one scale per block of theirs.
+  EXPECT_EQ(quantized_bytes(1000, {.codes = Quantization::kInt8, .block = 64}), 4u * 16 + 1000);
+  EXPECT_EQ(quantized_bytes(1000, {.codes = Quantization::kInt4, .block = 32}), 4u * 32 + 500);
+  EXPECT_EQ(quantized_bytes(4097, {.codes = Quantization::kInt8, .block = 2048}), 4u * 3 + 4097);
+}
+
+TEST(Quantize, OffersPowersOfTwoFrom32To2048) {
+  for (uint64_t b : {32u, 64u, 128u, 256u, 512u, 1024u, 2048u}) EXPECT_TRUE(quant_block_offered(b)) << b;
+  for (uint64_t b : {0u, 1u, 16u, 48u, 100u, 4096u}) EXPECT_FALSE(quant_block_offered(b)) << b;
+  // Every offered block divides the reduce-scatter's chunk.
+  EXPECT_EQ(kReduceChunk % kMaxQuantBlock, 0u);
+  std::vector<float> x(100, 1.0f);
+  std::vector<std::byte> packed(200);
+  EXPECT_THROW(quantize(std::span<const float>(x), {.codes = Quantization::kInt8, .block = 48}, packed), ShapeError);
 }
 
 // |x - x'| <= scale / 2, plus the fp32 rounding of x / scale (relative
@@ -56,28 +75,32 @@ TEST(Quantize, PackedBytesAreCodesPlusOneScalePerBlock) {
 TEST(Quantize, RoundTripErrorIsHalfAStepPerBlock) {
   std::mt19937 rng(5);
   for (Quantization q : {Quantization::kInt8, Quantization::kInt4}) {
-    for (size_t n : {size_t{1}, size_t{255}, size_t{256}, size_t{257}, size_t{1000}, size_t{4099}}) {
-      std::vector<float> x(n);
-      for (size_t i = 0; i < n; ++i) {
-        // Blocks of very different magnitudes, so each needs its own scale.
-        const float magnitude = std::ldexp(1.0f, static_cast<int>((i / kQuantBlock) % 7) * 5 - 15);
-        x[i] = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng) * magnitude;
-      }
-      const std::vector<float> back = round_trip(x, q);
-      for (size_t i = 0; i < n; ++i) {
-        const float scale = scale_of_block(x, i / kQuantBlock, q);
-        const double bound =
-            0.5 * scale + 128.0 * std::ldexp(1.0, -24) * scale + std::ldexp(1.0, -24) * std::fabs(back[i]);
-        ASSERT_LE(std::fabs(static_cast<double>(x[i]) - back[i]), bound)
-            << quantization_name(q) << " n " << n << " i " << i << " x " << x[i] << " back " << back[i];
-      }
-      // The block's absmax element comes back within one rounding.
-      for (size_t b = 0; b * kQuantBlock < n; ++b) {
-        size_t arg = b * kQuantBlock;
-        for (size_t i = arg; i < std::min(n, (b + 1) * kQuantBlock); ++i) {
-          if (std::fabs(x[i]) > std::fabs(x[arg])) arg = i;
+    for (uint32_t block : {32u, 64u, 256u, 2048u}) {
+      const QuantFormat f{.codes = q, .block = block};
+      for (size_t n : {size_t{1}, size_t{255}, size_t{256}, size_t{257}, size_t{1000}, size_t{4099}}) {
+        std::vector<float> x(n);
+        for (size_t i = 0; i < n; ++i) {
+          // Blocks of very different magnitudes, so each needs its own scale.
+          const float magnitude = std::ldexp(1.0f, static_cast<int>((i / block) % 7) * 5 - 15);
+          x[i] = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng) * magnitude;
         }
-        EXPECT_NEAR(back[arg], x[arg], std::fabs(x[arg]) * 1e-6) << "block " << b;
+        const std::vector<float> back = round_trip(x, f);
+        for (size_t i = 0; i < n; ++i) {
+          const float scale = scale_of_block(x, i / block, f);
+          const double bound =
+              0.5 * scale + 128.0 * std::ldexp(1.0, -24) * scale + std::ldexp(1.0, -24) * std::fabs(back[i]);
+          ASSERT_LE(std::fabs(static_cast<double>(x[i]) - back[i]), bound)
+              << quantization_name(q) << " block " << block << " n " << n << " i " << i << " x " << x[i] << " back "
+              << back[i];
+        }
+        // The block's absmax element comes back within one rounding.
+        for (size_t b = 0; b * block < n; ++b) {
+          size_t arg = b * block;
+          for (size_t i = arg; i < std::min<size_t>(n, (b + 1) * block); ++i) {
+            if (std::fabs(x[i]) > std::fabs(x[arg])) arg = i;
+          }
+          EXPECT_NEAR(back[arg], x[arg], std::fabs(x[arg]) * 1e-6) << "block " << b;
+        }
       }
     }
   }
@@ -86,11 +109,11 @@ TEST(Quantize, RoundTripErrorIsHalfAStepPerBlock) {
 TEST(Quantize, CodesAreRoundHalfToEvenOfXOverScale) {
   // absmax 127 gives scale 1: the codes are x rounded half to even.
   std::vector<float> x = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.49f, 3.51f, -127.0f};
-  const std::vector<float> back = round_trip(x, Quantization::kInt8);
+  const std::vector<float> back = round_trip(x, kI8);
   const std::vector<float> expected = {127.0f, 0.0f, 2.0f, 2.0f, -0.0f, -2.0f, -2.0f, 4.0f, -127.0f};
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(back[i], expected[i]) << i;
-  std::vector<std::byte> packed(quantized_bytes(x.size(), Quantization::kInt8));
-  quantize(std::span<const float>(x), Quantization::kInt8, packed);
+  std::vector<std::byte> packed(quantized_bytes(x.size(), kI8));
+  quantize(std::span<const float>(x), kI8, packed);
   float scale = 0;
   std::memcpy(&scale, packed.data(), sizeof(float));
   EXPECT_EQ(scale, 1.0f);
@@ -101,7 +124,7 @@ TEST(Quantize, CodesAreRoundHalfToEvenOfXOverScale) {
 TEST(Quantize, AllZeroBlockStaysZero) {
   std::vector<float> x(600, 0.0f);
   x[300] = 127.0f;  // the second block is not zero (scale 1: exact)
-  const std::vector<float> back = round_trip(x, Quantization::kInt8);
+  const std::vector<float> back = round_trip(x, kI8);
   for (size_t i = 0; i < 256; ++i) ASSERT_EQ(back[i], 0.0f) << i;
   EXPECT_EQ(back[300], 127.0f);
   for (size_t i = 512; i < 600; ++i) ASSERT_EQ(back[i], 0.0f) << i;
@@ -110,7 +133,7 @@ TEST(Quantize, AllZeroBlockStaysZero) {
 TEST(Quantize, TinyBlockWhoseScaleUnderflowsGoesToZero) {
   std::vector<float> x(10, std::numeric_limits<float>::denorm_min());
   x[3] = -x[3];
-  const std::vector<float> back = round_trip(x, Quantization::kInt8);
+  const std::vector<float> back = round_trip(x, kI8);
   for (float v : back) EXPECT_EQ(v, 0.0f);  // |error| = denorm_min, the block's absmax
 }
 
@@ -118,7 +141,7 @@ TEST(Quantize, OneHugeOutlierCostsOnlyItsBlock) {
   std::vector<float> x(512);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.001f * static_cast<float>(i % 17 + 1);
   x[100] = 127.0f * 8192.0f;  // about 1e6, with an exact scale of 8192
-  const std::vector<float> back = round_trip(x, Quantization::kInt8);
+  const std::vector<float> back = round_trip(x, kI8);
   EXPECT_EQ(back[100], x[100]);
   // Its block's other values are below half a step (4096) and vanish...
   for (size_t i = 0; i < 256; ++i) {
@@ -139,7 +162,7 @@ TEST(Quantize, NonFiniteMakesItsWholeBlockNan) {
       const float v = static_cast<float>(quantization_max_code(q)) / 512.0f;  // an exact scale of 2^-9
       std::vector<float> x(700, v);
       x[300] = bad;
-      const std::vector<float> back = round_trip(x, q);
+      const std::vector<float> back = round_trip(x, {.codes = q});
       for (size_t i = 0; i < 256; ++i) ASSERT_EQ(back[i], v) << i;
       for (size_t i = 256; i < 512; ++i) {
         ASSERT_TRUE(std::isnan(back[i])) << i;
@@ -152,14 +175,14 @@ TEST(Quantize, NonFiniteMakesItsWholeBlockNan) {
 
 TEST(Quantize, Int4PacksTwoCodesPerByteLowNibbleFirst) {
   const std::vector<float> x = {7.0f, -7.0f, 1.0f, -1.0f, 3.0f};
-  std::vector<std::byte> packed(quantized_bytes(x.size(), Quantization::kInt4));
+  std::vector<std::byte> packed(quantized_bytes(x.size(), kI4));
   ASSERT_EQ(packed.size(), 4u + 3);
-  quantize(std::span<const float>(x), Quantization::kInt4, packed);
+  quantize(std::span<const float>(x), kI4, packed);
   EXPECT_EQ(static_cast<uint8_t>(packed[4]), 0x97);  // 7 low, -7 (0x9) high
   EXPECT_EQ(static_cast<uint8_t>(packed[5]), 0xF1);  // 1 low, -1 (0xF) high
   EXPECT_EQ(static_cast<uint8_t>(packed[6]), 0x03);  // 3, and a zero nibble
   std::vector<float> back(x.size());
-  dequantize(packed, x.size(), Quantization::kInt4, 0, back);
+  dequantize(packed, x.size(), kI4, 0, back);
   EXPECT_EQ(back, x);
 }
 
@@ -170,16 +193,16 @@ TEST(Quantize, LowPrecisionInputsAreWidenedExactly) {
   convert(std::span<const float>(x), std::span<BFloat16>(b));
   std::vector<float> widened(x.size());
   convert(std::span<const BFloat16>(b), std::span<float>(widened));
-  std::vector<std::byte> from_bf16(quantized_bytes(x.size(), Quantization::kInt8));
-  quantize(std::span<const BFloat16>(b), Quantization::kInt8, from_bf16);
+  std::vector<std::byte> from_bf16(quantized_bytes(x.size(), kI8));
+  quantize(std::span<const BFloat16>(b), kI8, from_bf16);
   std::vector<std::byte> from_fp32(from_bf16.size());
-  quantize(std::span<const float>(widened), Quantization::kInt8, from_fp32);
+  quantize(std::span<const float>(widened), kI8, from_fp32);
   EXPECT_EQ(from_bf16, from_fp32);
   // dequantize_into rounds once to the output dtype.
   std::vector<BFloat16> out(x.size());
-  dequantize_into(from_bf16, Quantization::kInt8, std::span<BFloat16>(out));
+  dequantize_into(from_bf16, kI8, std::span<BFloat16>(out));
   std::vector<float> fp32_out(x.size());
-  dequantize(from_bf16, x.size(), Quantization::kInt8, 0, fp32_out);
+  dequantize(from_bf16, x.size(), kI8, 0, fp32_out);
   std::vector<BFloat16> rounded(x.size());
   convert(std::span<const float>(fp32_out), std::span<BFloat16>(rounded));
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(out[i].bits, rounded[i].bits) << i;
@@ -188,24 +211,27 @@ TEST(Quantize, LowPrecisionInputsAreWidenedExactly) {
 TEST(Quantize, PartialDequantizeMatchesTheWhole) {
   std::vector<float> x(1000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 37) - 18.0f;
-  std::vector<std::byte> packed(quantized_bytes(x.size(), Quantization::kInt4));
-  quantize(std::span<const float>(x), Quantization::kInt4, packed);
+  std::vector<std::byte> packed(quantized_bytes(x.size(), kI4));
+  quantize(std::span<const float>(x), kI4, packed);
   std::vector<float> whole(x.size()), part(1000 - 512);
-  dequantize(packed, x.size(), Quantization::kInt4, 0, whole);
-  dequantize(packed, x.size(), Quantization::kInt4, 512, part);
+  dequantize(packed, x.size(), kI4, 0, whole);
+  dequantize(packed, x.size(), kI4, 512, part);
   for (size_t i = 0; i < part.size(); ++i) EXPECT_EQ(part[i], whole[512 + i]) << i;
-  EXPECT_THROW(dequantize(packed, x.size(), Quantization::kInt4, 100, part), ShapeError);  // not block-aligned
+  EXPECT_THROW(dequantize(packed, x.size(), kI4, 100, part), ShapeError);  // not block-aligned
 }
 
 TEST(Quantize, ScratchFormulas) {
   // 10 elements over 4 ranks: shards 3, 3, 2, 2.
-  EXPECT_EQ(all_gather_quantized_scratch(10, 4, Quantization::kInt8), (4u + 3) * 2 + (4u + 2) * 2);
-  EXPECT_EQ(reduce_scatter_quantized_scratch(10, 4, 0, Quantization::kInt8), 4u * 5 * kReduceChunk + 26 + 4 * (4u + 3));
-  EXPECT_EQ(reduce_scatter_quantized_scratch(10, 4, 3, Quantization::kInt8), 4u * 5 * kReduceChunk + 26 + 4 * (4u + 2));
+  EXPECT_EQ(all_gather_quantized_scratch(10, 4, kI8), (4u + 3) * 2 + (4u + 2) * 2);
+  EXPECT_EQ(reduce_scatter_quantized_scratch(10, 4, 0, kI8), 4u * 5 * kReduceChunk + 26 + 4 * (4u + 3));
+  EXPECT_EQ(reduce_scatter_quantized_scratch(10, 4, 3, kI8), 4u * 5 * kReduceChunk + 26 + 4 * (4u + 2));
+  EXPECT_EQ(kReduceChunk, 2048u);
   const std::vector<uint64_t> counts = {10, 1000};
-  EXPECT_EQ(max_quantized_scratch(counts, 4, 0, Quantization::kInt8, Quantization::kNone),
-            all_gather_quantized_scratch(1000, 4, Quantization::kInt8));
-  EXPECT_EQ(max_quantized_scratch(counts, 4, 0, Quantization::kNone, Quantization::kNone), 0u);
+  EXPECT_EQ(max_quantized_scratch(counts, 4, 0, kI8, kPlain), all_gather_quantized_scratch(1000, 4, kI8));
+  EXPECT_EQ(max_quantized_scratch(counts, 4, 0, kPlain, kPlain), 0u);
+  // 1000 elements over 4 ranks in blocks of 64: 4 scales per 250-element shard.
+  const QuantFormat i8_64{.codes = Quantization::kInt8, .block = 64};
+  EXPECT_EQ(all_gather_quantized_scratch(1000, 4, i8_64), 4u * (16 + 250));
 }
 
 }  // namespace

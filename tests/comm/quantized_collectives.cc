@@ -28,9 +28,9 @@ uint64_t fnv1a(uint64_t h, const void* data, size_t bytes) {
   return h;
 }
 
-std::string fmt_case(const char* kind, size_t count, Dtype dtype, Quantization q) {
+std::string fmt_case(const char* kind, size_t count, Dtype dtype, QuantFormat q) {
   return std::string(kind) + " of " + std::to_string(count) + " " + std::string(dtype.name()) + " as " +
-         std::string(quantization_name(q));
+         std::string(quantization_name(q.codes)) + " blocks of " + std::to_string(q.block);
 }
 
 // Rank `rank`'s input of `count` elements as fp32 values exactly
@@ -57,7 +57,7 @@ std::vector<std::byte> typed(const std::vector<float>& x, Dtype dtype) {
 }
 
 // What a packed slice dequantizes to, in fp32.
-std::vector<float> through_the_link(const float* x, size_t n, Quantization q) {
+std::vector<float> through_the_link(const float* x, size_t n, QuantFormat q) {
   std::vector<std::byte> packed(quantized_bytes(n, q));
   quantize(ConstBuffer(x, n, Dtype::fp32()), q, packed);
   std::vector<float> back(n);
@@ -73,14 +73,14 @@ float pairwise(const std::vector<std::vector<float>>& parts, size_t i, size_t lo
   return pairwise(parts, i, lo, prefix) + pairwise(parts, i, lo + prefix, n - prefix);
 }
 
-uint64_t packed_bytes(size_t count, int ranks, int rank, Quantization q) {
+uint64_t packed_bytes(size_t count, int ranks, int rank, QuantFormat q) {
   const uint64_t c = shard_range(count, ranks, rank).count;
-  // The formula of docs/comm.md, written out: 4 bytes per 256-element block plus the codes.
-  const uint64_t codes = q == Quantization::kInt8 ? c : (c + 1) / 2;
-  return 4 * ((c + 255) / 256) + codes;
+  // The formula of docs/comm.md, written out: 4 bytes per block plus the codes.
+  const uint64_t codes = q.codes == Quantization::kInt8 ? c : (c + 1) / 2;
+  return 4 * ((c + q.block - 1) / q.block) + codes;
 }
 
-uint64_t check_reduce_scatter(Communicator& comm, size_t count, Dtype dtype, Quantization q, ReduceOp op, bool in_place,
+uint64_t check_reduce_scatter(Communicator& comm, size_t count, Dtype dtype, QuantFormat q, ReduceOp op, bool in_place,
                               uint64_t hash) {
   const int n = comm.size(), me = comm.rank();
   const std::string what = fmt_case("reduce_scatter", count, dtype, q) + (op == ReduceOp::kAvg ? " avg" : " sum") +
@@ -119,7 +119,7 @@ uint64_t check_reduce_scatter(Communicator& comm, size_t count, Dtype dtype, Qua
   return fnv1a(hash, out.data, out.bytes());
 }
 
-uint64_t check_all_gather(Communicator& comm, size_t count, Dtype dtype, Quantization q, bool in_place, uint64_t hash) {
+uint64_t check_all_gather(Communicator& comm, size_t count, Dtype dtype, QuantFormat q, bool in_place, uint64_t hash) {
   const int n = comm.size(), me = comm.rank();
   const std::string what = fmt_case("all_gather", count, dtype, q) + (in_place ? " in place" : "");
   const ShardRange own = shard_range(count, n, me);
@@ -161,7 +161,10 @@ uint64_t check_quantized_collectives(Communicator& c) {
   if (n > 2) counts.push_back(static_cast<size_t>(n - 1));
   for (const size_t count : counts) {
     for (const Dtype dtype : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
-      for (const Quantization q : {Quantization::kInt8, Quantization::kInt4}) {
+      // The default block with both code widths, and the smallest and largest blocks offered.
+      for (const QuantFormat q : {QuantFormat{.codes = Quantization::kInt8}, QuantFormat{.codes = Quantization::kInt4},
+                                  QuantFormat{.codes = Quantization::kInt8, .block = kMinQuantBlock},
+                                  QuantFormat{.codes = Quantization::kInt4, .block = kMaxQuantBlock}}) {
         hash = check_all_gather(c, count, dtype, q, /*in_place=*/false, hash);
         hash = check_reduce_scatter(c, count, dtype, q, ReduceOp::kSum, /*in_place=*/false, hash);
       }
@@ -169,11 +172,14 @@ uint64_t check_quantized_collectives(Communicator& c) {
   }
   // In place, the average, and a count whose shards span several of the
   // reduce-scatter's fp32 chunks.
-  hash = check_all_gather(c, 1009, Dtype::bf16(), Quantization::kInt8, /*in_place=*/true, hash);
-  hash = check_reduce_scatter(c, 1009, Dtype::fp32(), Quantization::kInt8, ReduceOp::kSum, /*in_place=*/true, hash);
-  hash = check_reduce_scatter(c, 1009, Dtype::bf16(), Quantization::kInt8, ReduceOp::kAvg, /*in_place=*/false, hash);
-  hash = check_reduce_scatter(c, kReduceChunk * 2 * static_cast<size_t>(n) + 77, Dtype::fp32(), Quantization::kInt8,
-                              ReduceOp::kSum, /*in_place=*/false, hash);
+  const QuantFormat i8{.codes = Quantization::kInt8};
+  hash = check_all_gather(c, 1009, Dtype::bf16(), i8, /*in_place=*/true, hash);
+  hash = check_reduce_scatter(c, 1009, Dtype::fp32(), i8, ReduceOp::kSum, /*in_place=*/true, hash);
+  hash = check_reduce_scatter(c, 1009, Dtype::bf16(), i8, ReduceOp::kAvg, /*in_place=*/false, hash);
+  hash = check_reduce_scatter(c, kReduceChunk * 2 * static_cast<size_t>(n) + 77, Dtype::fp32(), i8, ReduceOp::kSum,
+                              /*in_place=*/false, hash);
+  hash = check_reduce_scatter(c, kReduceChunk * 2 * static_cast<size_t>(n) + 77, Dtype::bf16(),
+                              {.codes = Quantization::kInt8, .block = 64}, ReduceOp::kSum, /*in_place=*/false, hash);
   return hash;
 }
 

@@ -41,13 +41,13 @@ TEST(QuantizedCollectives, APlainAndAQuantizedCallAreAMismatch) {
   try {
     run_thread_ranks(3, {.timeout = std::chrono::seconds(20)}, [&](Communicator& c) {
       std::vector<float> out(30, 0.0f), in(10, 1.0f);
-      AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(30, 3, Quantization::kInt8));
+      const QuantFormat i8{.codes = Quantization::kInt8};
+      AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(30, 3, i8));
       try {
         if (c.rank() == 1) {
           c.all_gather(std::span<const float>(in), std::span<float>(out));
         } else {
-          c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), Quantization::kInt8,
-                                 scratch.span());
+          c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), i8, scratch.span());
         }
       } catch (const CommError& e) {
         errors[c.rank()] = e.what();
@@ -62,13 +62,36 @@ TEST(QuantizedCollectives, APlainAndAQuantizedCallAreAMismatch) {
   EXPECT_TRUE(named) << errors[0] << " | " << errors[1] << " | " << errors[2];
 }
 
+TEST(QuantizedCollectives, RanksWithDifferentBlocksAreAMismatch) {
+  std::vector<std::string> errors(2);
+  try {
+    run_thread_ranks(2, {.timeout = std::chrono::seconds(20)}, [&](Communicator& c) {
+      std::vector<float> out(512, 0.0f), in(256, 1.0f);
+      const QuantFormat f{.codes = Quantization::kInt8, .block = c.rank() == 0 ? 64u : 256u};
+      AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(512, 2, f));
+      try {
+        c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), f, scratch.span());
+      } catch (const CommError& e) {
+        errors[c.rank()] = e.what();
+        throw;
+      }
+    });
+    FAIL() << "expected a mismatch";
+  } catch (const CommError&) {
+  }
+  EXPECT_TRUE(contains(errors[0], "mismatched collective calls") || contains(errors[1], "mismatched collective calls"))
+      << errors[0] << " | " << errors[1];
+  EXPECT_TRUE(contains(errors[0], "blocks of 64") || contains(errors[1], "blocks of 64"))
+      << errors[0] << " | " << errors[1];
+}
+
 TEST(QuantizedCollectives, TooSmallAScratchIsRefused) {
   run_on_ranks(1, [&](Communicator& c) {
     std::vector<float> in(1000, 1.0f), out(1000);
-    AlignedBuffer<std::byte> scratch(reduce_scatter_quantized_scratch(1000, 1, 0, Quantization::kInt8) - 1);
+    const QuantFormat i8{.codes = Quantization::kInt8};
+    AlignedBuffer<std::byte> scratch(reduce_scatter_quantized_scratch(1000, 1, 0, i8) - 1);
     try {
-      c.reduce_scatter_quantized(std::span<const float>(in), std::span<float>(out), ReduceOp::kSum, Quantization::kInt8,
-                                 scratch.span());
+      c.reduce_scatter_quantized(std::span<const float>(in), std::span<float>(out), ReduceOp::kSum, i8, scratch.span());
       ADD_FAILURE() << "expected an error";
     } catch (const CommError& e) {
       EXPECT_TRUE(contains(e.what(), "scratch has")) << e.what();

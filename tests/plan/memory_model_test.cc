@@ -198,11 +198,11 @@ TEST(MemoryModel, CommunicationVolumeSection7) {
 }
 
 // Compressed collectives: a quantized collective moves 4 bytes per
-// 256-element block plus one byte per element (int8) or half (int4), where
+// block (256 elements unless named) plus one byte per element (int8) or half (int4), where
 // the stage has it; elsewhere the plain bytes.
 TEST(MemoryModel, CommunicationVolumeQuantized) {
   using comm::Quantization;
-  const Quantization i8 = Quantization::kInt8, i4 = Quantization::kInt4, none = Quantization::kNone;
+  const comm::QuantFormat i8{.codes = Quantization::kInt8}, i4{.codes = Quantization::kInt4}, none{};
   // Φ = 1000 over 4 ranks: shards of 250 elements, one block each: 4 + 250 bytes int8, 4 + 125 int4.
   const CommVolume w = comm_volume(1000, at(3), 4, Dtype::bf16(), i8, none);
   EXPECT_EQ(w.sent_bytes, 2u * 3 * (4 + 250) + 3u * 250 * 2);  // two gathers quantized, the reduce-scatter plain
@@ -215,6 +215,11 @@ TEST(MemoryModel, CommunicationVolumeQuantized) {
   // Stage 0's all-reduce is never quantized.
   EXPECT_EQ(comm_volume(1000, at(0), 4, Dtype::fp32(), i8, i8).sent_bytes, 2u * 3 * 250 * 4);
   EXPECT_EQ(comm_volume(1000, at(3), 1, Dtype::fp32(), i8, i8).sent_bytes, 0u);
+  // Blocks of 64: 4 scales per 250-element shard, 16 in Φ.
+  const comm::QuantFormat i8_64{.codes = Quantization::kInt8, .block = 64};
+  const CommVolume fine = comm_volume(1000, at(3), 4, Dtype::bf16(), i8_64, i8_64);
+  EXPECT_EQ(fine.sent_bytes, 3u * 3 * (4 * 4 + 250));
+  EXPECT_EQ(fine.bytes, 3u * (4 * 16 + 1000));
 }
 
 TEST(MemoryModel, PaperTable2MaxModelSizeOn32GBDevices) {

@@ -94,6 +94,7 @@ TEST(Summary, HybridRunSaysWhatStaysInTheGroupAndWhatCrosses) {
       << out;
   EXPECT_NE(out.find("across the groups: 2 all-reduces of the shard, one per micro-batch"), std::string::npos) << out;
   EXPECT_NE(out.find("compressed: parameter gathers none, gradient reduce-scatters int8"), std::string::npos) << out;
+  EXPECT_NE(out.find("a 4-byte scale per 256 elements"), std::string::npos) << out;
   EXPECT_NE(out.find("the shard's all-reduce across the groups is not compressed: 2 bytes per element"),
             std::string::npos)
       << out;

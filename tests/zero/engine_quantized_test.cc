@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "comm/quantize.h"
 #include "comm/shard.h"
@@ -24,7 +25,8 @@ using comm::Quantization;
 using testing::RunResult;
 using testing::train_mlp;
 
-EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quantization grads) {
+EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quantization grads,
+                              uint32_t block = comm::kDefaultQuantBlock) {
   EngineConfig c;
   c.stage = parse_stage(stage, "test");
   c.dtype = dtype;
@@ -34,13 +36,14 @@ EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quan
   c.loss_scaler.initial_scale = 1024.0;
   c.quantize_weights = weights;
   c.quantize_grads = grads;
+  c.quantize_block = block;
   return c;
 }
 
-// docs/comm.md: a packed shard of c elements is 4 bytes per 256-element
-// block plus c code bytes (int8) or ceil(c / 2) (int4).
-uint64_t packed(uint64_t c, Quantization q) {
-  return 4 * ((c + 255) / 256) + (q == Quantization::kInt4 ? (c + 1) / 2 : c);
+// docs/comm.md: a packed shard of c elements is 4 bytes per block (of
+// `block` elements) plus c code bytes (int8) or ceil(c / 2) (int4).
+uint64_t packed(uint64_t c, Quantization q, uint64_t block) {
+  return 4 * ((c + block - 1) / block) + (q == Quantization::kInt4 ? (c + 1) / 2 : c);
 }
 
 bool same_bits(const RunResult& a, const RunResult& b) {
@@ -55,16 +58,17 @@ bool same_bits(const RunResult& a, const RunResult& b) {
 // reduce-scatter sends the rank's packed part of every peer's shard.
 TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
   const model::Mlp mlp(testing::small_mlp());
-  for (Quantization q : {Quantization::kInt8, Quantization::kInt4}) {
+  for (const auto& [q, block] : {std::pair{Quantization::kInt8, 256u}, std::pair{Quantization::kInt4, 256u},
+                                 std::pair{Quantization::kInt8, 64u}}) {
     for (int n : {2, 3, 4}) {
       for (int stage = 1; stage <= 3; ++stage) {
         const Quantization weights = stage == 3 ? Quantization::kInt8 : Quantization::kNone;
-        const RunResult run = train_mlp(n, quantized_config(stage, Dtype::bf16(), weights, q), 2);
+        const RunResult run = train_mlp(n, quantized_config(stage, Dtype::bf16(), weights, q, block), 2);
         for (int r = 0; r < n; ++r) {
           uint64_t rs = 0, ag = 0;
           for (const auto& unit : mlp.units()) {
             for (int k = 0; k < n; ++k) {
-              if (k != r) rs += packed(comm::shard_range(unit.count, n, k).count, q);
+              if (k != r) rs += packed(comm::shard_range(unit.count, n, k).count, q, block);
             }
           }
           for (size_t i = 0; i < mlp.ops().size(); ++i) {
@@ -73,7 +77,7 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
             // Stage 3: quantized gathers per op (stage3_gathers). Stages 1-2:
             // one plain all-gather of each unit's shard in the step (bf16, 2 bytes).
             const auto gathers = static_cast<uint64_t>(testing::stage3_gathers(mlp, i));
-            if (stage == 3) ag += gathers * static_cast<uint64_t>(n - 1) * packed(own, Quantization::kInt8);
+            if (stage == 3) ag += gathers * static_cast<uint64_t>(n - 1) * packed(own, Quantization::kInt8, block);
           }
           if (stage != 3) {
             for (const auto& unit : mlp.units()) {
@@ -81,7 +85,8 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
             }
           }
           const auto& s = run.step_comm[r];
-          const std::string what = fmt::format("{} N={} stage {} rank {}", comm::quantization_name(q), n, stage, r);
+          const std::string what =
+              fmt::format("{}/{} N={} stage {} rank {}", comm::quantization_name(q), block, n, stage, r);
           EXPECT_EQ(s[comm::Collective::kReduceScatter].bytes_sent, rs) << what;
           EXPECT_EQ(s[comm::Collective::kAllGather].bytes_sent, ag) << what;
           EXPECT_EQ(s[comm::Collective::kAllReduce].bytes_sent, 0u) << what;
@@ -89,7 +94,7 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
           std::vector<uint64_t> counts;
           for (const auto& unit : mlp.units()) counts.push_back(unit.count);
           EXPECT_EQ(run.ledgers[r][MemoryCategory::kComm].current,
-                    comm::max_quantized_scratch(counts, n, r, weights, q))
+                    comm::max_quantized_scratch(counts, n, r, {weights, block}, {q, block}))
               << what;
           EXPECT_GT(run.ledgers[r][MemoryCategory::kComm].current, 0u) << what;
         }
