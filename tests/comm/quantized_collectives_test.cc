@@ -2,9 +2,12 @@
 // The compressed collectives on thread ranks (N = 1, 2, 3, 4, 7): bitwise
 // against the reference and counted as packed bytes (quantized_collectives.h);
 // the same bits run after run; a mismatch between a quantized and a plain
-// call, and a scratch too small, fail every rank instead of hanging.
+// call or between two blocks, and a scratch too small, fail every rank
+// instead of hanging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,53 +39,53 @@ INSTANTIATE_TEST_SUITE_P(Ranks, QuantizedCollectives, ::testing::Values(1, 2, 3,
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-TEST(QuantizedCollectives, APlainAndAQuantizedCallAreAMismatch) {
-  std::vector<std::string> errors(3);
+// Runs `call` on `ranks` thread ranks, which must fail with a CommError;
+// returns each rank's message (empty where the rank did not throw).
+std::vector<std::string> errors_of(int ranks, const std::function<void(Communicator&)>& call) {
+  std::vector<std::string> errors(static_cast<size_t>(ranks));
   try {
-    run_thread_ranks(3, {.timeout = std::chrono::seconds(20)}, [&](Communicator& c) {
-      std::vector<float> out(30, 0.0f), in(10, 1.0f);
-      const QuantFormat i8{.codes = Quantization::kInt8};
-      AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(30, 3, i8));
+    run_thread_ranks(ranks, {.timeout = std::chrono::seconds(20)}, [&](Communicator& c) {
       try {
-        if (c.rank() == 1) {
-          c.all_gather(std::span<const float>(in), std::span<float>(out));
-        } else {
-          c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), i8, scratch.span());
-        }
+        call(c);
       } catch (const CommError& e) {
-        errors[c.rank()] = e.what();
+        errors[static_cast<size_t>(c.rank())] = e.what();
         throw;
       }
     });
-    FAIL() << "expected a mismatch";
+    ADD_FAILURE() << "expected a mismatch";
   } catch (const CommError&) {
   }
-  bool named = false;
-  for (const std::string& e : errors) named = named || contains(e, "mismatched collective calls");
-  EXPECT_TRUE(named) << errors[0] << " | " << errors[1] << " | " << errors[2];
+  return errors;
+}
+
+bool any_contains(const std::vector<std::string>& errors, const std::string& part) {
+  return std::any_of(errors.begin(), errors.end(), [&](const std::string& e) { return contains(e, part); });
+}
+
+TEST(QuantizedCollectives, APlainAndAQuantizedCallAreAMismatch) {
+  const std::vector<std::string> errors = errors_of(3, [](Communicator& c) {
+    std::vector<float> out(30, 0.0f), in(10, 1.0f);
+    const QuantFormat i8{.codes = Quantization::kInt8};
+    AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(30, 3, i8));
+    if (c.rank() == 1) {
+      c.all_gather(std::span<const float>(in), std::span<float>(out));
+    } else {
+      c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), i8, scratch.span());
+    }
+  });
+  EXPECT_TRUE(any_contains(errors, "mismatched collective calls"))
+      << errors[0] << " | " << errors[1] << " | " << errors[2];
 }
 
 TEST(QuantizedCollectives, RanksWithDifferentBlocksAreAMismatch) {
-  std::vector<std::string> errors(2);
-  try {
-    run_thread_ranks(2, {.timeout = std::chrono::seconds(20)}, [&](Communicator& c) {
-      std::vector<float> out(512, 0.0f), in(256, 1.0f);
-      const QuantFormat f{.codes = Quantization::kInt8, .block = c.rank() == 0 ? 64u : 256u};
-      AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(512, 2, f));
-      try {
-        c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), f, scratch.span());
-      } catch (const CommError& e) {
-        errors[c.rank()] = e.what();
-        throw;
-      }
-    });
-    FAIL() << "expected a mismatch";
-  } catch (const CommError&) {
-  }
-  EXPECT_TRUE(contains(errors[0], "mismatched collective calls") || contains(errors[1], "mismatched collective calls"))
-      << errors[0] << " | " << errors[1];
-  EXPECT_TRUE(contains(errors[0], "blocks of 64") || contains(errors[1], "blocks of 64"))
-      << errors[0] << " | " << errors[1];
+  const std::vector<std::string> errors = errors_of(2, [](Communicator& c) {
+    std::vector<float> out(512, 0.0f), in(256, 1.0f);
+    const QuantFormat f{.codes = Quantization::kInt8, .block = c.rank() == 0 ? 64u : 256u};
+    AlignedBuffer<std::byte> scratch(all_gather_quantized_scratch(512, 2, f));
+    c.all_gather_quantized(std::span<const float>(in), std::span<float>(out), f, scratch.span());
+  });
+  EXPECT_TRUE(any_contains(errors, "mismatched collective calls")) << errors[0] << " | " << errors[1];
+  EXPECT_TRUE(any_contains(errors, "blocks of 64")) << errors[0] << " | " << errors[1];
 }
 
 TEST(QuantizedCollectives, TooSmallAScratchIsRefused) {
