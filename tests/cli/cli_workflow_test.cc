@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "support/scoped_env.h"
 
 namespace zerodp::cli_testing {
 namespace {
@@ -112,16 +113,9 @@ TEST(Workflow, VersionMetricsAndCheckpointsTellWhatReproducesARun) {
 // kernel), and gets no advice; Sandybridge is in every x86-64 OpenBLAS.
 TEST(Workflow, TheRunFactsSayWhoChoseOpenBlasKernel) {
 #if defined(__x86_64__)
-  const char* before = std::getenv("OPENBLAS_CORETYPE");
-  const std::string saved = before != nullptr ? before : "";
-  setenv("OPENBLAS_CORETYPE", "Sandybridge", 1);
+  const zerodp::testing::ScopedEnv kernel("OPENBLAS_CORETYPE", "Sandybridge");
   const Result v = run("--version");
   const Result t = run(fmt::format("train --steps 1 {}", kQuick));
-  if (before != nullptr) {
-    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
-  } else {
-    unsetenv("OPENBLAS_CORETYPE");
-  }
   ASSERT_EQ(v.code, 0) << v.err;
   EXPECT_NE(v.out.find("(core Sandybridge; OPENBLAS_CORETYPE=Sandybridge)"), std::string::npos) << v.out;
   ASSERT_EQ(t.code, 0) << t.err;

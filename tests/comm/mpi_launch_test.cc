@@ -11,29 +11,12 @@
 
 #include "comm/mpi.h"
 #include "core/error.h"
+#include "support/scoped_env.h"
 
 namespace zerodp::comm {
 namespace {
 
-// Sets (or, with nullopt, unsets) one variable for the test's lifetime.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    set(value);
-  }
-  ~ScopedEnv() { set(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void set(const std::optional<std::string>& value) {
-    // NOLINTNEXTLINE(concurrency-mt-unsafe): the tests run on one thread
-    value ? ::setenv(name_, value->c_str(), 1) : ::unsetenv(name_);
-  }
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(MpiLaunch, NoLauncherIsNoLaunch) {
   const ScopedEnv a("OMPI_COMM_WORLD_SIZE", std::nullopt), b("PMI_SIZE", std::nullopt);
