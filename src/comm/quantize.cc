@@ -82,15 +82,17 @@ bool quant_block_offered(uint64_t block) {
 
 uint64_t quantized_bytes(uint64_t count, QuantFormat f) {
   if (f.codes == Quantization::kNone) return 0;
+  // Every packing path sizes its bytes here first, so a block not offered
+  // (0 would divide by zero) is refused before anything is read or written.
+  ZDP_CHECK(quant_block_offered(f.block), ShapeError,
+            "[quantize] blocks of {} elements are not offered; use a power of two from {} to {}", f.block,
+            kMinQuantBlock, kMaxQuantBlock);
   return blocks_of(count, f.block) * sizeof(float) + code_bytes(count, f.codes);
 }
 
 void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out) {
   const Quantization q = f.codes;
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[quantize] no quantization format given");
-  ZDP_CHECK(quant_block_offered(f.block), ShapeError,
-            "[quantize] blocks of {} elements are not offered; use a power of two from {} to {}", f.block,
-            kMinQuantBlock, kMaxQuantBlock);
   ZDP_CHECK(out.size() == quantized_bytes(in.count, f), ShapeError,
             "[quantize] {} elements pack into {} bytes as {}, but the output has {}", in.count,
             quantized_bytes(in.count, f), quantization_name(q), out.size());
@@ -124,9 +126,6 @@ void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out) {
 void dequantize(std::span<const std::byte> packed, size_t count, QuantFormat f, size_t first, std::span<float> out) {
   const Quantization q = f.codes;
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[dequantize] no quantization format given");
-  ZDP_CHECK(quant_block_offered(f.block), ShapeError,
-            "[dequantize] blocks of {} elements are not offered; use a power of two from {} to {}", f.block,
-            kMinQuantBlock, kMaxQuantBlock);
   ZDP_CHECK(packed.size() == quantized_bytes(count, f), ShapeError,
             "[dequantize] {} elements are packed in {} bytes as {}, but the input has {}", count,
             quantized_bytes(count, f), quantization_name(q), packed.size());

@@ -62,7 +62,9 @@ std::string_view quantization_name(Quantization q);  // "none", "int8", "int4"
 int quantization_max_code(Quantization q);
 
 // Bytes of `count` packed elements: 4 * ceil(count / f.block) scales plus
-// count (int8) or ceil(count / 2) (int4) bytes of codes. 0 for kNone.
+// count (int8) or ceil(count / 2) (int4) bytes of codes. 0 for kNone;
+// ShapeError for a block not offered (every function below sizes its
+// bytes here, so each refuses one the same way).
 uint64_t quantized_bytes(uint64_t count, QuantFormat f);
 
 // Packs `in` (fp32, fp16 or bf16; fp16/bf16 widened exactly) into `out`,

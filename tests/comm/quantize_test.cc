@@ -67,6 +67,9 @@ TEST(Quantize, OffersPowersOfTwoFrom32To2048) {
   std::vector<float> x(100, 1.0f);
   std::vector<std::byte> packed(200);
   EXPECT_THROW(quantize(std::span<const float>(x), {.codes = Quantization::kInt8, .block = 48}, packed), ShapeError);
+  EXPECT_THROW((void)quantized_bytes(10, {.codes = Quantization::kInt8, .block = 0}),
+               ShapeError);  // not a division by 0
+  EXPECT_EQ(quantized_bytes(10, {.codes = Quantization::kNone, .block = 0}), 0u);
 }
 
 // |x - x'| <= scale / 2, plus the fp32 rounding of x / scale (relative
