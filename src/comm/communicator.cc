@@ -35,9 +35,9 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 }
 
 // The packed bytes of every rank's shard of `count` elements.
-std::vector<uint64_t> packed_shard_bytes(size_t count, int ranks, QuantFormat f) {
+std::vector<uint64_t> packed_shard_bytes(size_t count, int ranks, QuantFormat f, TensorStarts tensors) {
   std::vector<uint64_t> bytes(static_cast<size_t>(ranks));
-  for (int k = 0; k < ranks; ++k) bytes[k] = quantized_bytes(shard_range(count, ranks, k).count, f);
+  for (int k = 0; k < ranks; ++k) bytes[k] = quantized_bytes(shard_part(count, ranks, k, tensors), f);
   return bytes;
 }
 
@@ -218,10 +218,11 @@ void Communicator::broadcast(Buffer buf, int root) {
   });
 }
 
-void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch) {
+void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch,
+                                        TensorStarts tensors) {
   const Collective kind = Collective::kAllGather;
   const int n = size_;
-  const std::vector<uint64_t> packed = packed_shard_bytes(out.count, n, f);
+  const std::vector<uint64_t> packed = packed_shard_bytes(out.count, n, f, tensors);
   uint64_t received = 0;
   for (int k = 0; k < n; ++k) received += k == rank_ ? 0 : packed[k];
   run(kind, static_cast<uint64_t>(n - 1) * packed[rank_], received, [&] {
@@ -236,7 +237,7 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat 
     const Buffer own_out = out.slice(own.offset, own.count);
     ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_out.data == in.data, CommError,
               "{}: input overlaps the output other than as this rank's own shard", message_prefix(kind));
-    const uint64_t need = all_gather_quantized_scratch(out.count, n, f);
+    const uint64_t need = all_gather_quantized_scratch(out.count, n, f, tensors);
     ZDP_CHECK(scratch.size() >= need, CommError, "{}: scratch has {} bytes but {} {} elements over {} ranks need {}",
               message_prefix(kind), scratch.size(), out.count, quantization_name(f.codes), n, need);
     ZDP_CHECK(
@@ -249,21 +250,21 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat 
       slots[k] = scratch.subspan(at, packed[k]);
       at += packed[k];
     }
-    quantize(in, f, slots[rank_]);
+    quantize(in, shard_part(out.count, n, rank_, tensors), f, slots[rank_]);
     const std::vector<std::span<const std::byte>> send(static_cast<size_t>(n), slots[rank_]);
     do_exchange({.kind = kind, .dtype = out.dtype, .count = out.count, .quant = f}, send, slots);
     for (int k = 0; k < n; ++k) {
-      const ShardRange shard = shard_range(out.count, n, k);
-      dequantize_into(slots[k], f, out.slice(shard.offset, shard.count));
+      const PackedRange shard = shard_part(out.count, n, k, tensors);
+      dequantize_into(slots[k], shard, f, out.slice(shard.offset, shard.count));
     }
   });
 }
 
 void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f,
-                                            std::span<std::byte> scratch) {
+                                            std::span<std::byte> scratch, TensorStarts tensors) {
   const Collective kind = Collective::kReduceScatter;
   const int n = size_;
-  const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, f);
+  const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, f, tensors);
   uint64_t sent = 0;
   for (int k = 0; k < n; ++k) sent += k == rank_ ? 0 : packed[k];
   run(kind, sent, static_cast<uint64_t>(n - 1) * packed[rank_], [&] {
@@ -280,7 +281,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     const ConstBuffer own_in = in.slice(own.offset, own.count);
     ZDP_CHECK(!partially_overlaps(in.data, in.bytes(), out.data, out.bytes()) || own_in.data == out.data, CommError,
               "{}: output overlaps the input other than as this rank's own shard", message_prefix(kind));
-    const uint64_t need = reduce_scatter_quantized_scratch(in.count, n, rank_, f);
+    const uint64_t need = reduce_scatter_quantized_scratch(in.count, n, rank_, f, tensors);
     ZDP_CHECK(scratch.size() >= need, CommError, "{}: scratch has {} bytes but {} {} elements over {} ranks need {}",
               message_prefix(kind), scratch.size(), in.count, quantization_name(f.codes), n, need);
     ZDP_CHECK(
@@ -297,9 +298,9 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     std::vector<std::span<std::byte>> recv(static_cast<size_t>(n));
     size_t at = sizeof(float) * (static_cast<size_t>(n) + 1) * kReduceChunk;
     for (int k = 0; k < n; ++k) {
-      const ShardRange shard = shard_range(in.count, n, k);
+      const PackedRange shard = shard_part(in.count, n, k, tensors);
       const std::span<std::byte> slot = scratch.subspan(at, packed[k]);
-      quantize(in.slice(shard.offset, shard.count), f, slot);
+      quantize(in.slice(shard.offset, shard.count), shard, f, slot);
       send[k] = slot;
       at += packed[k];
     }
@@ -311,11 +312,12 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     // This rank's own contribution is its own packed slot, as a peer would get it.
     std::copy(send[rank_].begin(), send[rank_].end(), recv[rank_].begin());
     std::vector<const void*> ins(static_cast<size_t>(n));
-    for (size_t first = 0; first < own.count; first += kReduceChunk) {
-      const size_t len = std::min(kReduceChunk, own.count - first);
+    const PackedRange own_part = shard_part(in.count, n, rank_, tensors);
+    for (size_t first = 0; first < own.count;) {
+      const size_t len = whole_blocks(own_part, f, first, kReduceChunk);
       for (int k = 0; k < n; ++k) {
         float* part = chunks + static_cast<size_t>(k) * kReduceChunk;
-        dequantize(recv[k], own.count, f, first, {part, len});
+        dequantize(recv[k], own_part, f, first, {part, len});
         ins[k] = part;
       }
       const Buffer dst = out.slice(first, len);
@@ -325,6 +327,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
         reduce_ordered(ins, sum, len, Dtype::fp32(), op);
         convert(sum, Dtype::fp32(), dst.data, dst.dtype, len);
       }
+      first += len;
     }
   });
 }

@@ -92,23 +92,26 @@ class Communicator {
 
   // ---- compressed collectives (ZeRO++ qwZ / qgZ; comm/quantize.h) ----
   // all_gather's contract, but each rank's shard crosses the link block-
-  // quantized (f: int8 or int4 codes, f.block elements per scale): every
-  // rank quantizes its shard, and every
-  // shard of `out`, this rank's own included, is the dequantized packed
-  // shard, so all ranks hold the same bits. Counted as an all_gather of the
-  // packed bytes (codes + scales). `scratch`: at least
-  // all_gather_quantized_scratch(out.count, size(), f) bytes, not
-  // overlapping in or out.
-  void all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch);
+  // quantized (f: int8 or int4 codes, f.block elements per scale, blocks
+  // ending at the tensor starts `tensors` of out, as comm/quantize.h): every
+  // rank quantizes its shard, and every shard of `out`, this rank's own
+  // included, is the dequantized packed shard, so all ranks hold the same
+  // bits. Counted as an all_gather of the packed bytes (codes + scales).
+  // `scratch`: at least all_gather_quantized_scratch(out.count, size(), f,
+  // tensors) bytes, not overlapping in or out.
+  void all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch,
+                            TensorStarts tensors = {});
   // reduce_scatter's contract, but each rank's part of every other rank's
   // shard crosses block-quantized: every contribution (this rank's own too)
-  // is quantized per destination shard, dequantized to fp32, summed in
+  // is quantized per destination shard (blocks ending at the tensor starts
+  // `tensors` of in), dequantized to fp32, summed in
   // comm/reduce.h's pairwise rank order (kSum, kAvg; kMax is refused) and
   // rounded once to out's dtype. A NaN or infinity in a contribution makes
   // its block NaN in the result. Counted as a reduce_scatter of the packed
   // bytes. `scratch`: at least reduce_scatter_quantized_scratch(in.count,
-  // size(), rank(), f) bytes, not overlapping in or out.
-  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f, std::span<std::byte> scratch);
+  // size(), rank(), f, tensors) bytes, not overlapping in or out.
+  void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f, std::span<std::byte> scratch,
+                                TensorStarts tensors = {});
   void barrier();
   // Sum (in rank order, in fp64), average or max of one value per rank, for
   // norms and overflow flags. kMax propagates NaN.

@@ -3,11 +3,15 @@
 // what crosses the link when Communicator::all_gather_quantized or
 // reduce_scatter_quantized is called, and the scratch those calls need.
 //
-// Format of `count` elements ("packed") in blocks of `block` elements
-// (QuantFormat): ceil(count / block) fp32 scales, then the codes, one
-// signed byte per element (int8) or two per byte (int4: element 2i in the
-// low nibble, 2i+1 in the high one, each a 4-bit two's complement). Blocks start at the packed range's first
-// element. Per block, symmetric absmax:
+// Format of a packed range (QuantFormat, PackedRange): a buffer's elements
+// [offset, offset + count), cut into blocks that never hold elements of two
+// tensors. The range is cut at every tensor start inside it (the buffer's
+// `tensor_starts`; none: the buffer is one tensor), and each piece into
+// blocks of `block` elements from the piece's first element (its last block
+// may be shorter). Packed: one fp32 scale per block, in order, then the
+// codes, one signed byte per element (int8) or two per byte (int4: element
+// 2i in the low nibble, 2i+1 in the high one, each a 4-bit two's
+// complement). Per block, symmetric absmax:
 //
 //   scale = absmax / qmax                         (fp32 division; qmax 127 or 7)
 //   code  = clamp(nearbyint(x / scale), -qmax, qmax)   (round half to even)
@@ -21,6 +25,12 @@
 // stays non-finite after the reduction (the engine's overflow check and
 // fp16 loss scaling rely on it).
 //
+// Why blocks end at tensor boundaries: a scale is the absmax of its block,
+// so a block that held a LayerNorm gain (values near 1) and the bias after
+// it (values near 0.01) would give the bias a step of 1/127 and round most
+// of it to zero. gpt-10m's quantized weights lost 20% of validation loss
+// over 1200 steps that way (docs/scale.md).
+//
 // Scalar code only: the bits are the same at every SIMD level and on every
 // backend (and the compiler may not contract: -ffp-contract=off).
 // Thread-safety: pure functions over caller memory.
@@ -30,6 +40,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "comm/types.h"
 
@@ -45,7 +56,7 @@ enum class Quantization : uint8_t { kNone = 0, kInt8 = 1, kInt4 = 2 };
 // bf16), and an outlier spoils at most 256 neighbours' resolution.
 inline constexpr uint32_t kDefaultQuantBlock = 256;
 // The blocks offered: powers of two from 32 (a scale per 32 codes: 12.5%
-// more bytes) to 2048, so that every block divides kReduceChunk below.
+// more bytes) to 2048, so that no block is longer than kReduceChunk below.
 inline constexpr uint32_t kMinQuantBlock = 32;
 inline constexpr uint32_t kMaxQuantBlock = 2048;
 bool quant_block_offered(uint64_t block);
@@ -61,43 +72,76 @@ std::string_view quantization_name(Quantization q);  // "none", "int8", "int4"
 // The largest code magnitude: 127 (int8) or 7 (int4).
 int quantization_max_code(Quantization q);
 
-// Bytes of `count` packed elements: 4 * ceil(count / f.block) scales plus
-// count (int8) or ceil(count / 2) (int4) bytes of codes. 0 for kNone;
-// ShapeError for a block not offered (every function below sizes its
-// bytes here, so each refuses one the same way).
+// Where a packed range lies: elements [offset, offset + count) of a buffer
+// whose tensors start at `tensor_starts` (elements from the buffer's start,
+// ascending; the engine passes each unit's). Empty: the buffer is one tensor.
+using TensorStarts = std::span<const uint64_t>;
+struct PackedRange {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+  TensorStarts tensor_starts = {};
+};
+// Rank `rank`'s shard (comm/shard.h) of a buffer of `count` elements whose
+// tensors start at `tensors`, as a packed range.
+PackedRange shard_part(uint64_t count, int ranks, int rank, TensorStarts tensors = {});
+
+// The blocks of a packed range: the sum over its pieces of ceil(piece / f.block).
+uint64_t quantized_blocks(const PackedRange& r, QuantFormat f);
+// Bytes of a packed range: 4 * quantized_blocks scales plus count (int8) or
+// ceil(count / 2) (int4) bytes of codes. 0 for kNone; ShapeError for a
+// block not offered (every function below sizes its bytes here, so each
+// refuses one the same way).
+uint64_t quantized_bytes(const PackedRange& r, QuantFormat f);
+// A whole one-tensor buffer of `count` elements: 4 * ceil(count / f.block) + codes.
 uint64_t quantized_bytes(uint64_t count, QuantFormat f);
 
-// Packs `in` (fp32, fp16 or bf16; fp16/bf16 widened exactly) into `out`,
-// which holds exactly quantized_bytes(in.count, f) bytes. REQUIRES f.codes
-// != kNone and quant_block_offered(f.block).
+// Packs `in` (fp32, fp16 or bf16; fp16/bf16 widened exactly), the elements
+// of `r` (r.count == in.count), into `out`, which holds exactly
+// quantized_bytes(r, f) bytes. REQUIRES f.codes != kNone.
+void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std::byte> out);
+// `in` as a whole one-tensor buffer.
 void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out);
 
-// Unpacks elements [first, first + out.size()) of the `count` elements packed
-// in `packed` as `f` into fp32. REQUIRES first % f.block == 0 and
-// first + out.size() <= count.
+// Unpacks elements [first, first + out.size()) of `r` (relative to r.offset)
+// packed in `packed` as `f` into fp32. REQUIRES `first` to start a block
+// (or equal r.count) and first + out.size() <= r.count.
+void dequantize(std::span<const std::byte> packed, const PackedRange& r, QuantFormat f, size_t first,
+                std::span<float> out);
+// The same for a whole one-tensor buffer of `count` elements.
 void dequantize(std::span<const std::byte> packed, size_t count, QuantFormat f, size_t first, std::span<float> out);
-// The same for all `out.count` elements, rounded once to out.dtype.
+// All `out.count` elements of `r` (r.count == out.count), rounded once to out.dtype.
+void dequantize_into(std::span<const std::byte> packed, const PackedRange& r, QuantFormat f, Buffer out);
 void dequantize_into(std::span<const std::byte> packed, QuantFormat f, Buffer out);
 
+// The elements of the longest run of whole blocks of `r` that starts at
+// `first` (a block start, relative to r.offset) and holds at most `most`
+// elements (at least f.block, so the run holds at least one block): the
+// chunks in which the reduce-scatter dequantizes and sums.
+uint64_t whole_blocks(const PackedRange& r, QuantFormat f, uint64_t first, uint64_t most);
+
 // The scratch bytes a compressed collective over a buffer of `count`
-// elements (all-gather: the output; reduce-scatter: the input) needs on
-// rank `rank` of `ranks`. The caller owns it (the engine books it in its
-// ledger as "comm"); both backends need the same amount:
-//   all-gather:     sum over k of quantized_bytes(c_k)  (every rank's packed shard)
-//   reduce-scatter: 4 * (ranks + 1) * kReduceChunk      (fp32: the contributions a chunk at a time, and their sum)
-//                 + sum over k of quantized_bytes(c_k)  (this rank's packed input, per destination)
-//                 + ranks * quantized_bytes(c_rank)     (the contributions to this rank's shard)
+// elements whose tensors start at `tensors` (all-gather: the output;
+// reduce-scatter: the input) needs on rank `rank` of `ranks`. The caller
+// owns it (the engine books it in its ledger as "comm"); both backends need
+// the same amount:
+//   all-gather:     sum over k of Q(k)                    (every rank's packed shard)
+//   reduce-scatter: 4 * (ranks + 1) * kReduceChunk        (fp32: the contributions a chunk at a time, and their sum)
+//                 + sum over k of Q(k)                    (this rank's packed input, per destination)
+//                 + ranks * Q(rank)                       (the contributions to this rank's shard)
 // in that order (the reduce-scatter's scratch must be aligned for fp32),
-// with c_k = shard_range(count, ranks, k).count. The chunk is a multiple of
-// every offered block, so a chunk never splits one.
+// with Q(k) = quantized_bytes of shard_range(count, ranks, k). The chunk is
+// at least every offered block, so a chunk holds at least one whole block
+// (whole_blocks).
 inline constexpr size_t kReduceChunk = kMaxQuantBlock;
-uint64_t all_gather_quantized_scratch(uint64_t count, int ranks, QuantFormat f);
-uint64_t reduce_scatter_quantized_scratch(uint64_t count, int ranks, int rank, QuantFormat f);
+uint64_t all_gather_quantized_scratch(uint64_t count, int ranks, QuantFormat f, TensorStarts tensors = {});
+uint64_t reduce_scatter_quantized_scratch(uint64_t count, int ranks, int rank, QuantFormat f,
+                                          TensorStarts tensors = {});
 // One scratch buffer for a sequence of compressed collectives, one at a
-// time, over buffers of the given counts (the engine's units): the largest
+// time, over buffers of the given counts (the engine's units; unit u's
+// tensors start at tensors[u], none where tensors is shorter): the largest
 // all_gather_quantized_scratch (when `gather.codes` is not kNone) and
 // reduce_scatter_quantized_scratch (when `reduce.codes` is not kNone) over them.
 uint64_t max_quantized_scratch(std::span<const uint64_t> counts, int ranks, int rank, QuantFormat gather,
-                               QuantFormat reduce);
+                               QuantFormat reduce, std::span<const std::vector<uint64_t>> tensors = {});
 
 }  // namespace zerodp::comm

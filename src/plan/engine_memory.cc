@@ -281,10 +281,18 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.buckets_bound = simulate_buckets(schedule, run, /*lagging=*/true);
   p.activations = activation_bytes;
   const comm::QuantFormat none{};
+  // The engine's quantization blocks end at its tensors' starts.
+  std::vector<std::vector<uint64_t>> tensor_starts;
+  for (const std::vector<optim::TensorShape>& unit : schedule.unit_tensors) {
+    tensor_starts.emplace_back();
+    for (const optim::TensorShape& t : unit) tensor_starts.back().push_back(t.offset);
+    std::sort(tensor_starts.back().begin(), tensor_starts.back().end());
+  }
   p.comm = comm::max_quantized_scratch(
       schedule.unit_counts, group, rank,
       stage.gathers_on_acquire ? comm::QuantFormat{run.quantize_weights, run.quantize_block} : none,
-      stage.reduce == GradReduce::kReduceScatter ? comm::QuantFormat{run.quantize_grads, run.quantize_block} : none);
+      stage.reduce == GradReduce::kReduceScatter ? comm::QuantFormat{run.quantize_grads, run.quantize_block} : none,
+      tensor_starts);
   p.comm_at_fill = p.comm;
   uint64_t comm_buffers = p.comm > 0 ? 1 : 0;
   if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {

@@ -130,7 +130,8 @@ struct CommVolume {
 // reduce-scatter of stages 1-3) a collective moves comm::quantized_bytes of
 // the buffer instead: bytes adds quantized_bytes(Φ), sent_bytes (N-1)
 // quantized_bytes(ceil(Φ/N)) (docs/comm.md; the engine quantizes per unit
-// shard, so its blocks add at most one scale per unit and rank).
+// shard, its blocks ending at tensor boundaries, so it sends at most one
+// scale more per unit and per tensor start in each shard).
 // With hybrid sharding (`group` G dividing `ranks`, below it, stages 1-3)
 // the collectives above run over the G ranks of a group, and the shard's
 // all-reduce across the ranks/G groups adds across_groups_sent_bytes (plain:

@@ -62,6 +62,14 @@ std::vector<optim::TensorShape> unit_tensors(const std::vector<model::TensorInfo
   return out;
 }
 
+// Where those tensors start, unit-relative and ascending (comm::TensorStarts).
+std::vector<uint64_t> tensor_starts(const std::vector<model::TensorInfo>& tensors, size_t offset, size_t count) {
+  std::vector<uint64_t> starts;
+  for (const optim::TensorShape& t : unit_tensors(tensors, offset, count)) starts.push_back(t.offset);
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
 void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstBuffer g, double lr, float coef) {
   switch (g.dtype.kind()) {
     case Dtype::Kind::kFp32:
@@ -177,8 +185,12 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
 
   // The compressed collectives' one scratch buffer (comm/quantize.h): they
   // run one at a time, on the comm thread or inline.
+  const std::vector<model::TensorInfo> model_tensors = model_.tensors();
+  for (size_t u = 0; u < plan_.num_units(); ++u)
+    unit_tensor_starts_.push_back(tensor_starts(model_tensors, plan_.unit_offset(u), plan_.unit_count(u)));
   const uint64_t quant_scratch = comm::max_quantized_scratch(unit_counts(), shard_comm_.size(), rank_,
-                                                             weights_format(config_), grads_format(config_));
+                                                             weights_format(config_), grads_format(config_),
+                                                             unit_tensor_starts_);
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
   // Before the optimizers exist: plan/engine_memory.h's fill() moment counts
@@ -187,7 +199,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     model_.init_range(tensors, out, first, seed);
   });
 
-  const std::vector<model::TensorInfo> tensors = model_.tensors();
+  const std::vector<model::TensorInfo>& tensors = model_tensors;
   // 8-bit Adam keeps some units' moments in fp32 (optim::unit_optimizer_config):
   // the unit the token embedding reads (GPT's, tied to the LM head).
   std::vector<bool> embedding(plan_.num_units(), false);
@@ -334,8 +346,10 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   const comm::Buffer out(g->data, plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
   if (config_.quantize_weights != comm::Quantization::kNone) {
-    g->ticket = submit(
-        [this, in, out] { shard_comm_.all_gather_quantized(in, out, weights_format(config_), quant_scratch_.span()); });
+    g->ticket = submit([this, in, out, unit = g->unit] {
+      shard_comm_.all_gather_quantized(in, out, weights_format(config_), quant_scratch_.span(),
+                                       unit_tensor_starts_[unit]);
+    });
     return g;
   }
   g->ticket = submit([this, in, out] { shard_comm_.all_gather(in, out); });
@@ -545,12 +559,12 @@ void Engine::reduce_unit(size_t unit, int micro) {
     // The plain reduce-scatter, or the compressed one (quantize_grads),
     // inside the shard group; with hybrid sharding the shard's sum over the
     // groups follows (an all-reduce across the replica group, in place).
-    auto reduce_scatter = [this](comm::ConstBuffer in, comm::Buffer out) {
+    auto reduce_scatter = [this, unit](comm::ConstBuffer in, comm::Buffer out) {
       if (config_.quantize_grads == comm::Quantization::kNone) {
         shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
       } else {
         shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, grads_format(config_),
-                                             quant_scratch_.span());
+                                             quant_scratch_.span(), unit_tensor_starts_[unit]);
       }
       if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
     };

@@ -294,6 +294,9 @@ class Engine {
   GatherRegion gather_region_{0};
   GatherSchedule gather_schedule_;
   LedgerBuffer<std::byte> quant_scratch_;  // the compressed collectives' scratch ("comm")
+  // Per unit: where its tensors start (unit-relative, ascending), so that no
+  // quantization block holds elements of two tensors (comm/quantize.h).
+  std::vector<std::vector<uint64_t>> unit_tensor_starts_;
   // Adafactor's statistics reduction (optim::adafactor_stats_scratch, "comm"):
   // every unit's sums of one round, stage 0's ranks' partials of one unit,
   // and one partial's double accumulators.

@@ -223,6 +223,83 @@ TEST(Quantize, PartialDequantizeMatchesTheWhole) {
   EXPECT_THROW(dequantize(packed, x.size(), kI4, 100, part), ShapeError);  // not block-aligned
 }
 
+// A LayerNorm's gains (near 1) and its biases (near 0.01) in one buffer:
+// with the tensor start, the biases get a block of their own and keep their
+// resolution; without it, the block they share with the gains has a step of
+// 1/127 and rounds most of them to zero.
+TEST(Quantize, BlocksEndAtTensorStarts) {
+  std::vector<float> x(640);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t i = 0; i < 320; ++i) x[i] = 1.0f + 0.1f * u(rng);
+  for (size_t i = 320; i < 640; ++i) x[i] = 0.01f * u(rng);
+  const std::vector<uint64_t> starts = {0, 320};
+  const PackedRange split{.count = x.size(), .tensor_starts = starts};
+  EXPECT_EQ(quantized_blocks(split, kI8), 4u);  // 320 = 256 + 64, twice
+  EXPECT_EQ(quantized_blocks({.count = x.size()}, kI8), 3u);
+  std::vector<std::byte> packed(quantized_bytes(split, kI8));
+  EXPECT_EQ(packed.size(), 4u * 4 + 640);
+  quantize(std::span<const float>(x), split, kI8, packed);
+  std::vector<float> back(x.size());
+  dequantize(packed, split, kI8, 0, back);
+  float bias_absmax = 0;
+  for (size_t i = 320; i < 640; ++i) bias_absmax = std::max(bias_absmax, std::fabs(x[i]));
+  size_t zeroed = 0;
+  for (size_t i = 320; i < 640; ++i) {
+    EXPECT_LE(std::fabs(back[i] - x[i]), bias_absmax / 127 * 0.5f * 1.0001f) << i;
+    zeroed += x[i] != 0 && back[i] == 0 ? 1 : 0;
+  }
+  EXPECT_LT(zeroed, 5u);  // only biases within half a step of their own block's scale
+  const std::vector<float> mixed = round_trip(x, kI8);
+  size_t mixed_zeroed = 0;
+  for (size_t i = 320; i < 512; ++i) mixed_zeroed += mixed[i] == 0 ? 1 : 0;
+  EXPECT_GT(mixed_zeroed, 50u);  // of 192: the shared block's step is about 0.0087
+}
+
+// A range inside its buffer is cut at the tensor starts inside it, and each
+// piece into blocks from the piece's first element.
+TEST(Quantize, PiecesStartAtTheRangeOrATensor) {
+  const std::vector<uint64_t> starts = {0, 320, 640};
+  // [100, 320): 220 elements, 1 block; [320, 600): 280 elements, 2 blocks.
+  const PackedRange r{.offset = 100, .count = 500, .tensor_starts = starts};
+  EXPECT_EQ(quantized_blocks(r, kI8), 3u);
+  EXPECT_EQ(quantized_bytes(r, kI8), 4u * 3 + 500);
+  EXPECT_EQ(quantized_bytes(r, kI4), 4u * 3 + 250);
+  // Starts outside the range, or at its first element, cut nothing.
+  EXPECT_EQ(quantized_blocks({.offset = 320, .count = 320, .tensor_starts = starts}, kI8), 2u);
+  EXPECT_EQ(shard_part(1000, 2, 1, starts).offset, 500u);
+  EXPECT_EQ(quantized_blocks(shard_part(1000, 2, 1, starts), kI8), 3u);  // [500, 640), then [640, 1000) in 2
+  const std::vector<uint64_t> unsorted = {0, 640, 320};
+  EXPECT_THROW(quantized_blocks({.count = 1000, .tensor_starts = unsorted}, kI8), ShapeError);
+}
+
+TEST(Quantize, WholeBlocksEndAtABlockEnd) {
+  const std::vector<uint64_t> starts = {0, 300};
+  // Blocks [0, 256) [256, 300) [300, 556) [556, 812) [812, 1000).
+  const PackedRange r{.count = 1000, .tensor_starts = starts};
+  EXPECT_EQ(whole_blocks(r, kI8, 0, 2048), 1000u);
+  EXPECT_EQ(whole_blocks(r, kI8, 0, 256), 256u);
+  EXPECT_EQ(whole_blocks(r, kI8, 256, 256), 44u);
+  EXPECT_EQ(whole_blocks(r, kI8, 300, 600), 512u);
+  EXPECT_THROW(whole_blocks(r, kI8, 100, 2048), ShapeError);  // not a block start
+  EXPECT_THROW(whole_blocks(r, kI8, 0, 100), ShapeError);     // shorter than a block
+  // Partial dequantization, a run at a time, equals the whole.
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 37) - 18.0f + (i >= 300 ? 0.0f : 100.0f);
+  std::vector<std::byte> packed(quantized_bytes(r, kI4));
+  quantize(std::span<const float>(x), r, kI4, packed);
+  std::vector<float> whole(x.size()), runs(x.size());
+  dequantize(packed, r, kI4, 0, whole);
+  for (size_t first = 0; first < x.size();) {
+    const size_t n = whole_blocks(r, kI4, first, 300);
+    dequantize(packed, r, kI4, first, std::span<float>(runs.data() + first, n));
+    first += n;
+  }
+  EXPECT_EQ(runs, whole);
+  std::vector<float> part(10);
+  EXPECT_THROW(dequantize(packed, r, kI4, 512, part), ShapeError);  // 512 is inside the block [300, 556)
+}
+
 TEST(Quantize, ScratchFormulas) {
   // 10 elements over 4 ranks: shards 3, 3, 2, 2.
   EXPECT_EQ(all_gather_quantized_scratch(10, 4, kI8), (4u + 3) * 2 + (4u + 2) * 2);
@@ -235,6 +312,12 @@ TEST(Quantize, ScratchFormulas) {
   // 1000 elements over 4 ranks in blocks of 64: 4 scales per 250-element shard.
   const QuantFormat i8_64{.codes = Quantization::kInt8, .block = 64};
   EXPECT_EQ(all_gather_quantized_scratch(1000, 4, i8_64), 4u * (16 + 250));
+  // With tensor starts: a start at 300 cuts shard 1 ([250, 500)) in two:
+  // 50 + 200 elements, 1 + 4 blocks of 64 against 4.
+  const std::vector<std::vector<uint64_t>> tensors = {{0, 300}};
+  EXPECT_EQ(all_gather_quantized_scratch(1000, 4, i8_64, tensors[0]), 4u * (17 + 250));
+  EXPECT_EQ(max_quantized_scratch(std::vector<uint64_t>{1000}, 4, 1, kPlain, i8_64, tensors),
+            4u * 5 * kReduceChunk + 4u * (17 + 250) + 4 * (4u * 5 + 250));
 }
 
 }  // namespace

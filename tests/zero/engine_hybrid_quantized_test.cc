@@ -119,9 +119,6 @@ TEST(HybridQuantized, OtherShardsStayCloseToTheFlatQuantizedRun) {
   }
 }
 
-// docs/comm.md's packed bytes: 4 per 256-element block + 1 per element.
-uint64_t packed(uint64_t c) { return 4 * ((c + 255) / 256) + c; }
-
 // Per step and rank r (position q = r % G in its group), bf16: inside the
 // group, the reduce-scatter sends the packed part of every peer's shard of
 // each unit, and stage 3 gathers each op's unit twice ((G-1) copies of the
@@ -137,9 +134,11 @@ TEST(HybridQuantized, SentBytesArePackedInsideTheGroupAndPlainAcross) {
       for (int r = 0; r < l.ranks; ++r) {
         const int q = r % l.group, k = r / l.group;
         uint64_t rs = 0, ag = 0, ar = 0;
-        for (const auto& unit : mlp.units()) {
+        for (size_t u = 0; u < mlp.units().size(); ++u) {
+          const auto& unit = mlp.units()[u];
           for (int peer = 0; peer < l.group; ++peer) {
-            if (peer != q) rs += packed(comm::shard_range(unit.count, l.group, peer).count);
+            // docs/comm.md's packed bytes, int8 in blocks of 256 (engine_test_util.h).
+            if (peer != q) rs += testing::packed_unit_shard(mlp, u, l.group, peer, comm::Quantization::kInt8, 256);
           }
           const uint64_t own = comm::shard_range(unit.count, l.group, q).count;
           const uint64_t part = comm::shard_range(own, groups, k).count;
@@ -148,9 +147,10 @@ TEST(HybridQuantized, SentBytesArePackedInsideTheGroupAndPlainAcross) {
         }
         if (stage == 3) {
           for (size_t i = 0; i < mlp.ops().size(); ++i) {
-            const uint64_t count = mlp.units()[static_cast<size_t>(mlp.ops()[i].unit)].count;
+            const auto u = static_cast<size_t>(mlp.ops()[i].unit);
             const auto gathers = static_cast<uint64_t>(testing::stage3_gathers(mlp, i));
-            ag += gathers * static_cast<uint64_t>(l.group - 1) * packed(comm::shard_range(count, l.group, q).count);
+            ag += gathers * static_cast<uint64_t>(l.group - 1) *
+                  testing::packed_unit_shard(mlp, u, l.group, q, comm::Quantization::kInt8, 256);
           }
         }
         const auto& s = run.step_comm[r];

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The engine with compressed collectives (--quantize-weights,
 // --quantize-grads): the bytes each rank sends equal the packed-bytes
-// formula written out here, the scratch is booked as "comm", the bits are
+// formula written out in engine_test_util.h, the scratch is booked as "comm", the bits are
 // the same at every SIMD level and run after run, and a short training
 // run's loss stays close to the plain run's (it is not the same: only the
 // plain collectives promise those bits).
@@ -40,12 +40,6 @@ EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quan
   return c;
 }
 
-// docs/comm.md: a packed shard of c elements is 4 bytes per block (of
-// `block` elements) plus c code bytes (int8) or ceil(c / 2) (int4).
-uint64_t packed(uint64_t c, Quantization q, uint64_t block) {
-  return 4 * ((c + block - 1) / block) + (q == Quantization::kInt4 ? (c + 1) / 2 : c);
-}
-
 bool same_bits(const RunResult& a, const RunResult& b) {
   return a.losses.size() == b.losses.size() &&
          std::memcmp(a.losses.data(), b.losses.data(), a.losses.size() * sizeof(double)) == 0 &&  // NOLINT
@@ -66,18 +60,18 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
         const RunResult run = train_mlp(n, quantized_config(stage, Dtype::bf16(), weights, q, block), 2);
         for (int r = 0; r < n; ++r) {
           uint64_t rs = 0, ag = 0;
-          for (const auto& unit : mlp.units()) {
+          for (size_t u = 0; u < mlp.units().size(); ++u) {
             for (int k = 0; k < n; ++k) {
-              if (k != r) rs += packed(comm::shard_range(unit.count, n, k).count, q, block);
+              if (k != r) rs += testing::packed_unit_shard(mlp, u, n, k, q, block);
             }
           }
           for (size_t i = 0; i < mlp.ops().size(); ++i) {
-            const uint64_t count = mlp.units()[static_cast<size_t>(mlp.ops()[i].unit)].count;
-            const uint64_t own = comm::shard_range(count, n, r).count;
+            const auto u = static_cast<size_t>(mlp.ops()[i].unit);
             // Stage 3: quantized gathers per op (stage3_gathers). Stages 1-2:
             // one plain all-gather of each unit's shard in the step (bf16, 2 bytes).
             const auto gathers = static_cast<uint64_t>(testing::stage3_gathers(mlp, i));
-            if (stage == 3) ag += gathers * static_cast<uint64_t>(n - 1) * packed(own, Quantization::kInt8, block);
+            if (stage == 3)
+              ag += gathers * static_cast<uint64_t>(n - 1) * testing::packed_unit_shard(mlp, u, n, r, Quantization::kInt8, block);
           }
           if (stage != 3) {
             for (const auto& unit : mlp.units()) {
@@ -92,9 +86,13 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
           EXPECT_EQ(s[comm::Collective::kAllReduce].bytes_sent, 0u) << what;
           // The scratch: booked as comm, the size comm::max_quantized_scratch gives.
           std::vector<uint64_t> counts;
-          for (const auto& unit : mlp.units()) counts.push_back(unit.count);
+          std::vector<std::vector<uint64_t>> starts;
+          for (size_t u = 0; u < mlp.units().size(); ++u) {
+            counts.push_back(mlp.units()[u].count);
+            starts.push_back(testing::unit_tensor_starts(mlp, u));
+          }
           EXPECT_EQ(run.ledgers[r][MemoryCategory::kComm].current,
-                    comm::max_quantized_scratch(counts, n, r, {weights, block}, {q, block}))
+                    comm::max_quantized_scratch(counts, n, r, {weights, block}, {q, block}, starts))
               << what;
           EXPECT_GT(run.ledgers[r][MemoryCategory::kComm].current, 0u) << what;
         }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -13,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/quantize.h"
+#include "comm/shard.h"
 #include "comm/world.h"
 #include "model/mlp.h"
 #include "zero/engine.h"
@@ -183,6 +186,33 @@ inline double stage3_gathered_elements(const model::Model& model) {
     elements += stage3_gathers(model, i) * static_cast<double>(model.units()[model.ops()[i].unit].count);
   }
   return elements;
+}
+
+// Where the model's tensors start inside unit u, unit-relative, ascending.
+inline std::vector<uint64_t> unit_tensor_starts(const model::Model& m, size_t u) {
+  const model::UnitInfo& unit = m.units()[u];
+  std::vector<uint64_t> starts;
+  for (const model::TensorInfo& t : m.tensors()) {
+    if (t.offset >= unit.offset && t.offset < unit.offset + unit.count) starts.push_back(t.offset - unit.offset);
+  }
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
+// docs/comm.md: rank k's packed shard of unit u is 4 bytes per block plus
+// c code bytes (int8) or ceil(c / 2) (int4), where the shard is cut at
+// every tensor start inside it and each piece into blocks of `block`.
+inline uint64_t packed_unit_shard(const model::Model& m, size_t u, int n, int k, comm::Quantization q,
+                                  uint64_t block) {
+  const comm::ShardRange s = comm::shard_range(m.units()[u].count, n, k);
+  std::vector<uint64_t> cuts = {s.offset};
+  for (const uint64_t t : unit_tensor_starts(m, u)) {
+    if (t > s.offset && t < s.offset + s.count) cuts.push_back(t);
+  }
+  cuts.push_back(s.offset + s.count);
+  uint64_t blocks = 0;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) blocks += (cuts[i + 1] - cuts[i] + block - 1) / block;
+  return 4 * blocks + (q == comm::Quantization::kInt4 ? (s.count + 1) / 2 : s.count);
 }
 
 }  // namespace zerodp::zero::testing
