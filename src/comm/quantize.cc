@@ -143,7 +143,7 @@ uint64_t quantized_bytes(uint64_t count, QuantFormat f) { return quantized_bytes
 void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std::byte> out) {
   const Quantization q = f.codes;
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[quantize] no quantization format given");
-  ZDP_CHECK(in.count == r.count, ShapeError, "[quantize] the input has {} elements but the packed range {}",
+  ZDP_CHECK(in.count == r.count, ShapeError, "[quantize] the input has {} elements but the packed range holds {}",
             in.count, r.count);
   ZDP_CHECK(out.size() == quantized_bytes(r, f), ShapeError,
             "[quantize] {} elements pack into {} bytes as {}, but the output has {}", in.count, quantized_bytes(r, f),
@@ -199,7 +199,7 @@ void dequantize(std::span<const std::byte> packed, size_t count, QuantFormat f, 
 }
 
 void dequantize_into(std::span<const std::byte> packed, const PackedRange& r, QuantFormat f, Buffer out) {
-  ZDP_CHECK(out.count == r.count, ShapeError, "[dequantize] the output has {} elements but the packed range {}",
+  ZDP_CHECK(out.count == r.count, ShapeError, "[dequantize] the output has {} elements but the packed range holds {}",
             out.count, r.count);
   if (out.dtype == Dtype::fp32()) {
     dequantize(packed, r, f, 0, {static_cast<float*>(out.data), out.count});

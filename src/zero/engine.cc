@@ -188,9 +188,8 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   const std::vector<model::TensorInfo> model_tensors = model_.tensors();
   for (size_t u = 0; u < plan_.num_units(); ++u)
     unit_tensor_starts_.push_back(tensor_starts(model_tensors, plan_.unit_offset(u), plan_.unit_count(u)));
-  const uint64_t quant_scratch = comm::max_quantized_scratch(unit_counts(), shard_comm_.size(), rank_,
-                                                             weights_format(config_), grads_format(config_),
-                                                             unit_tensor_starts_);
+  const uint64_t quant_scratch = comm::max_quantized_scratch(
+      unit_counts(), shard_comm_.size(), rank_, weights_format(config_), grads_format(config_), unit_tensor_starts_);
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
   // Before the optimizers exist: plan/engine_memory.h's fill() moment counts

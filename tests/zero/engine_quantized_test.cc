@@ -71,7 +71,8 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
             // one plain all-gather of each unit's shard in the step (bf16, 2 bytes).
             const auto gathers = static_cast<uint64_t>(testing::stage3_gathers(mlp, i));
             if (stage == 3)
-              ag += gathers * static_cast<uint64_t>(n - 1) * testing::packed_unit_shard(mlp, u, n, r, Quantization::kInt8, block);
+              ag += gathers * static_cast<uint64_t>(n - 1) *
+                    testing::packed_unit_shard(mlp, u, n, r, Quantization::kInt8, block);
           }
           if (stage != 3) {
             for (const auto& unit : mlp.units()) {

@@ -202,8 +202,7 @@ inline std::vector<uint64_t> unit_tensor_starts(const model::Model& m, size_t u)
 // docs/comm.md: rank k's packed shard of unit u is 4 bytes per block plus
 // c code bytes (int8) or ceil(c / 2) (int4), where the shard is cut at
 // every tensor start inside it and each piece into blocks of `block`.
-inline uint64_t packed_unit_shard(const model::Model& m, size_t u, int n, int k, comm::Quantization q,
-                                  uint64_t block) {
+inline uint64_t packed_unit_shard(const model::Model& m, size_t u, int n, int k, comm::Quantization q, uint64_t block) {
   const comm::ShardRange s = comm::shard_range(m.units()[u].count, n, k);
   std::vector<uint64_t> cuts = {s.offset};
   for (const uint64_t t : unit_tensor_starts(m, u)) {
