@@ -297,6 +297,13 @@ TensorShape tensor_shape(size_t offset, std::span<const int> shape) {
   return t;
 }
 
+std::vector<uint64_t> tensor_starts(std::span<const TensorShape> tensors) {
+  std::vector<uint64_t> starts;
+  for (const TensorShape& t : tensors) starts.push_back(t.offset);
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
 Optimizer::Optimizer(size_t size, ShardOptions options)
     : size_(size),
       unit_offset_(options.unit_offset),

@@ -70,6 +70,9 @@ struct TensorShape {
 };
 // The TensorShape of a tensor of `shape` (row-major) at unit-relative offset.
 TensorShape tensor_shape(size_t offset, std::span<const int> shape);
+// Where the tensors start, ascending (a unit's: comm::TensorStarts, so that
+// no quantization block of the compressed collectives holds two tensors).
+std::vector<uint64_t> tensor_starts(std::span<const TensorShape> tensors);
 
 // The optimizer's state buffers, for the ledger and for checkpoints.
 enum class StateKind : uint8_t {

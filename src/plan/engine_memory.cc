@@ -283,11 +283,8 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   const comm::QuantFormat none{};
   // The engine's quantization blocks end at its tensors' starts.
   std::vector<std::vector<uint64_t>> tensor_starts;
-  for (const std::vector<optim::TensorShape>& unit : schedule.unit_tensors) {
-    tensor_starts.emplace_back();
-    for (const optim::TensorShape& t : unit) tensor_starts.back().push_back(t.offset);
-    std::sort(tensor_starts.back().begin(), tensor_starts.back().end());
-  }
+  for (const std::vector<optim::TensorShape>& unit : schedule.unit_tensors)
+    tensor_starts.push_back(optim::tensor_starts(unit));
   p.comm = comm::max_quantized_scratch(
       schedule.unit_counts, group, rank,
       stage.gathers_on_acquire ? comm::QuantFormat{run.quantize_weights, run.quantize_block} : none,

@@ -62,14 +62,6 @@ std::vector<optim::TensorShape> unit_tensors(const std::vector<model::TensorInfo
   return out;
 }
 
-// Where those tensors start, unit-relative and ascending (comm::TensorStarts).
-std::vector<uint64_t> tensor_starts(const std::vector<model::TensorInfo>& tensors, size_t offset, size_t count) {
-  std::vector<uint64_t> starts;
-  for (const optim::TensorShape& t : unit_tensors(tensors, offset, count)) starts.push_back(t.offset);
-  std::sort(starts.begin(), starts.end());
-  return starts;
-}
-
 void optimizer_step(optim::Optimizer& opt, std::span<float> master, comm::ConstBuffer g, double lr, float coef) {
   switch (g.dtype.kind()) {
     case Dtype::Kind::kFp32:
@@ -185,20 +177,21 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
 
   // The compressed collectives' one scratch buffer (comm/quantize.h): they
   // run one at a time, on the comm thread or inline.
-  const std::vector<model::TensorInfo> model_tensors = model_.tensors();
-  for (size_t u = 0; u < plan_.num_units(); ++u)
-    unit_tensor_starts_.push_back(tensor_starts(model_tensors, plan_.unit_offset(u), plan_.unit_count(u)));
+  const std::vector<model::TensorInfo> tensors = model_.tensors();
+  std::vector<std::vector<optim::TensorShape>> shapes;  // each unit's tensors, unit-relative
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    shapes.push_back(unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u)));
+    unit_tensor_starts_.push_back(optim::tensor_starts(shapes.back()));
+  }
   const uint64_t quant_scratch = comm::max_quantized_scratch(
       unit_counts(), shard_comm_.size(), rank_, weights_format(config_), grads_format(config_), unit_tensor_starts_);
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
 
   // Before the optimizers exist: plan/engine_memory.h's fill() moment counts
   // on this order.
-  fill_params([this, seed, tensors = model_.tensors()](size_t first, std::span<float> out) {
-    model_.init_range(tensors, out, first, seed);
-  });
+  fill_params(
+      [this, seed, &tensors](size_t first, std::span<float> out) { model_.init_range(tensors, out, first, seed); });
 
-  const std::vector<model::TensorInfo>& tensors = model_tensors;
   // 8-bit Adam keeps some units' moments in fp32 (optim::unit_optimizer_config):
   // the unit the token embedding reads (GPT's, tied to the LM head).
   std::vector<bool> embedding(plan_.num_units(), false);
@@ -210,14 +203,11 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     options.accountant = optimizer_state_accountant(ledger_);
     options.unit_offset = update_range(u).offset;
     options.unit_flat_offset = plan_.unit_offset(u);
-    options.tensors = unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u));
+    options.tensors = shapes[u];
     unit_optimizers_.push_back(optim::unit_optimizer_config(config_.optimizer, plan_.unit_count(u), embedding[u]));
     optimizers_.push_back(optim::make_optimizer(unit_optimizers_.back(), update_range(u).count, std::move(options)));
   }
   if (!optimizers_.empty() && optimizers_.front()->tensor_stats_size(0) > 0) {
-    std::vector<std::vector<optim::TensorShape>> shapes;
-    for (size_t u = 0; u < plan_.num_units(); ++u)
-      shapes.push_back(unit_tensors(tensors, plan_.unit_offset(u), plan_.unit_count(u)));
     const optim::AdafactorStatsScratch scratch =
         optim::adafactor_stats_scratch(shapes, plan_.num_units(), shard_comm_.size(), stage.partitions_optimizer);
     stats_sums_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm, scratch.sums);
