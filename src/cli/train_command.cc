@@ -36,6 +36,7 @@ struct TrainFlags {
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
   uint32_t quantize_block = comm::kDefaultQuantBlock;
+  std::string quantize_rounding = "nearest";
   int shard_group_size = 0;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
@@ -360,6 +361,12 @@ void add_train_command(CLI::App& app) {
        "2048. Smaller blocks follow the values more closely for more bytes (int8: 1 + 4/B bytes per\n"
        "element; docs/scale.md measures 64 against 256). No DeepSpeed key sets it",
        [&f](auto& c) { c.engine.quantize_block = f.quantize_block; });
+  flag(cmd, f, "--quantize-rounding", f.quantize_rounding,
+       "How --quantize-weights and --quantize-grads round values to codes: nearest (ties to even; a\n"
+       "value gets the same error every step) or stochastic (unbiased: up with probability equal to the\n"
+       "remainder, bits keyed by step, unit and element, so runs and resumes repeat). docs/scale.md\n"
+       "measures both. No DeepSpeed key sets it",
+       [&f](auto& c) { c.engine.quantize_rounding = parse_rounding_mode(f.quantize_rounding); });
   flag(cmd, f, "--shard-group-size", f.shard_group_size,
        "Hybrid sharding (HSDP / MiCS): partition the model states inside groups of G\n"
        "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"

@@ -219,7 +219,7 @@ void Communicator::broadcast(Buffer buf, int root) {
 }
 
 void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch,
-                                        TensorStarts tensors) {
+                                        TensorStarts tensors, uint64_t key) {
   const Collective kind = Collective::kAllGather;
   const int n = size_;
   const std::vector<uint64_t> packed = packed_shard_bytes(out.count, n, f, tensors);
@@ -250,7 +250,7 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat 
       slots[k] = scratch.subspan(at, packed[k]);
       at += packed[k];
     }
-    quantize(in, shard_part(out.count, n, rank_, tensors), f, slots[rank_]);
+    quantize(in, shard_part(out.count, n, rank_, tensors), f, slots[rank_], key);
     const std::vector<std::span<const std::byte>> send(static_cast<size_t>(n), slots[rank_]);
     do_exchange({.kind = kind, .dtype = out.dtype, .count = out.count, .quant = f}, send, slots);
     for (int k = 0; k < n; ++k) {
@@ -261,7 +261,7 @@ void Communicator::all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat 
 }
 
 void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f,
-                                            std::span<std::byte> scratch, TensorStarts tensors) {
+                                            std::span<std::byte> scratch, TensorStarts tensors, uint64_t key) {
   const Collective kind = Collective::kReduceScatter;
   const int n = size_;
   const std::vector<uint64_t> packed = packed_shard_bytes(in.count, n, f, tensors);
@@ -300,7 +300,7 @@ void Communicator::reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp
     for (int k = 0; k < n; ++k) {
       const PackedRange shard = shard_part(in.count, n, k, tensors);
       const std::span<std::byte> slot = scratch.subspan(at, packed[k]);
-      quantize(in.slice(shard.offset, shard.count), shard, f, slot);
+      quantize(in.slice(shard.offset, shard.count), shard, f, slot, key_for_rank(key, rank_));
       send[k] = slot;
       at += packed[k];
     }

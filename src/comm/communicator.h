@@ -98,9 +98,10 @@ class Communicator {
   // included, is the dequantized packed shard, so all ranks hold the same
   // bits. Counted as an all_gather of the packed bytes (codes + scales).
   // `scratch`: at least all_gather_quantized_scratch(out.count, size(), f,
-  // tensors) bytes, not overlapping in or out.
+  // tensors) bytes, not overlapping in or out. `key` keys f.rounding's
+  // stochastic draws (comm/quantize.h); every rank passes the same.
   void all_gather_quantized(ConstBuffer in, Buffer out, QuantFormat f, std::span<std::byte> scratch,
-                            TensorStarts tensors = {});
+                            TensorStarts tensors = {}, uint64_t key = 0);
   // reduce_scatter's contract, but each rank's part of every other rank's
   // shard crosses block-quantized: every contribution (this rank's own too)
   // is quantized per destination shard (blocks ending at the tensor starts
@@ -109,9 +110,11 @@ class Communicator {
   // rounded once to out's dtype. A NaN or infinity in a contribution makes
   // its block NaN in the result. Counted as a reduce_scatter of the packed
   // bytes. `scratch`: at least reduce_scatter_quantized_scratch(in.count,
-  // size(), rank(), f, tensors) bytes, not overlapping in or out.
+  // size(), rank(), f, tensors) bytes, not overlapping in or out. `key`:
+  // as all_gather_quantized's, the same on every rank; each rank draws from
+  // key_for_rank(key, rank()), so the ranks' roundings are independent.
   void reduce_scatter_quantized(ConstBuffer in, Buffer out, ReduceOp op, QuantFormat f, std::span<std::byte> scratch,
-                                TensorStarts tensors = {});
+                                TensorStarts tensors = {}, uint64_t key = 0);
   void barrier();
   // Sum (in rank order, in fp64), average or max of one value per rank, for
   // norms and overflow flags. kMax propagates NaN.

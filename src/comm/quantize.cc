@@ -9,6 +9,7 @@
 
 #include "comm/shard.h"
 #include "core/convert.h"
+#include "core/counter_hash.h"
 #include "core/error.h"
 
 namespace zerodp::comm {
@@ -40,10 +41,24 @@ float block_scale(std::span<const float> x, int qmax) {
   return absmax / static_cast<float>(qmax);
 }
 
+int8_t clamp_code(float q, int qmax) {
+  return static_cast<int8_t>(std::clamp(q, static_cast<float>(-qmax), static_cast<float>(qmax)));
+}
+
 int8_t code_of(float x, float scale, int qmax) {
   if (!(scale > 0.0f)) return 0;  // zero (or underflowed) scale, or NaN
-  const float q = std::nearbyint(x / scale);
-  return static_cast<int8_t>(std::clamp(q, static_cast<float>(-qmax), static_cast<float>(qmax)));
+  return clamp_code(std::nearbyint(x / scale), qmax);
+}
+
+// Stochastic rounding of x / scale: down, or up with probability equal to
+// the remainder (t - floor(t) is exact in fp32), against the uniform draw
+// `bits` (its top 24 bits).
+int8_t stochastic_code_of(float x, float scale, int qmax, uint64_t bits) {
+  if (!(scale > 0.0f)) return 0;
+  const float t = x / scale;
+  const float down = std::floor(t);
+  const float u = static_cast<float>(bits >> 40) * 0x1p-24f;  // exact: 24 bits
+  return clamp_code(u < t - down ? down + 1.0f : down, qmax);
 }
 
 // Calls fn(first, n) for every piece of r in order (first relative to
@@ -140,7 +155,7 @@ uint64_t quantized_bytes(const PackedRange& r, QuantFormat f) {
 
 uint64_t quantized_bytes(uint64_t count, QuantFormat f) { return quantized_bytes(PackedRange{.count = count}, f); }
 
-void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std::byte> out) {
+void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std::byte> out, uint64_t key) {
   const Quantization q = f.codes;
   ZDP_CHECK(q != Quantization::kNone, ShapeError, "[quantize] no quantization format given");
   ZDP_CHECK(in.count == r.count, ShapeError, "[quantize] the input has {} elements but the packed range holds {}",
@@ -159,8 +174,10 @@ void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std
     const float scale = block_scale({x.data(), n}, qmax);
     std::memcpy(scales + b * sizeof(float), &scale, sizeof(float));
     for (size_t j = 0; j < n; ++j) {
-      const int8_t c = code_of(x[j], scale, qmax);
       const size_t i = first + j;
+      const int8_t c = f.rounding == RoundingMode::kNearest
+                           ? code_of(x[j], scale, qmax)
+                           : stochastic_code_of(x[j], scale, qmax, mix64(key + (r.offset + i + 1) * kGoldenGamma));
       if (q == Quantization::kInt8) {
         codes[i] = static_cast<std::byte>(c);
       } else {
@@ -171,8 +188,12 @@ void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std
   });
 }
 
-void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out) {
-  quantize(in, PackedRange{.count = in.count}, f, out);
+void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out, uint64_t key) {
+  quantize(in, PackedRange{.count = in.count}, f, out, key);
+}
+
+uint64_t key_for_rank(uint64_t key, int rank) {
+  return mix64(key ^ mix64((static_cast<uint64_t>(rank) + 1) * kGoldenGamma));
 }
 
 void dequantize(std::span<const std::byte> packed, const PackedRange& r, QuantFormat f, size_t first,

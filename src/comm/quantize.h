@@ -18,12 +18,16 @@
 //   x'    = code * scale                          (fp32, one rounding)
 //
 // so |x - x'| <= scale / 2 plus fp32 rounding of the division and the
-// product. A block whose absmax is 0, or so small that absmax / qmax
-// underflows to 0, has scale 0 and dequantizes to zeros. A block holding a
-// NaN or an infinity has scale NaN (the canonical quiet NaN 0x7FC00000) and
-// every one of its elements dequantizes to NaN, so a non-finite gradient
-// stays non-finite after the reduction (the engine's overflow check and
-// fp16 loss scaling rely on it).
+// product. With RoundingMode::kStochastic the code is instead t = x / scale
+// rounded down, plus one when u < t - floor(t), where u in [0, 1) is the
+// top 24 bits of mix64(key + (e + 1) * kGoldenGamma) (core/counter_hash.h)
+// for the element's index e in the buffer (offset + i) and the caller's
+// `key`: unbiased (E[x'] = x), |x - x'| < scale, and the same bits for the
+// same (key, element) on every rank, backend and SIMD level. The packed
+// format does not change; a receiver cannot tell the two apart. A block whose absmax is 0, or so small that absmax /
+// qmax underflows to 0, has scale 0 and dequantizes to zeros. A block holding a NaN or an infinity has scale NaN (the
+// canonical quiet NaN 0x7FC00000) and every one of its elements dequantizes to NaN, so a non-finite gradient stays
+// non-finite after the reduction (the engine's overflow check and fp16 loss scaling rely on it).
 //
 // Why blocks end at tensor boundaries: a scale is the absmax of its block,
 // so a block that held a LayerNorm gain (values near 1) and the bias after
@@ -43,6 +47,7 @@
 #include <vector>
 
 #include "comm/types.h"
+#include "core/rounding.h"
 
 namespace zerodp::comm {
 
@@ -65,6 +70,10 @@ bool quant_block_offered(uint64_t block);
 struct QuantFormat {
   Quantization codes = Quantization::kNone;
   uint32_t block = kDefaultQuantBlock;
+  // How values round to codes (the format above; core/rounding.h). Nearest
+  // gives a value the same error every call; stochastic a fresh, unbiased
+  // one keyed by the call. The sender's choice: the bytes' layout is the same.
+  RoundingMode rounding = RoundingMode::kNearest;
   bool operator==(const QuantFormat&) const = default;
 };
 
@@ -97,10 +106,14 @@ uint64_t quantized_bytes(uint64_t count, QuantFormat f);
 
 // Packs `in` (fp32, fp16 or bf16; fp16/bf16 widened exactly), the elements
 // of `r` (r.count == in.count), into `out`, which holds exactly
-// quantized_bytes(r, f) bytes. REQUIRES f.codes != kNone.
-void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std::byte> out);
+// quantized_bytes(r, f) bytes. `key` keys f.rounding's stochastic draws
+// (unused when nearest). REQUIRES f.codes != kNone.
+void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std::byte> out, uint64_t key = 0);
 // `in` as a whole one-tensor buffer.
-void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out);
+void quantize(ConstBuffer in, QuantFormat f, std::span<std::byte> out, uint64_t key = 0);
+// Rank `rank`'s key from a call's `key`, where each rank quantizes values of
+// its own (a reduce-scatter's contributions): distinct per rank.
+uint64_t key_for_rank(uint64_t key, int rank);
 
 // Unpacks elements [first, first + out.size()) of `r` (relative to r.offset)
 // packed in `packed` as `f` into fp32. REQUIRES `first` to start a block

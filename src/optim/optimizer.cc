@@ -64,16 +64,6 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
   return "?";
 }
 
-std::string_view rounding_mode_name(RoundingMode mode) {
-  return mode == RoundingMode::kStochastic ? "stochastic" : "nearest";
-}
-
-RoundingMode parse_rounding_mode(std::string_view name) {
-  if (name == "nearest") return RoundingMode::kNearest;
-  if (name == "stochastic") return RoundingMode::kStochastic;
-  ZDP_THROW(ConfigError, "[optimizer] unknown rounding '{}'; use nearest or stochastic", name);
-}
-
 double config_lr(const OptimizerConfig& config) {
   switch (config.kind) {
     case OptimizerKind::kSgd:

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/rounding.h"
+
 namespace zerodp::optim {
 
 enum class OptimizerKind : uint8_t { kAdamW = 0, kAdam = 1, kSgd = 2, kLion = 3, kAdam8bit = 4, kAdafactor = 5 };
@@ -59,10 +61,10 @@ struct SgdConfig {
 // (float_to_bfloat16_stochastic, unbiased: an EMA step smaller than half a
 // bf16 ulp still moves m on average), with random bits drawn from the
 // element's flat index and the step (optim/lion.h). NaN stays NaN.
-enum class RoundingMode : uint8_t { kNearest = 0, kStochastic = 1 };
-// "nearest", "stochastic"; parse: ConfigError naming both otherwise.
-std::string_view rounding_mode_name(RoundingMode mode);
-RoundingMode parse_rounding_mode(std::string_view name);
+// RoundingMode: core/rounding.h.
+using zerodp::parse_rounding_mode;
+using zerodp::rounding_mode_name;
+using zerodp::RoundingMode;
 struct LionConfig {
   double lr = 1e-4;
   double beta1 = 0.9;

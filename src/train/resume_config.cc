@@ -145,6 +145,8 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) { c.engine.quantize_grads = quantization_of(v); }},
       {"quantize-block", [](const TrainConfig& c) { return json(c.engine.quantize_block); },
        [](TrainConfig& c, const json& v) { c.engine.quantize_block = v.get<uint32_t>(); }},
+      {"quantize-rounding", [](const TrainConfig& c) { return json(rounding_mode_name(c.engine.quantize_rounding)); },
+       [](TrainConfig& c, const json& v) { c.engine.quantize_rounding = parse_rounding_mode(v.get<std::string>()); }},
   };
   return all;
 }
@@ -233,6 +235,11 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
   if (saved.contains("quantize-grads") && !saved.contains("quantize-block")) {
     // Saved before the block was a setting: every block had 256 elements.
     saved["quantize-block"] = 256;
+  }
+  if ((saved.contains("quantize-weights") || saved.contains("quantize-grads")) &&
+      !saved.contains("quantize-rounding")) {
+    // Saved before the rounding was a setting: every code was rounded to the nearest.
+    saved["quantize-rounding"] = "nearest";
   }
   std::vector<std::string> taken, overridden;
   for (const Field& f : fields()) {

@@ -129,6 +129,11 @@ void check_engine_values(const TrainConfig& c) {
             ConfigError,
             "[train] --quantize-block sizes the compressed collectives' blocks: add --quantize-weights "
             "or --quantize-grads, or leave it out");
+  ZDP_CHECK(!c.given("quantize-rounding") || e.quantize_weights != comm::Quantization::kNone ||
+                e.quantize_grads != comm::Quantization::kNone,
+            ConfigError,
+            "[train] --quantize-rounding rounds the compressed collectives' codes: add --quantize-weights "
+            "or --quantize-grads, or leave it out");
   ZDP_CHECK(e.shard_group_size >= 0, ConfigError, "[train] {} {} must be at least 1 (0: all ranks, the flat layout)",
             c.spelled("shard-group-size", "zero_optimization.mics_shard_size"), e.shard_group_size);
 }

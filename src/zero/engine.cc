@@ -7,6 +7,7 @@
 
 #include "comm/reduce.h"
 #include "core/convert.h"
+#include "core/counter_hash.h"
 #include "core/error.h"
 #include "optim/adafactor.h"
 #include "optim/grad_utils.h"
@@ -319,6 +320,16 @@ void Engine::limit_in_flight(CommWorker::Ticket ticket) {
 
 // ---- the unit schedule ----
 
+// The stochastic rounding's key for one compressed collective (unused with
+// nearest rounding): the optimizer steps taken, the unit, the micro-batch
+// and which collective. A unit's forward and backward gathers in one step
+// draw the same (they see the same weights), every call of another step
+// draws afresh, and a resumed run draws what the unbroken run drew.
+uint64_t Engine::rounding_key(size_t unit, int micro, bool grads) const {
+  const uint64_t at = mix64(static_cast<uint64_t>(steps_) * kGoldenGamma + (grads ? 2 : 1));
+  return mix64(at ^ mix64((unit + 1) * kGoldenGamma + static_cast<uint64_t>(micro) * 0xD1B54A32D192ED03ull));
+}
+
 std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   auto g = std::make_shared<Gathered>();
   g->unit = static_cast<size_t>(model_.ops()[op_index].unit);
@@ -335,9 +346,9 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   const comm::Buffer out(g->data, plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
   if (config_.quantize_weights != comm::Quantization::kNone) {
-    g->ticket = submit([this, in, out, unit = g->unit] {
+    g->ticket = submit([this, in, out, unit = g->unit, key = rounding_key(g->unit, 0, /*grads=*/false)] {
       shard_comm_.all_gather_quantized(in, out, weights_format(config_), quant_scratch_.span(),
-                                       unit_tensor_starts_[unit]);
+                                       unit_tensor_starts_[unit], key);
     });
     return g;
   }
@@ -544,16 +555,17 @@ void Engine::reduce_unit(size_t unit, int micro) {
   // is the own shard of the very buffer it stages in.
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
-  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit] {
+  const uint64_t key = rounding_key(unit, micro, /*grads=*/true);
+  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit, key] {
     // The plain reduce-scatter, or the compressed one (quantize_grads),
     // inside the shard group; with hybrid sharding the shard's sum over the
     // groups follows (an all-reduce across the replica group, in place).
-    auto reduce_scatter = [this, unit](comm::ConstBuffer in, comm::Buffer out) {
+    auto reduce_scatter = [this, unit, key](comm::ConstBuffer in, comm::Buffer out) {
       if (config_.quantize_grads == comm::Quantization::kNone) {
         shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
       } else {
         shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, grads_format(config_),
-                                             quant_scratch_.span(), unit_tensor_starts_[unit]);
+                                             quant_scratch_.span(), unit_tensor_starts_[unit], key);
       }
       if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
     };

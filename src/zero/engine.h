@@ -210,6 +210,8 @@ class Engine {
   // Stage 3: the forward op that takes op_index's gather, or -1
   // (GatherSchedule::pass_to; none at stages 0-2).
   int pass_to(int op_index) const;
+  // The key of a compressed collective's stochastic rounding (engine.cc).
+  uint64_t rounding_key(size_t unit, int micro, bool grads) const;
   // The fp32 parameters of op_index's unit, ready for compute; stage 3
   // gathers them (and prefetches the next op in `direction`).
   std::span<const float> acquire(int op_index, int direction);

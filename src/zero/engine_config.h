@@ -30,9 +30,12 @@ struct EngineConfig {
   // backward (int8). quantize_grads: the gradient reduce-scatter of stages
   // 1-3 (int8 or int4). kNone: the plain collectives. quantize_block:
   // elements per scale, for both (comm::quant_block_offered).
+  // quantize_rounding: how values round to codes, for both (nearest, or
+  // stochastic keyed by step, unit and micro-batch: Engine::rounding_key).
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
   uint32_t quantize_block = comm::kDefaultQuantBlock;
+  RoundingMode quantize_rounding = RoundingMode::kNearest;
   // Hybrid sharding (HSDP / MiCS / ZeRO++ hpZ): the N ranks form N/G groups
   // of G consecutive ranks; the model states are partitioned inside a group
   // as a flat run of G ranks partitions them and replicated across groups.
@@ -56,10 +59,10 @@ int shard_group_size(const EngineConfig& config, int ranks);
 
 // The compressed collectives' wire formats (kNone codes: the plain collective).
 inline comm::QuantFormat weights_format(const EngineConfig& c) {
-  return {.codes = c.quantize_weights, .block = c.quantize_block};
+  return {.codes = c.quantize_weights, .block = c.quantize_block, .rounding = c.quantize_rounding};
 }
 inline comm::QuantFormat grads_format(const EngineConfig& c) {
-  return {.codes = c.quantize_grads, .block = c.quantize_block};
+  return {.codes = c.quantize_grads, .block = c.quantize_block, .rounding = c.quantize_rounding};
 }
 
 // Throws ConfigError for grad_accum < 1, shard_group_size < 0, clip < 0, bad optimizer or

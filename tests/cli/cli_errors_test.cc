@@ -54,6 +54,9 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --quantize-block 64" + m, "--quantize-block sizes the compressed collectives' blocks");
   expect_refused("train --stage 3 --quantize-weights --quantize-block 48" + m,
                  "--quantize-block 48 is not offered: use a power of two from 32 to 2048");
+  expect_refused("train --quantize-rounding stochastic" + m,
+                 "--quantize-rounding rounds the compressed collectives' codes");
+  expect_refused("train --stage 3 --quantize-weights --quantize-rounding up" + m, "unknown rounding 'up'");
   expect_refused("plan --params 1B --ranks 8 --quantize-grads --quantize-block 4096",
                  "--quantize-block 4096 is not offered");
   // Hybrid sharding: the group must divide the ranks, and partition something.

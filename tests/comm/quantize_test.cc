@@ -124,6 +124,75 @@ TEST(Quantize, CodesAreRoundHalfToEvenOfXOverScale) {
   EXPECT_EQ(static_cast<int8_t>(packed[4 + 8]), -127);
 }
 
+// Stochastic rounding (RoundingMode::kStochastic): with scale 1 every code
+// is x rounded down or up, never further; a whole number stays itself; the
+// same key packs the same bytes, another key other ones.
+TEST(Quantize, StochasticCodesAreTheFloorOrCeilingAndRepeatForAKey) {
+  constexpr QuantFormat kSr{.codes = Quantization::kInt8, .rounding = RoundingMode::kStochastic};
+  const std::vector<float> x = {127.0f, 0.25f, -2.75f, 3.0f, -0.5f, 100.125f, -127.0f};
+  const auto pack = [&](uint64_t key) {
+    std::vector<std::byte> packed(quantized_bytes(x.size(), kSr));
+    quantize(std::span<const float>(x), kSr, packed, key);
+    return packed;
+  };
+  bool other_key_differs = false;
+  for (uint64_t key = 0; key < 64; ++key) {
+    const std::vector<std::byte> packed = pack(key);
+    EXPECT_EQ(packed, pack(key)) << "key " << key;
+    other_key_differs = other_key_differs || packed != pack(key + 1);
+    std::vector<float> back(x.size());
+    dequantize(packed, x.size(), kSr, 0, back);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_TRUE(back[i] == std::floor(x[i]) || back[i] == std::ceil(x[i])) << x[i] << " -> " << back[i];
+    }
+    EXPECT_EQ(back[0], 127.0f);
+    EXPECT_EQ(back[3], 3.0f);
+  }
+  EXPECT_TRUE(other_key_differs);
+}
+
+// Unbiased: over many keys a value's dequantized mean is the value (a
+// Bernoulli(0.3) mean over 4000 draws: standard error 0.0072, so 0.03 is
+// four of them; the keys are fixed, so the test is too). Nearest rounding
+// gives 0 every time.
+TEST(Quantize, StochasticRoundingIsUnbiased) {
+  constexpr QuantFormat kSr{.codes = Quantization::kInt8, .rounding = RoundingMode::kStochastic};
+  const std::vector<float> x = {127.0f, 0.3f, -41.7f};
+  double sum = 0, sum_negative = 0;
+  constexpr int kKeys = 4000;
+  for (uint64_t key = 0; key < kKeys; ++key) {
+    std::vector<std::byte> packed(quantized_bytes(x.size(), kSr));
+    quantize(std::span<const float>(x), kSr, packed, key * 7919);
+    std::vector<float> back(x.size());
+    dequantize(packed, x.size(), kSr, 0, back);
+    sum += back[1];
+    sum_negative += back[2];
+  }
+  EXPECT_NEAR(sum / kKeys, 0.3, 0.03);
+  EXPECT_NEAR(sum_negative / kKeys, -41.7, 0.03);
+  EXPECT_EQ(round_trip(x, kI8)[1], 0.0f);
+}
+
+// The draws follow (key, element index in the buffer), not the range
+// packed: a shard's blocks get the codes the whole buffer's same blocks get,
+// so the ranks of a gather need no agreement but the key.
+TEST(Quantize, StochasticDrawsFollowTheElementNotTheRange) {
+  constexpr QuantFormat kSr{.codes = Quantization::kInt8, .block = 64, .rounding = RoundingMode::kStochastic};
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(256);
+  for (float& v : x) v = normal(gen);
+  std::vector<std::byte> whole(quantized_bytes(x.size(), kSr));
+  quantize(std::span<const float>(x), kSr, whole, 42);
+  const PackedRange second_half{.offset = 128, .count = 128};
+  std::vector<std::byte> half(quantized_bytes(second_half, kSr));
+  quantize(std::span<const float>(x).subspan(128), second_half, kSr, half, 42);
+  std::vector<float> from_whole(128), from_half(128);
+  dequantize(whole, x.size(), kSr, 128, from_whole);
+  dequantize(half, second_half, kSr, 0, from_half);
+  EXPECT_EQ(from_whole, from_half);
+}
+
 TEST(Quantize, AllZeroBlockStaysZero) {
   std::vector<float> x(600, 0.0f);
   x[300] = 127.0f;  // the second block is not zero (scale 1: exact)

@@ -115,12 +115,37 @@ TEST(QuantizedEngine, EverySimdLevelAndEveryRunGiveTheSameBits) {
 }
 
 TEST(QuantizedEngine, OverlapAndPrefetchDoNotChangeTheBits) {
-  EngineConfig c = quantized_config(3, Dtype::bf16(), Quantization::kInt8, Quantization::kInt8);
-  c.grad_accum = 2;
-  const RunResult overlapped = train_mlp(3, c, 6);
-  c.overlap = false;
-  c.prefetch = false;
-  EXPECT_TRUE(same_bits(overlapped, train_mlp(3, c, 6)));
+  for (RoundingMode rounding : {RoundingMode::kNearest, RoundingMode::kStochastic}) {
+    EngineConfig c = quantized_config(3, Dtype::bf16(), Quantization::kInt8, Quantization::kInt8);
+    c.quantize_rounding = rounding;
+    c.grad_accum = 2;
+    const RunResult overlapped = train_mlp(3, c, 6);
+    c.overlap = false;
+    c.prefetch = false;
+    EXPECT_TRUE(same_bits(overlapped, train_mlp(3, c, 6))) << rounding_mode_name(rounding);
+  }
+}
+
+// Stochastic rounding (--quantize-rounding stochastic) draws from keys of
+// the step, unit and micro-batch: a run repeats its bits at every SIMD
+// level, and differs from the nearest-rounded run (weights and gradients
+// each change the trajectory on their own).
+TEST(QuantizedEngine, StochasticRoundingRepeatsAndDiffersFromNearest) {
+  for (const auto& [weights, grads] :
+       {std::pair{Quantization::kInt8, Quantization::kNone}, std::pair{Quantization::kNone, Quantization::kInt8}}) {
+    EngineConfig c = quantized_config(3, Dtype::bf16(), weights, grads);
+    const RunResult nearest = train_mlp(2, c, 6);
+    c.quantize_rounding = RoundingMode::kStochastic;
+    const RunResult stochastic = train_mlp(2, c, 6);
+    const std::string what =
+        fmt::format("weights {}, grads {}", comm::quantization_name(weights), comm::quantization_name(grads));
+    EXPECT_FALSE(same_bits(nearest, stochastic)) << what;
+    EXPECT_TRUE(same_bits(stochastic, train_mlp(2, c, 6))) << what << ": a second run differs";
+    for (SimdLevel level : supported_simd_levels()) {
+      ScopedSimdLevel forced(level);
+      EXPECT_TRUE(same_bits(stochastic, train_mlp(2, c, 6))) << what << " at " << simd_level_name(level);
+    }
+  }
 }
 
 // Quantization changes the bits, so a test that compared them with the
