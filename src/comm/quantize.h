@@ -24,10 +24,14 @@
 // for the element's index e in the buffer (offset + i) and the caller's
 // `key`: unbiased (E[x'] = x), |x - x'| < scale, and the same bits for the
 // same (key, element) on every rank, backend and SIMD level. The packed
-// format does not change; a receiver cannot tell the two apart. A block whose absmax is 0, or so small that absmax /
-// qmax underflows to 0, has scale 0 and dequantizes to zeros. A block holding a NaN or an infinity has scale NaN (the
-// canonical quiet NaN 0x7FC00000) and every one of its elements dequantizes to NaN, so a non-finite gradient stays
-// non-finite after the reduction (the engine's overflow check and fp16 loss scaling rely on it).
+// format does not change; a receiver cannot tell the two apart.
+//
+// A block whose absmax is 0, or so small that absmax / qmax underflows to
+// 0, has scale 0 and dequantizes to zeros. A block holding a NaN or an
+// infinity has scale NaN (the canonical quiet NaN 0x7FC00000) and every
+// one of its elements dequantizes to NaN, so a non-finite gradient stays
+// non-finite after the reduction (the engine's overflow check and fp16
+// loss scaling rely on it).
 //
 // Why blocks end at tensor boundaries: a scale is the absmax of its block,
 // so a block that held a LayerNorm gain (values near 1) and the bias after

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "optim/lr_schedule.h"
@@ -124,16 +125,14 @@ void check_engine_values(const TrainConfig& c) {
   ZDP_CHECK(comm::quant_block_offered(e.quantize_block), ConfigError,
             "[train] --quantize-block {} is not offered: use a power of two from {} to {}", e.quantize_block,
             comm::kMinQuantBlock, comm::kMaxQuantBlock);
-  ZDP_CHECK(!c.given("quantize-block") || e.quantize_weights != comm::Quantization::kNone ||
-                e.quantize_grads != comm::Quantization::kNone,
-            ConfigError,
-            "[train] --quantize-block sizes the compressed collectives' blocks: add --quantize-weights "
-            "or --quantize-grads, or leave it out");
-  ZDP_CHECK(!c.given("quantize-rounding") || e.quantize_weights != comm::Quantization::kNone ||
-                e.quantize_grads != comm::Quantization::kNone,
-            ConfigError,
-            "[train] --quantize-rounding rounds the compressed collectives' codes: add --quantize-weights "
-            "or --quantize-grads, or leave it out");
+  // The compressed collectives' settings mean nothing without one of them.
+  const bool compressed =
+      e.quantize_weights != comm::Quantization::kNone || e.quantize_grads != comm::Quantization::kNone;
+  for (const auto& [setting, what] : {std::pair{"quantize-block", "sizes the compressed collectives' blocks"},
+                                      std::pair{"quantize-rounding", "rounds the compressed collectives' codes"}}) {
+    ZDP_CHECK(compressed || !c.given(setting), ConfigError,
+              "[train] --{} {}: add --quantize-weights or --quantize-grads, or leave it out", setting, what);
+  }
   ZDP_CHECK(e.shard_group_size >= 0, ConfigError, "[train] {} {} must be at least 1 (0: all ranks, the flat layout)",
             c.spelled("shard-group-size", "zero_optimization.mics_shard_size"), e.shard_group_size);
 }
