@@ -12,7 +12,10 @@
 # zerodp stages of the main rounds, default "0 1 2 3"), EXTRAS (0 skips the
 # one-rank, scaling, loss-curve and collective sections; for a focused rerun
 # such as STAGES="0 1" EXTRAS=0 REPS=5, about 6 minutes per configuration),
-# CONFIGS (default "avx512 avx2" on a CPU with AVX-512, else "avx2"):
+# PEERS (0 skips PyTorch's runs and the loss comparison: zerodp alone, on a
+# machine without torch; numpy is still needed for the data), BACKENDS (the
+# zerodp backends of the main rounds, default "thread mpi"; "thread" needs no
+# OpenMPI), CONFIGS (default "avx512 avx2" on a CPU with AVX-512, else "avx2"):
 #   avx512  ZERODP_SIMD=avx512 OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512
 #   avx2    ZERODP_SIMD=avx2 OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2
 #           (an AVX2-only CPU such as Zen 3, emulated on an AVX-512 one: zerodp's
@@ -31,9 +34,19 @@ loss_steps="${LOSS_STEPS:-30}"
 stages="${STAGES:-0 1 2 3}"
 extras="${EXTRAS:-1}"
 py="${PYTHON:-/usr/bin/python3}"
+peers="${PEERS:-1}"
+backends="${BACKENDS:-thread mpi}"
 src_bin="${ZERODP:-$root/build/zerodp}"
 [[ -x "$src_bin" ]] || { echo "run_all: no zerodp binary at $src_bin: build it (ninja -C build zerodp) or set ZERODP" >&2; exit 2; }
-"$py" -c "import torch" 2>/dev/null || { echo "run_all: $py has no torch: apt-get install python3-torch, or set PYTHON" >&2; exit 2; }
+"$py" -c "import numpy" 2>/dev/null || { echo "run_all: $py has no numpy: apt-get install python3-numpy, or set PYTHON" >&2; exit 2; }
+if [[ "$peers" != 0 ]]; then
+  "$py" -c "import torch" 2>/dev/null || { echo "run_all: $py has no torch: apt-get install python3-torch, set PYTHON, or set PEERS=0 for zerodp alone" >&2; exit 2; }
+fi
+for backend in $backends; do
+  case "$backend" in thread) ;; mpi) command -v mpirun > /dev/null || { echo "run_all: no mpirun for BACKENDS=mpi: apt-get install openmpi-bin, or set BACKENDS=thread" >&2; exit 2; } ;;
+    *) echo "run_all: unknown backend '$backend' in BACKENDS: use thread, mpi or both" >&2; exit 2 ;; esac
+done
+[[ -x /usr/bin/time ]] || { echo "run_all: no GNU time at /usr/bin/time (peak RSS per run): apt-get install time" >&2; exit 2; }
 if [[ -z "${CONFIGS:-}" ]]; then
   if grep -qw avx512f /proc/cpuinfo; then CONFIGS="avx512 avx2"; else CONFIGS="avx2"; fi
 fi
@@ -51,7 +64,8 @@ log="$out/runs/log.txt"
 start=$(date +%s)
 note() { echo "[$(( $(date +%s) - start ))s] load $(cut -d' ' -f1-3 /proc/loadavg) | $*" | tee -a "$log"; }
 
-{ echo "date: $(date -u)"; echo "commit: $(git -C "$root" rev-parse --short HEAD)"; lscpu; free -m; } > "$out/runs/machine.txt"
+{ echo "date: $(date -u)"; echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"; echo "cores: $(nproc)"
+  lscpu || true; free -m || true; } > "$out/runs/machine.txt"
 
 # 1. Data and zerodp's initial weights (one step at lr 0 leaves them unchanged), in llm.c's format.
 "$py" "$here/make_data.py" "$out/data"
@@ -106,21 +120,19 @@ run_config() {
   # configuration, and one rank alone (stage 1, the scaling target's base).
   for rep in $(seq 1 "$reps"); do
     for stage in $stages; do
-      if (( stage == 0 )); then torch_run ddp "$steps" "torch-ddp-r$rep"; fi
-      if (( stage == 1 )); then torch_run zero1 "$steps" "torch-zero1-r$rep"; fi
-      zerodp_run thread "$stage" 2 "$steps" "zerodp-thread-s$stage-r$rep"
-      zerodp_run mpi "$stage" 2 "$steps" "zerodp-mpi-s$stage-r$rep"
+      if (( stage == 0 )) && [[ "$peers" != 0 ]]; then torch_run ddp "$steps" "torch-ddp-r$rep"; fi
+      if (( stage == 1 )) && [[ "$peers" != 0 ]]; then torch_run zero1 "$steps" "torch-zero1-r$rep"; fi
+      for backend in $backends; do zerodp_run "$backend" "$stage" 2 "$steps" "zerodp-$backend-s$stage-r$rep"; done
     done
     if (( extras != 0 )); then zerodp_run thread 1 1 "$steps" "scale-n1-r$rep"; fi
   done
   if (( extras == 0 )); then return; fi
 
   # 3. Stage 3 at N=4, oversubscribed: memory only.
-  zerodp_run thread 3 4 2 "scale-n4-thread"
-  zerodp_run mpi 3 4 2 "scale-n4-mpi"
+  for backend in $backends; do zerodp_run "$backend" 3 4 2 "scale-n4-$backend"; done
 
   # 4. Loss curves side by side over more steps (the same batches on both sides).
-  if (( loss_steps > 0 )); then
+  if (( loss_steps > 0 )) && [[ "$peers" != 0 ]]; then
     torch_run ddp "$loss_steps" "loss-torch-ddp"
     zerodp_run thread 0 2 "$loss_steps" "loss-zerodp-s0"
   fi

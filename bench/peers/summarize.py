@@ -73,7 +73,7 @@ def main():
                ("zerodp stage 3, MPI", "zerodp-mpi-s3", "torch-ddp")]
     loads = [float(x) for x in re.findall(r"load (\S+)", open(os.path.join(folder, "log.txt")).read())]
     print(f"Load average (1 min) before the runs: min {min(loads):.2f}, median {st.median(loads):.2f}, "
-          f"max {max(loads):.2f} (2 cores).\n")
+          f"max {max(loads):.2f} ({os.cpu_count()} cores).\n")
     print("| configuration (N=2, B=4, T=64, fp32) | runs | tokens/s median | min | max | vs peer (paired median) "
           "| peak RSS per rank (MB) | ledger model states per rank (MB) | ledger peak per rank (MB) | loss at last step |")
     print("|---|---|---|---|---|---|---|---|---|---|")
