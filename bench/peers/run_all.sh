@@ -128,7 +128,7 @@ run_config() {
   done
   if (( extras == 0 )); then return; fi
 
-  # 3. Stage 3 at N=4, oversubscribed: memory only.
+  # 3. Stage 3 at N=4 for 2 steps: memory only (oversubscribed below 4 cores).
   for backend in $backends; do zerodp_run "$backend" 3 4 2 "scale-n4-$backend"; done
 
   # 4. Loss curves side by side over more steps (the same batches on both sides).
