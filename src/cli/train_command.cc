@@ -37,6 +37,7 @@ struct TrainFlags {
   int quantize_grads_bits = 8;
   uint32_t quantize_block = comm::kDefaultQuantBlock;
   std::string quantize_rounding = "nearest";
+  int64_t quantize_delay = 0;
   int shard_group_size = 0;
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
@@ -339,7 +340,8 @@ void add_train_command(CLI::App& app) {
                     "Stage 3: all-gather the parameters as int8 blocks (--quantize-block) with an fp32 scale each\n"
                     "(ZeRO++ qwZ; about 1/4 of fp32's bytes, 1/2 of bf16's). Master weights and the optimizer\n"
                     "stay fp32 and exact; the losses are not the unquantized run's bits (docs/comm.md). It can\n"
-                    "cost accuracy on long runs: gpt-10m ended 13-22% behind at 2400 steps (docs/scale.md)");
+                    "delay a small model's early loss drop: gpt-10m ended 6-22% behind at 2400 steps, and 0.5-0.7%\n"
+                    "with --quantize-delay 400 or 800 (docs/scale.md)");
   f.overrides.emplace_back(qw, [](auto& c) { c.engine.quantize_weights = comm::Quantization::kInt8; });
   auto* qg = cmd->add_flag("--quantize-grads", f.quantize_grads,
                            "Stages 1-3: reduce-scatter the gradients as int8 blocks (--quantize-block) with an fp32\n"
@@ -367,6 +369,12 @@ void add_train_command(CLI::App& app) {
        "remainder, bits keyed by step, unit and element, so runs and resumes repeat). docs/scale.md\n"
        "measures both. No DeepSpeed key sets it",
        [&f](auto& c) { c.engine.quantize_rounding = parse_rounding_mode(f.quantize_rounding); });
+  flag(cmd, f, "--quantize-delay", f.quantize_delay,
+       "Optimizer steps to run with the plain collectives before --quantize-weights and\n"
+       "--quantize-grads start (TensorFlow's quant_delay): a small model's early training can be\n"
+       "delayed by the codes' error, a trained one's barely (docs/scale.md). 0: from the first step.\n"
+       "No DeepSpeed key sets it",
+       [&f](auto& c) { c.engine.quantize_delay = f.quantize_delay; });
   flag(cmd, f, "--shard-group-size", f.shard_group_size,
        "Hybrid sharding (HSDP / MiCS): partition the model states inside groups of G\n"
        "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"

@@ -112,6 +112,7 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   if (e.quantize_weights != comm::Quantization::kNone || e.quantize_grads != comm::Quantization::kNone) {
     add("quantize-block", e.quantize_block);
     add("quantize-rounding", std::string(rounding_mode_name(e.quantize_rounding)));
+    add("quantize-delay", e.quantize_delay);
   }
   if (e.shard_group_size > 0) add("shard-group-size", e.shard_group_size);
   add("log-every", c.log_every);

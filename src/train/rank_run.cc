@@ -260,6 +260,8 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   stats.quantize_weights = config.engine.quantize_weights;
   stats.quantize_grads = config.engine.quantize_grads;
   stats.quantize_block = config.engine.quantize_block;
+  stats.quantize_delay = config.engine.quantize_delay;
+  stats.steps_taken = engine.steps_taken();
   stats.shard_group = engine.shard_group_size();
   stats.memory = figures.memory;
   stats.step_comm = figures.step_comm;

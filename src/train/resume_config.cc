@@ -147,6 +147,8 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) { c.engine.quantize_block = v.get<uint32_t>(); }},
       {"quantize-rounding", [](const TrainConfig& c) { return json(rounding_mode_name(c.engine.quantize_rounding)); },
        [](TrainConfig& c, const json& v) { c.engine.quantize_rounding = parse_rounding_mode(v.get<std::string>()); }},
+      {"quantize-delay", [](const TrainConfig& c) { return json(c.engine.quantize_delay); },
+       [](TrainConfig& c, const json& v) { c.engine.quantize_delay = v.get<int64_t>(); }},
   };
   return all;
 }
@@ -240,6 +242,10 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
       !saved.contains("quantize-rounding")) {
     // Saved before the rounding was a setting: every code was rounded to the nearest.
     saved["quantize-rounding"] = "nearest";
+  }
+  if ((saved.contains("quantize-weights") || saved.contains("quantize-grads")) && !saved.contains("quantize-delay")) {
+    // Saved before the delay was a setting: the collectives quantized from the first step.
+    saved["quantize-delay"] = 0;
   }
   std::vector<std::string> taken, overridden;
   for (const Field& f : fields()) {

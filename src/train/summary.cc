@@ -49,10 +49,20 @@ bool quantized(const RunStats& s) {
 }
 
 std::string compressed_traffic(const RunStats& s) {
-  return fmt::format(
+  std::string out = fmt::format(
       "  compressed: parameter gathers {}, gradient reduce-scatters {}; a packed element is its code plus\n"
       "  a 4-byte scale per {} elements, so the Φ figure above counts p-byte elements' worth (docs/comm.md)\n",
       comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), s.quantize_block);
+  if (s.quantize_delay > 0 && s.steps_taken > s.quantize_delay) {
+    out += fmt::format("  --quantize-delay {}: steps 1-{} sent the plain collectives\n", s.quantize_delay,
+                       s.quantize_delay);
+  } else if (s.quantize_delay > 0) {
+    out += fmt::format(
+        "  --quantize-delay {}: every step sent the plain collectives (the run ended at step {}), "
+        "the one measured above too\n",
+        s.quantize_delay, s.steps_taken);
+  }
+  return out;
 }
 
 // Hybrid sharding: the group's collectives are a flat run's at N = G; the

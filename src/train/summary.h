@@ -50,6 +50,8 @@ struct RunStats {
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
   uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
+  int64_t quantize_delay = 0;                          // the first steps sent plain (--quantize-delay)
+  int64_t steps_taken = 0;                             // optimizer steps, the measured one the last
   // Hybrid sharding: the ranks of a shard group (G; ranks in the flat layout),
   // and what of rank 0's step_comm crossed the groups (its replica
   // communicator's counters: the gradient shards' all-reduce); the rest

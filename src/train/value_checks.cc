@@ -125,11 +125,14 @@ void check_engine_values(const TrainConfig& c) {
   ZDP_CHECK(comm::quant_block_offered(e.quantize_block), ConfigError,
             "[train] --quantize-block {} is not offered: use a power of two from {} to {}", e.quantize_block,
             comm::kMinQuantBlock, comm::kMaxQuantBlock);
+  ZDP_CHECK(e.quantize_delay >= 0, ConfigError,
+            "[train] --quantize-delay {} must be >= 0 (0: quantize from the first step)", e.quantize_delay);
   // The compressed collectives' settings mean nothing without one of them.
   const bool compressed =
       e.quantize_weights != comm::Quantization::kNone || e.quantize_grads != comm::Quantization::kNone;
   for (const auto& [setting, what] : {std::pair{"quantize-block", "sizes the compressed collectives' blocks"},
-                                      std::pair{"quantize-rounding", "rounds the compressed collectives' codes"}}) {
+                                      std::pair{"quantize-rounding", "rounds the compressed collectives' codes"},
+                                      std::pair{"quantize-delay", "delays the compressed collectives"}}) {
     ZDP_CHECK(compressed || !c.given(setting), ConfigError,
               "[train] --{} {}: add --quantize-weights or --quantize-grads, or leave it out", setting, what);
   }

@@ -113,6 +113,8 @@ void validate(const EngineConfig& config) {
   ZDP_CHECK(comm::quant_block_offered(config.quantize_block), ConfigError,
             "[engine] --quantize-block {} is not offered; use a power of two from {} to {}", config.quantize_block,
             comm::kMinQuantBlock, comm::kMaxQuantBlock);
+  ZDP_CHECK(config.quantize_delay >= 0, ConfigError,
+            "[engine] quantize_delay {} must be >= 0 (0: quantize from the first step)", config.quantize_delay);
 }
 
 // Stage 3: one unit's parameters, all-gathered (on the comm thread) into
@@ -325,6 +327,11 @@ void Engine::limit_in_flight(CommWorker::Ticket ticket) {
 // and which collective. A unit's forward and backward gathers in one step
 // draw the same (they see the same weights), every call of another step
 // draws afresh, and a resumed run draws what the unbroken run drew.
+comm::QuantFormat Engine::format_now(comm::QuantFormat format) const {
+  if (steps_ < config_.quantize_delay) format.codes = comm::Quantization::kNone;
+  return format;
+}
+
 uint64_t Engine::rounding_key(size_t unit, int micro, bool grads) const {
   const uint64_t at = mix64(static_cast<uint64_t>(steps_) * kGoldenGamma + (grads ? 2 : 1));
   return mix64(at ^ mix64((unit + 1) * kGoldenGamma + static_cast<uint64_t>(micro) * 0xD1B54A32D192ED03ull));
@@ -345,10 +352,10 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   g->data = gather_buffer_.data() + *offset * config_.dtype.size();
   const comm::Buffer out(g->data, plan_.unit_count(g->unit), config_.dtype);
   const comm::ConstBuffer in = params_.own_shard(g->unit);
-  if (config_.quantize_weights != comm::Quantization::kNone) {
-    g->ticket = submit([this, in, out, unit = g->unit, key = rounding_key(g->unit, 0, /*grads=*/false)] {
-      shard_comm_.all_gather_quantized(in, out, weights_format(config_), quant_scratch_.span(),
-                                       unit_tensor_starts_[unit], key);
+  const comm::QuantFormat format = format_now(weights_format(config_));
+  if (format.codes != comm::Quantization::kNone) {
+    g->ticket = submit([this, in, out, format, unit = g->unit, key = rounding_key(g->unit, 0, /*grads=*/false)] {
+      shard_comm_.all_gather_quantized(in, out, format, quant_scratch_.span(), unit_tensor_starts_[unit], key);
     });
     return g;
   }
@@ -556,16 +563,17 @@ void Engine::reduce_unit(size_t unit, int micro) {
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
   const uint64_t key = rounding_key(unit, micro, /*grads=*/true);
-  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit, key] {
+  const comm::QuantFormat format = format_now(grads_format(config_));
+  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit, key, format] {
     // The plain reduce-scatter, or the compressed one (quantize_grads),
     // inside the shard group; with hybrid sharding the shard's sum over the
     // groups follows (an all-reduce across the replica group, in place).
-    auto reduce_scatter = [this, unit, key](comm::ConstBuffer in, comm::Buffer out) {
-      if (config_.quantize_grads == comm::Quantization::kNone) {
+    auto reduce_scatter = [this, unit, key, format](comm::ConstBuffer in, comm::Buffer out) {
+      if (format.codes == comm::Quantization::kNone) {
         shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
       } else {
-        shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, grads_format(config_),
-                                             quant_scratch_.span(), unit_tensor_starts_[unit], key);
+        shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, format, quant_scratch_.span(),
+                                             unit_tensor_starts_[unit], key);
       }
       if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
     };

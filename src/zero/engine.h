@@ -212,6 +212,9 @@ class Engine {
   int pass_to(int op_index) const;
   // The key of a compressed collective's stochastic rounding (engine.cc).
   uint64_t rounding_key(size_t unit, int micro, bool grads) const;
+  // `format` for this step's collectives: kNone codes (plain) until
+  // config.quantize_delay optimizer steps are taken.
+  comm::QuantFormat format_now(comm::QuantFormat format) const;
   // The fp32 parameters of op_index's unit, ready for compute; stage 3
   // gathers them (and prefetches the next op in `direction`).
   std::span<const float> acquire(int op_index, int direction);

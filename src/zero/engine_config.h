@@ -32,10 +32,14 @@ struct EngineConfig {
   // elements per scale, for both (comm::quant_block_offered).
   // quantize_rounding: how values round to codes, for both (nearest, or
   // stochastic keyed by step, unit and micro-batch: Engine::rounding_key).
+  // quantize_delay: optimizer steps taken before either quantizes (the
+  // plain collectives until then; TensorFlow's quant_delay), for a model
+  // whose early training is sensitive to the codes' error (docs/scale.md).
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
   uint32_t quantize_block = comm::kDefaultQuantBlock;
   RoundingMode quantize_rounding = RoundingMode::kNearest;
+  int64_t quantize_delay = 0;
   // Hybrid sharding (HSDP / MiCS / ZeRO++ hpZ): the N ranks form N/G groups
   // of G consecutive ranks; the model states are partitioned inside a group
   // as a flat run of G ranks partitions them and replicated across groups.
@@ -57,7 +61,8 @@ inline constexpr size_t kMaxReductionsInFlight = 2;
 // ranks or is set (below the ranks) at stage 0.
 int shard_group_size(const EngineConfig& config, int ranks);
 
-// The compressed collectives' wire formats (kNone codes: the plain collective).
+// The compressed collectives' wire formats (kNone codes: the plain
+// collective), once quantize_delay steps are taken (Engine::format_now).
 inline comm::QuantFormat weights_format(const EngineConfig& c) {
   return {.codes = c.quantize_weights, .block = c.quantize_block, .rounding = c.quantize_rounding};
 }

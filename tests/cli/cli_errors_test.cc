@@ -57,6 +57,8 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --quantize-rounding stochastic" + m,
                  "--quantize-rounding rounds the compressed collectives' codes");
   expect_refused("train --stage 3 --quantize-weights --quantize-rounding up" + m, "unknown rounding 'up'");
+  expect_refused("train --quantize-delay 100" + m, "--quantize-delay delays the compressed collectives");
+  expect_refused("train --stage 3 --quantize-weights --quantize-delay -5" + m, "--quantize-delay -5 must be >= 0");
   expect_refused("plan --params 1B --ranks 8 --quantize-grads --quantize-block 4096",
                  "--quantize-block 4096 is not offered");
   // Hybrid sharding: the group must divide the ranks, and partition something.

@@ -98,6 +98,16 @@ TEST(Summary, HybridRunSaysWhatStaysInTheGroupAndWhatCrosses) {
   EXPECT_NE(out.find("the shard's all-reduce across the groups is not compressed: 2 bytes per element"),
             std::string::npos)
       << out;
+  EXPECT_EQ(out.find("--quantize-delay"), std::string::npos) << out;
+  // A delay says which steps sent plain, and whether the measured one did.
+  s.quantize_delay = 5;
+  s.steps_taken = 8;
+  EXPECT_NE(format_summary(s).find("--quantize-delay 5: steps 1-5 sent the plain collectives\n"), std::string::npos);
+  s.steps_taken = 5;
+  EXPECT_NE(format_summary(s).find("--quantize-delay 5: every step sent the plain collectives (the run ended at step "
+                                   "5), the one measured above too"),
+            std::string::npos);
+  s.quantize_delay = 0;
 
   // Neither line without accumulation or compression.
   s.grad_accum = 1;

@@ -148,6 +148,42 @@ TEST(QuantizedEngine, StochasticRoundingRepeatsAndDiffersFromNearest) {
   }
 }
 
+// --quantize-delay D: the first D steps are the plain run's, bits and
+// bytes; from step D+1 on every collective is the quantized one (its
+// bytes are the undelayed run's, and the trajectory leaves the plain one).
+TEST(QuantizedEngine, DelayRunsPlainThenQuantizes) {
+  constexpr int kDelay = 3;
+  const EngineConfig plain = quantized_config(3, Dtype::bf16(), Quantization::kNone, Quantization::kNone);
+  EngineConfig delayed = quantized_config(3, Dtype::bf16(), Quantization::kInt8, Quantization::kInt8);
+  const RunResult undelayed = train_mlp(2, delayed, kDelay + 3);
+  delayed.quantize_delay = kDelay;
+  EXPECT_NO_THROW(validate(delayed));
+
+  const RunResult plain_start = train_mlp(2, plain, kDelay);
+  const RunResult delayed_start = train_mlp(2, delayed, kDelay);
+  EXPECT_TRUE(same_bits(plain_start, delayed_start)) << "the first steps are not the plain run's";
+  for (int r = 0; r < 2; ++r) {
+    for (comm::Collective k : {comm::Collective::kReduceScatter, comm::Collective::kAllGather}) {
+      EXPECT_EQ(delayed_start.step_comm[r][k].bytes_sent, plain_start.step_comm[r][k].bytes_sent) << r;
+    }
+  }
+
+  const RunResult plain_run = train_mlp(2, plain, kDelay + 3);
+  const RunResult run = train_mlp(2, delayed, kDelay + 3);
+  for (size_t i = 0; i < kDelay; ++i) EXPECT_EQ(run.losses[i], plain_run.losses[i]) << "step " << i + 1;
+  EXPECT_NE(run.losses[kDelay], plain_run.losses[kDelay]) << "step " << kDelay + 1 << " was not quantized";
+  EXPECT_FALSE(same_bits(run, plain_run));
+  EXPECT_FALSE(same_bits(run, undelayed));
+  for (int r = 0; r < 2; ++r) {
+    for (comm::Collective k : {comm::Collective::kReduceScatter, comm::Collective::kAllGather}) {
+      EXPECT_EQ(run.step_comm[r][k].bytes_sent, undelayed.step_comm[r][k].bytes_sent) << r;
+      EXPECT_LT(run.step_comm[r][k].bytes_sent, plain_run.step_comm[r][k].bytes_sent) << r;
+    }
+  }
+  delayed.quantize_delay = -1;
+  EXPECT_THROW(validate(delayed), ConfigError);
+}
+
 // Quantization changes the bits, so a test that compared them with the
 // plain run's would fail; the loss stays close. The plain run's own
 // spread is the yardstick: the MLP's mean loss over the last 10 of 60
