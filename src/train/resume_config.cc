@@ -238,14 +238,11 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     // Saved before the block was a setting: every block had 256 elements.
     saved["quantize-block"] = 256;
   }
-  if ((saved.contains("quantize-weights") || saved.contains("quantize-grads")) &&
-      !saved.contains("quantize-rounding")) {
-    // Saved before the rounding was a setting: every code was rounded to the nearest.
-    saved["quantize-rounding"] = "nearest";
-  }
-  if ((saved.contains("quantize-weights") || saved.contains("quantize-grads")) && !saved.contains("quantize-delay")) {
-    // Saved before the delay was a setting: the collectives quantized from the first step.
-    saved["quantize-delay"] = 0;
+  if (saved.contains("quantize-weights") || saved.contains("quantize-grads")) {
+    // Saved before these were settings: every code was rounded to the
+    // nearest, and the collectives quantized from the first step.
+    if (!saved.contains("quantize-rounding")) saved["quantize-rounding"] = "nearest";
+    if (!saved.contains("quantize-delay")) saved["quantize-delay"] = 0;
   }
   std::vector<std::string> taken, overridden;
   for (const Field& f : fields()) {

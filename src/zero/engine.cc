@@ -327,14 +327,16 @@ void Engine::limit_in_flight(CommWorker::Ticket ticket) {
 // and which collective. A unit's forward and backward gathers in one step
 // draw the same (they see the same weights), every call of another step
 // draws afresh, and a resumed run draws what the unbroken run drew.
-comm::QuantFormat Engine::format_now(comm::QuantFormat format) const {
-  if (steps_ < config_.quantize_delay) format.codes = comm::Quantization::kNone;
-  return format;
-}
-
 uint64_t Engine::rounding_key(size_t unit, int micro, bool grads) const {
   const uint64_t at = mix64(static_cast<uint64_t>(steps_) * kGoldenGamma + (grads ? 2 : 1));
   return mix64(at ^ mix64((unit + 1) * kGoldenGamma + static_cast<uint64_t>(micro) * 0xD1B54A32D192ED03ull));
+}
+
+// --quantize-delay: read when a collective is submitted, so the comm thread
+// gets this step's format and never reads steps_ as apply_step moves it.
+comm::QuantFormat Engine::format_now(comm::QuantFormat format) const {
+  if (steps_ < config_.quantize_delay) format.codes = comm::Quantization::kNone;
+  return format;
 }
 
 std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
