@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a resume takes from a checkpoint's recorded run (train/resume_config.h):
-// here, 8-bit Adam's choice of fp32 units, which checkpoints from before it
-// do not record.
+// here, the settings that checkpoints from before them do not record (8-bit
+// Adam's choice of fp32 units, the compressed collectives' block, rounding
+// and delay), read as what those runs did.
 #include "train/resume_config.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,39 @@ TEST(ResumeConfig, Adam8bitFp32UnitsAreTakenAndOlderCheckpointsStayAll8bit) {
   TrainConfig adamw = run();
   apply_checkpoint_config(adamw, saved_with({{"optimizer", "adamw"}}), "ckpt");
   EXPECT_TRUE(adamw.engine.optimizer.adam.fp32_embedding);
+}
+
+// Saved before the block, rounding and delay were settings: the run used
+// 256-element blocks, rounded to the nearest and quantized from step 1, and
+// the resume keeps that; a flag saying otherwise is a contradiction to
+// override, not a setting the checkpoint lacked.
+TEST(ResumeConfig, OlderQuantizedCheckpointsReadAsBlock256NearestFromStep1) {
+  const nlohmann::json older = {{"quantize-weights", "int8"}, {"quantize-grads", "int8"}};
+  TrainConfig taken = run();
+  taken.engine.quantize_block = 64;  // not given: the checkpoint's value replaces it
+  taken.engine.quantize_rounding = RoundingMode::kStochastic;
+  taken.engine.quantize_delay = 400;
+  apply_checkpoint_config(taken, saved_with(older), "ckpt");
+  EXPECT_EQ(taken.engine.quantize_weights, comm::Quantization::kInt8);
+  EXPECT_EQ(taken.engine.quantize_grads, comm::Quantization::kInt8);
+  EXPECT_EQ(taken.engine.quantize_block, 256u);
+  EXPECT_EQ(taken.engine.quantize_rounding, RoundingMode::kNearest);
+  EXPECT_EQ(taken.engine.quantize_delay, 0);
+
+  TrainConfig delayed = run();
+  delayed.engine.quantize_delay = 400;
+  delayed.sources["quantize-delay"] = "flag --quantize-delay";
+  EXPECT_THROW(apply_checkpoint_config(delayed, saved_with(older), "ckpt"), ConfigError);
+  delayed.resume_overrides = {"quantize-delay"};
+  apply_checkpoint_config(delayed, saved_with(older), "ckpt");
+  EXPECT_EQ(delayed.engine.quantize_delay, 400);
+
+  // A plain run's older checkpoint records neither: nothing is backfilled.
+  TrainConfig plain = run();
+  plain.engine.quantize_delay = 400;
+  plain.sources["quantize-delay"] = "flag --quantize-delay";
+  apply_checkpoint_config(plain, saved_with({{"optimizer", "adamw"}}), "ckpt");
+  EXPECT_EQ(plain.engine.quantize_delay, 400);
 }
 
 }  // namespace
