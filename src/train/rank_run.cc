@@ -232,8 +232,14 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   const zero::LedgerBuffer<float> params = run.consolidate ? engine.gather_params_to(0) : zero::LedgerBuffer<float>();
   if (!lead) return;
   progress->finish();
-  fmt::print("validation loss {:.4f} (training loss {:.4f} at step {})\n", final_val,
-             losses.empty() ? 0.0 : losses.front(), first_step + 1);
+  // A resumed run's first step is not the run's start: name it so, with
+  // the last step's loss beside it.
+  const std::string resumed =
+      first_step > 0 && !losses.empty()
+          ? fmt::format(", where this run resumed; {:.4f} at step {}", losses.back(), config.steps)
+          : "";
+  fmt::print("validation loss {:.4f} (training loss {:.4f} at step {}{})\n", final_val,
+             losses.empty() ? 0.0 : losses.front(), first_step + 1, resumed);
   if (run.held_out) {
     outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out, config.seq_len);
     fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n", 100.0 * outcome.held_out_accuracy,

@@ -28,6 +28,9 @@ grep -o '"loss":[^,}]*' "$dir/resumed.jsonl" > "$dir/b"
 diff "$dir/a" "$dir/b" || { echo "resumed losses differ from the straight run"; exit 1; }
 diff <(grep -o "validation loss [0-9.]*" "$dir/straight.log") <(grep -o "validation loss [0-9.]*" "$dir/resumed.log") \
   || { echo "final validation loss differs"; exit 1; }
+# The final line names the resume's first step as such, and the last step's loss.
+grep -q "at step 9, where this run resumed; [0-9.]* at step 16)" "$dir/resumed.log" ||
+  { echo "the resumed run's final line should name step 9 as where it resumed"; grep "validation loss" "$dir/resumed.log"; exit 1; }
 if [ -n "$mpirun" ]; then
   "$mpirun" --oversubscribe --allow-run-as-root -np 2 "$zerodp" "${common[@]}" --backend mpi --steps 16 --stage 2 \
     --resume "$dir/ckpt" --metrics "$dir/mpi.jsonl" > "$dir/mpi.log"
