@@ -31,23 +31,42 @@ uint64_t code_bytes(uint64_t count, Quantization q) {
   return 0;
 }
 
-// One block's scale: absmax / qmax, NaN when the block is not finite.
+// One block's scale: absmax / qmax, NaN when the block is not finite. The
+// absmax is taken over the values' bit patterns with the sign cleared: for
+// non-negative floats the integer order is the float order, and an
+// infinity or NaN is any pattern from 0x7F800000 up, so one integer max
+// finds both (and vectorises at every level, where a float max with NaN
+// semantics does not).
 float block_scale(std::span<const float> x, int qmax) {
-  float absmax = 0.0f;
-  for (const float v : x) {
-    if (!std::isfinite(v)) return kCanonicalNan;
-    absmax = std::max(absmax, std::fabs(v));
-  }
-  return absmax / static_cast<float>(qmax);
+  uint32_t most = 0;
+  for (const float v : x) most = std::max(most, std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu);
+  if (most >= 0x7F800000u) return kCanonicalNan;
+  return std::bit_cast<float>(most) / static_cast<float>(qmax);
 }
 
 int8_t clamp_code(float q, int qmax) {
   return static_cast<int8_t>(std::clamp(q, static_cast<float>(-qmax), static_cast<float>(qmax)));
 }
 
-int8_t code_of(float x, float scale, int qmax) {
-  if (!(scale > 0.0f)) return 0;  // zero (or underflowed) scale, or NaN
-  return clamp_code(std::nearbyint(x / scale), qmax);
+// Round half to even of |t| < 2^22: t + 1.5 * 2^23 lies in [2^23, 2^24),
+// where the fp32 step is 1, so the addition itself rounds t to a whole
+// number (in the default rounding mode, as std::nearbyint does) and the
+// subtraction is exact. A call to nearbyint is a library call where the
+// level has no round instruction (SSE2), which keeps the loop scalar.
+constexpr float kRoundingShift = 0x1.8p23f;
+float round_half_even(float t) { return (t + kRoundingShift) - kRoundingShift; }
+
+// Nearest codes of a block: clamp(nearbyint(x / scale), -qmax, qmax), as
+// the format says. Clamping before rounding gives the same codes (qmax is
+// whole) and keeps t inside round_half_even's range. A zero (underflowed)
+// or NaN scale codes every element 0.
+void nearest_codes(const float* x, size_t n, float scale, int qmax, int8_t* out) {
+  if (!(scale > 0.0f)) {
+    std::fill(out, out + n, int8_t{0});
+    return;
+  }
+  const auto hi = static_cast<float>(qmax);
+  for (size_t j = 0; j < n; ++j) out[j] = static_cast<int8_t>(round_half_even(std::clamp(x[j] / scale, -hi, hi)));
 }
 
 // Stochastic rounding of x / scale: down, or up with probability equal to
@@ -107,12 +126,44 @@ float load_scale(const std::byte* scales, size_t block) {
   return s;
 }
 
-int8_t load_code(const std::byte* codes, size_t i, Quantization q) {
-  if (q == Quantization::kInt8) return static_cast<int8_t>(codes[i]);
-  const auto byte = static_cast<uint8_t>(codes[i / 2]);
-  const auto nibble = static_cast<uint8_t>((i % 2 == 0) ? (byte & 0x0F) : (byte >> 4));
-  // Sign-extend the 4-bit two's complement value.
-  return static_cast<int8_t>((nibble & 0x08) != 0 ? static_cast<int>(nibble) - 16 : static_cast<int>(nibble));
+// Sign-extends a 4-bit two's complement value.
+int8_t from_nibble(uint8_t nibble) { return static_cast<int8_t>(static_cast<int>(nibble ^ 8u) - 8); }
+
+// The int4 codes of elements [first, first + n) times `scale`, into
+// o[0, n): pack_nibbles undone, a byte (two elements) at a time.
+void unpack_nibbles(const std::byte* codes, uint64_t first, uint64_t n, float scale, float* o) {
+  const auto value = [scale](uint8_t nibble) { return static_cast<float>(from_nibble(nibble)) * scale; };
+  uint64_t j = 0;
+  if (first % 2 == 1 && n > 0) {
+    o[0] = value(static_cast<uint8_t>(codes[first / 2]) >> 4);
+    j = 1;
+  }
+  const std::byte* pairs = codes + (first + j) / 2;
+  const uint64_t whole = (n - j) / 2;
+  for (uint64_t k = 0; k < whole; ++k) {
+    const auto byte = static_cast<uint8_t>(pairs[k]);
+    o[j + 2 * k] = value(byte & 0x0F);
+    o[j + 2 * k + 1] = value(byte >> 4);
+  }
+  if (j + 2 * whole < n) o[n - 1] = value(static_cast<uint8_t>(pairs[whole]) & 0x0F);
+}
+
+// ORs the int4 codes c[0, n) of elements [first, first + n) into their
+// nibbles (element 2i low, 2i+1 high) of zeroed `codes`. A block may start
+// or end inside a byte: its neighbour's nibble is kept.
+void pack_nibbles(const int8_t* c, uint64_t first, uint64_t n, std::byte* codes) {
+  const auto nibble = [](int8_t v) { return static_cast<uint8_t>(static_cast<uint8_t>(v) & 0x0F); };
+  uint64_t j = 0;
+  if (first % 2 == 1 && n > 0) {
+    codes[first / 2] |= static_cast<std::byte>(nibble(c[0]) << 4);
+    j = 1;
+  }
+  std::byte* pairs = codes + (first + j) / 2;
+  const uint64_t whole = (n - j) / 2;
+  for (uint64_t k = 0; k < whole; ++k) {
+    pairs[k] = static_cast<std::byte>(nibble(c[j + 2 * k]) | static_cast<uint8_t>(nibble(c[j + 2 * k + 1]) << 4));
+  }
+  if (j + 2 * whole < n) pairs[whole] |= static_cast<std::byte>(nibble(c[n - 1]));
 }
 
 }  // namespace
@@ -167,24 +218,27 @@ void quantize(ConstBuffer in, const PackedRange& r, QuantFormat f, std::span<std
   std::byte* scales = out.data();
   std::byte* codes = out.data() + quantized_blocks(r, f) * sizeof(float);
   if (q == Quantization::kInt4) std::fill(codes, codes + code_bytes(in.count, q), std::byte{0});
-  std::array<float, kMaxQuantBlock> x{};
+  std::array<float, kMaxQuantBlock> widened{};
+  std::array<int8_t, kMaxQuantBlock> block_codes{};
   for_each_block(r, f.block, 0, r.count, [&](uint64_t b, uint64_t first, uint64_t n) {
     const ConstBuffer part = in.slice(first, n);
-    convert(part.data, part.dtype, x.data(), Dtype::fp32(), n);
-    const float scale = block_scale({x.data(), n}, qmax);
+    const float* x = static_cast<const float*>(part.data);
+    if (part.dtype != Dtype::fp32()) {
+      convert(part.data, part.dtype, widened.data(), Dtype::fp32(), n);
+      x = widened.data();
+    }
+    const float scale = block_scale({x, n}, qmax);
     std::memcpy(scales + b * sizeof(float), &scale, sizeof(float));
-    for (size_t j = 0; j < n; ++j) {
-      const size_t i = first + j;
-      const int8_t c = f.rounding == RoundingMode::kNearest
-                           ? code_of(x[j], scale, qmax)
-                           : stochastic_code_of(x[j], scale, qmax, mix64(key + (r.offset + i + 1) * kGoldenGamma));
-      if (q == Quantization::kInt8) {
-        codes[i] = static_cast<std::byte>(c);
-      } else {
-        const auto nibble = static_cast<uint8_t>(static_cast<uint8_t>(c) & 0x0F);
-        codes[i / 2] |= static_cast<std::byte>(i % 2 == 0 ? nibble : static_cast<uint8_t>(nibble << 4));
+    // int8 codes go straight to the output; int4's are packed after.
+    int8_t* c = q == Quantization::kInt8 ? reinterpret_cast<int8_t*>(codes + first) : block_codes.data();
+    if (f.rounding == RoundingMode::kNearest) {
+      nearest_codes(x, n, scale, qmax, c);
+    } else {
+      for (size_t j = 0; j < n; ++j) {
+        c[j] = stochastic_code_of(x[j], scale, qmax, mix64(key + (r.offset + first + j + 1) * kGoldenGamma));
       }
     }
+    if (q == Quantization::kInt4) pack_nibbles(block_codes.data(), first, n, codes);
   });
 }
 
@@ -210,8 +264,14 @@ void dequantize(std::span<const std::byte> packed, const PackedRange& r, QuantFo
   const uint64_t end = first + out.size();
   for_each_block(r, f.block, first, end, [&](uint64_t b, uint64_t block_first, uint64_t n) {
     const float scale = load_scale(scales, b);
-    for (uint64_t i = block_first; i < std::min(block_first + n, end); ++i)
-      out[i - first] = static_cast<float>(load_code(codes, i, q)) * scale;
+    const uint64_t stop = std::min(block_first + n, end);
+    float* o = out.data() + (block_first - first);
+    if (q == Quantization::kInt8) {
+      const auto* c = reinterpret_cast<const int8_t*>(codes) + block_first;
+      for (uint64_t i = 0; i < stop - block_first; ++i) o[i] = static_cast<float>(c[i]) * scale;
+    } else {
+      unpack_nibbles(codes, block_first, stop - block_first, scale, o);
+    }
   });
 }
 

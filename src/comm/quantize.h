@@ -39,8 +39,13 @@
 // of it to zero. gpt-10m's quantized weights lost 20% of validation loss
 // over 1200 steps that way (docs/scale.md).
 //
-// Scalar code only: the bits are the same at every SIMD level and on every
-// backend (and the compiler may not contract: -ffp-contract=off).
+// Portable C++ without intrinsics, its loops written so that the compiler
+// vectorises them at every level (the absmax as an integer max, rounding by
+// adding 1.5 * 2^23; quantize.cc): each element's division, rounding,
+// product and comparison are single IEEE operations, so the bits are the
+// same at every SIMD level, in the portable and the native build, and on
+// every backend (and the compiler may not contract: -ffp-contract=off).
+// Stochastic rounding's draws stay a scalar loop.
 // Thread-safety: pure functions over caller memory.
 #pragma once
 

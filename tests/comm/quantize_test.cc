@@ -369,6 +369,101 @@ TEST(Quantize, WholeBlocksEndAtABlockEnd) {
   EXPECT_THROW(dequantize(packed, r, kI4, 512, part), ShapeError);  // 512 is inside the block [300, 556)
 }
 
+// The packed bytes, and the values they unpack to, against the format's
+// definition written out here with std::nearbyint (comm/quantize.h), the
+// reference for the codec's vectorised loops: blocks cut at the
+// range's start and at tensor starts (odd ones too, so int4 blocks start
+// and end inside a byte), random magnitudes per block, exact ties, signed
+// zeros, subnormal and underflowing blocks, an infinity and a NaN.
+struct Packed {
+  std::vector<std::byte> bytes;
+  std::vector<float> values;  // code * scale per element
+};
+Packed packed_by_definition(const std::vector<float>& x, const PackedRange& r, QuantFormat f) {
+  const int qmax = quantization_max_code(f.codes);
+  std::vector<uint64_t> cuts = {0};  // piece starts, relative to the range
+  for (const uint64_t t : r.tensor_starts) {
+    if (t > r.offset && t < r.offset + r.count) cuts.push_back(t - r.offset);
+  }
+  cuts.push_back(r.count);
+  std::vector<float> scales;
+  std::vector<int> codes(r.count);
+  std::vector<float> values(r.count);
+  for (size_t p = 0; p + 1 < cuts.size(); ++p) {
+    for (uint64_t b = cuts[p]; b < cuts[p + 1]; b += f.block) {
+      const uint64_t e = std::min<uint64_t>(b + f.block, cuts[p + 1]);
+      float absmax = 0;
+      bool finite = true;
+      for (uint64_t i = b; i < e; ++i) {
+        finite = finite && std::isfinite(x[i]);
+        absmax = std::max(absmax, std::fabs(x[i]));
+      }
+      const float scale = finite ? absmax / static_cast<float>(qmax) : std::bit_cast<float>(0x7FC00000u);
+      scales.push_back(scale);
+      for (uint64_t i = b; i < e; ++i) {
+        codes[i] = scale > 0 ? static_cast<int>(std::clamp(std::nearbyint(x[i] / scale), static_cast<float>(-qmax),
+                                                           static_cast<float>(qmax)))
+                             : 0;
+        values[i] = static_cast<float>(codes[i]) * scale;
+      }
+    }
+  }
+  std::vector<std::byte> out(scales.size() * sizeof(float) +
+                             (f.codes == Quantization::kInt8 ? r.count : (r.count + 1) / 2));
+  std::memcpy(out.data(), scales.data(), scales.size() * sizeof(float));
+  std::byte* c = out.data() + scales.size() * sizeof(float);
+  for (uint64_t i = 0; i < r.count; ++i) {
+    if (f.codes == Quantization::kInt8) {
+      c[i] = static_cast<std::byte>(static_cast<int8_t>(codes[i]));
+    } else {
+      c[i / 2] |= static_cast<std::byte>((codes[i] & 0x0F) << (i % 2 == 0 ? 0 : 4));
+    }
+  }
+  return {.bytes = out, .values = values};
+}
+
+TEST(Quantize, PackedBytesAndValuesEqualTheFormatsDefinition) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-140, 60);
+  std::vector<float> x(5000);
+  for (size_t i = 0; i < x.size(); i += 100) {  // runs of 100 at one magnitude, so blocks mix them
+    const float m = std::ldexp(1.0f, exponent(rng));
+    for (size_t j = i; j < i + 100; ++j) x[j] = m * u(rng);
+  }
+  for (size_t i = 1000; i < 1032; ++i) x[i] = static_cast<float>(i % 2 == 0 ? 127 : -127) + 0.0f;
+  for (size_t i = 1032; i < 1100; ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) + 0.5f;  // ties
+  for (size_t i = 1100; i < 1200; ++i) x[i] = i % 2 == 0 ? -0.0f : 0.0f;
+  for (size_t i = 1200; i < 1300; ++i) x[i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i % 5);
+  x[2100] = std::numeric_limits<float>::infinity();
+  x[3333] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<uint64_t> starts = {0, 1031, 1100, 2047, 2048, 3001};
+  for (const Quantization q : {Quantization::kInt8, Quantization::kInt4}) {
+    for (const uint32_t block : {32u, 256u, 2048u}) {
+      for (const uint64_t offset : {0ul, 1ul, 777ul}) {
+        const QuantFormat f{.codes = q, .block = block};
+        const PackedRange r{.offset = offset, .count = x.size() - offset - 3, .tensor_starts = starts};
+        const std::vector<float> part(x.begin() + static_cast<std::ptrdiff_t>(offset),
+                                      x.begin() + static_cast<std::ptrdiff_t>(offset + r.count));
+        std::vector<std::byte> packed(quantized_bytes(r, f));
+        quantize(std::span<const float>(part), r, f, packed);
+        const Packed expected = packed_by_definition(part, r, f);
+        ASSERT_EQ(packed.size(), expected.bytes.size());
+        size_t differ = 0;
+        for (size_t i = 0; i < packed.size(); ++i) differ += packed[i] != expected.bytes[i] ? 1 : 0;
+        EXPECT_EQ(differ, 0u) << quantization_name(q) << ", block " << block << ", offset " << offset;
+        std::vector<float> back(r.count);
+        dequantize(packed, r, f, 0, back);
+        differ = 0;
+        for (size_t i = 0; i < back.size(); ++i) {
+          differ += std::bit_cast<uint32_t>(back[i]) != std::bit_cast<uint32_t>(expected.values[i]) ? 1 : 0;
+        }
+        EXPECT_EQ(differ, 0u) << "unpacked, " << quantization_name(q) << ", block " << block << ", offset " << offset;
+      }
+    }
+  }
+}
+
 TEST(Quantize, ScratchFormulas) {
   // 10 elements over 4 ranks: shards 3, 3, 2, 2.
   EXPECT_EQ(all_gather_quantized_scratch(10, 4, kI8), (4u + 3) * 2 + (4u + 2) * 2);
