@@ -14,9 +14,19 @@ Progress::Progress(int64_t total_steps, int log_every, bool allow_live)
       live_(allow_live && isatty(fileno(stdout)) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
+double eta_seconds(double elapsed, int64_t first_step, int64_t step, int64_t total) {
+  if (step <= first_step) return 0;
+  return elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step);
+}
+
+void Progress::start_at(int64_t step) {
+  first_step_ = step;
+  start_ = std::chrono::steady_clock::now();
+}
+
 std::string Progress::format(const ProgressEntry& e) const {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double eta = e.step > 0 ? elapsed / static_cast<double>(e.step) * static_cast<double>(total_ - e.step) : 0;
+  const double eta = eta_seconds(elapsed, first_step_, e.step, total_);
   std::string line =
       fmt::format("step {:>{}}/{} | loss {:.4f}", e.step, fmt::formatted_size("{}", total_), total_, e.loss);
   if (last_val_ >= 0) line += fmt::format(" | val {:.4f}", last_val_);
@@ -37,7 +47,7 @@ void Progress::update(const ProgressEntry& entry) {
   }
   if (entry.skipped) ++skipped_;
   // Skipped steps always get a line: they are rare and a user looks for them.
-  if (entry.step == 1 || entry.step == total_ || (log_every_ > 0 && entry.step % log_every_ == 0) ||
+  if (entry.step == first_step_ + 1 || entry.step == total_ || (log_every_ > 0 && entry.step % log_every_ == 0) ||
       entry.val_loss >= 0 || entry.skipped) {
     fmt::print("{}\n", format(entry));
     (void)std::fflush(stdout);

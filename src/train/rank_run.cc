@@ -183,6 +183,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   double train_seconds = 0;
   std::vector<double> losses;
   const int64_t first_step = step;
+  if (lead) progress->start_at(first_step);
   int interrupted = 0;  // the signal every rank agreed to stop on
   for (; step < config.steps; ++step) {
     // One integer all-reduce per step: every rank stops before the same step.
