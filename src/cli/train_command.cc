@@ -340,8 +340,8 @@ void add_train_command(CLI::App& app) {
                     "Stage 3: all-gather the parameters as int8 blocks (--quantize-block) with an fp32 scale each\n"
                     "(ZeRO++ qwZ; about 1/4 of fp32's bytes, 1/2 of bf16's). Master weights and the optimizer\n"
                     "stay fp32 and exact; the losses are not the unquantized run's bits (docs/comm.md). It can\n"
-                    "delay a small model's early loss drop: gpt-10m ended 6-22% behind at 2400 steps, and 0.5-0.7%\n"
-                    "with --quantize-delay 400 or 800 (docs/scale.md)");
+                    "delay a small model's early loss drop: gpt-10m ended 6-22% behind at 2400 steps, and within\n"
+                    "0.8% (two seeds, with the gradients too) with --quantize-delay 400 or 800 (docs/scale.md)");
   f.overrides.emplace_back(qw, [](auto& c) { c.engine.quantize_weights = comm::Quantization::kInt8; });
   auto* qg = cmd->add_flag("--quantize-grads", f.quantize_grads,
                            "Stages 1-3: reduce-scatter the gradients as int8 blocks (--quantize-block) with an fp32\n"
