@@ -255,7 +255,8 @@ TEST(LlamaGradCheck, GqaSegmentsEqualRecordsRunAlone) {
   gqa_attention_forward(packed.out, packed.att, packed.q, packed.k, packed.v, starts, packed.s);
   std::vector<float> dq(packed.q.size()), dk(packed.k.size()), dv(packed.v.size()), scratch(T * T);
   gqa_attention_backward(dq, dk, dv, scratch, packed.r, packed.q, packed.k, packed.v, packed.att, starts, packed.s);
-  for (const auto& [lo, n] : {std::pair{0, 3}, std::pair{3, 5}}) {
+  for (const auto& record : {std::pair{0, 3}, std::pair{3, 5}}) {
+    const int lo = record.first, n = record.second;  // first position, length
     const GqaShape s{1, n, Hq, Hkv, d};
     auto slice = [&](const std::vector<float>& x, int heads) {
       return std::vector<float>(x.begin() + size_t(lo) * heads * d, x.begin() + size_t(lo + n) * heads * d);
