@@ -138,7 +138,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   const double tokens_per_step =
       static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
   if (!config.init_from.empty()) {
-    weights::GptWeightsReader reader(config.init_from, run.model_config.gpt);
+    weights::GptWeightsReader reader(config.init_from, run.gpt->gpt_config());
     engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
     if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
   }

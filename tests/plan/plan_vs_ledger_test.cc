@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "model/gpt_family.h"
+#include "model/mlp_family.h"
 #include "model/presets.h"
 #include "optim/quant8.h"
 #include "plan/predict.h"
@@ -27,19 +29,12 @@ using zero::MemoryCategory;
 model::ModelConfig odd_gpt() {
   // Odd sizes everywhere: 3 layers, 3 heads of 7 channels, vocab 37 padded
   // to 41, context 13; no count divisible by 2, 3 or 4 in general.
-  model::ModelConfig m;
-  m.name = "odd-gpt";
-  m.kind = ModelKind::kGpt;
-  m.gpt = model::GptConfig{13, 37, 41, 3, 3, 21};
-  return m;
+  return model::gpt_model_config("odd-gpt", model::GptConfig{13, 37, 41, 3, 3, 21});
 }
 
 model::ModelConfig odd_mlp() {
-  model::ModelConfig m;
-  m.name = "odd-mlp";
-  m.kind = ModelKind::kMlp;
-  m.mlp = model::MlpConfig{{12, 17, 9, 5}, model::MlpHead::kClassification};
-  return m;
+  return {"odd-mlp",
+          std::make_shared<const model::MlpSpec>(model::MlpConfig{{12, 17, 9, 5}, model::MlpHead::kClassification})};
 }
 
 // A deterministic micro-batch for whichever model the workspace belongs to.
@@ -48,18 +43,19 @@ zero::BatchFeeder feeder(const model::ModelConfig& mc, const RunShape& run, int 
     model::Batch batch;
     std::vector<int32_t> tokens, targets, labels;
     std::vector<float> features, values;
-    if (mc.kind == ModelKind::kGpt) {
+    if (const auto* gpt = mc.as<model::GptSpec>()) {
       const int n = run.micro_batch * run.seq_len;
       for (int i = 0; i < n; ++i) {
-        tokens.push_back((i * 7 + rank * 3 + micro) % mc.gpt.vocab);
-        targets.push_back((i * 5 + rank + 1) % mc.gpt.vocab);
+        tokens.push_back((i * 7 + rank * 3 + micro) % gpt->config().vocab);
+        targets.push_back((i * 5 + rank + 1) % gpt->config().vocab);
       }
       batch.tokens = tokens;
       batch.targets = targets;
     } else {
-      const int in = mc.mlp.widths.front(), out = mc.mlp.widths.back();
+      const model::MlpConfig& mlp = mc.as<model::MlpSpec>()->config();
+      const int in = mlp.widths.front(), out = mlp.widths.back();
       for (int i = 0; i < run.micro_batch * in; ++i) features.push_back(static_cast<float>((i * 13 + rank) % 7) - 3.0f);
-      if (mc.mlp.head == model::MlpHead::kClassification) {
+      if (mlp.head == model::MlpHead::kClassification) {
         for (int i = 0; i < run.micro_batch; ++i) labels.push_back((i + rank + micro) % out);
         batch.labels = labels;
       } else {

@@ -19,6 +19,7 @@
 #include "ckpt/offline.h"
 #include "kernels/linear.h"
 #include "model/gpt.h"
+#include "model/gpt_family.h"
 #include "model/gpt_workspace.h"
 #include "model/llmc_io.h"
 #include "weights/consolidate.h"
@@ -87,9 +88,7 @@ std::vector<float> distinct_params(const model::GptConfig& g) {
   return flat;
 }
 
-model::ModelConfig gpt_model(const model::GptConfig& g) {
-  return {.name = "custom", .kind = ModelKind::kGpt, .gpt = g, .mlp = {}};
-}
+model::ModelConfig gpt_model(const model::GptConfig& g) { return model::gpt_model_config("custom", g); }
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 

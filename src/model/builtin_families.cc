@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+// The families zerodp is built with, in the order `zerodp model list`
+// prints them. A new built-in family adds its entry here.
+#include "model/family.h"
+#include "model/gpt_family.h"
+#include "model/mlp_family.h"
+
+namespace zerodp::model {
+
+std::vector<Family> builtin_families() { return {gpt_family(), mlp_family()}; }
+
+}  // namespace zerodp::model
