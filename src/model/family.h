@@ -11,7 +11,8 @@
 //                  planner's questions (activation bytes).
 //   Family         the family's entry: name, schema line, from_json,
 //                  presets. register_family() adds one; gpt and mlp are
-//                  built in (model/gpt_family.h, model/mlp_family.h).
+//                  built in (model/gpt_family.h, model/mlp_family.h,
+//                  model/llama_family.h).
 //   ModelConfig    a named spec (a preset's name, or "custom"): what
 //                  `--model` resolves to and Model::config() returns.
 //
