@@ -115,6 +115,7 @@ bool has(const SafetensorsHeader& h, const std::string& name) { return h.tensors
 
 // The [rows, cols] of a 2-D tensor (InputFileError otherwise).
 std::array<int, 2> matrix_shape(const SafetensorsHeader& h, const std::string& name) {
+  ZDP_CHECK(has(h, name), InputFileError, "[load] {}: has no tensor \"{}\"", h.path, name);
   const auto& shape = h.tensors.at(name).shape;
   ZDP_CHECK(shape.size() == 2 && shape[0] >= 1 && shape[1] >= 1 && shape[0] < (1 << 30) && shape[1] < (1 << 30),
             InputFileError, "[load] {}: tensor \"{}\" is {}, not a matrix", h.path, name, shape_text(shape));
@@ -190,6 +191,7 @@ struct GptWeightsReader::Impl {
       config = gpt->config();
     } else {
       const auto wte = matrix_shape(h, "wte"), wpe = matrix_shape(h, "wpe");
+      ZDP_CHECK(has(h, "ln1w"), InputFileError, "[load] {}: has no tensor \"ln1w\"", h.path);
       const auto& ln1w = h.tensors.at("ln1w").shape;
       ZDP_CHECK(ln1w.size() == 2 && ln1w[0] >= 1 && ln1w[0] < (1 << 20), InputFileError,
                 "[load] {}: tensor \"ln1w\" is {}, not [layers, channels]", h.path, shape_text(ln1w));

@@ -251,6 +251,17 @@ TEST(HfImport, Refusals) {
   tensors.erase(tensors.begin() + 10);
   write_safetensors(dir / "less.safetensors", tensors, flat, {});
   expect_refused<InputFileError>([&] { GptWeightsReader(dir / "less.safetensors", g); }, {"has no tensor"});
+  // Found by safetensors_fuzz: a file without the position embedding (HF) or
+  // zerodp's, which the readers took the shapes from, was std::out_of_range.
+  for (const char* missing : {"wpe.weight", "wpe"}) {
+    tensors = std::string(missing) == "wpe" ? export_tensors(gpt_model(g)) : hf_gpt2_tensors(g);
+    const size_t before = tensors.size();
+    std::erase_if(tensors, [&](const ExportTensor& t) { return t.name.ends_with(missing); });
+    ASSERT_EQ(tensors.size() + 1, before) << missing;
+    write_safetensors(dir / "without.safetensors", tensors, flat, {});
+    expect_refused<InputFileError>([&] { GptWeightsReader(dir / "without.safetensors", g); },
+                                   {"without.safetensors", "has no tensor", missing});
+  }
   std::string text(bytes.begin() + 8, bytes.end());
   const size_t f32 = text.find("F32");
   ASSERT_NE(f32, std::string::npos);
