@@ -115,7 +115,9 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
       ScopedKernelTimer t(prof, KernelKind::kEmbedding);
       const std::span<float> x = ws.resid(0);
       const std::span<const int32_t> ids = ws.tokens();
-      for (int i = 0; i < N; ++i) std::copy_n(params.begin() + size_t(ids[i]) * C, C, x.begin() + size_t(i) * C);
+      for (int i = 0; i < N; ++i) {
+        std::copy_n(params.subspan(size_t(ids[i]) * C, C).begin(), C, x.subspan(size_t(i) * C, C).begin());
+      }
       break;
     }
     case Step::kBlock: {

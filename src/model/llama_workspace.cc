@@ -77,23 +77,7 @@ LlamaWorkspace::LlamaWorkspace(const LlamaConfig& config, int micro_batch, int s
 }
 
 void LlamaWorkspace::set_batch(const Batch& batch) {
-  const size_t N = size_t(batch_) * seq_;
-  ZDP_CHECK(batch.tokens.size() == N, ShapeError,
-            "[llama] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}", batch.tokens.size(),
-            batch_, seq_, N);
-  ZDP_CHECK(batch.targets.empty() || batch.targets.size() == N, ShapeError,
-            "[llama] batch has {} targets, expected {} (one per token) or none", batch.targets.size(), N);
-  for (int32_t t : batch.tokens) {
-    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[llama] token id {} outside the vocabulary [0, {})", t,
-              config_.vocab);
-  }
-  for (int32_t t : batch.targets) {
-    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[llama] target id {} outside the vocabulary [0, {})", t,
-              config_.vocab);
-  }
-  std::copy(batch.tokens.begin(), batch.tokens.end(), tokens_.begin());
-  has_targets_ = !batch.targets.empty();
-  if (has_targets_) std::copy(batch.targets.begin(), batch.targets.end(), targets_.begin());
+  has_targets_ = detail::copy_token_batch(batch, batch_, seq_, config_.vocab, "llama", tokens_, targets_);
   loss_ = 0.0f;
   head_forward_done_ = false;
 }

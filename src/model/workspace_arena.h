@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "model/model.h"
 
 namespace zerodp::model::detail {
 
@@ -34,5 +36,12 @@ class ArenaCarver {
   std::vector<Request> requests_;
   size_t activation_floats_ = 0, scratch_floats_ = 0, total_ = 0;
 };
+
+// A token model's micro-batch (tokens and, optionally, next-token targets,
+// [B*T] each) checked against the workspace's B*T and the vocabulary and
+// copied in; returns whether targets were given. ShapeError, op-prefixed
+// ("[gpt]", "[llama]"), on a size or an id that does not fit.
+bool copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int vocab, const char* op,
+                      std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
 
 }  // namespace zerodp::model::detail
