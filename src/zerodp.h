@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/stage.h"
 #include "engine_ckpt/engine_checkpoint.h"
+#include "model/causal_lm.h"
 #include "model/family.h"
 #include "model/model.h"
 #include "model/presets.h"

@@ -104,7 +104,8 @@ void add_train_command(CLI::App& app) {
   train::TrainConfig& d = f.c;  // bound storage, pre-filled with the defaults
   CLI::App* cmd = app.add_subcommand(
       "train",
-      "Train a GPT with ZeRO. With no options: the default tiny GPT on the embedded arithmetic corpus, one thread\n"
+      "Train a language model (GPT-2 or the Llama family: zerodp model list) with ZeRO. With no options: the default "
+      "tiny GPT on the embedded arithmetic corpus, one thread\n"
       "rank per core, ZeRO stage 3 in bf16, about a minute on 2 cores; then the memory/communication summary\n"
       "and a generated sample. Flags override --config; --config overrides the defaults.");
   cmd->add_option("--config", f.config_path,

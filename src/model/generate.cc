@@ -3,10 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "core/error.h"
-#include "kernels/linear.h"
-#include "model/gpt_workspace.h"
 #include "model/init_rng.h"
 
 namespace zerodp::model {
@@ -44,31 +43,28 @@ int32_t sample_token(std::span<const float> logits, float temperature, int top_k
   return last_kept;  // rounding: u*sum landed on the total
 }
 
-std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, std::span<const int32_t> prompt,
+std::vector<int32_t> generate(const CausalLm& model, std::span<const float> params, std::span<const int32_t> prompt,
                               const GenerateConfig& gc) {
-  const GptConfig& c = model.gpt_config();
+  const int vocab = model.vocab(), max_context = model.max_context();
   ZDP_CHECK(!prompt.empty(), ConfigError, "[generate] the prompt is empty; give at least one token");
   ZDP_CHECK(gc.max_new_tokens >= 0, ConfigError, "[generate] max_new_tokens is {}, must be >= 0", gc.max_new_tokens);
   ZDP_CHECK(gc.top_k >= 0, ConfigError, "[generate] top_k is {}, must be >= 0 (0 = all)", gc.top_k);
   ZDP_CHECK_EQ(params.size(), model.num_params(), ShapeError, "[generate] parameter buffer size");
   for (int32_t t : prompt) {
-    ZDP_CHECK(t >= 0 && t < c.vocab, ConfigError, "[generate] prompt token {} outside the vocabulary [0, {})", t,
-              c.vocab);
+    ZDP_CHECK(t >= 0 && t < vocab, ConfigError, "[generate] prompt token {} outside the vocabulary [0, {})", t, vocab);
   }
-  const int context = gc.context > 0 ? std::min(gc.context, c.max_seq_len) : c.max_seq_len;
+  const int context = gc.context > 0 ? std::min(gc.context, max_context) : max_context;
   ZDP_CHECK(gc.context >= 0, ConfigError, "[generate] context is {}, must be >= 0 (0 = the model's {})", gc.context,
-            c.max_seq_len);
+            max_context);
   ZDP_CHECK(gc.align >= 1 && gc.align <= context, ConfigError, "[generate] align is {}, must be in [1, {}]", gc.align,
             context);
   std::vector<int32_t> out(prompt.begin(), prompt.end());
   if (gc.max_new_tokens == 0) return out;
   const int window = static_cast<int>(std::min<size_t>(context, out.size() + gc.max_new_tokens));
-  GptWorkspace ws(c, 1, window, false);
+  const std::unique_ptr<Workspace> ws = model.make_workspace(1, window, false);
   std::vector<int32_t> tokens(window, 0);
-  std::vector<float> logits(c.padded_vocab);
-  const size_t wte_size = size_t(c.padded_vocab) * c.channels;
+  std::vector<float> logits(vocab);
   InitRng rng(gc.seed, 0x67656e);
-  const auto& ops = model.ops();
   for (int step = 0; step < gc.max_new_tokens; ++step) {
     // The first token of the window: the latest that keeps `window` tokens,
     // moved on to a multiple of `align` (the window may then be shorter).
@@ -78,15 +74,9 @@ std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, s
     const size_t len = out.size() - start;
     std::fill(tokens.begin(), tokens.end(), 0);
     std::copy(out.begin() + static_cast<std::ptrdiff_t>(start), out.end(), tokens.begin());
-    Batch batch;
-    batch.tokens = tokens;
-    ws.set_batch(batch);
-    for (size_t i = 0; i + 1 < ops.size(); ++i) {  // all but the LM head
-      model.forward(static_cast<int>(i), model.unit_span(params, ops[i].unit), ws);
-    }
-    std::span<const float> last = ws.lnf().subspan((len - 1) * c.channels, c.channels);  // [1, C]
-    kernels::linear_forward(logits, last, params.subspan(0, wte_size), {}, {1, c.channels, c.padded_vocab});
-    out.push_back(sample_token(std::span<const float>(logits).first(c.vocab), gc.temperature, gc.top_k, rng.uniform()));
+    ws->set_batch(Batch{.tokens = tokens});
+    model.next_token_logits(params, *ws, static_cast<int>(len) - 1, logits);
+    out.push_back(sample_token(logits, gc.temperature, gc.top_k, rng.uniform()));
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Text generation from a GPT: autoregressive sampling with temperature and
-// top-k. Each step runs the model's forward ops up to the final layernorm on
-// a window of at most maxT tokens and projects only the last position through
-// the tied LM head. Causal attention means the unused tail of the window does
+// Text generation from a causal language model (GPT-2, the Llama family):
+// autoregressive sampling with temperature and top-k. Each step runs the
+// model's forward ops up to the final norm on a window of at most its
+// context and projects only the last position through the LM head
+// (CausalLm::next_token_logits). Causal attention means the unused tail of the window does
 // not affect the positions before it, so one workspace serves every step.
 // Thread-safety: reads the model and params; uses its own workspace.
 #pragma once
@@ -11,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "model/gpt.h"
+#include "model/causal_lm.h"
 
 namespace zerodp::model {
 
@@ -32,7 +33,7 @@ struct GenerateConfig {
 
 // Returns prompt + the generated tokens. The prompt must be non-empty with
 // ids in [0, V) (ConfigError otherwise).
-std::vector<int32_t> generate(const Gpt& model, std::span<const float> params, std::span<const int32_t> prompt,
+std::vector<int32_t> generate(const CausalLm& model, std::span<const float> params, std::span<const int32_t> prompt,
                               const GenerateConfig& config);
 
 // Samples one id from logits[V] (temperature, top-k); exposed for tests.

@@ -100,6 +100,20 @@ std::vector<TensorInfo> Gpt::tensors() const {
   return t;
 }
 
+void Gpt::next_token_logits(std::span<const float> params, Workspace& base, int pos, std::span<float> logits) const {
+  ZDP_CHECK_EQ(params.size(), num_params_, ShapeError, "[gpt] next_token_logits: parameter buffer size");
+  ZDP_CHECK_EQ(logits.size(), size_t(config_.vocab), ShapeError, "[gpt] next_token_logits: logits size");
+  GptWorkspace& ws = as_gpt(base);
+  ZDP_CHECK(pos >= 0 && pos < ws.seq_len() && ws.micro_batch() == 1, ShapeError,
+            "[gpt] next_token_logits: position {} outside a one-sequence window of {}", pos, ws.seq_len());
+  for (size_t i = 0; i + 1 < ops_.size(); ++i) forward(static_cast<int>(i), unit_span(params, ops_[i].unit), ws);
+  const int C = config_.channels, Vp = config_.padded_vocab;
+  std::vector<float> padded(Vp);
+  const std::span<const float> last = ws.lnf().subspan(size_t(pos) * C, C);  // [1, C]
+  kernels::linear_forward(padded, last, params.subspan(0, size_t(Vp) * C), {}, {1, C, Vp});
+  std::copy_n(padded.begin(), config_.vocab, logits.begin());
+}
+
 std::string Gpt::describe() const { return fmt::format("{}, {} parameters", config_.describe(), num_params_); }
 
 std::unique_ptr<Workspace> Gpt::make_workspace(int micro_batch, int seq_len, bool checkpointing) const {

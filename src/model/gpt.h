@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "model/causal_lm.h"
 #include "model/gpt_config.h"
-#include "model/model.h"
 
 namespace zerodp::model {
 
-class Gpt final : public Model {
+class Gpt final : public CausalLm {
  public:
   explicit Gpt(const GptConfig& config);
 
@@ -45,6 +45,12 @@ class Gpt final : public Model {
   // 6 (L 12 C^2 + Vp C) + 12 L T C  (matmul weights; attention as executed)
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   double train_flops_per_position(int seq_len) const override;
+
+  int vocab() const override { return config_.vocab; }
+  int max_context() const override { return config_.max_seq_len; }
+  // Through the tied head over the padded vocabulary (the training head's
+  // product), of which the first vocab() logits are copied out.
+  void next_token_logits(std::span<const float> params, Workspace& ws, int pos, std::span<float> logits) const override;
 
   ModelConfig config() const override;  // kind gpt, with gpt_config()
   const GptConfig& gpt_config() const { return config_; }

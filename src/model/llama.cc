@@ -56,6 +56,18 @@ Llama::Llama(const LlamaConfig& config) : config_(config), layout_(llama_block_l
 
 ModelConfig Llama::config() const { return llama_model_config("custom", config_); }
 
+void Llama::next_token_logits(std::span<const float> params, Workspace& base, int pos, std::span<float> logits) const {
+  ZDP_CHECK_EQ(params.size(), num_params_, ShapeError, "[llama] next_token_logits: parameter buffer size");
+  ZDP_CHECK_EQ(logits.size(), size_t(config_.vocab), ShapeError, "[llama] next_token_logits: logits size");
+  LlamaWorkspace& ws = as_llama(base);
+  ZDP_CHECK(pos >= 0 && pos < ws.seq_len() && ws.micro_batch() == 1, ShapeError,
+            "[llama] next_token_logits: position {} outside a one-sequence window of {}", pos, ws.seq_len());
+  for (size_t i = 0; i + 1 < ops_.size(); ++i) forward(static_cast<int>(i), unit_span(params, ops_[i].unit), ws);
+  const int C = config_.hidden, V = config_.vocab;
+  const std::span<const float> last = ws.xf().subspan(size_t(pos) * C, C);  // [1, C]
+  kernels::linear_forward(logits, last, unit_span(params, head_unit()).first(size_t(V) * C), {}, {1, C, V});
+}
+
 std::string Llama::describe() const { return fmt::format("{} ({} parameters)", config_.describe(), num_params_); }
 
 Llama::Step Llama::step(int op_index) const {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "model/causal_lm.h"
 #include "model/llama_config.h"
-#include "model/model.h"
 
 namespace zerodp::model {
 
-class Llama final : public Model {
+class Llama final : public CausalLm {
  public:
   explicit Llama(const LlamaConfig& config);
 
@@ -38,6 +38,11 @@ class Llama final : public Model {
   // 6 x (matmul parameters per token, the head included) + 12 L T H d
   // (attention's products as executed, forward and backward).
   double train_flops_per_position(int seq_len) const override;
+
+  int vocab() const override { return config_.vocab; }
+  int max_context() const override { return config_.max_seq_len; }
+  // Through the LM head (the embedding when tied), one position.
+  void next_token_logits(std::span<const float> params, Workspace& ws, int pos, std::span<float> logits) const override;
 
   const LlamaConfig& llama_config() const { return config_; }
 

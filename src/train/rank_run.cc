@@ -15,6 +15,7 @@
 #include "core/simd.h"
 #include "engine_ckpt/engine_checkpoint.h"
 #include "kernels/gemm.h"
+#include "model/gpt_family.h"
 #include "optim/optimizer.h"
 #include "train/effective_config.h"
 #include "train/memory_check.h"
@@ -56,7 +57,7 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
                    const plan::ProcessPrediction& process_plan, uint64_t baseline, const MemoryLimit& limit,
                    const std::vector<Setting>& settings) {
   const int n = comm.size();
-  fmt::print("zerodp train: {}\n", run.gpt->describe());
+  fmt::print("zerodp train: {}\n", run.lm->describe());
   fmt::print("data: {}\n", run.corpus.description);
   fmt::print("ranks: {} ({}), ZeRO stage {}, {}, micro-batch {} x seq {} x accum {} -> {} tokens/step\n", n,
              comm.backend_name(), config.engine.stage, config.engine.dtype.name(), config.micro_batch, config.seq_len,
@@ -79,7 +80,7 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
 void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outcome) {
   const bool lead = comm.rank() == 0;
   const int n = comm.size();
-  const model::Gpt& gpt = *run.gpt;
+  const model::CausalLm& lm = *run.lm;
   const Corpus& corpus = run.corpus;
   TrainConfig config = run.config;  // mpi: the batch rule needs the number of processes
   resolve_batch(config, n);
@@ -93,12 +94,12 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
       config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
   const MemoryLimit limit = memory_limit(config);
   plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), limit.bytes, limit.source);
-  warm_up(gpt, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
+  warm_up(lm, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
   comm.barrier();
   const uint64_t baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);
   plan::check_memory_fits(run.model_config, shape, local, baseline, limit.bytes, limit.source);
   const plan::ProcessPrediction process_plan = plan::predict_process(run.model_config, shape, local, baseline);
-  zero::Engine engine(gpt, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
+  zero::Engine engine(lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                       config.activation_checkpointing);
   const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
                                          corpus.record_length, corpus.train_name);
@@ -126,7 +127,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   const double tokens_per_step =
       static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
   if (!config.init_from.empty()) {
-    weights::GptWeightsReader reader(config.init_from, run.gpt->gpt_config());
+    weights::GptWeightsReader reader(config.init_from, run.model_config.as<model::GptSpec>()->config());
     engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
     if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
   }
@@ -153,7 +154,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   std::vector<StepObserver*> observers;
   if (run.held_out)
     observers.push_back(
-        extra.emplace_back(std::make_unique<HeldOutReport>(engine, gpt, corpus, config, lead_progress)).get());
+        extra.emplace_back(std::make_unique<HeldOutReport>(engine, lm, corpus, config, lead_progress)).get());
   observers.push_back(&checkpoints);
   if (!config.metrics_path.empty()) {
     observers.push_back(
@@ -230,7 +231,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   fmt::print("validation loss {:.4f} (training loss {:.4f} at step {}{})\n", final_val,
              losses.empty() ? 0.0 : losses.front(), first_step + 1, resumed);
   if (run.held_out) {
-    outcome.held_out_accuracy = held_out_accuracy(gpt, params, corpus, config.held_out, config.seq_len);
+    outcome.held_out_accuracy = held_out_accuracy(lm, params, corpus, config.held_out, config.seq_len);
     fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n", 100.0 * outcome.held_out_accuracy,
                std::min<size_t>(config.held_out, corpus.held_out.size()));
   }
@@ -242,8 +243,8 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
         .held_out_accuracy = run.held_out ? std::optional(outcome.held_out_accuracy) : std::nullopt});
   }
   RunStats stats;
-  stats.model_description = gpt.describe();
-  stats.num_params = gpt.num_params();
+  stats.model_description = lm.describe();
+  stats.num_params = lm.num_params();
   stats.largest_unit = engine.plan().largest_unit();
   stats.stage = config.engine.stage;
   stats.ranks = n;
@@ -267,7 +268,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   fmt::print("{}", format_summary(stats));
   if (config.sample_tokens > 0) {
     fmt::print("\nSample ({} tokens, temperature {:g}, top-k {}):\n{}\n", config.sample_tokens, config.temperature,
-               config.top_k, sample_text(gpt, params, corpus, config));
+               config.top_k, sample_text(lm, params, corpus, config));
   }
   outcome.baseline_bytes = baseline;
   outcome.planned_bytes = process_plan.total();

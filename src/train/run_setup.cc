@@ -71,25 +71,31 @@ RunSetup prepare_run(const TrainConfig& input) {
   if (config.sample_tokens > 0) check_sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
   run.model_config = model::resolve_model_config(config.model);
   const model::ModelConfig& model_config = run.model_config;
-  ZDP_CHECK(model_config.as<model::GptSpec>() != nullptr, ConfigError,
-            "[train] model '{}' is a \"{}\" model: zerodp train trains GPT models on token data; pick a gpt "
-            "preset (zerodp model list)",
+  // The trainer trains language models of any family (model/causal_lm.h):
+  // it keeps the CausalLm for the sample and the held-out report, and the
+  // Model for the engine.
+  run.model = model::make_model(model_config);
+  run.lm = dynamic_cast<const model::CausalLm*>(run.model.get());
+  ZDP_CHECK(run.lm != nullptr, ConfigError,
+            "[train] model '{}' is a \"{}\" model, not a language model: zerodp train trains on token data; pick a "
+            "gpt or llama preset (zerodp model list)",
             config.model, model_config.kind());
-  const model::GptConfig& gc = model_config.as<model::GptSpec>()->config();
-  ZDP_CHECK(corpus.vocab <= gc.vocab, ConfigError,
+  ZDP_CHECK(corpus.vocab <= run.lm->vocab(), ConfigError,
             "[train] the data has token ids up to {} but the model's vocabulary is {}: use a model with vocab >= {}",
-            corpus.vocab - 1, gc.vocab, corpus.vocab);
-  ZDP_CHECK(config.seq_len <= gc.max_seq_len, ConfigError,
+            corpus.vocab - 1, run.lm->vocab(), corpus.vocab);
+  ZDP_CHECK(config.seq_len <= run.lm->max_context(), ConfigError,
             "[train] --seq-len {} is longer than the model's context {}: use --seq-len {} or less", config.seq_len,
-            gc.max_seq_len, gc.max_seq_len);
-  // The trainer trains GPTs (checked above): it keeps the Gpt for generation
-  // and the held-out report, and the Model for the engine.
-  auto gpt = std::make_unique<model::Gpt>(gc);
-  run.gpt = gpt.get();
-  run.model = std::move(gpt);
+            run.lm->max_context(), run.lm->max_context());
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
-  if (!config.init_from.empty()) weights::GptWeightsReader(config.init_from, gc);  // any of its formats
+  if (!config.init_from.empty()) {
+    const auto* gpt = model_config.as<model::GptSpec>();
+    ZDP_CHECK(gpt != nullptr, ConfigError,
+              "[train] --init-from reads GPT-2 weights (llm.c, zerodp or Hugging Face GPT-2 files), and model '{}' "
+              "is a \"{}\" model: start it from the seed (leave out --init-from)",
+              config.model, model_config.kind());
+    weights::GptWeightsReader(config.init_from, gpt->config());  // any of its formats
+  }
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
   run.held_out = config.held_out > 0 && !corpus.held_out.empty();

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "ckpt/manifest.h"
-#include "model/gpt.h"
+#include "model/causal_lm.h"
 #include "model/presets.h"
 #include "train/corpus.h"
 #include "train/resume_config.h"
@@ -27,7 +27,7 @@ struct RunSetup {
   Corpus corpus;
   model::ModelConfig model_config;
   std::unique_ptr<model::Model> model;
-  const model::Gpt* gpt = nullptr;  // *model, which is a GPT
+  const model::CausalLm* lm = nullptr;  // *model, which is a language model
   // --resume: the checkpoint directory, its manifest and what the resume took
   // from it (printed once the checkpoint is loaded).
   std::string resume_path;

@@ -48,7 +48,7 @@ SamplePrompt sample_prompt(const Corpus& corpus, const TrainConfig& config) {
 
 void check_sample_prompt(const Corpus& corpus, const TrainConfig& config) { (void)sample_prompt(corpus, config); }
 
-std::string sample_text(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus,
+std::string sample_text(const model::CausalLm& lm, std::span<const float> params, const Corpus& corpus,
                         const TrainConfig& config) {
   const SamplePrompt prompt = sample_prompt(corpus, config);
   model::GenerateConfig g;
@@ -58,12 +58,12 @@ std::string sample_text(const model::Gpt& gpt, std::span<const float> params, co
   g.seed = config.seed;
   g.context = config.seq_len;      // the positions the model was trained at
   g.align = corpus.record_length;  // windows start on a record, as in training
-  auto out = model::generate(gpt, params, prompt.tokens, g);
+  auto out = model::generate(lm, params, prompt.tokens, g);
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(prompt.hidden));
   return sample_to_text(corpus, out);
 }
 
-double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus, int count,
+double held_out_accuracy(const model::CausalLm& lm, std::span<const float> params, const Corpus& corpus, int count,
                          int context) {
   int correct = 0;
   const int n = std::min<int>(count, static_cast<int>(corpus.held_out.size()));
@@ -74,7 +74,7 @@ double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, c
     g.max_new_tokens = static_cast<int>(p.answer().size());
     g.context = context;  // the positions the model was trained at
     g.temperature = 0.0f;
-    const auto out = model::generate(gpt, params, prompt, g);
+    const auto out = model::generate(lm, params, prompt, g);
     const std::string answer = tokens_to_text({out.begin() + static_cast<std::ptrdiff_t>(prompt.size()), out.end()});
     if (answer == p.answer()) ++correct;
   }

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "model/gpt.h"
+#include "model/causal_lm.h"
 #include "train/corpus.h"
 #include "train/train_config.h"
 
@@ -21,12 +21,12 @@ void check_sample_prompt(const Corpus& corpus, const TrainConfig& config);
 
 // The sample: config.sample_tokens tokens generated after the prompt
 // (--prompt, else a held-out problem or a new document), as text.
-std::string sample_text(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus,
+std::string sample_text(const model::CausalLm& lm, std::span<const float> params, const Corpus& corpus,
                         const TrainConfig& config);
 
 // The share of the first `count` held-out problems answered exactly by
 // greedy generation at `context` positions.
-double held_out_accuracy(const model::Gpt& gpt, std::span<const float> params, const Corpus& corpus, int count,
+double held_out_accuracy(const model::CausalLm& lm, std::span<const float> params, const Corpus& corpus, int count,
                          int context);
 
 }  // namespace zerodp::train

@@ -63,9 +63,9 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
   }
 }
 
-HeldOutReport::HeldOutReport(zero::Engine& engine, const model::Gpt& gpt, const Corpus& corpus,
+HeldOutReport::HeldOutReport(zero::Engine& engine, const model::CausalLm& lm, const Corpus& corpus,
                              const TrainConfig& config, Progress* progress)
-    : engine_(engine), gpt_(gpt), corpus_(corpus), config_(config), progress_(progress) {}
+    : engine_(engine), lm_(lm), corpus_(corpus), config_(config), progress_(progress) {}
 
 void HeldOutReport::on_step(const StepEvent& event) {
   if (event.val_loss < 0) return;
@@ -73,7 +73,7 @@ void HeldOutReport::on_step(const StepEvent& event) {
   if (progress_ == nullptr) return;
   progress_->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", event.step,
                               event.val_loss,
-                              100.0 * held_out_accuracy(gpt_, now, corpus_, config_.held_out, config_.seq_len)));
+                              100.0 * held_out_accuracy(lm_, now, corpus_, config_.held_out, config_.seq_len)));
 }
 
 MetricsLog::MetricsLog(zero::Engine& engine, comm::Communicator& comm, MetricsWriter* writer)

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/gpt.h"
+#include "model/causal_lm.h"
 #include "train/corpus.h"
 #include "train/metrics.h"
 #include "train/progress.h"
@@ -53,13 +53,13 @@ class CheckpointPolicy : public StepObserver {
 
 class HeldOutReport : public StepObserver {
  public:
-  HeldOutReport(zero::Engine& engine, const model::Gpt& gpt, const Corpus& corpus, const TrainConfig& config,
+  HeldOutReport(zero::Engine& engine, const model::CausalLm& lm, const Corpus& corpus, const TrainConfig& config,
                 Progress* progress);
   void on_step(const StepEvent& event) override;
 
  private:
   zero::Engine& engine_;
-  const model::Gpt& gpt_;
+  const model::CausalLm& lm_;
   const Corpus& corpus_;
   const TrainConfig& config_;
   Progress* progress_;

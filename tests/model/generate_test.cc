@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "model/gpt.h"
+#include "model/llama.h"
 #include "model_test_util.h"
 
 namespace zerodp::model {
@@ -59,9 +61,9 @@ TEST(Generate, ContextAndAlignChooseTheWindow) {
   EXPECT_THROW(generate(m, params, base, g), ConfigError);
 }
 
-TEST(Generate, LearnsToContinueAPattern) {
-  const GptConfig c{16, 8, 8, 1, 2, 16};
-  Gpt m(c);
+// Trains `m` (vocabulary >= 8, context >= 16) on 0 1 2 ... 7 0 1 ... and
+// checks that greedy generation continues the pattern past the context.
+void expect_learns_to_continue_a_pattern(const CausalLm& m) {
   std::vector<float> params(m.num_params()), grads(m.num_params());
   m.init_params(params, 4);
   // Sequence 0 1 2 3 4 5 6 7 0 1 ...: the next token is (t + 1) % 8.
@@ -94,7 +96,22 @@ TEST(Generate, LearnsToContinueAPattern) {
   g.top_k = 1;
   EXPECT_EQ(generate(m, params, prompt, g), out);
   EXPECT_THROW(generate(m, params, std::vector<int32_t>{}, g), ConfigError);
-  EXPECT_THROW(generate(m, params, std::vector<int32_t>{9}, g), ConfigError);
+  EXPECT_THROW(generate(m, params, std::vector<int32_t>{m.vocab()}, g), ConfigError);
+}
+
+TEST(Generate, GptLearnsToContinueAPattern) { expect_learns_to_continue_a_pattern(Gpt(GptConfig{16, 8, 8, 1, 2, 16})); }
+
+TEST(Generate, LlamaLearnsToContinueAPattern) {
+  LlamaConfig c;
+  c.vocab = 8;
+  c.hidden = 16;
+  c.layers = 1;
+  c.heads = 2;
+  c.kv_heads = 1;
+  c.head_dim = 8;
+  c.intermediate = 24;
+  c.max_seq_len = 16;
+  expect_learns_to_continue_a_pattern(Llama(c));
 }
 
 }  // namespace

@@ -99,6 +99,20 @@ void expect_matches_pytorch(const std::string& name) {
   ws->set_batch({.tokens = ids, .targets = ref.i32("targets")});
   const float loss = forward_all(model, params, *ws);
   EXPECT_NEAR(loss, ref.f32("loss")[0], 1e-5 * ref.f32("loss")[0]) << name;
+  // The next-token logits generation uses (CausalLm::next_token_logits), at
+  // every position of the first row, against PyTorch's.
+  ASSERT_TRUE(ref.has("logits")) << name;
+  const int V = model.vocab();
+  const std::span<const int32_t> row(ids.data(), size_t(T));
+  auto one = model.make_workspace(1, T, false);
+  one->set_batch({.tokens = row});
+  std::vector<float> logits(V);
+  for (int pos = 0; pos < T; ++pos) {
+    model.next_token_logits(params, *one, pos, logits);
+    const std::vector<float> want(ref.f32("logits").begin() + long(pos) * V,
+                                  ref.f32("logits").begin() + long(pos + 1) * V);
+    EXPECT_LT(scaled_max_diff(logits, want), 1e-5) << name << " position " << pos;
+  }
   backward_all(model, params, grads, *ws);
   for (const TensorInfo& t : tensors) {
     const std::vector<float> got(grads.begin() + long(t.offset), grads.begin() + long(t.offset + t.count));
