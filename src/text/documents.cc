@@ -11,7 +11,7 @@ void encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vecto
   while (true) {
     const size_t blank = text.find("\n\n", at);
     const size_t end = blank == std::string_view::npos ? text.size() : blank + 2;
-    out.push_back(tokenizer.end_of_text());
+    out.push_back(tokenizer.document_start());
     tokenizer.encode_into(text.substr(at, end - at), out);
     if (blank == std::string_view::npos) break;
     at = end;

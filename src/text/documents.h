@@ -17,7 +17,8 @@
 namespace zerodp::text {
 
 // Appends the tokens of `text`, its documents each after end_of_text.
-// REQUIRES tokenizer.end_of_text() >= 0.
+// (The document token is the tokenizer's document_start(): end-of-text for
+// GPT-2, <|begin_of_text|> for Llama 3.) REQUIRES document_start() >= 0.
 void encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vector<int32_t>& out);
 
 struct TokenSplit {
