@@ -13,6 +13,12 @@ struct RegexSplit::Code {
   ~Code() { pcre2_code_free(code); }
 };
 
+// JavaScript's \s: WhiteSpace (tab, VT, FF, U+FEFF and the Zs spaces) and
+// LineTerminator (LF, CR, U+2028, U+2029), as a class body. PCRE2's own
+// \s also takes U+0085 and not U+FEFF.
+constexpr const char* kJsSpace =
+    "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+
 std::string javascript_white_space(const std::string& pattern) {
   std::string out;
   bool in_class = false;
@@ -21,9 +27,9 @@ std::string javascript_white_space(const std::string& pattern) {
     if (c == '\\' && i + 1 < pattern.size()) {
       const char e = pattern[++i];
       if (e == 's') {
-        out += in_class ? "\\s\\x{FEFF}" : "[\\s\\x{FEFF}]";
+        out += in_class ? std::string(kJsSpace) : "[" + std::string(kJsSpace) + "]";
       } else if (e == 'S' && !in_class) {
-        out += "[^\\s\\x{FEFF}]";
+        out += "[^" + std::string(kJsSpace) + "]";
       } else {
         out += c;
         out += e;

@@ -4,7 +4,8 @@
 // each run of text between matches. The regex is Hugging Face's (Llama 3's,
 // Qwen2's, ...), run by PCRE2 in UTF mode with Unicode properties (\p{L},
 // \p{N}, (?i:...), (?!\S)). \s and \S are given JavaScript's meaning (the
-// reference encoders are JavaScript): PCRE2's \s plus U+FEFF.
+// reference encoders are JavaScript, and GPT-2's pre-tokenizer has its
+// classes): white space and line ends, U+FEFF included, U+0085 not.
 // Ill-formed UTF-8 never matches: it lands in the pieces between matches,
 // with its bytes kept, so the pieces always concatenate to the text.
 // Thread-safety: split() is const and thread-safe (the compiled pattern is
@@ -38,8 +39,8 @@ class RegexSplit {
   std::unique_ptr<Code> code_;
 };
 
-// `pattern` with \s and \S widened to JavaScript's white space (PCRE2's plus
-// U+FEFF), inside and outside character classes. Exposed for tests.
+// `pattern` with \s and \S spelled as JavaScript's white space, inside and
+// outside character classes. Exposed for tests.
 std::string javascript_white_space(const std::string& pattern);
 
 }  // namespace zerodp::text
