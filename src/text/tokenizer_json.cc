@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "text/byte_unicode.h"
+#include "text/regex_split.h"
 #include "text/utf8.h"
 
 namespace zerodp::text {
@@ -85,6 +86,7 @@ void read_step(const Json& step, const std::string& where, bool last, BpeVocab& 
               "\"Isolated\" without invert (Llama 3's and Qwen2's)",
               where, behavior, flag(step, "invert", false) ? " with invert" : "");
     vocab.pre.split_regexes.push_back((*pattern)["Regex"].get<std::string>());
+    RegexSplit check(vocab.pre.split_regexes.back(), where);  // refused here, at load, when it does not compile
     return;
   }
   ZDP_CHECK(type == "ByteLevel", InputFileError, "[tokenizer] {}: the pre-tokenizer '{}' is not supported: {}", where,
