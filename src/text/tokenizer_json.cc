@@ -80,7 +80,10 @@ void read_step(const Json& step, const std::string& where, bool last, BpeVocab& 
                   (*pattern)["Regex"].is_string(),
               InputFileError, "[tokenizer] {}: the Split pre-tokenizer's pattern {} is not {{\"Regex\": \"...\"}}",
               where, pattern ? pattern->dump() : "(none)");
-    const std::string behavior = step.value("behavior", std::string("Isolated"));
+    const auto behavior_json = step.find("behavior");
+    const std::string behavior = behavior_json == step.end() || behavior_json->is_null() ? std::string("Isolated")
+                                 : behavior_json->is_string()                          ? behavior_json->get<std::string>()
+                                                                                       : behavior_json->dump();
     ZDP_CHECK(behavior == "Isolated" && !flag(step, "invert", false), InputFileError,
               "[tokenizer] {}: the Split pre-tokenizer's behavior '{}'{} is not supported: zerodp implements "
               "\"Isolated\" without invert (Llama 3's and Qwen2's)",
