@@ -62,9 +62,7 @@ void run(const TokenizeFlags& f) {
             "[tokenize] the tokenizer in {} has neither <|begin_of_text|> nor <|endoftext|>: documents start with one",
             tokenizer->dir());
   std::vector<int32_t> tokens;
-  text::encode_documents(*tokenizer, text, tokens);
-  size_t documents = 0;
-  for (int32_t t : tokens) documents += t == tokenizer->document_start();
+  const size_t documents = text::encode_documents(*tokenizer, text, tokens);
   fmt::print("zerodp tokenize: {} ({} bytes) -> {} tokens in {} documents ({})\n", f.in, text.size(), tokens.size(),
              documents, tokenizer->describe());
   if (f.val_fraction == 0.0) {

@@ -74,7 +74,8 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {
   }
   if (vocab_.ignore_merges) {
     piece_token_.reserve(vocab_.tokens.size());
-    for (size_t id = 0; id < vocab_.tokens.size(); ++id) piece_token_.emplace(vocab_.tokens[id], static_cast<int32_t>(id));
+    for (size_t id = 0; id < vocab_.tokens.size(); ++id)
+      piece_token_.emplace(vocab_.tokens[id], static_cast<int32_t>(id));
   }
   for (int b = 0; b < 256; ++b) byte_token_[b] = single.at(std::string(1, static_cast<char>(b)));  // checked on load
   merges_.reserve(vocab_.merges.size());

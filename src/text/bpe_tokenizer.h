@@ -84,8 +84,8 @@ class BpeTokenizer {
   int32_t document_start_ = -1;
   uint32_t fingerprint_ = 0;
   std::vector<std::unique_ptr<RegexSplit>> splits_;
-  std::vector<int> added_by_byte_[256];                  // first byte -> added tokens, longest first
-  std::unordered_map<std::string, int32_t> piece_token_;  // bytes -> id, with ignore_merges
+  std::vector<int> added_by_byte_[256];                          // first byte -> added tokens, longest first
+  std::unordered_map<std::string, int32_t> piece_token_;         // bytes -> id, with ignore_merges
   std::unordered_map<std::string, std::vector<int32_t>> cache_;  // piece -> ids
 };
 

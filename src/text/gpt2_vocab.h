@@ -20,7 +20,7 @@ struct BpeMerge {
 // A token matched in the text before it is split into pieces
 // (tokenizer.json's added_tokens): the text "<|im_start|>" is this one id.
 struct AddedToken {
-  std::string content;   // the text it matches (and decodes to)
+  std::string content;  // the text it matches (and decodes to)
   int32_t id = 0;
   bool special = false;  // a control token (tokenizer.json's "special")
 };
@@ -42,11 +42,11 @@ struct BpeVocab {
   std::vector<BpeMerge> merges;     // rank order (rank 0 merges first)
   std::string dir;                  // where the files were read, for messages
   // tokenizer.json only (GPT-2's files have none of these):
-  std::string source;               // the tokenizer.json file; "" for GPT-2's files
-  std::vector<AddedToken> added;    // matched first, longest at each position
+  std::string source;             // the tokenizer.json file; "" for GPT-2's files
+  std::vector<AddedToken> added;  // matched first, longest at each position
   Normalizer normalizer = Normalizer::kNone;
   PreTokenization pre;
-  bool ignore_merges = false;       // a piece that is a token is that token (Llama 3)
+  bool ignore_merges = false;  // a piece that is a token is that token (Llama 3)
 };
 
 inline constexpr const char* kEncoderFile = "encoder.json";

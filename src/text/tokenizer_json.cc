@@ -76,14 +76,14 @@ void read_step(const Json& step, const std::string& where, bool last, BpeVocab& 
               "[tokenizer] {}: a Split pre-tokenizer must be followed by ByteLevel: {} with ByteLevel last", where,
               kSupported);
     const Json* pattern = step.contains("pattern") ? &step["pattern"] : nullptr;
-    ZDP_CHECK(pattern != nullptr && pattern->is_object() && pattern->contains("Regex") &&
-                  (*pattern)["Regex"].is_string(),
-              InputFileError, "[tokenizer] {}: the Split pre-tokenizer's pattern {} is not {{\"Regex\": \"...\"}}",
-              where, pattern ? pattern->dump() : "(none)");
+    ZDP_CHECK(
+        pattern != nullptr && pattern->is_object() && pattern->contains("Regex") && (*pattern)["Regex"].is_string(),
+        InputFileError, "[tokenizer] {}: the Split pre-tokenizer's pattern {} is not {{\"Regex\": \"...\"}}", where,
+        pattern ? pattern->dump() : "(none)");
     const auto behavior_json = step.find("behavior");
     const std::string behavior = behavior_json == step.end() || behavior_json->is_null() ? std::string("Isolated")
-                                 : behavior_json->is_string()                          ? behavior_json->get<std::string>()
-                                                                                       : behavior_json->dump();
+                                 : behavior_json->is_string() ? behavior_json->get<std::string>()
+                                                              : behavior_json->dump();
     ZDP_CHECK(behavior == "Isolated" && !flag(step, "invert", false), InputFileError,
               "[tokenizer] {}: the Split pre-tokenizer's behavior '{}'{} is not supported: zerodp implements "
               "\"Isolated\" without invert (Llama 3's and Qwen2's)",
@@ -113,8 +113,10 @@ void read_pre_tokenizer(const Json& p, const std::string& where, BpeVocab& vocab
 }
 
 void read_model(const Json& model, const std::string& where, BpeVocab& vocab) {
-  ZDP_CHECK(model.is_object(), InputFileError, "[tokenizer] {} has no \"model\" object: give a Hugging Face "
-            "tokenizer.json", where);
+  ZDP_CHECK(model.is_object(), InputFileError,
+            "[tokenizer] {} has no \"model\" object: give a Hugging Face "
+            "tokenizer.json",
+            where);
   const std::string type = type_of(model);
   ZDP_CHECK(type == "BPE", InputFileError, "[tokenizer] {}: the model type '{}' is not supported: {}", where,
             type.empty() ? "(none)" : type, kSupported);
@@ -127,8 +129,10 @@ void read_model(const Json& model, const std::string& where, BpeVocab& vocab) {
             dropout == model.end() ? "" : dropout->dump());
   ZDP_CHECK(is_empty_string_or_null(model, "continuing_subword_prefix") &&
                 is_empty_string_or_null(model, "end_of_word_suffix"),
-            InputFileError, "[tokenizer] {}: BPE with a continuing_subword_prefix or end_of_word_suffix is not "
-            "supported: {}", where, kSupported);
+            InputFileError,
+            "[tokenizer] {}: BPE with a continuing_subword_prefix or end_of_word_suffix is not "
+            "supported: {}",
+            where, kSupported);
   vocab.ignore_merges = flag(model, "ignore_merges", false);
 }
 
@@ -141,8 +145,10 @@ BpeVocab parse_tokenizer_json(std::string_view json_text, const std::string& whe
   } catch (const Json::exception& e) {
     ZDP_THROW(InputFileError, "[tokenizer] {} is not JSON ({}): give a Hugging Face tokenizer.json", where, e.what());
   }
-  ZDP_CHECK(root.is_object(), InputFileError, "[tokenizer] {} is not a JSON object: give a Hugging Face "
-            "tokenizer.json", where);
+  ZDP_CHECK(root.is_object(), InputFileError,
+            "[tokenizer] {} is not a JSON object: give a Hugging Face "
+            "tokenizer.json",
+            where);
   BpeVocab vocab;
   vocab.dir = vocab.source = where;
   const Json null_json;
@@ -178,7 +184,8 @@ BpeVocab parse_tokenizer_json(std::string_view json_text, const std::string& whe
       t.id = static_cast<int32_t>(id);
       for (const char* key : {"lstrip", "rstrip", "single_word"}) {
         ZDP_CHECK(!flag(a, key, false), InputFileError,
-                  "[tokenizer] {}: the added token '{}' sets {}, which zerodp does not implement", where, t.content, key);
+                  "[tokenizer] {}: the added token '{}' sets {}, which zerodp does not implement", where, t.content,
+                  key);
       }
       ZDP_CHECK(added_id.emplace(t.content, t.id).second, InputFileError,
                 "[tokenizer] {}: the added token '{}' is listed twice", where, t.content);
@@ -192,8 +199,8 @@ BpeVocab parse_tokenizer_json(std::string_view json_text, const std::string& whe
             "[tokenizer] {}: model.vocab is not a JSON object of token -> id", where);
   for (const auto& [written, id_json] : vocab_json->items()) {
     ZDP_CHECK(id_json.is_number_integer() && id_json.get<int64_t>() >= 0 && id_json.get<int64_t>() < (int64_t{1} << 31),
-              InputFileError, "[tokenizer] {}: the id of token '{}' is {}, not an integer in 0..2^31-1", where,
-              written, id_json.dump());
+              InputFileError, "[tokenizer] {}: the id of token '{}' is {}, not an integer in 0..2^31-1", where, written,
+              id_json.dump());
     max_id = std::max(max_id, id_json.get<int64_t>());
   }
   const size_t n = static_cast<size_t>(max_id + 1);

@@ -176,9 +176,8 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
     corpus.val = std::move(split.val);
     corpus.byte_level = false;
     corpus.vocab = bpe->vocab_size();
-    corpus.description =
-        fmt::format("text file {} with {}: {} training tokens, {} validation tokens (last 10%)", what,
-                    bpe->describe(), corpus.train.size(), corpus.val.size());
+    corpus.description = fmt::format("text file {} with {}: {} training tokens, {} validation tokens (last 10%)", what,
+                                     bpe->describe(), corpus.train.size(), corpus.val.size());
     return corpus;
   }
   std::string text;

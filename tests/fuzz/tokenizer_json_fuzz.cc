@@ -18,8 +18,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    zerodp::text::BpeVocab vocab = zerodp::text::parse_tokenizer_json(
-        std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    zerodp::text::BpeVocab vocab =
+        zerodp::text::parse_tokenizer_json(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
     const bool exact = vocab.normalizer == zerodp::text::Normalizer::kNone && !vocab.pre.add_prefix_space;
     zerodp::text::BpeTokenizer tokenizer(std::move(vocab));
     const std::string text = "Hello <|endoftext|> world's 12345\r\n\t \xff\xfe e\xcc\x81 \xe6\x97\xa5  ";

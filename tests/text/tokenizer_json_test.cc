@@ -84,7 +84,8 @@ TEST(TokenizerJson, MergesInBothSpellingsGiveTheSameTokenizer) {
   pairs["model"]["merges"] = as_pairs;
   BpeTokenizer a = make(strings), b = make(pairs);
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
-  for (const char* text : {"abc hello", "habcab ll 123", " a ab abc"}) EXPECT_EQ(a.encode(text), b.encode(text)) << text;
+  for (const char* text : {"abc hello", "habcab ll 123", " a ab abc"})
+    EXPECT_EQ(a.encode(text), b.encode(text)) << text;
 }
 
 TEST(TokenizerJson, MergeRanksFollowTheOrder) {
@@ -103,8 +104,8 @@ TEST(TokenizerJson, AddedTokensAreMatchedFirstAndLongest) {
   EXPECT_EQ(t.encode("ab<|endoftext|>abc"), (Ids{kAb, kEndOfText, kAbc}));
   EXPECT_EQ(t.encode("<|im_start|>xab"), (Ids{kImStartX, kAb}));  // the longer of two that start here
   EXPECT_EQ(t.encode("<|im_start|>ab"), (Ids{kImStart, kAb}));
-  EXPECT_EQ(t.encode("<tool>hello"), (Ids{kTool, kHello}));       // non-special added tokens match too
-  const Ids partial = t.encode("<|im_start|");  // a partial one is text
+  EXPECT_EQ(t.encode("<tool>hello"), (Ids{kTool, kHello}));  // non-special added tokens match too
+  const Ids partial = t.encode("<|im_start|");               // a partial one is text
   EXPECT_EQ(std::count(partial.begin(), partial.end(), kImStart), 0);
   EXPECT_EQ(t.decode(partial), "<|im_start|");
   EXPECT_EQ(t.decode(Ids{kImStart, kAb, kEndOfText}), "<|im_start|>ab<|endoftext|>");
@@ -215,7 +216,9 @@ TEST(TokenizerJson, LookupTakesTheFileOrItsDirectory) {
 TEST(RegexSplit, PiecesTileTheTextAndIllFormedBytesStay) {
   RegexSplit split("\\p{N}{1,3}|\\p{L}+", "test");
   std::vector<std::string_view> pieces;
-  const std::string text = "ab12345 c\xff\xfe" "d";
+  const std::string text =
+      "ab12345 c\xff\xfe"
+      "d";
   split.split(text, pieces);
   EXPECT_EQ(pieces, (std::vector<std::string_view>{"ab", "123", "45", " ", "c", "\xff\xfe", "d"}));
   EXPECT_EQ(javascript_white_space("a\\sb[^\\s\\d]\\S"),
@@ -234,7 +237,9 @@ TEST(Nfc, ComposesAndKeepsIllFormedBytes) {
   EXPECT_EQ(nfc("plain ascii"), "plain ascii");
   EXPECT_EQ(nfc("e\u0301"), "\u00e9");
   EXPECT_EQ(nfc("\u212b"), "\u00c5");  // ANGSTROM SIGN -> A WITH RING
-  EXPECT_EQ(nfc("e\u0301\xff" "e\u0301"), "\u00e9\xff\u00e9");
+  EXPECT_EQ(nfc("e\u0301\xff"
+                "e\u0301"),
+            "\u00e9\xff\u00e9");
 }
 
 }  // namespace
