@@ -61,8 +61,8 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {
     hash.u32(static_cast<uint32_t>(m.right));
   }
   fingerprint_ = hash.h == 0 ? 1 : hash.h;
-  for (const std::string& pattern : vocab_.pre.split_regexes) {
-    splits_.push_back(std::make_unique<RegexSplit>(pattern, vocab_.source));
+  for (const SplitStep& step : vocab_.pre.splits) {
+    splits_.push_back(std::make_unique<RegexSplit>(step.regex, vocab_.source));
   }
   for (size_t i = 0; i < vocab_.added.size(); ++i) {
     added_by_byte_[static_cast<unsigned char>(vocab_.added[i].content[0])].push_back(static_cast<int>(i));
@@ -74,8 +74,9 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {
   }
   if (vocab_.ignore_merges) {
     piece_token_.reserve(vocab_.tokens.size());
-    for (size_t id = 0; id < vocab_.tokens.size(); ++id)
-      piece_token_.emplace(vocab_.tokens[id], static_cast<int32_t>(id));
+    for (size_t id = 0; id < vocab_.tokens.size(); ++id) {
+      if (!vocab_.tokens[id].empty()) piece_token_.emplace(vocab_.tokens[id], static_cast<int32_t>(id));
+    }
   }
   for (int b = 0; b < 256; ++b) byte_token_[b] = single.at(std::string(1, static_cast<char>(b)));  // checked on load
   merges_.reserve(vocab_.merges.size());
@@ -117,9 +118,9 @@ void BpeTokenizer::for_each_piece(std::string_view text, Emit&& emit) const {
       seg = normalized;
     }
     std::vector<std::string_view> pieces{seg}, next;
-    for (const auto& split : splits_) {
+    for (size_t i = 0; i < splits_.size(); ++i) {
       next.clear();
-      for (std::string_view p : pieces) split->split(p, next);
+      for (std::string_view p : pieces) splits_[i]->split(p, next, vocab_.pre.splits[i].matches_only);
       pieces.swap(next);
     }
     std::string prefixed;
@@ -245,7 +246,7 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
 std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
   std::string bytes;
   for (int32_t t : ids) {
-    if (t >= 0 && t < vocab_size()) {
+    if (t >= 0 && t < vocab_size() && !vocab_.tokens[static_cast<size_t>(t)].empty()) {
       bytes += vocab_.tokens[static_cast<size_t>(t)];
     } else {
       bytes += utf8_encode(kReplacementChar);

@@ -14,8 +14,9 @@
 // higher rank). With GPT-2's files text is encoded as text:
 // "<|endoftext|>" in it is 7 ordinary tokens, as in the reference; the
 // token that starts a document is added by the caller (documents.h).
-// decode: the tokens' bytes (an added token's content), concatenated; an id outside the vocabulary
-// becomes U+FFFD. The bytes may end inside a UTF-8 sequence
+// decode: the tokens' bytes (an added token's content), concatenated; an id
+// outside the vocabulary, or without a token (a gap in a tokenizer.json's
+// ids), becomes U+FFFD. The bytes may end inside a UTF-8 sequence
 // (utf8.h's to_valid_utf8 repairs them for printing).
 // Thread-safety: encode() fills a cache, so one thread at a time per
 // tokenizer; encode_uncached(), decode() and the accessors are const and

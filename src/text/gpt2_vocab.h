@@ -27,18 +27,26 @@ struct AddedToken {
 
 enum class Normalizer { kNone, kNfc };
 
-// How text becomes pieces: each Split regex in turn (tokenizer.json's
+// A Split step: the regex's matches are pieces, and so are the stretches
+// between them ("Isolated"), unless matches_only ("Removed" with invert:
+// the stretches between are dropped, as GPT-4o's file asks).
+struct SplitStep {
+  std::string regex;
+  bool matches_only = false;
+};
+
+// How text becomes pieces: each Split step in turn (tokenizer.json's
 // Sequence of Split steps), then ByteLevel: a space before each piece that
 // lacks one when add_prefix_space, and GPT-2's regex when gpt2_regex.
 // The defaults are GPT-2's.
 struct PreTokenization {
-  std::vector<std::string> split_regexes;
+  std::vector<SplitStep> splits;
   bool add_prefix_space = false;
   bool gpt2_regex = true;
 };
 
 struct BpeVocab {
-  std::vector<std::string> tokens;  // id -> bytes; ids are 0..size-1
+  std::vector<std::string> tokens;  // id -> bytes; ids are 0..size-1 ("" for an id without a token)
   std::vector<BpeMerge> merges;     // rank order (rank 0 merges first)
   std::string dir;                  // where the files were read, for messages
   // tokenizer.json only (GPT-2's files have none of these):

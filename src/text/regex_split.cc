@@ -68,7 +68,7 @@ RegexSplit::RegexSplit(const std::string& pattern, const std::string& where)
 
 RegexSplit::~RegexSplit() = default;
 
-void RegexSplit::split(std::string_view text, std::vector<std::string_view>& out) const {
+void RegexSplit::split(std::string_view text, std::vector<std::string_view>& out, bool matches_only) const {
   pcre2_match_data* match = pcre2_match_data_create_from_pattern(code_->code, nullptr);
   ZDP_CHECK(match != nullptr, Error, "[tokenizer] out of memory for a regex match");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
@@ -87,11 +87,11 @@ void RegexSplit::split(std::string_view text, std::vector<std::string_view>& out
       while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
       continue;
     }
-    if (start > last) out.push_back(text.substr(last, start - last));
+    if (start > last && !matches_only) out.push_back(text.substr(last, start - last));
     out.push_back(text.substr(start, end - start));
     last = at = end;
   }
-  if (last < text.size()) out.push_back(text.substr(last));
+  if (last < text.size() && !matches_only) out.push_back(text.substr(last));
   pcre2_match_data_free(match);
 }
 

@@ -28,8 +28,9 @@ class RegexSplit {
   RegexSplit(const RegexSplit&) = delete;
   RegexSplit& operator=(const RegexSplit&) = delete;
 
-  // Appends the pieces of `text` (views into it) to `out`.
-  void split(std::string_view text, std::vector<std::string_view>& out) const;
+  // Appends the pieces of `text` (views into it) to `out`; with
+  // matches_only, the matches alone (the text between them is dropped).
+  void split(std::string_view text, std::vector<std::string_view>& out, bool matches_only = false) const;
 
   const std::string& pattern() const { return pattern_; }
 

@@ -113,6 +113,15 @@ TEST(TokenizerJson, AddedTokensAreMatchedFirstAndLongest) {
   EXPECT_EQ(t.encode(" <tool> hello"), (Ids{' ', kTool, kSpaceHello}));
 }
 
+TEST(TokenizerJson, AnIdWithoutATokenDecodesToTheReplacementCharacter) {
+  Json j = fixture();
+  j["added_tokens"][3]["id"] = 280;  // ids 269..279 have no token
+  BpeTokenizer t = make(j);
+  EXPECT_EQ(t.vocab_size(), 281);
+  EXPECT_EQ(t.encode("<tool>ab"), (Ids{280, kAb}));
+  EXPECT_EQ(t.decode(Ids{kAb, 275, 280}), "ab\uFFFD<tool>");
+}
+
 TEST(TokenizerJson, NfcComposesBeforeSplitting) {
   BpeTokenizer t = make(fixture());
   EXPECT_EQ(t.decode(t.encode("e\u0301")), "\u00e9");
@@ -173,7 +182,10 @@ TEST(TokenizerJson, WhatIsNotImplementedIsRefusedByName) {
             std::string::npos);
   EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/type", "Digits").find("the pre-tokenizer 'Digits'"),
             std::string::npos);
-  EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/behavior", "Removed").find("behavior 'Removed'"), std::string::npos);
+  EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/behavior", "Removed").find("behavior 'Removed' without invert"),
+            std::string::npos);
+  EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/invert", true).find("behavior 'Isolated' with invert"),
+            std::string::npos);
   EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/pattern", Json{{"String", " "}}).find("is not {\"Regex\""),
             std::string::npos);
   EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/pattern/Regex", "(").find("does not compile"), std::string::npos);
@@ -181,7 +193,7 @@ TEST(TokenizerJson, WhatIsNotImplementedIsRefusedByName) {
   EXPECT_NE(with("/decoder", Json{{"type", "WordPiece"}}).find("the decoder 'WordPiece' is not supported"),
             std::string::npos);
   EXPECT_NE(with("/added_tokens/0/lstrip", true).find("sets lstrip"), std::string::npos);
-  EXPECT_NE(with("/added_tokens/0/id", 400).find("no gaps"), std::string::npos);
+  EXPECT_NE(with("/added_tokens/0/id", 1000000).find("more than 65536 ids without a token"), std::string::npos);
   EXPECT_NE(with("/model/merges/0", "a zz").find("not in model.vocab"), std::string::npos);
   EXPECT_NE(with("/model/merges/0", "abc").find("is not two tokens and one space"), std::string::npos);
   EXPECT_NE(with("/model/merges/0", Json::array({"a"})).find("neither \"a b\" nor"), std::string::npos);
@@ -231,6 +243,17 @@ TEST(RegexSplit, PiecesTileTheTextAndIllFormedBytesStay) {
   pieces.clear();
   spaces.split("a\xef\xbb\xbf\xc2\x85", pieces);
   EXPECT_EQ(pieces, (std::vector<std::string_view>{"a", "\xef\xbb\xbf", "\xc2\x85"}));
+}
+
+TEST(RegexSplit, MatchesOnlyDropsTheTextBetween) {
+  RegexSplit split("\\p{L}+", "test");
+  std::vector<std::string_view> pieces;
+  split.split("ab 12 cd!", pieces, true);
+  EXPECT_EQ(pieces, (std::vector<std::string_view>{"ab", "cd"}));
+  Json j = fixture();
+  j["pre_tokenizer"]["pretokenizers"][0] = {
+      {"type", "Split"}, {"pattern", {{"Regex", "\\p{L}+"}}}, {"behavior", "Removed"}, {"invert", true}};
+  EXPECT_EQ(make(j).encode("abc 12 hello"), (Ids{kAbc, kHello}));
 }
 
 TEST(Nfc, ComposesAndKeepsIllFormedBytes) {
