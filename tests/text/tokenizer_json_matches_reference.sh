@@ -3,7 +3,7 @@
 # `zerodp tokenize --tokenizer tokenizer.json` against the reference: npm's
 # @lenml/tokenizers (a JavaScript port of Hugging Face's tokenizers), run by
 # node on the same tokenizer.json, must give exactly the same ids
-# (reference_encode_hf.js compares them). NAME is llama3 or qwen3 (the files
+# (reference_encode_hf.js compares them). NAME is llama3, qwen3 or gpt4o (the files
 # scripts/install-hf-tokenizers puts in BUILD_DIR/share/zerodp/NAME), or gpt2
 # (GPT-2's files written as a tokenizer.json by gpt2_tokenizer_json.js).
 # TEXT is a file, or a directory whose text files (sorted; not fortune's .dat
