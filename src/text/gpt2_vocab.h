@@ -36,7 +36,7 @@ struct SplitStep {
 };
 
 // How text becomes pieces: each Split step in turn (tokenizer.json's
-// Sequence of Split steps), then ByteLevel: a space before each piece that
+// Sequence of Split and Digits steps), then ByteLevel: a space before each piece that
 // lacks one when add_prefix_space, and GPT-2's regex when gpt2_regex.
 // The defaults are GPT-2's.
 struct PreTokenization {

@@ -73,6 +73,17 @@ void read_normalizer(const Json& n, const std::string& where, BpeVocab& vocab) {
 
 void read_step(const Json& step, const std::string& where, bool last, BpeVocab& vocab) {
   const std::string type = type_of(step);
+  if (type == "Digits") {
+    // Digits as a Split: each run of digits a piece, or each digit with
+    // individual_digits (SmolLM2's). A digit is ASCII 0-9, as in the
+    // reference (JavaScript's \d); Hugging Face's Rust library takes every
+    // numeric code point.
+    ZDP_CHECK(!last, InputFileError,
+              "[tokenizer] {}: a Digits pre-tokenizer must be followed by ByteLevel: {} with ByteLevel last", where,
+              kSupported);
+    vocab.pre.splits.push_back({flag(step, "individual_digits", false) ? "[0-9]" : "[0-9]+", false});
+    return;
+  }
   if (type == "Split") {
     ZDP_CHECK(!last, InputFileError,
               "[tokenizer] {}: a Split pre-tokenizer must be followed by ByteLevel: {} with ByteLevel last", where,

@@ -6,8 +6,9 @@
 //   added_tokens [{"id", "content", "special", ...}]: matched in the text
 //                 before anything else
 //   normalizer   null or NFC
-//   pre_tokenizer ByteLevel, or a Sequence of Split (a regex, "Isolated")
-//                 steps ending in ByteLevel
+//   pre_tokenizer ByteLevel, or a Sequence of Split (a regex, "Isolated",
+//                 or "Removed" with invert) and Digits steps ending in
+//                 ByteLevel
 //   decoder      null or ByteLevel
 // Tokens come back as the bytes they stand for (the vocabulary writes them
 // with GPT-2's byte-to-unicode table; an added token is its content).

@@ -4,8 +4,9 @@
 # @lenml/tokenizers (a JavaScript port of Hugging Face's tokenizers), run by
 # node on the same tokenizer.json, must give exactly the same ids
 # (reference_encode_hf.js compares them). NAME is llama3, qwen3 or gpt4o (the files
-# scripts/install-hf-tokenizers puts in BUILD_DIR/share/zerodp/NAME), or gpt2
-# (GPT-2's files written as a tokenizer.json by gpt2_tokenizer_json.js).
+# scripts/install-hf-tokenizers puts in BUILD_DIR/share/zerodp/NAME), gpt2
+# (GPT-2's files written as a tokenizer.json by gpt2_tokenizer_json.js) or
+# gpt2_digits (the same with SmolLM2's pre-tokenizer: Digits, then ByteLevel).
 # TEXT is a file, or a directory whose text files (sorted; not fortune's .dat
 # indexes) are concatenated, e.g. Debian's fortunes. Without node, the
 # packages, the files or the text, it fails and says to run scripts/setup
@@ -23,12 +24,14 @@ command -v node > /dev/null || fail "node is missing: run scripts/setup (it inst
 [ -f "$lib/dist/main.js" ] || fail "the reference $lib is missing: run scripts/setup (scripts/install-hf-tokenizers)"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-if [ "$name" = gpt2 ]; then
+if [ "$name" = gpt2 ] || [ "$name" = gpt2_digits ]; then
   [ -f "$build/share/zerodp/gpt2/encoder.json" ] ||
     fail "GPT-2's files are missing from $build/share/zerodp/gpt2: run scripts/setup (scripts/install-gpt2-tokenizer)"
   json=$dir/gpt2/tokenizer.json
   mkdir -p "$dir/gpt2"
-  node "$here/gpt2_tokenizer_json.js" "$build/share/zerodp/gpt2" "$json"
+  option=()
+  [ "$name" = gpt2_digits ] && option=(--digits)
+  node "$here/gpt2_tokenizer_json.js" "$build/share/zerodp/gpt2" "$json" "${option[@]}"
 else
   json=$build/share/zerodp/$name/tokenizer.json
   [ -f "$json" ] || fail "$json is missing: run scripts/setup (scripts/install-hf-tokenizers)"

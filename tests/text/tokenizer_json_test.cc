@@ -154,6 +154,19 @@ TEST(TokenizerJson, PlainByteLevelWithPrefixSpaceAndGpt2Regex) {
   EXPECT_EQ(make(j).encode("1234"), (Ids{k123, '4'}));
 }
 
+TEST(TokenizerJson, DigitsSplitsDigitsOffAsSmolLm2Does) {
+  // SmolLM2's pre-tokenizer: Digits (individual_digits), then ByteLevel with GPT-2's regex.
+  Json j = fixture();
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers",
+                         {{{"type", "Digits"}, {"individual_digits", true}},
+                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}}}};
+  EXPECT_EQ(make(j).encode("abc123"), (Ids{kAbc, '1', '2', '3'}));
+  j["pre_tokenizer"]["pretokenizers"][0]["individual_digits"] = false;
+  EXPECT_EQ(make(j).encode("abc123"), (Ids{kAbc, k123}));
+}
+
 TEST(TokenizerJson, DocumentsStartWithBeginOfTextWhereThereIsOne) {
   Json j = fixture();
   j["added_tokens"].push_back({{"id", 270}, {"content", "<|begin_of_text|>"}, {"special", true}});
@@ -180,7 +193,7 @@ TEST(TokenizerJson, WhatIsNotImplementedIsRefusedByName) {
   EXPECT_NE(with("/normalizer", Json{{"type", "NFKC"}}).find("'NFKC'"), std::string::npos);
   EXPECT_NE(with("/pre_tokenizer", Json{{"type", "Metaspace"}}).find("the pre-tokenizer 'Metaspace' is not supported"),
             std::string::npos);
-  EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/type", "Digits").find("the pre-tokenizer 'Digits'"),
+  EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/type", "Punctuation").find("the pre-tokenizer 'Punctuation'"),
             std::string::npos);
   EXPECT_NE(with("/pre_tokenizer/pretokenizers/0/behavior", "Removed").find("behavior 'Removed' without invert"),
             std::string::npos);
