@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # `cmake --install BUILD --prefix P`: zerodp as a library others build on
 # (docs/library.md). Installs
-#   P/include/zerodp/<layer>/*.h    the public layers' headers, included as "zero/engine.h"
+#   P/include/zerodp/<layer>/*.h    the public layers' headers, included as <zerodp/zero/engine.h>
+#   P/include/zerodp/zerodp.h       the umbrella header
 #   P/lib/libzerodp_<layer>.a       their libraries
 #   P/lib/cmake/zerodp/             the package: find_package(zerodp) gives zerodp::<layer>
 #   P/bin/zerodp                    the program (and P/share/zerodp/gpt2 when scripts/setup fetched it)
@@ -24,12 +25,15 @@ foreach(layer IN LISTS ZERODP_PUBLIC_LAYERS)
 endforeach()
 
 # Headers include each other relative to src/ ("core/error.h"), so the
-# installed targets' include directory is P/include/zerodp.
+# installed targets' include directories are P/include/zerodp (for those
+# includes) and P/include, where a user's code writes
+# <zerodp/zero/engine.h> or the umbrella <zerodp/zerodp.h>.
+install(FILES ${PROJECT_SOURCE_DIR}/src/zerodp.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zerodp)
 install(TARGETS ${zerodp_public_targets} EXPORT zerodpTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zerodp)
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zerodp ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT zerodpTargets NAMESPACE zerodp:: FILE zerodpTargets.cmake DESTINATION ${ZERODP_INSTALL_CMAKEDIR})
 
 # The program, and GPT-2's tokenizer files where it looks for them in an

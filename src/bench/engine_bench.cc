@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bench/engine_bench.h"
+#include "model/gpt_family.h"
 
 #include <algorithm>
 #include <chrono>
@@ -59,12 +60,12 @@ void check_engine_bench_options(const EngineBenchOptions& o) {
 std::vector<StageTiming> run_engine_bench(const EngineBenchOptions& o, comm::Backend backend) {
   check_engine_bench_options(o);
   const auto mc = model::resolve_model_config(o.model);
-  ZDP_CHECK(mc.kind == ModelKind::kGpt, ConfigError, "[bench engine] --model must be a GPT preset or config");
+  const model::GptConfig& gpt = model::require_gpt(mc, "bench engine");
   const auto m = model::make_model(mc);
   std::map<int, StageTiming> results;  // a stage named twice is timed twice and shown once
   comm::run_ranks(backend, backend == comm::Backend::kThread ? o.ranks : 0, {}, [&](comm::Communicator& comm) {
     for (int stage : o.stages) {
-      const StageTiming t = time_stage(*m, mc.gpt.vocab, comm, o, parse_stage(stage, "[bench engine] --stages"));
+      const StageTiming t = time_stage(*m, gpt.vocab, comm, o, parse_stage(stage, "[bench engine] --stages"));
       if (comm.rank() == 0) results[stage] = t;
     }
   });

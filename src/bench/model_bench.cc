@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bench/model_bench.h"
+#include "model/gpt_family.h"
+#include "model/mlp_family.h"
 
 #include <algorithm>
 #include <random>
@@ -55,7 +57,12 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   ModelBenchResult r;
   r.model = cfg.name;
   r.describe = m->describe();
-  r.is_gpt = cfg.kind == ModelKind::kGpt;
+  const auto* gpt = cfg.as<model::GptSpec>();
+  const auto* mlp = cfg.as<model::MlpSpec>();
+  ZDP_CHECK(gpt != nullptr || mlp != nullptr, ConfigError,
+            "[bench model] --model {} is a \"{}\" model; bench model makes batches for gpt and mlp models", o.model,
+            cfg.kind());
+  r.is_gpt = gpt != nullptr;
   r.batch = o.batch;
   r.seq_len = r.is_gpt ? o.seq : 1;
   r.positions = size_t(o.batch) * r.seq_len;
@@ -82,17 +89,17 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   std::vector<float> features, values;
   model::Batch batch;
   if (r.is_gpt) {
-    std::uniform_int_distribution<int32_t> tok(0, cfg.gpt.vocab - 1);
+    std::uniform_int_distribution<int32_t> tok(0, gpt->config().vocab - 1);
     for (size_t i = 0; i < r.positions; ++i) tokens.push_back(tok(gen)), targets.push_back(tok(gen));
     batch.tokens = tokens;
     batch.targets = targets;
   } else {
     std::normal_distribution<float> x(0.0f, 1.0f);
-    features.resize(size_t(o.batch) * cfg.mlp.widths.front());
+    features.resize(size_t(o.batch) * mlp->config().widths.front());
     for (auto& f : features) f = x(gen);
-    values.resize(size_t(o.batch) * cfg.mlp.widths.back());
+    values.resize(size_t(o.batch) * mlp->config().widths.back());
     for (auto& f : values) f = x(gen);
-    std::uniform_int_distribution<int32_t> cls(0, cfg.mlp.widths.back() - 1);
+    std::uniform_int_distribution<int32_t> cls(0, mlp->config().widths.back() - 1);
     for (int i = 0; i < o.batch; ++i) labels.push_back(cls(gen));
     batch.features = features;
     batch.values = values;

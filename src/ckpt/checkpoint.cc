@@ -169,9 +169,8 @@ void remove_dir(const std::string& path) {
   ZDP_CHECK(!ec, IoError, "[ckpt save] cannot remove {} ({})", path, ec.message());
 }
 
-}  // namespace
-
-SaveResult save(TrainingState& state, const std::string& root, const SaveOptions& options) {
+// save() without the clean-up of a failed save.
+SaveResult save_steps(TrainingState& state, const std::string& root, const SaveOptions& options) {
   const auto start = Clock::now();
   comm::Communicator& comm = state.communicator();
   const int rank = comm.rank();
@@ -291,6 +290,26 @@ SaveResult save(TrainingState& state, const std::string& root, const SaveOptions
   result.bytes_total = total;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+}  // namespace
+
+SaveResult save(TrainingState& state, const std::string& root, const SaveOptions& options) {
+  try {
+    return save_steps(state, root, options);
+  } catch (const std::exception&) {
+    // Every rank has stopped writing once it knows of the failure (its own
+    // error, or its peers' flag or failure): rank 0 removes the partial step
+    // directory, so a failed save leaves nothing behind. After the rename
+    // (dir-renamed, latest-written) there is no .tmp: the new checkpoint is
+    // complete, and `latest` names it or the one before.
+    if (state.communicator().rank() == 0) {
+      const int64_t step = options.data_step >= 0 ? options.data_step : state.counters().steps;
+      std::error_code ec;
+      fs::remove_all(join_path(root, step_dir_name(step)) + ".tmp", ec);  // best effort: the error is the save's
+    }
+    throw;
+  }
 }
 
 LoadResult load(TrainingState& state, const std::string& path) {

@@ -295,7 +295,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["save_id"] = m.save_id;
   j["created_by"] = m.created_by;
   j["model"] = Json::parse(m.model_json);
-  j["model_kind"] = std::string(model_kind_name(m.model_kind));
+  j["model_kind"] = m.model_kind;
   j["model_description"] = m.model_description;
   j["num_params"] = m.num_params;
   Json units = Json::array();
@@ -360,9 +360,17 @@ Manifest manifest_from_json(std::string_view text, const std::string& path) {
   m.model_json = f.at("model").dump();
   {
     const std::string kind = f.string("model_kind");
-    const std::optional<ModelKind> known = find_model_kind(kind);
-    ZDP_CHECK(known.has_value(), InputFileError, "[ckpt] {}: model_kind \"{}\" is not gpt or mlp", path, kind);
-    m.model_kind = *known;
+    const bool named = !kind.empty() && kind.size() <= 64 && std::all_of(kind.begin(), kind.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';
+    });
+    ZDP_CHECK(named, InputFileError,
+              "[ckpt] {}: model_kind \"{}\" is not a model family's name (lower-case letters, digits, '-', '_', '.')",
+              path, kind);
+    const auto& model = f.at("model");
+    ZDP_CHECK(model.contains("kind") && model.at("kind").is_string() && model.at("kind").get<std::string>() == kind,
+              InputFileError, "[ckpt] {}: model_kind \"{}\" disagrees with the model's \"kind\" {}", path, kind,
+              model.contains("kind") ? model.at("kind").dump() : std::string("(missing)"));
+    m.model_kind = kind;
   }
   m.model_description = f.string("model_description");
   m.num_params = f.unsigned_integer("num_params");

@@ -19,7 +19,6 @@
 
 #include "ckpt/format.h"
 #include "core/dtype.h"
-#include "core/model_kind.h"
 #include "core/stage.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer_config.h"
@@ -46,7 +45,9 @@ struct Manifest {
   std::string created_by;       // "zerodp 0.1.0 (4785fdf)": core/build_info.h
 
   // The model: model_json is what model::model_config_from_json accepts.
-  ModelKind model_kind = ModelKind::kGpt;  // "model_kind": "gpt" or "mlp"
+  // "model_kind": the model's family ("gpt", "mlp", a user's own: model/family.h),
+  // lower-case letters, digits, '-', '_', '.'; the same as the model's "kind".
+  std::string model_kind = "gpt";
   std::string model_json;
   std::string model_description;
   uint64_t num_params = 0;       // Φ

@@ -19,7 +19,6 @@
 #include "comm/communicator.h"
 #include "comm/shard.h"
 #include "core/dtype.h"
-#include "core/model_kind.h"
 #include "core/stage.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer_config.h"
@@ -46,12 +45,12 @@ struct StepCounters {
 // What the manifest records of the run and a load checks (identical on
 // every rank), as plain values.
 struct RunRecord {
-  ModelKind model_kind = ModelKind::kGpt;
-  std::string model_json;         // model::model_config_json of the model
-  std::string model_description;  // one line (Model::describe)
-  std::vector<UnitEntry> units;   // the units in flat order and their element counts
-  Stage stage = Stage::k0;        // informational
-  Dtype dtype = Dtype::fp32();    // the parameter dtype
+  std::string model_kind = "gpt";  // the model family (Manifest::model_kind)
+  std::string model_json;          // model::model_config_json of the model
+  std::string model_description;   // one line (Model::describe)
+  std::vector<UnitEntry> units;    // the units in flat order and their element counts
+  Stage stage = Stage::k0;         // informational
+  Dtype dtype = Dtype::fp32();     // the parameter dtype
   optim::OptimizerConfig optimizer;
   std::string engine_json;  // the rest of the run's config as a JSON object (informational); "" for {}
 };

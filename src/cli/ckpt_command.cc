@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "core/stage.h"
+#include "model/family.h"
 #include "weights/consolidate.h"
 #include "weights/model_record.h"
 
@@ -25,9 +26,13 @@ namespace {
 
 std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-// The recorded model must parse as a model config (InputFileError naming the
-// manifest): ckpt's tools copy it as JSON, src/weights reads it.
+// The recorded model must parse as a model config of its family
+// (InputFileError naming the manifest): ckpt's tools copy it as JSON,
+// src/weights reads it. A family this program does not know (a user's own
+// model, registered in the user's program: model/family.h) is left as the
+// JSON the manifest carries: inspect and reshard work on the files alone.
 void check_model_record(const ckpt::Manifest& manifest, const std::string& checkpoint_dir) {
+  if (model::find_family(manifest.model_kind) == nullptr) return;
   weights::manifest_model_config(manifest, ckpt::join_path(checkpoint_dir, ckpt::kManifestName));
 }
 

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "model/gpt_family.h"
 #include "model/presets.h"
 #include "plan/calibration.h"
 #include "plan/hardware.h"
@@ -134,8 +135,8 @@ std::string model_display_name(const std::string& spec) {
 void resolve_model_into(const std::string& spec, plan::PlanConfig& c) {
   c.model_name = model_display_name(spec);
   const model::ModelConfig m = model::resolve_model_config(spec);
-  if (m.kind == ModelKind::kGpt) {
-    c.shape = plan::gpt_shape(m.gpt);
+  if (const auto* gpt = m.as<model::GptSpec>()) {
+    c.shape = plan::gpt_shape(gpt->config());
     ZDP_CHECK_EQ(c.shape->num_params(), model::num_params(m), Error,
                  "[plan] plan's and src/model's parameter counts differ");
   } else {

@@ -43,7 +43,7 @@ ckpt::RunRecord EngineTrainingState::record() const {
   const model::ModelConfig config = model.config();
   const zero::EngineConfig& c = engine_.config();
   ckpt::RunRecord r;
-  r.model_kind = config.kind;
+  r.model_kind = config.kind();
   r.model_json = model::model_config_json(config);
   r.model_description = model.describe();
   // The plan partitions the model's units, in flat order.

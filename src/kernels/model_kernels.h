@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The model kernels' element-wise loops whose speed is the vector unit's
-// (GELU, softmax + cross-entropy), once per SIMD level (core/simd.h): the
+// (GELU, SwiGLU, softmax + cross-entropy), once per SIMD level (core/simd.h): the
 // portable loops of model_loops.h compiled with each level's flags, so a
 // portable build runs them on AVX2 or AVX-512 where the CPU has it instead
 // of its baseline SSE2, and ZERODP_SIMD picks them as it picks every other
 // level's loops. Every level gives the scalar level's bits (the loops fix
 // their summation order; the build forbids contraction).
-// Internal to src/kernels (gelu.cc and softmax_xent.cc call them; tests
+// Internal to src/kernels (gelu.cc, swiglu.cc and softmax_xent.cc call them; tests
 // compare the levels). Thread-safety: constant tables of pure functions.
 #pragma once
 
@@ -20,6 +20,8 @@ namespace zerodp::kernels {
 struct ModelKernelSet {
   void (*gelu_forward)(float* out, const float* inp, size_t n);
   void (*gelu_backward)(float* dinp, const float* inp, const float* dout, size_t n);
+  void (*swiglu_forward)(float* out, const float* gate, const float* up, size_t n);
+  void (*swiglu_backward)(float* dgate, float* dup, const float* dout, const float* gate, const float* up, size_t n);
   // Softmax over each row's first `vocab` of `padded` entries, the padding
   // zeroed, each row's cross-entropy against its target into `losses`; the
   // grad form then turns the probabilities into (p - onehot) * dloss.

@@ -42,6 +42,26 @@ void gelu_backward_loop(float* __restrict dx, const float* __restrict x, const f
   }
 }
 
+// SwiGLU: silu(g) * u, silu(g) = g * sigmoid(g), sigmoid(g) = 1 / (1 + e^-g).
+// fast_exp clamps its argument, so e^-g stays finite and sigmoid in [0, 1].
+void swiglu_forward_loop(float* __restrict y, const float* __restrict g, const float* __restrict u, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float sig = 1.0f / (1.0f + detail::fast_exp(-g[i]));
+    y[i] = (g[i] * sig) * u[i];
+  }
+}
+
+// d/dg silu(g) = sig (1 + g (1 - sig)); d/du = silu(g).
+void swiglu_backward_loop(float* __restrict dg, float* __restrict du, const float* __restrict dy,
+                          const float* __restrict g, const float* __restrict u, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float sig = 1.0f / (1.0f + detail::fast_exp(-g[i]));
+    const float silu = g[i] * sig;
+    du[i] = dy[i] * silu;
+    dg[i] = (dy[i] * u[i]) * (sig * (1.0f + g[i] * (1.0f - sig)));
+  }
+}
+
 // One row: softmax over [0, V), zero the padding, then optionally turn the
 // probabilities into (p - onehot) * dloss; returns the row's loss. The row
 // stays in cache across the passes.
@@ -70,8 +90,8 @@ double xent_rows_loop(float* buf, float* losses, const int32_t* targets, size_t 
   return total;
 }
 
-constexpr ModelKernelSet kGenericModelKernels = {gelu_forward_loop, gelu_backward_loop, xent_rows_loop<false>,
-                                                 xent_rows_loop<true>};
+constexpr ModelKernelSet kGenericModelKernels = {gelu_forward_loop,    gelu_backward_loop,    swiglu_forward_loop,
+                                                 swiglu_backward_loop, xent_rows_loop<false>, xent_rows_loop<true>};
 
 }  // namespace
 }  // namespace zerodp::kernels

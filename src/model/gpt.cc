@@ -12,8 +12,8 @@
 #include "kernels/linear.h"
 #include "kernels/softmax_xent.h"
 #include "model/gpt_block.h"
+#include "model/gpt_family.h"
 #include "model/gpt_workspace.h"
-#include "model/presets.h"
 
 namespace zerodp::model {
 
@@ -30,7 +30,14 @@ GptWorkspace& as_gpt(Workspace& ws) {
 
 }  // namespace
 
-ModelConfig Gpt::config() const { return {.name = "custom", .kind = ModelKind::kGpt, .gpt = config_, .mlp = {}}; }
+ModelConfig Gpt::config() const { return gpt_model_config("custom", config_); }
+
+Gpt::Step Gpt::step(int op_index) const {
+  const int L = config_.layers;
+  if (op_index == 0) return Step::kEmbedding;
+  if (op_index <= L) return Step::kBlock;
+  return op_index == L + 1 ? Step::kFinalNorm : Step::kLmHead;
+}
 
 Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config.channels)) {
   config_.validate();
@@ -47,10 +54,11 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
   num_params_ = offset;
   ZDP_CHECK_EQ(num_params_, gpt_num_params(config_), Error, "[gpt] parameter layout");
 
-  ops_.push_back({0, OpKind::kEmbedding, 0, "embedding", /*backward_reads_params=*/false});
-  for (int l = 0; l < L; ++l) ops_.push_back({1 + l, OpKind::kBlock, l, fmt::format("block{}", l)});
-  ops_.push_back({L + 1, OpKind::kFinalNorm, 0, "ln_f"});
-  ops_.push_back({0, OpKind::kLmHead, 0, "lm_head"});
+  // The order step() reads: embedding, the blocks, ln_f, the tied head.
+  ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true});
+  for (int l = 0; l < L; ++l) ops_.push_back({1 + l, l, fmt::format("block{}", l)});
+  ops_.push_back({L + 1, 0, "ln_f"});
+  ops_.push_back({0, 0, "lm_head"});
 }
 
 std::vector<TensorInfo> Gpt::tensors() const {
@@ -108,25 +116,25 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
   const int C = config_.channels;
   const size_t wte_size = size_t(config_.padded_vocab) * C;
   kernels::Profile* prof = ws.profile();
-  switch (op.kind) {
-    case OpKind::kEmbedding: {
+  switch (step(op_index)) {
+    case Step::kEmbedding: {
       ScopedKernelTimer t(prof, KernelKind::kEmbedding);
       kernels::embedding_forward(ws.resid(0), ws.tokens(), params.subspan(0, wte_size), params.subspan(wte_size),
                                  {ws.micro_batch(), ws.seq_len(), C, config_.vocab});
       break;
     }
-    case OpKind::kBlock: {
+    case Step::kBlock: {
       const int l = op.layer;
       detail::block_forward(config_, layout_, params, ws.resid(l), ws.layer(l), ws.resid(l + 1), ws);
       break;
     }
-    case OpKind::kFinalNorm: {
+    case Step::kFinalNorm: {
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
       kernels::layernorm_forward(ws.lnf(), ws.lnf_mean(), ws.lnf_rstd(), ws.resid(config_.layers), params.subspan(0, C),
                                  params.subspan(C, C), N, C);
       break;
     }
-    case OpKind::kLmHead: {
+    case Step::kLmHead: {
       ZDP_CHECK(ws.has_targets(), ConfigError, "[gpt] the LM head needs targets: pass them in the Batch");
       const kernels::LinearShape s{N, C, config_.padded_vocab};
       {
@@ -141,8 +149,6 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
       ws.set_head_forward_done(true);
       break;
     }
-    case OpKind::kDense:
-      ZDP_THROW(Error, "[gpt] op {} has an MLP kind", op_index);
   }
 }
 
@@ -154,8 +160,8 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
   const int C = config_.channels;
   const size_t wte_size = size_t(config_.padded_vocab) * C;
   kernels::Profile* prof = ws.profile();
-  switch (op.kind) {
-    case OpKind::kLmHead: {
+  switch (step(op_index)) {
+    case Step::kLmHead: {
       ZDP_CHECK(ws.head_forward_done(), ConfigError,
                 "[gpt] LM head backward without its forward: run forward on this micro-batch first");
       // probs() holds d(mean loss)/d(logits) from the fused forward.
@@ -165,14 +171,14 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
                                params.subspan(0, wte_size), s, false, ws.loss_grad_scale());
       break;
     }
-    case OpKind::kFinalNorm: {
+    case Step::kFinalNorm: {
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
       std::fill(ws.dresid().begin(), ws.dresid().end(), 0.0f);
       kernels::layernorm_backward(ws.dresid(), grads.subspan(0, C), grads.subspan(C, C), ws.dln(),
                                   ws.resid(config_.layers), params.subspan(0, C), ws.lnf_mean(), ws.lnf_rstd(), N, C);
       break;
     }
-    case OpKind::kBlock: {
+    case Step::kBlock: {
       const int l = op.layer;
       LayerActs& acts = ws.layer(l);
       if (ws.checkpointing()) {
@@ -183,14 +189,12 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
       detail::block_backward(config_, layout_, params, grads, ws.resid(l), acts, ws);
       break;
     }
-    case OpKind::kEmbedding: {
+    case Step::kEmbedding: {
       ScopedKernelTimer t(prof, KernelKind::kEmbedding);
       kernels::embedding_backward(grads.subspan(0, wte_size), grads.subspan(wte_size), ws.dresid(), ws.tokens(),
                                   {ws.micro_batch(), ws.seq_len(), C, config_.vocab});
       break;
     }
-    case OpKind::kDense:
-      ZDP_THROW(Error, "[gpt] op {} has an MLP kind", op_index);
   }
 }
 

@@ -51,6 +51,11 @@ class Gpt final : public Model {
   const BlockLayout& layout() const { return layout_; }
 
  private:
+  // What ops()[i] runs: op 0 the embedding, ops 1..L the blocks, L+1 the
+  // final layernorm, L+2 the tied LM head.
+  enum class Step { kEmbedding, kBlock, kFinalNorm, kLmHead };
+  Step step(int op_index) const;
+
   GptConfig config_;
   BlockLayout layout_;
   size_t num_params_;

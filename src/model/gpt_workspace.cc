@@ -4,43 +4,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/workspace_arena.h"
 
 namespace zerodp::model {
-namespace {
-
-constexpr size_t kAlignFloats = 16;  // 64 bytes
-
-// Collects (slice, size) requests, then carves them from one arena.
-class Carver {
- public:
-  void add(std::span<float>& slot, size_t count, bool is_activation) {
-    reqs_.push_back({&slot, count});
-    const size_t padded = (count + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-    (is_activation ? activation_floats_ : scratch_floats_) += padded;
-    total_ += padded;
-  }
-  AlignedBuffer<float> carve() {
-    AlignedBuffer<float> arena(total_);
-    size_t o = 0;
-    for (auto& r : reqs_) {
-      *r.slot = std::span<float>(arena.data() + o, r.count);
-      o += (r.count + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-    }
-    return arena;
-  }
-  size_t activation_bytes() const { return activation_floats_ * sizeof(float); }
-  size_t scratch_bytes() const { return scratch_floats_ * sizeof(float); }
-
- private:
-  struct Req {
-    std::span<float>* slot;
-    size_t count;
-  };
-  std::vector<Req> reqs_;
-  size_t activation_floats_ = 0, scratch_floats_ = 0, total_ = 0;
-};
-
-}  // namespace
 
 GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing)
     : batch_(micro_batch), seq_(seq_len), checkpointing_(checkpointing), config_(config) {
@@ -53,7 +19,7 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
   const size_t T = seq_len;
   const int L = config.layers;
 
-  Carver carver;
+  detail::ArenaCarver carver;
   resid_.resize(L + 1);
   for (auto& r : resid_) carver.add(r, N * C, true);
   // With checkpointing the one LayerActs set is recompute scratch, not kept.
@@ -93,23 +59,7 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
 }
 
 void GptWorkspace::set_batch(const Batch& batch) {
-  const size_t N = size_t(batch_) * seq_;
-  ZDP_CHECK(batch.tokens.size() == N, ShapeError,
-            "[gpt] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}", batch.tokens.size(),
-            batch_, seq_, N);
-  ZDP_CHECK(batch.targets.empty() || batch.targets.size() == N, ShapeError,
-            "[gpt] batch has {} targets, expected {} (one per token) or none", batch.targets.size(), N);
-  for (int32_t t : batch.tokens) {
-    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] token id {} outside the vocabulary [0, {})", t,
-              config_.vocab);
-  }
-  for (int32_t t : batch.targets) {
-    ZDP_CHECK(t >= 0 && t < config_.vocab, ShapeError, "[gpt] target id {} outside the vocabulary [0, {})", t,
-              config_.vocab);
-  }
-  std::copy(batch.tokens.begin(), batch.tokens.end(), tokens_.begin());
-  has_targets_ = !batch.targets.empty();
-  if (has_targets_) std::copy(batch.targets.begin(), batch.targets.end(), targets_.begin());
+  has_targets_ = detail::copy_token_batch(batch, batch_, seq_, config_.vocab, "gpt", tokens_, targets_);
   loss_ = 0.0f;
   head_forward_done_ = false;
 }

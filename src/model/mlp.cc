@@ -13,7 +13,7 @@
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "kernels/softmax_xent.h"
-#include "model/presets.h"
+#include "model/mlp_family.h"
 
 namespace zerodp::model {
 
@@ -115,7 +115,7 @@ MlpWorkspace& as_mlp(Workspace& ws) {
 
 }  // namespace
 
-ModelConfig Mlp::config() const { return {.name = "custom", .kind = ModelKind::kMlp, .gpt = {}, .mlp = config_}; }
+ModelConfig Mlp::config() const { return {"custom", std::make_shared<const MlpSpec>(config_)}; }
 
 Mlp::Mlp(const MlpConfig& config) : config_(config) {
   config_.validate();
@@ -123,7 +123,7 @@ Mlp::Mlp(const MlpConfig& config) : config_(config) {
   for (size_t l = 0; l + 1 < config_.widths.size(); ++l) {
     const size_t count = size_t(config_.widths[l] + 1) * config_.widths[l + 1];
     units_.push_back({fmt::format("fc{}", l), offset, count});
-    ops_.push_back({static_cast<int>(l), OpKind::kDense, static_cast<int>(l), fmt::format("fc{}", l), l > 0});
+    ops_.push_back({static_cast<int>(l), static_cast<int>(l), fmt::format("fc{}", l), l > 0});
     offset += count;
   }
   num_params_ = offset;

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/presets.h"
+#include "model/family.h"
 
 namespace zerodp::model {
 
@@ -80,8 +80,8 @@ void backward_all(const Model& model, std::span<const float> params, std::span<f
 
 ModelConfig Model::config() const {
   ZDP_THROW(ConfigError,
-            "[model] a model of kind \"{}\" has no config to record: only gpt and mlp models are checkpointed "
-            "and rebuilt (override Model::config)",
+            "[model] a model of kind \"{}\" has no config to record: register its family "
+            "(model::register_family) and override Model::config to checkpoint and rebuild it",
             kind());
 }
 

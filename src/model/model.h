@@ -54,24 +54,21 @@ struct TensorInfo {
   TensorInit init = {};    // how it starts (model/param_init.h)
 };
 
-enum class OpKind {
-  kEmbedding,  // GPT: token + position embedding (unit 0)
-  kBlock,      // GPT: one transformer block
-  kFinalNorm,  // GPT: final layernorm
-  kLmHead,     // GPT: tied LM head + softmax cross-entropy (unit 0 again)
-  kDense,      // MLP: one linear layer (+ GELU, or + loss for the last)
-};
-
+// One step of the forward schedule. The family keeps its own meaning of
+// each op (by its index); the engine reads only these fields.
 struct Op {
-  int unit = 0;  // index into units(); the op's params/grads are this unit's range
-  OpKind kind = OpKind::kDense;
-  int layer = 0;     // block index (kBlock) or layer index (kDense), else 0
+  int unit = 0;      // index into units(); the op's params/grads are this unit's range
+  int layer = 0;     // the family's own layer index for the op (GPT: the block), else 0
   std::string name;  // for logs and profiles
   // False where backward needs only the gradient of its output and the
   // activations (GPT's embedding, the MLP's first layer, which has no input
   // gradient to make): the engine then passes an empty parameter span and
   // stage 3 gathers nothing for it.
   bool backward_reads_params = true;
+  // True for the op that looks rows up in a token embedding (GPT's wte):
+  // 8-bit Adam keeps that unit's moments in fp32, as bitsandbytes advises
+  // for embeddings (optim::unit_optimizer_config).
+  bool token_embedding = false;
 };
 
 // One micro-batch of inputs. GPT reads tokens and targets ([B,T] each, int32,
@@ -123,17 +120,19 @@ class Workspace {
   kernels::Profile* profile_ = nullptr;
 };
 
-struct ModelConfig;  // model/presets.h
+struct ModelConfig;  // model/family.h
 
 class Model {
  public:
   virtual ~Model() = default;
 
-  virtual std::string kind() const = 0;  // "gpt" or "mlp"
+  virtual std::string kind() const = 0;  // its family's name: "gpt", "mlp", ...
   // The config this model was built from (name "custom"): what
   // make_model() rebuilds it from and model_config_json() records. A model
-  // of one's own need not have one: the default throws ConfigError, so it
-  // trains but cannot be checkpointed (examples/custom_model).
+  // whose family is registered (model/family.h) returns its spec here and
+  // is then checkpointed, resumed, resharded and consolidated like GPT-2
+  // (examples/custom_model); the default throws ConfigError, so a model
+  // without a family trains but cannot be checkpointed.
   virtual ModelConfig config() const;
   virtual std::string describe() const = 0;  // one line: shape and parameter count
   virtual size_t num_params() const = 0;     // Φ

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/gpt_family.h"
 #include "model/presets.h"
 
 namespace zerodp::plan {
@@ -71,17 +72,21 @@ std::optional<GptShape> find_preset(std::string_view name) {
   for (const std::string& n : model::model_preset_names()) {
     if (n != name) continue;
     const model::ModelConfig m = model::model_preset(n);
-    if (m.kind != ModelKind::kGpt) return std::nullopt;
-    return gpt_shape(m.gpt);
+    const auto* gpt = m.as<model::GptSpec>();
+    if (gpt == nullptr) return std::nullopt;
+    return gpt_shape(gpt->config());
   }
   return std::nullopt;
 }
 
 GptShape resolve_model(std::string_view spec) {
   const model::ModelConfig m = model::resolve_model_config(spec);
-  ZDP_CHECK(m.kind == ModelKind::kGpt, ConfigError,
-            "[plan] --model '{}' is an MLP: plan needs a GPT's shape here (give --params for an MLP's count)", spec);
-  return gpt_shape(m.gpt);
+  const auto* gpt = m.as<model::GptSpec>();
+  ZDP_CHECK(gpt != nullptr, ConfigError,
+            "[plan] --model '{}' is a \"{}\" model: plan needs a GPT's shape here (give --params for another "
+            "model's count)",
+            spec, m.kind());
+  return gpt_shape(gpt->config());
 }
 
 }  // namespace zerodp::plan

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "core/error.h"
+#include "model/presets.h"
 #include "plan/activations.h"
 
 namespace zerodp::plan {
@@ -24,33 +25,38 @@ std::string human_bytes(uint64_t bytes) {
 }  // namespace
 
 UnitSchedule unit_schedule(const model::ModelConfig& config) {
-  if (config.kind == ModelKind::kGpt) return gpt_unit_schedule(gpt_shape(config.gpt));
+  // Building a model lays out its units, ops and tensors; it allocates no
+  // parameters (the engine does), so this is cheap at any size.
+  const std::unique_ptr<model::Model> m = model::make_model(config);
   UnitSchedule s;
-  const std::vector<int>& w = config.mlp.widths;
-  ZDP_CHECK(w.size() >= 2, ConfigError, "[plan] an MLP needs at least [in, out] widths, got {}", w.size());
-  for (size_t l = 0; l + 1 < w.size(); ++l) {
-    s.unit_counts.push_back((static_cast<uint64_t>(w[l]) + 1) * static_cast<uint64_t>(w[l + 1]));
-    s.op_units.push_back(static_cast<int>(l));
-    // model::Mlp::tensors(): the [out, in] weight, then the bias.
-    s.unit_tensors.push_back(
-        {optim::tensor_shape(0, std::array{w[l + 1], w[l]}),
-         optim::tensor_shape(static_cast<size_t>(w[l]) * static_cast<size_t>(w[l + 1]), std::array{w[l + 1]})});
+  const std::vector<model::UnitInfo>& units = m->units();
+  for (const model::UnitInfo& u : units) s.unit_counts.push_back(u.count);
+  for (const model::Op& op : m->ops()) {
+    s.op_units.push_back(op.unit);
+    if (op.token_embedding) s.embedding_unit = op.unit;
+  }
+  s.unit_tensors.resize(units.size());
+  size_t u = 0;
+  for (const model::TensorInfo& t : m->tensors()) {  // flat order, each inside one unit
+    while (u + 1 < units.size() && t.offset >= units[u].offset + units[u].count) ++u;
+    s.unit_tensors[u].push_back(optim::tensor_shape(t.offset - units[u].offset, t.shape));
   }
   return s;
 }
 
 uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunShape& run) {
-  ActivationConfig a;
+  model::ActivationConfig a;
   a.micro_batch = run.micro_batch;
   a.seq_len = run.seq_len;
   a.checkpointing = run.checkpointing;
-  if (config.kind == ModelKind::kGpt) {
-    ZDP_CHECK(run.seq_len >= 1, ConfigError, "[plan] sequence length {} must be at least 1", run.seq_len);
-    return estimate_activations(gpt_shape(config.gpt), a).total_bytes;
-  }
-  ZDP_CHECK(!run.checkpointing, ConfigError,
-            "[plan] activation checkpointing applies to GPT models only: turn it off for an MLP");
-  return estimate_mlp_activations(config.mlp.widths, a).total_bytes;
+  ZDP_CHECK(run.seq_len >= 1, ConfigError, "[plan] sequence length {} must be at least 1", run.seq_len);
+  ZDP_CHECK(config.spec != nullptr, ConfigError, "[plan] no model to plan");
+  const std::optional<model::ActivationEstimate> est = config.spec->estimate_activations(a);
+  ZDP_CHECK(est.has_value(), ConfigError,
+            "[plan] the \"{}\" model family gives no activation estimate (ModelSpec::estimate_activations), so "
+            "its memory cannot be planned",
+            config.kind());
+  return est->total_bytes;
 }
 
 RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& run, int rank) {

@@ -8,100 +8,37 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "train/ds_config_section.h"
 
 namespace zerodp::train {
 namespace {
 
-using nlohmann::json;
-
-// Reads one section's keys, refusing unknown ones and warning about
-// DeepSpeed keys that have no effect here.
-class Section {
- public:
-  Section(const json& j, std::string path, std::string_view source, const WarningSink& warn)
-      : j_(j), path_(std::move(path)), source_(source), warn_(warn) {
-    ZDP_CHECK(j.is_object(), ConfigError, "[config] {}: '{}' must be an object", source_, display());
-  }
-
-  bool has(const std::string& key) {
-    seen_.insert(key);
-    return j_.contains(key) && !j_.at(key).is_null();
-  }
-  const json& at(const std::string& key) const { return j_.at(key); }
-  std::string name(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  // "config KEY.PATH": where a setting came from, for the effective configuration.
-  std::string from(const std::string& key) const { return "config " + name(key); }
-
-  double number(const std::string& key) {
-    const json& v = at(key);
-    ZDP_CHECK(v.is_number(), ConfigError, "[config] {}: '{}' must be a number, got {}", source_, name(key), v.dump());
-    return v.get<double>();
-  }
-  int integer(const std::string& key) {
-    const double v = number(key);
-    ZDP_CHECK(v == std::floor(v) && std::abs(v) < 2e9, ConfigError, "[config] {}: '{}' must be an integer, got {}",
-              source_, name(key), at(key).dump());
-    return static_cast<int>(v);
-  }
-  bool boolean(const std::string& key) {
-    const json& v = at(key);
-    ZDP_CHECK(v.is_boolean(), ConfigError, "[config] {}: '{}' must be true or false, got {}", source_, name(key),
-              v.dump());
-    return v.get<bool>();
-  }
-  std::string string(const std::string& key) {
-    const json& v = at(key);
-    ZDP_CHECK(v.is_string(), ConfigError, "[config] {}: '{}' must be a string, got {}", source_, name(key), v.dump());
-    return v.get<std::string>();
-  }
-  Section section(const std::string& key) { return Section(at(key), name(key), source_, warn_); }
-
-  // Keys DeepSpeed knows that zerodp ignores: a warning each, when present.
-  void ignore(std::initializer_list<const char*> keys, const char* why) {
-    for (const char* k : keys) {
-      if (has(k)) warn_(fmt::format("{}: DeepSpeed key '{}' has no effect here ({})", source_, name(k), why));
-    }
-  }
-  // Every key not read or ignored is an error.
-  void finish() const {
-    for (const auto& [key, value] : j_.items()) {
-      ZDP_CHECK(seen_.count(key) > 0, ConfigError,
-                "[config] {}: unknown key '{}': remove it (accepted keys are listed in docs/train.md)", source_,
-                name(key));
-    }
-  }
-
- private:
-  std::string display() const { return path_.empty() ? "(top level)" : path_; }
-
-  const json& j_;
-  std::string path_;
-  std::string_view source_;
-  const WarningSink& warn_;
-  std::set<std::string> seen_;
-};
+using ds::json;
+using ds::Section;
 
 void apply_zero(Section z, TrainConfig& c) {
   if (z.has("stage")) {
     c.sources["stage"] = z.from("stage");
-    c.engine.stage = parse_stage(z.integer("stage"), "[train] " + c.spelled("stage", "zero_optimization.stage"));
+    c.engine.stage = parse_stage(z.integer("stage"), fmt::format("[config] {}: zero_optimization.stage", z.source()));
   }
-  if (z.has("reduce_bucket_size")) {
+  // Hugging Face fills these two from the model's hidden size; they change
+  // the speed, never the bits, and zerodp keeps its own for "auto".
+  if (!z.derive("reduce_bucket_size", c, "bucket") && z.has("reduce_bucket_size")) {
     c.sources["bucket"] = z.from("reduce_bucket_size");
     const double v = z.number("reduce_bucket_size");
     ZDP_CHECK(v >= 1 && v <= 9.0e15, ConfigError,
-              "[config] zero_optimization.reduce_bucket_size {} must be between 1 and 9e15 elements", v);
+              "[config] {}: zero_optimization.reduce_bucket_size {} must be between 1 and 9e15 elements", z.source(),
+              v);
     c.engine.bucket_elements = static_cast<size_t>(v);
   }
   if (z.has("overlap_comm")) {
     c.engine.overlap = z.boolean("overlap_comm");
     c.sources["overlap"] = z.from("overlap_comm");
   }
-  if (z.has("stage3_prefetch_bucket_size")) {
+  if (!z.derive("stage3_prefetch_bucket_size", c, "prefetch") && z.has("stage3_prefetch_bucket_size")) {
     c.engine.prefetch = z.number("stage3_prefetch_bucket_size") > 0;
     c.sources["prefetch"] = z.from("stage3_prefetch_bucket_size");
   }
@@ -125,12 +62,13 @@ void apply_zero(Section z, TrainConfig& c) {
     if (!z.has(key)) return;
     const int64_t v = z.integer(key);
     ZDP_CHECK(v == off || (v >= 1 && v <= 1 << 20), ConfigError,
-              "[config] zero_optimization.{} {} must be {} (off) or a group size of at least 1 that divides the ranks",
-              key, v, off);
+              "[config] {}: zero_optimization.{} {} must be {} (off) or a group size of at least 1 that divides the "
+              "ranks",
+              z.source(), key, v, off);
     const int g = v == off ? 0 : static_cast<int>(v);
     ZDP_CHECK(!group || *group == g, ConfigError,
-              "[config] zero_optimization.{} {} and {} {} ask for different shard groups: give one of them", key, v,
-              group_key, *group == 0 ? off : *group);
+              "[config] {}: zero_optimization.{} {} and {} {} ask for different shard groups: give one of them",
+              z.source(), key, v, group_key, *group == 0 ? off : *group);
     group = g;
     group_key = std::string("zero_optimization.") + key;
     c.sources["shard-group-size"] = z.from(key);
@@ -151,14 +89,15 @@ void apply_zero(Section z, TrainConfig& c) {
 }
 
 void apply_fp16(Section f, TrainConfig& c, bool& fp16) {
-  fp16 = f.has("enabled") && f.boolean("enabled");
+  // "auto" (Hugging Face: its --fp16): on with --precision fp16, else DeepSpeed's off.
+  fp16 = !f.derive("enabled", c, "precision") && f.has("enabled") && f.boolean("enabled");
   auto& s = c.engine.loss_scaler;
   for (const char* key : {"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale"}) {
     if (f.has(key)) c.sources["loss-scale"] = f.from(key);
   }
   if (f.has("loss_scale")) {
     const double v = f.number("loss_scale");
-    ZDP_CHECK(v >= 0, ConfigError, "[config] fp16.loss_scale {} must be >= 0 (0 = dynamic)", v);
+    ZDP_CHECK(v >= 0, ConfigError, "[config] {}: fp16.loss_scale {} must be >= 0 (0 = dynamic)", f.source(), v);
     if (v > 0) {
       s.mode = optim::LossScaleMode::kStatic;
       s.initial_scale = v;
@@ -171,186 +110,6 @@ void apply_fp16(Section f, TrainConfig& c, bool& fp16) {
   if (f.has("consecutive_hysteresis")) s.consecutive_hysteresis = f.boolean("consecutive_hysteresis");
   f.ignore({"auto_cast", "fp16_master_weights_and_grads"}, "zerodp always keeps fp32 master weights");
   f.finish();
-}
-
-// DeepSpeed has no Adafactor; "Adafactor" takes Hugging Face transformers'
-// Adafactor's parameter names and defaults (optim::AdafactorConfig).
-void apply_adafactor(Section& o, TrainConfig& c) {
-  optim::AdafactorConfig& a = c.engine.optimizer.adafactor;
-  a = optim::AdafactorConfig{};
-  if (o.has("params")) {
-    Section p = o.section("params");
-    if (p.has("lr")) {  // null: HF's None
-      a.lr = p.number("lr");
-      c.engine.lr_schedule.max_lr = a.lr;
-      c.sources["lr"] = p.from("lr");
-    }
-    if (p.has("eps")) {
-      c.sources["adafactor-eps"] = p.from("eps");
-      const json& e = p.at("eps");
-      ZDP_CHECK(e.is_array() && e.size() == 2 && e[0].is_number() && e[1].is_number(), ConfigError,
-                "[config] optimizer.params.eps of Adafactor must be two numbers [eps1, eps2], e.g. [1e-30, 1e-3], "
-                "got {}",
-                e.dump());
-      a.eps1 = e[0].get<double>();
-      a.eps2 = e[1].get<double>();
-    }
-    if (p.has("beta1")) {  // null: HF's None, no first moment
-      a.beta1 = p.number("beta1");
-      c.sources["beta1"] = p.from("beta1");
-    }
-    auto number = [&](const char* key, const char* setting, double& out) {
-      if (!p.has(key)) return;
-      out = p.number(key);
-      c.sources[setting] = p.from(key);
-    };
-    auto boolean = [&](const char* key, const char* setting, bool& out) {
-      if (!p.has(key)) return;
-      out = p.boolean(key);
-      c.sources[setting] = p.from(key);
-    };
-    number("clip_threshold", "clip-threshold", a.clip_threshold);
-    number("decay_rate", "decay-rate", a.decay_rate);
-    number("weight_decay", "weight-decay", a.weight_decay);
-    boolean("scale_parameter", "scale-parameter", a.scale_parameter);
-    boolean("relative_step", "relative-step", a.relative_step);
-    boolean("warmup_init", "warmup-init", a.warmup_init);
-    p.finish();
-  }
-  c.engine.optimizer.kind = optim::OptimizerKind::kAdafactor;
-  c.sources["optimizer"] = o.from("type");
-  o.finish();
-}
-
-void apply_optimizer(Section o, TrainConfig& c) {
-  std::string type = o.has("type") ? o.string("type") : "AdamW";
-  std::string lower;
-  for (char ch : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  auto& opt = c.engine.optimizer;
-  if (lower == "adafactor") return apply_adafactor(o, c);
-  bool adam_w_mode = true;  // DeepSpeed's "Adam" is AdamW unless adam_w_mode is false
-  bool adam_w_mode_given = false;
-  if (o.has("params")) {
-    Section p = o.section("params");
-    if (p.has("adam_w_mode")) {
-      adam_w_mode = p.boolean("adam_w_mode");
-      adam_w_mode_given = true;
-    }
-    if (p.has("lr")) {
-      opt.adam.lr = opt.sgd.lr = opt.lion.lr = p.number("lr");
-      c.engine.lr_schedule.max_lr = opt.adam.lr;
-      c.sources["lr"] = p.from("lr");
-    }
-    if (p.has("betas")) {
-      c.sources["betas"] = p.from("betas");
-      const json& b = p.at("betas");
-      ZDP_CHECK(b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number(), ConfigError,
-                "[config] optimizer.params.betas must be two numbers, got {}", b.dump());
-      opt.adam.beta1 = opt.lion.beta1 = b[0].get<double>();
-      opt.adam.beta2 = opt.lion.beta2 = b[1].get<double>();
-    }
-    if (p.has("eps")) {
-      opt.adam.eps = p.number("eps");
-      c.sources["eps"] = p.from("eps");
-    }
-    if (p.has("weight_decay")) {
-      opt.adam.weight_decay = opt.sgd.weight_decay = opt.lion.weight_decay = p.number("weight_decay");
-      c.sources["weight-decay"] = p.from("weight_decay");
-    }
-    if (p.has("momentum")) {
-      opt.sgd.momentum = p.number("momentum");
-      c.sources["momentum"] = p.from("momentum");
-    }
-    if (p.has("nesterov")) opt.sgd.nesterov = p.boolean("nesterov");
-    if (lower == "adam8bit" || lower == "adamw8bit") {
-      // Which units keep fp32 moments: bitsandbytes' constructor argument
-      // min_8bit_size (per unit here), and zerodp's fp32_embedding (what
-      // bitsandbytes does with a module override or StableEmbedding).
-      if (p.has("min_8bit_size")) {
-        const int size = p.integer("min_8bit_size");
-        ZDP_CHECK(size >= 0, ConfigError,
-                  "[config] optimizer.params.min_8bit_size {} must be >= 0 (0: every unit 8-bit)", size);
-        opt.adam.min_8bit_size = static_cast<uint64_t>(size);
-        c.sources["adam8bit-min-8bit-size"] = p.from("min_8bit_size");
-      }
-      if (p.has("fp32_embedding")) {
-        opt.adam.fp32_embedding = p.boolean("fp32_embedding");
-        c.sources["adam8bit-fp32-embedding"] = p.from("fp32_embedding");
-      }
-    }
-    p.ignore({"torch_adam", "amsgrad", "bias_correction", "fused", "dampening"}, "not supported; the default is used");
-    p.finish();
-  }
-  c.sources["optimizer"] = o.has("type") ? o.from("type") : "DeepSpeed default (AdamW)";
-  if (lower == "adam") {
-    opt.kind = adam_w_mode ? optim::OptimizerKind::kAdamW : optim::OptimizerKind::kAdam;
-  } else if (lower == "adamw") {
-    opt.kind = optim::OptimizerKind::kAdamW;
-  } else if (lower == "sgd") {
-    opt.kind = optim::OptimizerKind::kSgd;
-  } else if (lower == "lion") {
-    opt.kind = optim::OptimizerKind::kLion;
-  } else if (lower == "adam8bit" || lower == "adamw8bit") {
-    // bitsandbytes' class names (bnb.optim.Adam8bit / AdamW8bit): both decay
-    // decoupled in bitsandbytes' 8-bit kernels, and so does zerodp's.
-    ZDP_CHECK(adam_w_mode || !adam_w_mode_given, ConfigError,
-              "[config] optimizer.type '{}' decays decoupled (as AdamW); remove adam_w_mode: false", type);
-    opt.kind = optim::OptimizerKind::kAdam8bit;
-  } else {
-    ZDP_THROW(ConfigError,
-              "[config] optimizer.type '{}' is not supported: use Adam, AdamW, SGD, Lion, Adam8bit or Adafactor", type);
-  }
-  o.finish();
-}
-
-void apply_scheduler(Section s, TrainConfig& c) {
-  ZDP_CHECK(s.has("type"), ConfigError, "[config] scheduler needs a 'type': WarmupLR, WarmupDecayLR or WarmupCosineLR");
-  const std::string type = s.string("type");
-  c.sources["schedule"] = s.from("type");
-  auto& lr = c.engine.lr_schedule;
-  // DeepSpeed's defaults (deepspeed/runtime/lr_schedules.py). WarmupLR and
-  // WarmupDecayLR set the rate themselves (warmup_max_lr, default 0.001);
-  // WarmupCosineLR scales the optimizer's lr.
-  lr.warmup_steps = 1000;
-  lr.warmup_type = optim::WarmupType::kLog;
-  lr.min_lr = 0.0;
-  lr.warmup_min_ratio = 0.0;
-  lr.cos_min_ratio = 0.0001;
-  lr.total_steps = 0;  // DeepSpeed requires total_num_steps for the decaying ones; zerodp uses --steps
-  if (type != "WarmupCosineLR") {
-    lr.max_lr = 0.001;
-    c.sources["lr"] = fmt::format("DeepSpeed default for {} (warmup_max_lr 0.001)", type);
-  }
-  if (type == "WarmupLR") {
-    lr.kind = optim::LrScheduleKind::kWarmup;
-  } else if (type == "WarmupDecayLR") {
-    lr.kind = optim::LrScheduleKind::kWarmupLinearDecay;
-  } else if (type == "WarmupCosineLR") {
-    lr.kind = optim::LrScheduleKind::kWarmupCosine;
-  } else {
-    ZDP_THROW(ConfigError,
-              "[config] scheduler.type '{}' is not supported: use WarmupLR, WarmupDecayLR or WarmupCosineLR", type);
-  }
-  if (s.has("params")) {
-    Section p = s.section("params");
-    if (p.has("warmup_min_lr")) lr.min_lr = p.number("warmup_min_lr");
-    if (p.has("warmup_max_lr")) {
-      ZDP_CHECK(type != "WarmupCosineLR", ConfigError,
-                "[config] scheduler.params.warmup_max_lr is not a WarmupCosineLR parameter: its peak is "
-                "optimizer.params.lr");
-      lr.max_lr = p.number("warmup_max_lr");
-      c.sources["lr"] = p.from("warmup_max_lr");
-    }
-    if (p.has("warmup_num_steps")) lr.warmup_steps = p.integer("warmup_num_steps");
-    c.sources["warmup"] = p.has("warmup_num_steps") ? p.from("warmup_num_steps") : "DeepSpeed default (1000)";
-    if (p.has("total_num_steps")) lr.total_steps = p.integer("total_num_steps");
-    if (p.has("warmup_type")) lr.warmup_type = optim::parse_warmup_type(p.string("warmup_type"));
-    if (p.has("warmup_min_ratio")) lr.warmup_min_ratio = p.number("warmup_min_ratio");
-    if (p.has("cos_min_ratio")) lr.cos_min_ratio = p.number("cos_min_ratio");
-    p.ignore({"last_batch_iteration"}, "schedules start at step 0");
-    p.finish();
-  }
-  s.finish();
 }
 
 // activation_checkpointing: the section asks for it (DeepSpeed's model code
@@ -403,11 +162,16 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
     // e.g. a number too large for a double ("1e400").
     ZDP_THROW(ConfigError, "[config] {} cannot be read as JSON ({}): fix the value", source, e.what());
   }
-  Section top(root, "", source, warn);
+  std::vector<std::string> autos;  // keys holding an "auto" nothing derives
+  Section top(root, "", source, warn, autos);
   apply_deepspeed_defaults(c);
-  const bool has_tbs = top.has("train_batch_size");
-  const bool has_micro = top.has("train_micro_batch_size_per_gpu");
-  const bool has_accum = top.has("gradient_accumulation_steps");
+  // Hugging Face's "auto" batch keys: what the flags give, else derived
+  // by DeepSpeed's batch rule once the ranks are known (resolve_batch).
+  const bool has_tbs = !top.derive("train_batch_size", c, "train-batch-size") && top.has("train_batch_size");
+  const bool has_micro =
+      !top.derive("train_micro_batch_size_per_gpu", c, "micro-batch") && top.has("train_micro_batch_size_per_gpu");
+  const bool has_accum =
+      !top.derive("gradient_accumulation_steps", c, "grad-accum") && top.has("gradient_accumulation_steps");
   if (has_tbs) {
     c.train_batch_size = top.integer("train_batch_size");
     c.sources["train-batch-size"] = top.from("train_batch_size");
@@ -428,7 +192,7 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
     c.log_every = top.integer("steps_per_print");
     c.sources["log-every"] = top.from("steps_per_print");
   }
-  if (top.has("gradient_clipping")) {
+  if (!top.derive("gradient_clipping", c, "clip") && top.has("gradient_clipping")) {
     c.engine.clip_norm = top.number("gradient_clipping");
     c.sources["clip"] = top.from("gradient_clipping");
   }
@@ -439,7 +203,7 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   for (const char* key : {"bf16", "bfloat16"}) {
     if (top.has(key)) {
       Section b = top.section(key);
-      bf16 = bf16 || (b.has("enabled") && b.boolean("enabled"));
+      bf16 = bf16 || (!b.derive("enabled", c, "precision") && b.has("enabled") && b.boolean("enabled"));
       b.ignore({"immediate_grad_update", "check_grad_overflow"}, "not needed here");
       b.finish();
     }
@@ -449,8 +213,8 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   if (bf16) c.engine.dtype = Dtype::bf16();
   if (fp16) c.sources["precision"] = top.from("fp16.enabled");
   if (bf16) c.sources["precision"] = top.from(top.has("bf16") ? "bf16.enabled" : "bfloat16.enabled");
-  if (top.has("optimizer")) apply_optimizer(top.section("optimizer"), c);
-  if (top.has("scheduler")) apply_scheduler(top.section("scheduler"), c);
+  if (top.has("optimizer")) ds::apply_optimizer(top.section("optimizer"), c);
+  if (top.has("scheduler")) ds::apply_scheduler(top.section("scheduler"), c);
   top.ignore({"wall_clock_breakdown",
               "memory_breakdown",
               "dump_state",
@@ -481,11 +245,16 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
               "disable_allgather"},
              "not implemented by zerodp");
   top.finish();
+  ZDP_CHECK(autos.empty(), ConfigError,
+            "[config] {}: \"auto\" has no value zerodp can derive for {}: give values (\"auto\" is derived for the "
+            "batch sizes, accumulation, clipping, fp16/bf16.enabled, the optimizer's lr, betas, eps and "
+            "weight_decay, the scheduler's warm-up and step counts and rates, and the bucket sizes)",
+            source, fmt::join(autos, ", "));
 }
 
 void apply_deepspeed_config_file(const std::string& path, TrainConfig& c) {
   std::ifstream in(path, std::ios::binary);
-  ZDP_CHECK(in.good(), ConfigError, "[config] cannot read '{}': check the path", path);
+  ZDP_CHECK(in.good(), ConfigError, "[config] {}: cannot be read: check the path", path);
   std::ostringstream ss;
   ss << in.rdbuf();
   apply_deepspeed_config(ss.str(), path, c, [](const std::string& w) { warn(w); });

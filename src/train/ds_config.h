@@ -9,8 +9,11 @@
 // consecutive_hysteresis}, bf16 {enabled}, optimizer {type: Adam | AdamW |
 // SGD | Lion, params {lr, betas, eps, weight_decay, momentum, nesterov,
 // adam_w_mode}}, scheduler {type: WarmupLR | WarmupDecayLR | WarmupCosineLR,
-// params}, activation_checkpointing (its presence turns it on). DeepSpeed keys that do nothing here (offload, monitors,
-// ...) are warned about by name; any other key is a ConfigError naming it. See docs/train.md for the mapping.
+// params}, activation_checkpointing (its presence turns it on), and Hugging
+// Face Trainer's "auto" where zerodp can fill it (ds_config_section.h).
+// DeepSpeed keys that do nothing here (offload, monitors, ...) are warned
+// about by name; any other key is a ConfigError naming it. See
+// docs/train.md for the mapping.
 // Thread-safety: pure functions (warnings go to the given sink).
 #pragma once
 

@@ -117,6 +117,18 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   if (e.shard_group_size > 0) add("shard-group-size", e.shard_group_size);
   add("log-every", c.log_every);
   add("activation-checkpointing", c.activation_checkpointing);
+  // A config key's "auto": the flag filled it, or it was derived (a
+  // default is what "auto" derives when nothing else gives a value).
+  for (Setting& s : out) {
+    const auto it = c.auto_keys.find(s.name);
+    if (it == c.auto_keys.end()) continue;
+    if (source_kind_of(s.source) == SourceKind::kFlag) {
+      s.source += fmt::format(", for \"auto\" {} in --config", it->second);
+    } else {
+      const std::string how = s.source.starts_with("derived: ") ? s.source.substr(9) : s.source;
+      s.source = fmt::format("derived: {} for \"auto\" {}", how, it->second);
+    }
+  }
   return out;
 }
 

@@ -38,18 +38,6 @@ using Clock = std::chrono::steady_clock;
 // Where an interrupted run without --save puts its checkpoint.
 constexpr const char* kInterruptedSaveDir = "zerodp-interrupted";
 
-// The flags a resumed run needs that its checkpoint does not record: where
-// to keep saving (the checkpoint brings model, data, batch, optimizer, schedule).
-std::string resume_flags(const TrainConfig& config, const std::string& root) {
-  std::string out = " --save " + root;
-  if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
-  if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);
-  if (config.backend == comm::Backend::kThread && config.given("ranks")) {
-    out += fmt::format(" --ranks {}", config.ranks);
-  }
-  return out;
-}
-
 // The feeder of `sampler`'s micro-batches at the step (or batch index) `at`
 // points to, for this rank.
 zero::BatchFeeder feed_from(const DistributedSampler& sampler, const int64_t& at, int rank) {
@@ -138,7 +126,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   const double tokens_per_step =
       static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
   if (!config.init_from.empty()) {
-    weights::GptWeightsReader reader(config.init_from, run.model_config.gpt);
+    weights::GptWeightsReader reader(config.init_from, run.gpt->gpt_config());
     engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
     if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
   }
@@ -223,8 +211,8 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
     progress->finish();
     fmt::print(
         "interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
-        "  zerodp train --resume {}{}\n",
-        signal_name(interrupted), step, config.steps, root, root, resume_flags(config, root));
+        "  {}\n",
+        signal_name(interrupted), step, config.steps, root, resume_command(config, root));
     return;
   }
   if (!config.save_dir.empty() && checkpoints.last_saved() != step) checkpoints.save(step, config.save_dir);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/run_setup.h"
+#include "model/gpt_family.h"
 
 #include <fmt/format.h>
 
@@ -70,11 +71,11 @@ RunSetup prepare_run(const TrainConfig& input) {
   if (config.sample_tokens > 0) check_sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
   run.model_config = model::resolve_model_config(config.model);
   const model::ModelConfig& model_config = run.model_config;
-  ZDP_CHECK(model_config.kind == ModelKind::kGpt, ConfigError,
-            "[train] model '{}' is an MLP: zerodp train trains GPT models on token data; pick a gpt preset "
-            "(zerodp model list)",
-            config.model);
-  const model::GptConfig& gc = model_config.gpt;
+  ZDP_CHECK(model_config.as<model::GptSpec>() != nullptr, ConfigError,
+            "[train] model '{}' is a \"{}\" model: zerodp train trains GPT models on token data; pick a gpt "
+            "preset (zerodp model list)",
+            config.model, model_config.kind());
+  const model::GptConfig& gc = model_config.as<model::GptSpec>()->config();
   ZDP_CHECK(corpus.vocab <= gc.vocab, ConfigError,
             "[train] the data has token ids up to {} but the model's vocabulary is {}: use a model with vocab >= {}",
             corpus.vocab - 1, gc.vocab, corpus.vocab);

@@ -4,11 +4,23 @@
 #include <fmt/format.h>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/checkpoint_dir.h"
+#include "core/error.h"
 #include "engine_ckpt/engine_checkpoint.h"
 #include "train/rank_figures.h"
 #include "train/samples.h"
 
 namespace zerodp::train {
+
+std::string resume_command(const TrainConfig& config, const std::string& root) {
+  std::string out = fmt::format("zerodp train --resume {} --save {}", root, root);
+  if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
+  if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);
+  if (config.backend == comm::Backend::kThread && config.given("ranks")) {
+    out += fmt::format(" --ranks {}", config.ranks);
+  }
+  return out;
+}
 
 CheckpointPolicy::CheckpointPolicy(zero::Engine& engine, const TrainConfig& config, const DataFingerprint& data,
                                    Progress* progress)
@@ -27,7 +39,23 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
   options.keep_last = config_.keep_last;
   options.metadata = run_record(config_, data_, engine_.communicator().size());
   const zero::CommTimeoutAtLeast waits_for_io(engine_, timeout_ms(config_.checkpoint_timeout_s));
-  const ckpt::SaveResult saved = engine_ckpt::save(engine_, root, options);
+  ckpt::SaveResult saved;
+  try {
+    saved = engine_ckpt::save(engine_, root, options);
+  } catch (const std::exception& e) {
+    std::string last;
+    try {
+      last = ckpt::resolve_checkpoint(root);
+    } catch (const std::exception&) {
+    }
+    const auto* error = dynamic_cast<const Error*>(&e);
+    const std::string cause = error != nullptr ? error->message() : e.what();
+    ZDP_THROW(IoError, "[train] saving step {} under {} failed ({}); no partial checkpoint is left. {}", data_step,
+              root, cause,
+              last.empty() ? std::string("There is no complete checkpoint yet: run again from the start")
+                           : fmt::format("The last complete checkpoint is {}; continue with: {}", last,
+                                         resume_command(config_, root)));
+  }
   last_saved_ = data_step;
   if (progress_ != nullptr) {
     progress_->note(

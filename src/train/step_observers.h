@@ -26,11 +26,19 @@
 
 namespace zerodp::train {
 
+// The command that continues a run whose checkpoints are under `root`:
+// `zerodp train --resume ROOT` and the flags a checkpoint does not record
+// (where to keep saving, how often, the thread ranks when given).
+std::string resume_command(const TrainConfig& config, const std::string& root);
+
 class CheckpointPolicy : public StepObserver {
  public:
   CheckpointPolicy(zero::Engine& engine, const TrainConfig& config, const DataFingerprint& data, Progress* progress);
   void on_step(const StepEvent& event) override;
-  // Saves the engine's state as of `data_step` steps under `root` (collective).
+  // Saves the engine's state as of `data_step` steps under `root`
+  // (collective). A failed save leaves nothing of itself (ckpt::save removes
+  // its step-N.tmp) and throws IoError on every rank naming the cause, the
+  // last complete checkpoint under `root` and the command that resumes it.
   void save(int64_t data_step, const std::string& root);
   // The data position of the last save of this run; -1 before any.
   int64_t last_saved() const { return last_saved_; }

@@ -95,6 +95,10 @@ struct TrainConfig {
   // A setting not listed has the default named by `defaults`.
   std::map<std::string, std::string> sources;
   std::string defaults = "zerodp default";  // "DeepSpeed default" once a config file is applied
+  // Settings whose config key held Hugging Face's "auto", by setting name:
+  // the key ("optimizer.params.lr"). The value is a flag's, else derived or
+  // the default; the effective configuration names the key beside it.
+  std::map<std::string, std::string> auto_keys;
   std::string source_of(const std::string& setting) const;
   // The kind of a setting's `sources` entry (source_kind_of below).
   SourceKind source_kind(const std::string& setting) const;

@@ -11,6 +11,7 @@
 #include "ckpt/staged_output.h"
 #include "core/error.h"
 #include "core/process_memory.h"
+#include "model/gpt_family.h"
 #include "optim/quant8.h"
 #include "weights/export_format.h"
 #include "weights/hf_format.h"
@@ -143,17 +144,18 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     const uint64_t buffer = write_safetensors(join_path(staged.dir(), file), tensors, read, metadata);
     result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffer);
     result.files.push_back(join_path(out_dir, file));
-    if (t == 0 && options.llmc && config.kind == ModelKind::kGpt) {
-      const uint64_t llmc = write_llmc_model(join_path(staged.dir(), "model.bin"), config.gpt, tensors, read);
+    const auto* gpt = config.as<model::GptSpec>();  // GPT-2's own export formats
+    if (t == 0 && options.llmc && gpt != nullptr) {
+      const uint64_t llmc = write_llmc_model(join_path(staged.dir(), "model.bin"), gpt->config(), tensors, read);
       result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, llmc);
       result.files.push_back(join_path(out_dir, "model.bin"));
     }
-    if (t == 0 && options.hf && config.kind == ModelKind::kGpt) {
+    if (t == 0 && options.hf && gpt != nullptr) {
       const std::string hf = join_path(staged.dir(), "hf");
       std::error_code ec;
       std::filesystem::create_directory(hf, ec);
       ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", hf, ec.message());
-      const uint64_t buffers = write_hf_gpt2(hf, config.gpt, read);
+      const uint64_t buffers = write_hf_gpt2(hf, gpt->config(), read);
       result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffers);
       sync_directory(hf);
       result.files.push_back(join_path(out_dir, std::string("hf/") + kHfWeightsName));

@@ -9,8 +9,9 @@
 #include "ckpt/file_io.h"
 #include "core/error.h"
 #include "model/gpt_config.h"
+#include "model/gpt_family.h"
 #include "model/llmc_io.h"
-#include "model/mlp.h"
+#include "model/mlp_family.h"
 
 namespace zerodp::weights {
 
@@ -146,8 +147,24 @@ size_t ExportTensor::count() const {
   return n;
 }
 
+namespace {
+
+// Any other family's tensors as its Model::tensors() names and lays them
+// out: one piece each, row-major as they lie in the flat buffer.
+std::vector<ExportTensor> model_tensors(const model::ModelConfig& config) {
+  std::vector<ExportTensor> out;
+  for (const model::TensorInfo& t : model::make_model(config)->tensors()) {
+    out.push_back({t.name, std::vector<int64_t>(t.shape.begin(), t.shape.end()), {{t.offset, t.count}}});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<ExportTensor> export_tensors(const model::ModelConfig& config) {
-  return config.kind == ModelKind::kGpt ? gpt_tensors(config.gpt) : mlp_tensors(config.mlp);
+  if (const auto* gpt = config.as<model::GptSpec>()) return gpt_tensors(gpt->config());
+  if (const auto* mlp = config.as<model::MlpSpec>()) return mlp_tensors(mlp->config());
+  return model_tensors(config);
 }
 
 size_t largest_piece(std::span<const ExportTensor> tensors) {

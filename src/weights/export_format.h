@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gpt_config.h"
 #include "model/presets.h"
 
 namespace zerodp::weights {

@@ -12,6 +12,7 @@
 
 #include "ckpt/file_io.h"
 #include "core/error.h"
+#include "model/gpt_family.h"
 #include "model/llmc_io.h"
 #include "model/presets.h"
 #include "weights/export_format.h"
@@ -114,6 +115,7 @@ bool has(const SafetensorsHeader& h, const std::string& name) { return h.tensors
 
 // The [rows, cols] of a 2-D tensor (InputFileError otherwise).
 std::array<int, 2> matrix_shape(const SafetensorsHeader& h, const std::string& name) {
+  ZDP_CHECK(has(h, name), InputFileError, "[load] {}: has no tensor \"{}\"", h.path, name);
   const auto& shape = h.tensors.at(name).shape;
   ZDP_CHECK(shape.size() == 2 && shape[0] >= 1 && shape[1] >= 1 && shape[0] < (1 << 30) && shape[1] < (1 << 30),
             InputFileError, "[load] {}: tensor \"{}\" is {}, not a matrix", h.path, name, shape_text(shape));
@@ -184,10 +186,12 @@ struct GptWeightsReader::Impl {
       } catch (const ConfigError& e) {
         ZDP_THROW(InputFileError, "[load] {}: its metadata's model is not one zerodp reads: {}", h.path, e.message());
       }
-      ZDP_CHECK(mc.kind == ModelKind::kGpt, InputFileError, "[load] {}: holds an MLP, not a GPT", h.path);
-      config = mc.gpt;
+      const auto* gpt = mc.as<model::GptSpec>();
+      ZDP_CHECK(gpt != nullptr, InputFileError, "[load] {}: holds a \"{}\" model, not a GPT", h.path, mc.kind());
+      config = gpt->config();
     } else {
       const auto wte = matrix_shape(h, "wte"), wpe = matrix_shape(h, "wpe");
+      ZDP_CHECK(has(h, "ln1w"), InputFileError, "[load] {}: has no tensor \"ln1w\"", h.path);
       const auto& ln1w = h.tensors.at("ln1w").shape;
       ZDP_CHECK(ln1w.size() == 2 && ln1w[0] >= 1 && ln1w[0] < (1 << 20), InputFileError,
                 "[load] {}: tensor \"ln1w\" is {}, not [layers, channels]", h.path, shape_text(ln1w));
@@ -197,7 +201,7 @@ struct GptWeightsReader::Impl {
       note = "without zerodp's metadata: vocabulary and heads as --model's";
     }
     validate_held(h.path);
-    model::ModelConfig mc{.name = "file", .kind = ModelKind::kGpt, .gpt = config, .mlp = {}};
+    const model::ModelConfig mc = model::gpt_model_config("file", config);
     pieces.emplace(h.path, file_pieces(h, export_tensors(mc), config, weights_format_name(format)),
                    model::gpt_num_params(config));
   }
@@ -282,7 +286,7 @@ GptWeightsReader::GptWeightsReader(const std::string& path, const model::GptConf
   ZDP_CHECK(held == expected, ConfigError,
             "[init-from] {} ({}) holds a {}; this run trains a {}: pass the model it holds with --model '{}'", path,
             description(), held.describe(), expected.describe(),
-            model::model_config_json({.name = "custom", .kind = ModelKind::kGpt, .gpt = held, .mlp = {}}));
+            model::model_config_json(model::gpt_model_config("custom", held)));
 }
 
 GptWeightsReader::~GptWeightsReader() = default;

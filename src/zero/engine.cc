@@ -199,7 +199,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   // the unit the token embedding reads (GPT's, tied to the LM head).
   std::vector<bool> embedding(plan_.num_units(), false);
   for (const model::Op& op : model_.ops()) {
-    if (op.kind == model::OpKind::kEmbedding) embedding[static_cast<size_t>(op.unit)] = true;
+    if (op.token_embedding) embedding[static_cast<size_t>(op.unit)] = true;
   }
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     optim::ShardOptions options;

@@ -18,7 +18,7 @@ Manifest sample() {
   Manifest m;
   m.save_id = 0xABCDEF123456ull;
   m.created_by = "zerodp test";
-  m.model_kind = ModelKind::kMlp;
+  m.model_kind = "mlp";
   m.model_json = R"({"kind":"mlp","widths":[3,4,2],"head":"regression"})";
   m.model_description = "mlp [3, 4, 2]";
   m.units = {{"fc0", 16}, {"fc1", 10}};

@@ -68,7 +68,7 @@ const Fixture& fixture() {
     Manifest& m = f.manifest;
     m.save_id = 77;
     m.created_by = "fuzz";
-    m.model_kind = zerodp::ModelKind::kMlp;
+    m.model_kind = "mlp";
     m.model_json = R"({"kind":"mlp","widths":[1,2,1],"head":"regression"})";
     m.units = {{"fc0", 5}, {"fc1", 3}};
     m.num_params = 8;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The model kernels' per-level loops (kernels/model_kernels.h): every SIMD
-// level this CPU runs gives the scalar level's bits for GELU (forward and
-// backward) and softmax + cross-entropy (loss only and fused with its
-// gradient), on lengths around the vector widths and inputs wide enough
+// level this CPU runs gives the scalar level's bits for GELU and SwiGLU
+// (forward and backward) and softmax + cross-entropy (loss only and fused
+// with its gradient), on lengths around the vector widths and inputs wide enough
 // for the exp and tanh ranges to saturate; and the public kernels follow
 // ZERODP_SIMD's level.
 #include <fmt/format.h>
@@ -54,6 +54,28 @@ TEST(ModelKernels, EveryLevelGivesTheScalarBitsForGelu) {
       k.gelu_backward(dx.data(), x.data(), dy.data(), n);
       EXPECT_TRUE(same_bits(y, y_ref));
       EXPECT_TRUE(same_bits(dx, dx_ref));
+    }
+  }
+}
+
+TEST(ModelKernels, EveryLevelGivesTheScalarBitsForSwiGlu) {
+  const ModelKernelSet& ref = model_kernel_set(SimdLevel::kScalar);
+  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{4099}}) {
+    const std::vector<float> g = wide_values(n, static_cast<uint32_t>(n), 6.0f);
+    const std::vector<float> u = wide_values(n, static_cast<uint32_t>(n) + 1, 2.0f);
+    const std::vector<float> dy = wide_values(n, static_cast<uint32_t>(n) + 2, 1.0f);
+    std::vector<float> y_ref(n), dg_ref(n), du_ref(n);
+    ref.swiglu_forward(y_ref.data(), g.data(), u.data(), n);
+    ref.swiglu_backward(dg_ref.data(), du_ref.data(), dy.data(), g.data(), u.data(), n);
+    for (SimdLevel level : supported_simd_levels()) {
+      SCOPED_TRACE(fmt::format("{} n={}", simd_level_name(level), n));
+      const ModelKernelSet& k = model_kernel_set(level);
+      std::vector<float> y(n), dg(n), du(n);
+      k.swiglu_forward(y.data(), g.data(), u.data(), n);
+      k.swiglu_backward(dg.data(), du.data(), dy.data(), g.data(), u.data(), n);
+      EXPECT_TRUE(same_bits(y, y_ref));
+      EXPECT_TRUE(same_bits(dg, dg_ref));
+      EXPECT_TRUE(same_bits(du, du_ref));
     }
   }
 }

@@ -51,7 +51,8 @@ TEST(Gpt, UnitsAreContiguousAndTheHeadReusesUnitZero) {
   ASSERT_EQ(ops.size(), 5u);
   EXPECT_EQ(ops.front().unit, 0);
   EXPECT_EQ(ops.back().unit, 0);
-  EXPECT_EQ(ops.back().kind, OpKind::kLmHead);
+  EXPECT_EQ(ops.back().name, "lm_head");
+  EXPECT_TRUE(ops.front().token_embedding);
   const auto last = m.last_backward_op();
   EXPECT_EQ(last[0], 0);  // unit 0's gradient is complete after op 0's backward
   EXPECT_EQ(last[3], 3);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Presets (Φ of each, gpt2-124m exactly 124,475,904) and JSON configs.
 #include "model/presets.h"
+#include "model/gpt_family.h"
+#include "model/mlp_family.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +15,7 @@ namespace {
 
 TEST(Presets, ParameterCounts) {
   EXPECT_EQ(num_params(model_preset("gpt2-124m")), 124'475'904u);
-  EXPECT_EQ(model_preset("gpt2-124m").gpt.padded_vocab, 50304);
+  EXPECT_EQ(require_gpt(model_preset("gpt2-124m"), "test").padded_vocab, 50304);
   EXPECT_EQ(num_params(model_preset("gpt-bench")), 29'988'864u);  // PyTorch's 29,970,816 + 47 padded rows x 384
   EXPECT_EQ(num_params(model_preset("gpt-tiny")), 842'496u);
   EXPECT_EQ(num_params(model_preset("gpt-10m")), 10'101'760u);
@@ -33,7 +35,7 @@ TEST(Presets, PlansPresetsAreHere) {
   EXPECT_EQ(num_params(model_preset("gpt2-774m")), 774'090'240u);
   EXPECT_EQ(num_params(model_preset("gpt2-1558m")), 1'557'686'400u);
   EXPECT_EQ(num_params(model_preset("gpt-30m")), 29'970'816u);
-  EXPECT_EQ(model_preset("gpt-30m").gpt.padded_vocab, 50257);
+  EXPECT_EQ(require_gpt(model_preset("gpt-30m"), "test").padded_vocab, 50257);
 }
 
 // One model schema: plan's old {"type": ..., "context": ...} spellings are
@@ -65,11 +67,11 @@ TEST(Presets, UnknownNameListsTheChoices) {
 
 TEST(Presets, JsonConfigs) {
   auto g = resolve_model_config(R"({"kind":"gpt","layers":2,"heads":2,"channels":16,"vocab":50,"max_seq_len":8})");
-  EXPECT_EQ(g.kind, ModelKind::kGpt);
-  EXPECT_EQ(g.gpt.padded_vocab, 128);
+  EXPECT_EQ(g.kind(), "gpt");
+  EXPECT_EQ(require_gpt(g, "test").padded_vocab, 128);
   auto m = resolve_model_config(R"({"kind":"mlp","widths":[4,8,3],"head":"classification"})");
-  EXPECT_EQ(m.kind, ModelKind::kMlp);
-  EXPECT_EQ(m.mlp.head, MlpHead::kClassification);
+  EXPECT_EQ(m.kind(), "mlp");
+  EXPECT_EQ(m.as<MlpSpec>()->config().head, MlpHead::kClassification);
   EXPECT_EQ(num_params(m), size_t(5 * 8 + 9 * 3));
   EXPECT_THROW(resolve_model_config("{not json"), ConfigError);
   EXPECT_THROW(resolve_model_config(R"({"kind":"gpt","layers":2})"), ConfigError);  // missing keys

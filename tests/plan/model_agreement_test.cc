@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "model/gpt_config.h"
+#include "model/gpt_family.h"
 #include "model/presets.h"
 #include "plan/model_shape.h"
 
@@ -19,12 +20,13 @@ TEST(ModelAgreement, EveryModelGptPresetHasThePlannedParameterCount) {
   int gpts = 0;
   for (const std::string& name : model::model_preset_names()) {
     const model::ModelConfig m = model::model_preset(name);
-    if (m.kind != ModelKind::kGpt) continue;
+    const auto* gpt = m.as<model::GptSpec>();
+    if (gpt == nullptr) continue;
     ++gpts;
-    const GptShape s = from_model(m.gpt);
+    const GptShape s = from_model(gpt->config());
     EXPECT_EQ(s.num_params(), model::num_params(m)) << name;
-    EXPECT_EQ(s.embedding_params(), model::embedding_unit_params(m.gpt)) << name;
-    EXPECT_EQ(s.block_params(), model::block_layout(m.gpt.channels).count) << name;
+    EXPECT_EQ(s.embedding_params(), model::embedding_unit_params(gpt->config())) << name;
+    EXPECT_EQ(s.block_params(), model::block_layout(gpt->config().channels).count) << name;
   }
   EXPECT_GT(gpts, 0);
 }
@@ -32,7 +34,7 @@ TEST(ModelAgreement, EveryModelGptPresetHasThePlannedParameterCount) {
 TEST(ModelAgreement, PlanPresetsAreTheModelPresets) {
   for (const std::string& name : model::model_preset_names()) {
     const model::ModelConfig m = model::model_preset(name);
-    if (m.kind != ModelKind::kGpt) continue;
+    if (m.as<model::GptSpec>() == nullptr) continue;
     ASSERT_TRUE(find_preset(name).has_value()) << name;
     EXPECT_EQ(find_preset(name)->num_params(), model::num_params(m)) << name;
   }

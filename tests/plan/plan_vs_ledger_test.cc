@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "model/gpt_family.h"
+#include "model/llama_family.h"
+#include "model/mlp_family.h"
 #include "model/presets.h"
 #include "optim/quant8.h"
 #include "plan/predict.h"
@@ -27,19 +30,30 @@ using zero::MemoryCategory;
 model::ModelConfig odd_gpt() {
   // Odd sizes everywhere: 3 layers, 3 heads of 7 channels, vocab 37 padded
   // to 41, context 13; no count divisible by 2, 3 or 4 in general.
-  model::ModelConfig m;
-  m.name = "odd-gpt";
-  m.kind = ModelKind::kGpt;
-  m.gpt = model::GptConfig{13, 37, 41, 3, 3, 21};
-  return m;
+  return model::gpt_model_config("odd-gpt", model::GptConfig{13, 37, 41, 3, 3, 21});
+}
+
+// Every Llama option at once, in odd sizes: groups of three, untied, q/k/v
+// biases, Llama 3's rope scaling.
+model::ModelConfig odd_llama() {
+  model::LlamaConfig c;
+  c.vocab = 37;
+  c.hidden = 20;
+  c.layers = 2;
+  c.heads = 6;
+  c.kv_heads = 2;
+  c.head_dim = 6;
+  c.intermediate = 23;
+  c.max_seq_len = 13;
+  c.tied = false;
+  c.qkv_bias = true;
+  c.rope_scaling = {true, 4.0, 1.0, 4.0, 8};
+  return model::llama_model_config("odd-llama", c);
 }
 
 model::ModelConfig odd_mlp() {
-  model::ModelConfig m;
-  m.name = "odd-mlp";
-  m.kind = ModelKind::kMlp;
-  m.mlp = model::MlpConfig{{12, 17, 9, 5}, model::MlpHead::kClassification};
-  return m;
+  return {"odd-mlp",
+          std::make_shared<const model::MlpSpec>(model::MlpConfig{{12, 17, 9, 5}, model::MlpHead::kClassification})};
 }
 
 // A deterministic micro-batch for whichever model the workspace belongs to.
@@ -48,18 +62,22 @@ zero::BatchFeeder feeder(const model::ModelConfig& mc, const RunShape& run, int 
     model::Batch batch;
     std::vector<int32_t> tokens, targets, labels;
     std::vector<float> features, values;
-    if (mc.kind == ModelKind::kGpt) {
+    const int vocab = mc.as<model::GptSpec>()     ? mc.as<model::GptSpec>()->config().vocab
+                      : mc.as<model::LlamaSpec>() ? mc.as<model::LlamaSpec>()->config().vocab
+                                                  : 0;
+    if (vocab > 0) {  // a token model
       const int n = run.micro_batch * run.seq_len;
       for (int i = 0; i < n; ++i) {
-        tokens.push_back((i * 7 + rank * 3 + micro) % mc.gpt.vocab);
-        targets.push_back((i * 5 + rank + 1) % mc.gpt.vocab);
+        tokens.push_back((i * 7 + rank * 3 + micro) % vocab);
+        targets.push_back((i * 5 + rank + 1) % vocab);
       }
       batch.tokens = tokens;
       batch.targets = targets;
     } else {
-      const int in = mc.mlp.widths.front(), out = mc.mlp.widths.back();
+      const model::MlpConfig& mlp = mc.as<model::MlpSpec>()->config();
+      const int in = mlp.widths.front(), out = mlp.widths.back();
       for (int i = 0; i < run.micro_batch * in; ++i) features.push_back(static_cast<float>((i * 13 + rank) % 7) - 3.0f);
-      if (mc.mlp.head == model::MlpHead::kClassification) {
+      if (mlp.head == model::MlpHead::kClassification) {
         for (int i = 0; i < run.micro_batch; ++i) labels.push_back((i + rank + micro) % out);
         batch.labels = labels;
       } else {
@@ -190,7 +208,9 @@ std::vector<Case> cases() {
   return {{model::model_preset("gpt-tiny"), 2, 16, 250'000},
           {odd_gpt(), 3, 11, 3000},
           {odd_mlp(), 5, 1, 300},
-          {model::model_preset("mlp-small"), 4, 1, 70'000}};
+          {model::model_preset("mlp-small"), 4, 1, 70'000},
+          {odd_llama(), 3, 11, 3000},
+          {model::model_preset("llama-tiny"), 2, 16, 250'000}};
 }
 
 TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
@@ -351,7 +371,8 @@ TEST(PlanVsLedger, Adam8bitEveryStageRankCountAndPrecision) {
   // The fp32 units cost what the plan says: gpt-tiny's embedding unit and
   // its final layernorm's (under 4096 elements) hold AdamW's 4 bytes per
   // element for each moment instead of 1 plus the block scales.
-  const Case& tiny = cases()[0];
+  const std::vector<Case> all = cases();  // kept: tiny refers into it
+  const Case& tiny = all[0];
   const RankPrediction mixed =
       predict_rank(tiny.model, run_shape(tiny, Stage::k0, 1, Dtype::bf16(), parse_optimizer("adam8bit")));
   const RankPrediction pure = predict_rank(tiny.model, run_shape(tiny, Stage::k0, 1, Dtype::bf16(), all8));

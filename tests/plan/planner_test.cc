@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "model/gpt_family.h"
 #include "model/presets.h"
 #include "plan/deepspeed_estimate.h"
 #include "plan/model_shape.h"
@@ -45,7 +46,8 @@ TEST(Planner, HybridShardingPlansTheGroupAndTheTrafficAcrossGroups) {
   hybrid.shard_group = 2;
   for (bool with_model : {false, true}) {
     if (with_model) {
-      for (PlanConfig* c : {&flat, &group, &hybrid}) c->shape = gpt_shape(model::model_preset("gpt-tiny").gpt);
+      for (PlanConfig* c : {&flat, &group, &hybrid})
+        c->shape = gpt_shape(model::require_gpt(model::model_preset("gpt-tiny"), "test"));
     }
     const RankPlan h = make_plan(hybrid).per_ranks[0];
     const RankPlan f = make_plan(flat).per_ranks[0];
@@ -242,7 +244,7 @@ TEST(PlanFormat, Adam8bitIsKSixPlusBlockScales) {
 // parameter plus each matrix's rows and columns and v of the vectors.
 TEST(PlanFormat, AdafactorIsKFourPlusFactoredStatistics) {
   PlanConfig c;
-  c.shape = gpt_shape(model::model_preset("gpt2-124m").gpt);
+  c.shape = gpt_shape(model::require_gpt(model::model_preset("gpt2-124m"), "test"));
   c.num_params = c.shape->num_params();
   c.precision = Dtype::bf16();
   c.optimizer = parse_optimizer("adafactor");

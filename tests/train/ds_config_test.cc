@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "train/effective_config.h"
 
 namespace zerodp::train {
 namespace {
@@ -302,6 +304,144 @@ TEST(DeepSpeedConfig, BadInputNamesTheProblem) {
   // Also the fuzzer's: a bucket size no size_t holds was cast with undefined behaviour.
   EXPECT_NE(error_of(R"({"zero_optimization": {"reduce_bucket_size": 5e41}})").find("between 1 and 9e15"),
             std::string::npos);
+}
+
+// Hugging Face Trainer's ZeRO-3 config (its documentation's, as written):
+// every "auto" is one zerodp derives, from a flag or DeepSpeed's default,
+// and the effective configuration names the key beside the value.
+TEST(DeepSpeedConfig, HuggingFaceAutoValuesAreDerived) {
+  const Applied a = apply(R"({
+    "fp16": {"enabled": "auto", "loss_scale": 0, "loss_scale_window": 1000, "initial_scale_power": 16,
+             "hysteresis": 2, "min_loss_scale": 1},
+    "bf16": {"enabled": "auto"},
+    "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+    "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": "auto", "warmup_max_lr": "auto",
+                                                      "warmup_num_steps": "auto", "total_num_steps": "auto"}},
+    "zero_optimization": {"stage": 3, "overlap_comm": true, "contiguous_gradients": true, "sub_group_size": 1e9,
+                          "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                          "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1e9,
+                          "stage3_max_reuse_distance": 1e9, "stage3_gather_16bit_weights_on_model_save": true},
+    "gradient_accumulation_steps": "auto", "gradient_clipping": "auto", "steps_per_print": 2000,
+    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "wall_clock_breakdown": false
+  })");
+  TrainConfig c = a.config;
+  EXPECT_EQ(c.engine.stage, Stage::k3);
+  EXPECT_EQ(c.engine.dtype, Dtype::fp32());  // both "auto", no --precision: DeepSpeed's off
+  EXPECT_EQ(c.engine.optimizer.adam.lr, 1e-3);
+  EXPECT_EQ(c.engine.lr_schedule.max_lr, 1e-3);
+  EXPECT_EQ(c.engine.lr_schedule.warmup_steps, 1000);
+  EXPECT_EQ(c.engine.lr_schedule.total_steps, 0);  // the run's --steps
+  EXPECT_EQ(c.engine.clip_norm, 0.0);
+  EXPECT_EQ(c.train_batch_size, 0);
+  EXPECT_EQ(c.micro_batch, 0);
+  EXPECT_FALSE(c.grad_accum_given);
+  EXPECT_EQ(c.auto_keys.at("micro-batch"), "train_micro_batch_size_per_gpu");
+  EXPECT_EQ(c.auto_keys.at("bucket"), "zero_optimization.reduce_bucket_size");
+  EXPECT_EQ(c.auto_keys.at("precision"), "bf16.enabled");
+  // A flag fills its "auto"; the rest are derived, named as such.
+  c.engine.optimizer.adam.lr = c.engine.lr_schedule.max_lr = 2e-4;
+  c.sources["lr"] = "flag --lr";
+  apply_data_defaults(c);
+  resolve_batch(c, 2);
+  std::map<std::string, std::string> source;
+  for (const Setting& s : effective_settings(c, 2)) source[s.name] = s.source;
+  EXPECT_EQ(source["lr"], "flag --lr, for \"auto\" scheduler.params.warmup_max_lr in --config");
+  EXPECT_EQ(source["micro-batch"],
+            "derived: zerodp default for the embedded corpus for \"auto\" train_micro_batch_size_per_gpu");
+  EXPECT_EQ(source["betas"], "derived: DeepSpeed default for \"auto\" optimizer.params.betas");
+  EXPECT_EQ(source["warmup"], "derived: DeepSpeed default (1000) for \"auto\" scheduler.params.warmup_num_steps");
+  EXPECT_EQ(source["clip"], "derived: DeepSpeed default for \"auto\" gradient_clipping");
+  EXPECT_NE(source["train-batch-size"].find("for \"auto\" train_batch_size"), std::string::npos);
+  const std::string text = format_effective_config(effective_settings(c, 2));
+  EXPECT_NE(text.find("grad-accum 1 (DeepSpeed default for \"auto\" gradient_accumulation_steps)"), std::string::npos)
+      << text;
+  // WarmupLR's "auto" peak is the optimizer's lr when the file gives it (Hugging Face fills both from one flag).
+  const TrainConfig w = apply(R"({"optimizer": {"type": "AdamW", "params": {"lr": 3e-4}},
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": "auto"}}})")
+                            .config;
+  EXPECT_EQ(w.engine.lr_schedule.max_lr, 3e-4);
+  EXPECT_EQ(w.source_of("lr"), "derived: optimizer.params.lr");
+}
+
+// An "auto" with nothing to derive it from: all of them in one message.
+TEST(DeepSpeedConfig, UnderivableAutosAreNamedTogether) {
+  const std::string e = error_of(R"({"steps_per_print": "auto", "zero_optimization": {"stage": "auto"},
+      "optimizer": {"type": "auto", "params": {"lr": "auto"}}, "train_batch_size": "auto"})");
+  EXPECT_NE(e.find("test.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("for steps_per_print, zero_optimization.stage, optimizer.type"), std::string::npos) << e;
+  EXPECT_EQ(e.find("train_batch_size"), std::string::npos) << e;
+  EXPECT_EQ(e.find("optimizer.params.lr"), std::string::npos) << e;
+}
+
+// DeepSpeed passes a scheduler's or optimizer's params to its constructor,
+// which refuses a keyword of another type; so does zerodp.
+TEST(DeepSpeedConfig, AnotherTypesParametersAreRefused) {
+  const std::string warmup = error_of(R"({"scheduler": {"type": "WarmupLR", "params": {"total_num_steps": 100}}})");
+  EXPECT_NE(warmup.find("test.json: 'scheduler.params.total_num_steps' is not a parameter of scheduler.type "
+                        "'WarmupLR': it accepts warmup_min_lr, warmup_max_lr, warmup_num_steps, warmup_type"),
+            std::string::npos)
+      << warmup;
+  const std::string decay = error_of(R"({"scheduler": {"type": "WarmupDecayLR", "params": {"cos_min_ratio": 0.1}}})");
+  EXPECT_NE(decay.find("'scheduler.params.cos_min_ratio' is not a parameter of scheduler.type 'WarmupDecayLR'"),
+            std::string::npos)
+      << decay;
+  EXPECT_NE(error_of(R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_min_lr": 0}}})")
+                .find("not a parameter of scheduler.type 'WarmupCosineLR'"),
+            std::string::npos);
+  const std::string lion = error_of(R"({"optimizer": {"type": "Lion", "params": {"momentum": 0.9}}})");
+  EXPECT_NE(lion.find("'optimizer.params.momentum' is not a parameter of optimizer.type 'Lion': it accepts lr, "
+                      "betas, weight_decay"),
+            std::string::npos)
+      << lion;
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "AdamW", "params": {"momentum": 0.9}}})").find("optimizer.type 'AdamW'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "SGD", "params": {"betas": [0.9, 0.99]}}})").find("'SGD'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"optimizer": {"params": {"nesterov": true}}})").find("optimizer.type 'AdamW'"),
+            std::string::npos);
+  // Each type's own keys still read.
+  EXPECT_EQ(apply(R"({"scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 100}}})")
+                .config.engine.lr_schedule.total_steps,
+            100);
+}
+
+TEST(DeepSpeedConfig, AnUnsupportedTypeIsNamedBeforeItsParameters) {
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Lamb", "params": {"max_coeff": 10.0, "lr": 1e-3}}})")
+                .find("optimizer.type 'Lamb' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.1}}})")
+                .find("scheduler.type 'OneCycle' is not supported"),
+            std::string::npos);
+}
+
+// Every refusal of a config's content names the file (test.json here).
+TEST(DeepSpeedConfig, EveryRefusalNamesTheFile) {
+  for (const char* json : {
+           R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9]}}})",
+           R"({"optimizer": {"type": "Lion", "params": {"betas": 0.9}}})",
+           R"({"optimizer": {"type": "Adafactor", "params": {"eps": 1e-30}}})",
+           R"({"optimizer": {"type": "Adam8bit", "params": {"min_8bit_size": -1}}})",
+           R"({"optimizer": {"type": "Adam8bit", "params": {"adam_w_mode": false}}})",
+           R"({"optimizer": {"type": "Lamb"}})",
+           R"({"scheduler": {"params": {}}})",
+           R"({"scheduler": {"type": "OneCycle"}})",
+           R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_max_lr": 0.1}}})",
+           R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cubic"}}})",
+           R"({"zero_optimization": {"stage": 9}})",
+           R"({"zero_optimization": {"reduce_bucket_size": 0}})",
+           R"({"zero_optimization": {"mics_shard_size": 0}})",
+           R"({"zero_optimization": {"mics_shard_size": 2, "zero_hpz_partition_size": 4}})",
+           R"({"fp16": {"enabled": true, "loss_scale": -1}})",
+           R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})",
+           R"({"train_batch_size": 0})",
+           R"({"train_batch_size": "x"})",
+           R"({"stagee": 1})",
+           R"({"zero_optimization": 3})",
+           "{ not json",
+       }) {
+    const std::string e = error_of(json);
+    EXPECT_NE(e.find("test.json"), std::string::npos) << json << "\n" << e;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/offline.h"
 #include "model/gpt.h"
+#include "model/gpt_family.h"
 #include "model/llmc_io.h"
 #include "optim/quant8.h"
 #include "weights/consolidate.h"
@@ -25,12 +26,7 @@ namespace {
 using namespace zerodp::ckpt;           // NOLINT(google-build-using-namespace)
 using namespace zerodp::ckpt::testing;  // NOLINT(google-build-using-namespace)
 
-model::ModelConfig gpt_model(const model::GptConfig& g) {
-  model::ModelConfig c;
-  c.kind = ModelKind::kGpt;
-  c.gpt = g;
-  return c;
-}
+model::ModelConfig gpt_model(const model::GptConfig& g) { return model::gpt_model_config("custom", g); }
 
 TEST(Consolidate, GptSafetensorsAndLlmcMatchTheMasterWeights) {
   TempDir dir;

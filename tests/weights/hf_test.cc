@@ -19,6 +19,7 @@
 #include "ckpt/offline.h"
 #include "kernels/linear.h"
 #include "model/gpt.h"
+#include "model/gpt_family.h"
 #include "model/gpt_workspace.h"
 #include "model/llmc_io.h"
 #include "weights/consolidate.h"
@@ -87,9 +88,7 @@ std::vector<float> distinct_params(const model::GptConfig& g) {
   return flat;
 }
 
-model::ModelConfig gpt_model(const model::GptConfig& g) {
-  return {.name = "custom", .kind = ModelKind::kGpt, .gpt = g, .mlp = {}};
-}
+model::ModelConfig gpt_model(const model::GptConfig& g) { return model::gpt_model_config("custom", g); }
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -252,6 +251,17 @@ TEST(HfImport, Refusals) {
   tensors.erase(tensors.begin() + 10);
   write_safetensors(dir / "less.safetensors", tensors, flat, {});
   expect_refused<InputFileError>([&] { GptWeightsReader(dir / "less.safetensors", g); }, {"has no tensor"});
+  // Found by safetensors_fuzz: a file without the position embedding (HF) or
+  // zerodp's, which the readers took the shapes from, was std::out_of_range.
+  for (const char* missing : {"wpe.weight", "wpe"}) {
+    tensors = std::string(missing) == "wpe" ? export_tensors(gpt_model(g)) : hf_gpt2_tensors(g);
+    const size_t before = tensors.size();
+    std::erase_if(tensors, [&](const ExportTensor& t) { return t.name.ends_with(missing); });
+    ASSERT_EQ(tensors.size() + 1, before) << missing;
+    write_safetensors(dir / "without.safetensors", tensors, flat, {});
+    expect_refused<InputFileError>([&] { GptWeightsReader(dir / "without.safetensors", g); },
+                                   {"without.safetensors", "has no tensor", missing});
+  }
   std::string text(bytes.begin() + 8, bytes.end());
   const size_t f32 = text.find("F32");
   ASSERT_NE(f32, std::string::npos);

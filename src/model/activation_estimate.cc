@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model/activation_estimate.h"
+
+#include "core/error.h"
+
+namespace zerodp::model {
+
+ActivationTerms::ActivationTerms(ActivationEstimate& est) : est_(est) {
+  const ActivationConfig& c = est.config;
+  ZDP_CHECK(c.micro_batch >= 1, ConfigError, "[plan] --micro-batch must be at least 1, got {}", c.micro_batch);
+  ZDP_CHECK(c.element_bytes >= 1, ConfigError, "[plan] activation element size must be positive");
+  ZDP_CHECK(c.align_elements >= 1, ConfigError, "[plan] activation alignment must be at least 1 element");
+}
+
+void ActivationTerms::add(const ActivationRule& r, const char* role, uint64_t count) {
+  const uint64_t align = static_cast<uint64_t>(est_.config.align_elements);
+  const uint64_t padded = (r.elements + align - 1) / align * align;
+  ActivationTerm term{r.name,     r.shape, role,
+                      r.elements, count,   padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
+  est_.total_bytes += term.bytes;
+  est_.terms.push_back(std::move(term));
+}
+
+void ActivationTerms::add_unpadded(const ActivationRule& r, const char* role, uint64_t count) {
+  ActivationTerm term{r.name,     r.shape, role,
+                      r.elements, count,   r.elements * count * static_cast<uint64_t>(est_.config.element_bytes)};
+  est_.total_bytes += term.bytes;
+  est_.terms.push_back(std::move(term));
+}
+
+}  // namespace zerodp::model

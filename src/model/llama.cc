@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model/llama.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/linear.h"
+#include "kernels/profile.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/softmax_xent.h"
+#include "model/llama_block.h"
+#include "model/llama_family.h"
+#include "model/llama_workspace.h"
+
+namespace zerodp::model {
+namespace {
+
+using kernels::KernelKind;
+using kernels::ScopedKernelTimer;
+
+LlamaWorkspace& as_llama(Workspace& ws) {
+  auto* w = dynamic_cast<LlamaWorkspace*>(&ws);
+  ZDP_CHECK(w != nullptr, ConfigError, "[llama] the workspace was not made by a Llama model");
+  return *w;
+}
+
+}  // namespace
+
+Llama::Llama(const LlamaConfig& config) : config_(config), layout_(llama_block_layout(config)) {
+  config_.validate();
+  const int L = config_.layers;
+  const size_t embed = size_t(config_.vocab) * config_.hidden;
+  size_t offset = 0;
+  units_.push_back({"embedding", offset, embed});
+  offset += embed;
+  for (int l = 0; l < L; ++l) {
+    units_.push_back({fmt::format("block{}", l), offset, layout_.count});
+    offset += layout_.count;
+  }
+  units_.push_back({"norm", offset, size_t(config_.hidden)});
+  offset += config_.hidden;
+  if (!config_.tied) {
+    units_.push_back({"lm_head", offset, embed});
+    offset += embed;
+  }
+  num_params_ = offset;
+  ZDP_CHECK_EQ(num_params_, llama_num_params(config_), Error, "[llama] parameter layout");
+  // The order step() reads: embedding, the blocks, norm, the head.
+  ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true});
+  for (int l = 0; l < L; ++l) ops_.push_back({1 + l, l, fmt::format("block{}", l)});
+  ops_.push_back({L + 1, 0, "norm"});
+  ops_.push_back({head_unit(), 0, "lm_head"});
+}
+
+ModelConfig Llama::config() const { return llama_model_config("custom", config_); }
+
+std::string Llama::describe() const { return fmt::format("{} ({} parameters)", config_.describe(), num_params_); }
+
+Llama::Step Llama::step(int op_index) const {
+  const int L = config_.layers;
+  if (op_index == 0) return Step::kEmbedding;
+  if (op_index <= L) return Step::kBlock;
+  return op_index == L + 1 ? Step::kFinalNorm : Step::kLmHead;
+}
+
+std::vector<TensorInfo> Llama::tensors() const {
+  const int C = config_.hidden, V = config_.vocab, F = config_.intermediate;
+  const int Dq = config_.heads * config_.head_dim, Dkv = config_.kv_heads * config_.head_dim;
+  const TensorInit matrix = TensorInit::normal(0.02), one = TensorInit::constant(1.0f),
+                   zero = TensorInit::constant(0.0f);
+  std::vector<TensorInfo> t;
+  t.push_back({"model.embed_tokens.weight", 0, size_t(V) * C, {V, C}, true, matrix});
+  for (int l = 0; l < config_.layers; ++l) {
+    const size_t base = units_[1 + l].offset;
+    const std::string p = fmt::format("model.layers.{}.", l);
+    const LlamaBlockLayout& b = layout_;
+    auto add = [&](const std::string& name, size_t at, std::vector<int> shape, bool decay, TensorInit init) {
+      size_t count = 1;
+      for (int d : shape) count *= size_t(d);
+      t.push_back({p + name, base + at, count, std::move(shape), decay, init});
+    };
+    add("input_layernorm.weight", b.input_norm, {C}, false, one);
+    add("self_attn.q_proj.weight", b.q, {Dq, C}, true, matrix);
+    if (config_.qkv_bias) add("self_attn.q_proj.bias", b.q_bias, {Dq}, false, zero);
+    add("self_attn.k_proj.weight", b.k, {Dkv, C}, true, matrix);
+    if (config_.qkv_bias) add("self_attn.k_proj.bias", b.k_bias, {Dkv}, false, zero);
+    add("self_attn.v_proj.weight", b.v, {Dkv, C}, true, matrix);
+    if (config_.qkv_bias) add("self_attn.v_proj.bias", b.v_bias, {Dkv}, false, zero);
+    add("self_attn.o_proj.weight", b.o, {C, Dq}, true, matrix);
+    add("post_attention_layernorm.weight", b.post_norm, {C}, false, one);
+    add("mlp.gate_proj.weight", b.gate, {F, C}, true, matrix);
+    add("mlp.up_proj.weight", b.up, {F, C}, true, matrix);
+    add("mlp.down_proj.weight", b.down, {C, F}, true, matrix);
+  }
+  t.push_back({"model.norm.weight", units_[config_.layers + 1].offset, size_t(C), {C}, false, one});
+  if (!config_.tied) t.push_back({"lm_head.weight", units_.back().offset, size_t(V) * C, {V, C}, true, matrix});
+  return t;
+}
+
+std::unique_ptr<Workspace> Llama::make_workspace(int micro_batch, int seq_len, bool checkpointing) const {
+  return std::make_unique<LlamaWorkspace>(config_, micro_batch, seq_len, checkpointing);
+}
+
+void Llama::forward(int op_index, std::span<const float> params, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[llama] op {} out of range [0, {})", op_index,
+            ops_.size());
+  ZDP_CHECK_EQ(params.size(), units_[ops_[op_index].unit].count, ShapeError, "[llama] forward: parameter span size");
+  LlamaWorkspace& ws = as_llama(base);
+  const int N = ws.rows(), C = config_.hidden, V = config_.vocab;
+  kernels::Profile* prof = ws.profile();
+  switch (step(op_index)) {
+    case Step::kEmbedding: {
+      ScopedKernelTimer t(prof, KernelKind::kEmbedding);
+      const std::span<float> x = ws.resid(0);
+      const std::span<const int32_t> ids = ws.tokens();
+      for (int i = 0; i < N; ++i) {
+        std::copy_n(params.subspan(size_t(ids[i]) * C, C).begin(), C, x.subspan(size_t(i) * C, C).begin());
+      }
+      break;
+    }
+    case Step::kBlock: {
+      const int l = ops_[op_index].layer;
+      detail::llama_block_forward(config_, layout_, params, ws.resid(l), ws.layer(l), ws.resid(l + 1), ws);
+      break;
+    }
+    case Step::kFinalNorm: {
+      ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+      kernels::rmsnorm_forward(ws.xf(), ws.rstdf(), ws.resid(config_.layers), params, N, C,
+                               static_cast<float>(config_.norm_eps));
+      break;
+    }
+    case Step::kLmHead: {
+      ZDP_CHECK(ws.has_targets(), ConfigError, "[llama] the LM head needs targets: pass them in the Batch");
+      const kernels::LinearShape s{N, C, V};
+      {
+        ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
+        kernels::linear_forward(ws.probs(), ws.xf(), params, {}, s);
+      }
+      // Softmax, loss and d(mean loss)/d(logits) in one pass per row; the
+      // engine's loss-gradient scale rides on backward's GEMM alpha.
+      ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
+      ws.set_loss(kernels::softmax_xent_fused(ws.probs(), ws.losses(), ws.targets(), 1.0f / N, {N, V, V}));
+      ws.set_head_forward_done(true);
+      break;
+    }
+  }
+}
+
+void Llama::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
+  check_backward_spans(op_index, params.size(), grads.size());
+  LlamaWorkspace& ws = as_llama(base);
+  const int N = ws.rows(), C = config_.hidden, V = config_.vocab;
+  kernels::Profile* prof = ws.profile();
+  switch (step(op_index)) {
+    case Step::kLmHead: {
+      ZDP_CHECK(ws.head_forward_done(), ConfigError,
+                "[llama] LM head backward without its forward: run forward on this micro-batch first");
+      const kernels::LinearShape s{N, C, V};
+      ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
+      kernels::linear_backward(ws.dn(), grads, {}, ws.probs(), ws.xf(), params, s, false, ws.loss_grad_scale());
+      break;
+    }
+    case Step::kFinalNorm: {
+      ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
+      std::fill(ws.dresid().begin(), ws.dresid().end(), 0.0f);
+      kernels::rmsnorm_backward(ws.dresid(), grads, ws.dn(), ws.resid(config_.layers), params, ws.rstdf(), N, C);
+      break;
+    }
+    case Step::kBlock: {
+      const int l = ops_[op_index].layer;
+      LlamaActs& acts = ws.layer(l);
+      if (ws.checkpointing()) {
+        // Recompute this block's activations from its stored input; the
+        // output lands in resid(l+1) again with the same bits.
+        detail::llama_block_forward(config_, layout_, params, ws.resid(l), acts, ws.resid(l + 1), ws);
+      }
+      detail::llama_block_backward(config_, layout_, params, grads, ws.resid(l), acts, ws);
+      break;
+    }
+    case Step::kEmbedding: {
+      ScopedKernelTimer t(prof, KernelKind::kEmbedding);
+      // Rows in (b, t) order: a fixed sum order, so deterministic.
+      const std::span<const float> dx = ws.dresid();
+      const std::span<const int32_t> ids = ws.tokens();
+      for (int i = 0; i < N; ++i) {
+        float* row = grads.data() + size_t(ids[i]) * C;
+        const float* d = dx.data() + size_t(i) * C;
+        for (int k = 0; k < C; ++k) row[k] += d[k];
+      }
+      break;
+    }
+  }
+}
+
+std::vector<kernels::LinearShape> Llama::linear_shapes(int micro_batch, int seq_len) const {
+  const int rows = micro_batch * seq_len, C = config_.hidden, F = config_.intermediate, d = config_.head_dim;
+  const int Dq = config_.heads * d, Dkv = config_.kv_heads * d;
+  return {{rows, C, Dq}, {rows, C, Dkv},           {rows, Dq, C},         {rows, C, F},
+          {rows, F, C},  {rows, C, config_.vocab}, {seq_len, d, seq_len}, {seq_len, seq_len, d}};
+}
+
+double Llama::train_flops_per_position(int seq_len) const {
+  const double C = config_.hidden, F = config_.intermediate, V = config_.vocab, L = config_.layers;
+  const double Dq = double(config_.heads) * config_.head_dim, Dkv = double(config_.kv_heads) * config_.head_dim;
+  const double matmul = L * (2 * C * Dq + 2 * C * Dkv + 3 * C * F) + V * C;
+  return 6 * matmul + 12 * L * seq_len * Dq;
+}
+
+}  // namespace zerodp::model

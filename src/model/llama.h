@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Llama: a Llama-family decoder (Llama 3.2, SmolLM2, Qwen2.5) behind the
+// Model interface. Units: the token embedding, one per block, the final
+// norm, and the LM head when it is not tied (llama_config.h). Ops:
+// embedding, blocks, final norm, LM head (the embedding's unit again when
+// tied: its gradient accumulates over both ops, as GPT-2's does).
+// Tensors carry Hugging Face's names ("model.layers.3.self_attn.q_proj.weight"),
+// so a consolidated checkpoint's safetensors are the Hugging Face layout.
+// Thread-safety: immutable after construction (model/model.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/llama_config.h"
+#include "model/model.h"
+
+namespace zerodp::model {
+
+class Llama final : public Model {
+ public:
+  explicit Llama(const LlamaConfig& config);
+
+  std::string kind() const override { return "llama"; }
+  ModelConfig config() const override;
+  std::string describe() const override;
+  size_t num_params() const override { return num_params_; }
+  const std::vector<UnitInfo>& units() const override { return units_; }
+  const std::vector<Op>& ops() const override { return ops_; }
+  // Hugging Face's init: every matrix N(0, 0.02) (initializer_range), norms
+  // 1, biases 0. One random stream per tensor.
+  std::vector<TensorInfo> tensors() const override;
+  std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
+  void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
+  void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
+                Workspace& ws) const override;
+  std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
+  // 6 x (matmul parameters per token, the head included) + 12 L T H d
+  // (attention's products as executed, forward and backward).
+  double train_flops_per_position(int seq_len) const override;
+
+  const LlamaConfig& llama_config() const { return config_; }
+
+ private:
+  // What ops()[i] runs: op 0 the embedding, ops 1..L the blocks, L+1 the
+  // final norm, L+2 the LM head.
+  enum class Step { kEmbedding, kBlock, kFinalNorm, kLmHead };
+  Step step(int op_index) const;
+  int head_unit() const { return config_.tied ? 0 : config_.layers + 2; }
+
+  LlamaConfig config_;
+  LlamaBlockLayout layout_;
+  size_t num_params_ = 0;
+  std::vector<UnitInfo> units_;
+  std::vector<Op> ops_;
+};
+
+}  // namespace zerodp::model

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model/workspace_arena.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace zerodp::model::detail {
+namespace {
+
+size_t padded(size_t count) { return (count + kArenaAlignFloats - 1) / kArenaAlignFloats * kArenaAlignFloats; }
+
+}  // namespace
+
+void ArenaCarver::add(std::span<float>& slot, size_t count, bool is_activation) {
+  requests_.push_back({&slot, count});
+  (is_activation ? activation_floats_ : scratch_floats_) += padded(count);
+  total_ += padded(count);
+}
+
+AlignedBuffer<float> ArenaCarver::carve() {
+  AlignedBuffer<float> arena(total_);
+  size_t o = 0;
+  for (const Request& r : requests_) {
+    *r.slot = std::span<float>(arena.data() + o, r.count);
+    o += padded(r.count);
+  }
+  return arena;
+}
+
+bool copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int vocab, const char* op,
+                      std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
+  const size_t N = size_t(micro_batch) * seq_len;
+  ZDP_CHECK(batch.tokens.size() == N, ShapeError,
+            "[{}] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}", op, batch.tokens.size(),
+            micro_batch, seq_len, N);
+  ZDP_CHECK(batch.targets.empty() || batch.targets.size() == N, ShapeError,
+            "[{}] batch has {} targets, expected {} (one per token) or none", op, batch.targets.size(), N);
+  for (int32_t t : batch.tokens) {
+    ZDP_CHECK(t >= 0 && t < vocab, ShapeError, "[{}] token id {} outside the vocabulary [0, {})", op, t, vocab);
+  }
+  for (int32_t t : batch.targets) {
+    ZDP_CHECK(t >= 0 && t < vocab, ShapeError, "[{}] target id {} outside the vocabulary [0, {})", op, t, vocab);
+  }
+  tokens.assign(batch.tokens.begin(), batch.tokens.end());
+  if (!batch.targets.empty()) targets.assign(batch.targets.begin(), batch.targets.end());
+  return !batch.targets.empty();
+}
+
+}  // namespace zerodp::model::detail
