@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // zerodp tokenize IN.txt OUT.bin: a text file into llm.c token shards with
-// GPT-2's BPE (--tokenizer gpt2 or a directory of its files). Documents
-// follow llm.c's data scripts (text/documents.h): each starts with the
-// end-of-text token 50256, and a blank line ends one. With --val-fraction F
+// GPT-2's BPE (--tokenizer gpt2 or a directory of its files) or a Hugging
+// Face tokenizer.json (Llama 3, Qwen2, SmolLM2). Documents follow llm.c's
+// data scripts (text/documents.h): each starts with the tokenizer's
+// document token (50256 for GPT-2), and a blank line ends one. The shards
+// hold uint16 ids up to a 65,536-token vocabulary and uint32 ids above
+// (llm.c's Llama 3 format), and record the tokenizer (model/llmc_io.h). With --val-fraction F
 // the last F of the tokens go to OUT_val.bin and the rest to OUT_train.bin, which `zerodp train --data
 // OUT_train.bin` pairs again by name.
 #include <fmt/format.h>
@@ -41,9 +44,8 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-void write_shard(const std::string& path, const std::vector<int32_t>& tokens) {
-  std::vector<uint16_t> narrow(tokens.begin(), tokens.end());  // ids < 65536: checked by the caller
-  model::write_token_shard(path, narrow);
+void write_shard(const std::string& path, const std::vector<int32_t>& tokens, const text::BpeTokenizer& tokenizer) {
+  model::write_tokens(path, tokens, {tokenizer.vocab_size(), tokenizer.fingerprint()});
   fmt::print("wrote {}: {} tokens\n", path, tokens.size());
 }
 
@@ -56,18 +58,15 @@ void run(const TokenizeFlags& f) {
   // Every input is read and checked before anything is written.
   const std::string text = read_text(f.in);
   const auto tokenizer = text::load_tokenizer(f.tokenizer);
-  ZDP_CHECK(tokenizer->end_of_text() >= 0 && tokenizer->vocab_size() <= 65536, ConfigError,
-            "[tokenize] the tokenizer in {} has {} tokens{}: llm.c shards hold uint16 ids and documents start with "
-            "<|endoftext|>",
-            tokenizer->dir(), tokenizer->vocab_size(), tokenizer->end_of_text() < 0 ? " and no <|endoftext|>" : "");
+  ZDP_CHECK(tokenizer->document_start() >= 0, ConfigError,
+            "[tokenize] the tokenizer in {} has neither <|begin_of_text|> nor <|endoftext|>: documents start with one",
+            tokenizer->dir());
   std::vector<int32_t> tokens;
-  text::encode_documents(*tokenizer, text, tokens);
-  size_t documents = 0;
-  for (int32_t t : tokens) documents += t == tokenizer->end_of_text();
-  fmt::print("zerodp tokenize: {} ({} bytes) -> {} tokens in {} documents (GPT-2 BPE from {})\n", f.in, text.size(),
-             tokens.size(), documents, tokenizer->dir());
+  const size_t documents = text::encode_documents(*tokenizer, text, tokens);
+  fmt::print("zerodp tokenize: {} ({} bytes) -> {} tokens in {} documents ({})\n", f.in, text.size(), tokens.size(),
+             documents, tokenizer->describe());
   if (f.val_fraction == 0.0) {
-    write_shard(f.out, tokens);
+    write_shard(f.out, tokens, *tokenizer);
     return;
   }
   ZDP_CHECK(tokens.size() >= 2, ConfigError,
@@ -75,8 +74,8 @@ void run(const TokenizeFlags& f) {
             tokens.size(), f.val_fraction);
   const std::string stem = f.out.substr(0, f.out.size() - bin.size());
   const text::TokenSplit split = text::split_validation(std::move(tokens), f.val_fraction);
-  write_shard(stem + "_train.bin", split.train);
-  write_shard(stem + "_val.bin", split.val);
+  write_shard(stem + "_train.bin", split.train, *tokenizer);
+  write_shard(stem + "_val.bin", split.val, *tokenizer);
 }
 
 }  // namespace
@@ -85,15 +84,17 @@ void add_tokenize_command(CLI::App& app) {
   auto f = std::make_shared<TokenizeFlags>();
   auto* cmd = app.add_subcommand(
       "tokenize",
-      "Tokenize a text file into llm.c token shards (256 int32 header, uint16 tokens) with GPT-2's BPE.\n"
-      "Each document starts with <|endoftext|> (50256) and a blank line ends one, as in llm.c's data\n"
-      "scripts. Train on the result with zerodp train --data OUT_train.bin (or OUT.bin)");
+      "Tokenize a text file into llm.c token shards (256 int32 header; uint16 tokens, or uint32 above\n"
+      "65,536 tokens) with GPT-2's BPE or a Hugging Face tokenizer.json. Each document starts with\n"
+      "<|endoftext|> (50256 for GPT-2; <|begin_of_text|> where the tokenizer has one) and a blank line\n"
+      "ends one, as in llm.c's data scripts. Train on the result with zerodp train --data OUT_train.bin");
   cmd->add_option("IN", f->in, "A UTF-8 text file")->required();
   cmd->add_option("OUT", f->out, "The shard to write (.bin); with --val-fraction, OUT_train.bin and OUT_val.bin")
       ->required();
   cmd->add_option("--tokenizer", f->tokenizer,
                   "gpt2 (GPT-2's files from $ZERODP_DATA_DIR/gpt2, else beside the executable, where\n"
-                  "scripts/setup puts them) or a directory holding encoder.json and vocab.bpe")
+                  "scripts/setup puts them), a directory holding encoder.json and vocab.bpe, or a\n"
+                  "Hugging Face tokenizer.json (byte-level BPE: Llama 3, Qwen2, SmolLM2)")
       ->capture_default_str();
   cmd->add_option("--val-fraction", f->val_fraction,
                   "Hold out the last F of the tokens as OUT_val.bin and write the rest as OUT_train.bin\n"

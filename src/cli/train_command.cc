@@ -125,7 +125,9 @@ void add_train_command(CLI::App& app) {
       cmd, f, "--tokenizer", d.tokenizer,
       "Tokenize --data's text with GPT-2's BPE (vocab 50257): gpt2 (the files\n"
       "scripts/setup installs; $ZERODP_DATA_DIR/gpt2 first) or a directory holding encoder.json\n"
-      "and vocab.bpe. With .bin shards (already tokens) it prints the sample as text",
+      "and vocab.bpe; or with a Hugging Face tokenizer.json (byte-level BPE: Llama 3, Qwen2,\n"
+      "SmolLM2). With .bin shards (already tokens) it prints the sample as text, and must be the\n"
+      "tokenizer the shards record when they record one",
       [&f](auto& c) { c.tokenizer = f.c.tokenizer; }, false);
   flag(cmd, f, "--val-data", d.val_data,
        "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"

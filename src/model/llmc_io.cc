@@ -225,6 +225,65 @@ void write_token_shard(const std::string& path, std::span<const uint16_t> tokens
   ZDP_CHECK(!out.fail(), IoError, "[save] closing {} failed", path);
 }
 
+TokenShard read_tokens(const std::string& path) {
+  Header h{};
+  uintmax_t size = 0;
+  std::ifstream in = open_with_header(path, h, size);
+  const bool wide = h[0] == kLlmcShard32Magic;
+  ZDP_CHECK(h[0] == kLlmcShardMagic || wide, InputFileError,
+            "[load] {}: bad magic {} (an llm.c token shard starts with {}, or {} with uint32 tokens)", path, h[0],
+            kLlmcShardMagic, kLlmcShard32Magic);
+  const int32_t version = wide ? kLlmcShard32Version : kLlmcShardVersion;
+  ZDP_CHECK(h[1] == version, InputFileError, "[load] {}: token shard version {} is not supported (expected {})", path,
+            h[1], version);
+  ZDP_CHECK(h[2] >= 0, InputFileError, "[load] {}: negative token count {}", path, h[2]);
+  ZDP_CHECK(h[3] >= 0, InputFileError, "[load] {}: negative tokenizer vocab {} in header[3]", path, h[3]);
+  const size_t width = wide ? sizeof(uint32_t) : sizeof(uint16_t);
+  const uintmax_t want = kHeaderBytes + uintmax_t(h[2]) * width;
+  ZDP_CHECK(size == want, InputFileError, "[load] {}: file is {} bytes but its header says {} tokens ({} bytes)", path,
+            size, h[2], want);
+  TokenShard shard;
+  shard.made_by = {h[3], static_cast<uint32_t>(h[4])};
+  shard.tokens.resize(static_cast<size_t>(h[2]));
+  if (wide) {
+    std::vector<uint32_t> raw(shard.tokens.size());
+    read_exact(in, raw.data(), raw.size() * width, path, "tokens");
+    for (size_t i = 0; i < raw.size(); ++i) {
+      ZDP_CHECK(raw[i] <= uint32_t(INT32_MAX), InputFileError, "[load] {}: token {} is {}, above 2^31-1", path, i,
+                raw[i]);
+      shard.tokens[i] = static_cast<int32_t>(raw[i]);
+    }
+  } else {
+    std::vector<uint16_t> raw(shard.tokens.size());
+    read_exact(in, raw.data(), raw.size() * width, path, "tokens");
+    shard.tokens.assign(raw.begin(), raw.end());
+  }
+  return shard;
+}
+
+void write_tokens(const std::string& path, std::span<const int32_t> tokens, ShardTokenizer made_by) {
+  ZDP_CHECK(tokens.size() <= size_t(INT32_MAX), ShapeError, "[save] {} tokens do not fit one shard", tokens.size());
+  const bool wide = made_by.vocab > 65536;
+  Header h{};
+  h[0] = wide ? kLlmcShard32Magic : kLlmcShardMagic;
+  h[1] = wide ? kLlmcShard32Version : kLlmcShardVersion;
+  h[2] = static_cast<int32_t>(tokens.size());
+  h[3] = made_by.vocab;
+  h[4] = static_cast<int32_t>(made_by.fingerprint);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  ZDP_CHECK(out.good(), IoError, "[save] cannot create {}", path);
+  write_all(out, h.data(), kHeaderBytes, path);
+  if (wide) {
+    const std::vector<uint32_t> raw(tokens.begin(), tokens.end());
+    write_all(out, raw.data(), raw.size() * sizeof(uint32_t), path);
+  } else {
+    const std::vector<uint16_t> raw(tokens.begin(), tokens.end());
+    write_all(out, raw.data(), raw.size() * sizeof(uint16_t), path);
+  }
+  out.close();
+  ZDP_CHECK(!out.fail(), IoError, "[save] closing {} failed", path);
+}
+
 DebugState read_debug_state(const std::string& path, const GptConfig& c) {
   Header h{};
   uintmax_t size = 0;

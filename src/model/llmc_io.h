@@ -8,7 +8,12 @@
 // fcprojw, fcprojb, lnfw, lnfb. zerodp's flat order groups by unit instead
 // (gpt_config.h); load and save permute between the two.
 // Token shard (llm.c): int32 header[256] = {20240520, 1, count, 0...}, then
-// count uint16 tokens.
+// count uint16 tokens; llm.c's Llama 3 shards are {20240801, 7, count, ...}
+// then uint32 tokens. zerodp writes the first for a vocabulary of up to
+// 65,536 tokens and the second above, and records the tokenizer that made
+// the tokens in header[3] (its vocab size) and header[4] (its fingerprint,
+// text::BpeTokenizer::fingerprint); 0 there (llm.c's shards, zerodp's
+// before) means not recorded.
 // Debug state (zerodp's fixture format, after llm.c's): int32 header[256] =
 // {20240327, 2, B, T, V, Vp, 0...}, then int32 tokens[B*T], int32
 // targets[B*T], fp32 logits[B*T*Vp], fp32 loss, fp32 grads[Φ] in llm.c's
@@ -34,6 +39,8 @@ inline constexpr int32_t kLlmcModelMagic = 20240326;
 inline constexpr int32_t kLlmcModelVersionFp32 = 3;
 inline constexpr int32_t kLlmcShardMagic = 20240520;
 inline constexpr int32_t kLlmcShardVersion = 1;
+inline constexpr int32_t kLlmcShard32Magic = 20240801;
+inline constexpr int32_t kLlmcShard32Version = 7;
 inline constexpr int32_t kDebugStateMagic = 20240327;
 inline constexpr int32_t kDebugStateVersion = 2;
 
@@ -77,6 +84,22 @@ void save_llmc_model(const std::string& path, const GptConfig& config, std::span
 
 std::vector<uint16_t> read_token_shard(const std::string& path);
 void write_token_shard(const std::string& path, std::span<const uint16_t> tokens);
+
+// The tokenizer a shard records; {0, 0} when it records none.
+struct ShardTokenizer {
+  int32_t vocab = 0;
+  uint32_t fingerprint = 0;
+  bool recorded() const { return vocab != 0 || fingerprint != 0; }
+};
+struct TokenShard {
+  std::vector<int32_t> tokens;
+  ShardTokenizer made_by;
+};
+// Either format (uint16 or uint32 tokens), checked as read_token_shard is.
+TokenShard read_tokens(const std::string& path);
+// uint16 tokens when made_by.vocab <= 65536, else uint32 (llm.c's Llama 3
+// format). REQUIRES every token in [0, made_by.vocab).
+void write_tokens(const std::string& path, std::span<const int32_t> tokens, ShardTokenizer made_by);
 
 struct DebugState {
   int batch = 0, seq = 0, vocab = 0, padded_vocab = 0;

@@ -3,6 +3,8 @@
 
 #include <array>
 
+#include "text/utf8.h"
+
 namespace zerodp::text {
 namespace {
 
@@ -31,6 +33,18 @@ int unicode_to_byte(char32_t c) {
     if (t[b] == c) return b;
   }
   return -1;
+}
+
+bool byte_level_decode(std::string_view written, std::string& bytes) {
+  bytes.clear();
+  for (size_t i = 0; i < written.size();) {
+    const Utf8Char c = next_code_point(written, i);
+    const int b = c.valid ? unicode_to_byte(c.code) : -1;
+    if (b < 0) return false;
+    bytes += static_cast<char>(b);
+    i += c.length;
+  }
+  return !bytes.empty();
 }
 
 }  // namespace zerodp::text

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace zerodp::text {
 
@@ -17,5 +19,10 @@ char32_t byte_to_unicode(uint8_t byte);
 // The byte a code point of the vocabulary files stands for; -1 for a code
 // point that stands for none.
 int unicode_to_byte(char32_t c);
+
+// A token as the vocabulary files write it -> the bytes it stands for;
+// false (and `bytes` unspecified) when a character is not in the table or
+// the token is empty.
+bool byte_level_decode(std::string_view written, std::string& bytes);
 
 }  // namespace zerodp::text

@@ -6,16 +6,18 @@
 
 namespace zerodp::text {
 
-void encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vector<int32_t>& out) {
-  size_t at = 0;
+size_t encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vector<int32_t>& out) {
+  size_t at = 0, documents = 0;
   while (true) {
+    ++documents;
     const size_t blank = text.find("\n\n", at);
     const size_t end = blank == std::string_view::npos ? text.size() : blank + 2;
-    out.push_back(tokenizer.end_of_text());
+    out.push_back(tokenizer.document_start());
     tokenizer.encode_into(text.substr(at, end - at), out);
     if (blank == std::string_view::npos) break;
     at = end;
   }
+  return documents;
 }
 
 TokenSplit split_validation(std::vector<int32_t> tokens, double fraction) {

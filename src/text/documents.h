@@ -8,6 +8,7 @@
 // Thread-safety: as the tokenizer's encode (one thread at a time).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -17,8 +18,11 @@
 namespace zerodp::text {
 
 // Appends the tokens of `text`, its documents each after end_of_text.
-// REQUIRES tokenizer.end_of_text() >= 0.
-void encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vector<int32_t>& out);
+// (The document token is the tokenizer's document_start(): end-of-text for
+// GPT-2, <|begin_of_text|> for Llama 3.) REQUIRES document_start() >= 0.
+// Returns the number of documents (the text may hold the document token as
+// an added token too, so counting that token can overcount).
+size_t encode_documents(BpeTokenizer& tokenizer, std::string_view text, std::vector<int32_t>& out);
 
 struct TokenSplit {
   std::vector<int32_t> train, val;

@@ -30,20 +30,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// A token as written in the files -> the bytes it stands for; false when a
-// character is not in the byte table.
-bool token_bytes(std::string_view written, std::string& bytes) {
-  bytes.clear();
-  for (size_t i = 0; i < written.size();) {
-    const Utf8Char c = next_code_point(written, i);
-    const int b = c.valid ? unicode_to_byte(c.code) : -1;
-    if (b < 0) return false;
-    bytes += static_cast<char>(b);
-    i += c.length;
-  }
-  return !bytes.empty();
-}
-
 void load_encoder(const std::string& path, BpeVocab& vocab) {
   nlohmann::json json;
   try {
@@ -64,7 +50,7 @@ void load_encoder(const std::string& path, BpeVocab& vocab) {
     ZDP_CHECK(id >= 0 && id < static_cast<int64_t>(n) && !seen[static_cast<size_t>(id)], InputFileError,
               "[tokenizer] {}: token '{}' has id {}, but the {} ids must be 0..{} once each: {}", path, written, id, n,
               n - 1, kFix);
-    ZDP_CHECK(token_bytes(written, bytes), InputFileError,
+    ZDP_CHECK(byte_level_decode(written, bytes), InputFileError,
               "[tokenizer] {}: token '{}' has a character outside GPT-2's byte table: {}", path, written, kFix);
     seen[static_cast<size_t>(id)] = true;
     vocab.tokens[static_cast<size_t>(id)] = bytes;
@@ -94,7 +80,7 @@ void load_merges(const std::string& path, BpeVocab& vocab) {
     ZDP_CHECK(two, InputFileError, "[tokenizer] {}:{}: a merge line is two tokens and one space, got '{}': {}", path,
               line_no, line, kFix);
     const std::string_view left(line.data(), space), right(line.data() + space + 1, line.size() - space - 1);
-    ZDP_CHECK(token_bytes(left, left_bytes) && token_bytes(right, right_bytes), InputFileError,
+    ZDP_CHECK(byte_level_decode(left, left_bytes) && byte_level_decode(right, right_bytes), InputFileError,
               "[tokenizer] {}:{}: '{}' has a character outside GPT-2's byte table: {}", path, line_no, line, kFix);
     const auto l = id_of.find(left_bytes), r = id_of.find(right_bytes), m = id_of.find(left_bytes + right_bytes);
     ZDP_CHECK(l != id_of.end() && r != id_of.end() && m != id_of.end(), InputFileError,

@@ -17,10 +17,44 @@ struct BpeMerge {
   int32_t merged = 0;           // the token of left's bytes + right's bytes
 };
 
+// A token matched in the text before it is split into pieces
+// (tokenizer.json's added_tokens): the text "<|im_start|>" is this one id.
+struct AddedToken {
+  std::string content;  // the text it matches (and decodes to)
+  int32_t id = 0;
+  bool special = false;  // a control token (tokenizer.json's "special")
+};
+
+enum class Normalizer { kNone, kNfc };
+
+// A Split step: the regex's matches are pieces, and so are the stretches
+// between them ("Isolated"), unless matches_only ("Removed" with invert:
+// the stretches between are dropped, as GPT-4o's file asks).
+struct SplitStep {
+  std::string regex;
+  bool matches_only = false;
+};
+
+// How text becomes pieces: each Split step in turn (tokenizer.json's
+// Sequence of Split and Digits steps), then ByteLevel: a space before each piece that
+// lacks one when add_prefix_space, and GPT-2's regex when gpt2_regex.
+// The defaults are GPT-2's.
+struct PreTokenization {
+  std::vector<SplitStep> splits;
+  bool add_prefix_space = false;
+  bool gpt2_regex = true;
+};
+
 struct BpeVocab {
-  std::vector<std::string> tokens;  // id -> bytes; ids are 0..size-1
+  std::vector<std::string> tokens;  // id -> bytes; ids are 0..size-1 ("" for an id without a token)
   std::vector<BpeMerge> merges;     // rank order (rank 0 merges first)
   std::string dir;                  // where the files were read, for messages
+  // tokenizer.json only (GPT-2's files have none of these):
+  std::string source;             // the tokenizer.json file; "" for GPT-2's files
+  std::vector<AddedToken> added;  // matched first, longest at each position
+  Normalizer normalizer = Normalizer::kNone;
+  PreTokenization pre;
+  bool ignore_merges = false;  // a piece that is a token is that token (Llama 3)
 };
 
 inline constexpr const char* kEncoderFile = "encoder.json";

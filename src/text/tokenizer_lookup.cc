@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "text/gpt2_vocab.h"
+#include "text/tokenizer_json.h"
 
 namespace zerodp::text {
 namespace {
@@ -55,13 +56,27 @@ std::string find_tokenizer_dir(const std::string& spec, const std::string& exe_d
   }
   std::error_code ec;
   ZDP_CHECK(fs::is_directory(spec, ec), ConfigError,
-            "[tokenizer] --tokenizer '{}' is neither '{}' nor a directory: give 'gpt2' or a directory holding GPT-2's "
-            "{} and {}",
-            spec, kGpt2TokenizerName, kEncoderFile, kMergesFile);
+            "[tokenizer] --tokenizer '{}' is neither '{}', a directory nor a file: give 'gpt2', a directory holding "
+            "GPT-2's {} and {}, or a Hugging Face {}",
+            spec, kGpt2TokenizerName, kEncoderFile, kMergesFile, kTokenizerJsonFile);
   return spec;
 }
 
+std::string tokenizer_json_path(const std::string& spec) {
+  std::error_code ec;
+  if (spec == kGpt2TokenizerName) return "";
+  if (fs::is_regular_file(spec, ec)) return spec;
+  if (fs::is_directory(spec, ec) && !fs::exists(fs::path(spec) / kEncoderFile, ec) &&
+      fs::is_regular_file(fs::path(spec) / kTokenizerJsonFile, ec)) {
+    return (fs::path(spec) / kTokenizerJsonFile).string();
+  }
+  return "";
+}
+
 std::shared_ptr<BpeTokenizer> load_tokenizer(const std::string& spec) {
+  if (const std::string json = tokenizer_json_path(spec); !json.empty()) {
+    return std::make_shared<BpeTokenizer>(load_tokenizer_json(json));
+  }
   return std::make_shared<BpeTokenizer>(load_gpt2_vocab(find_tokenizer_dir(spec)));
 }
 

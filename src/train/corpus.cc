@@ -52,10 +52,18 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::vector<int32_t> shard_tokens(const std::string& path) {
-  const auto raw = model::read_token_shard(path);
-  ZDP_CHECK(!raw.empty(), ConfigError, "[data] token shard '{}' holds no tokens", path);
-  return {raw.begin(), raw.end()};
+// The shard's tokens; a shard that records its tokenizer (model/llmc_io.h)
+// must record `bpe`'s when there is one.
+std::vector<int32_t> shard_tokens(const std::string& path, const text::BpeTokenizer* bpe) {
+  model::TokenShard shard = model::read_tokens(path);
+  ZDP_CHECK(!shard.tokens.empty(), ConfigError, "[data] token shard '{}' holds no tokens", path);
+  if (bpe != nullptr && shard.made_by.recorded()) {
+    ZDP_CHECK(shard.made_by.vocab == bpe->vocab_size() && shard.made_by.fingerprint == bpe->fingerprint(), ConfigError,
+              "[data] {} was made by a tokenizer of {} tokens (fingerprint {:08x}), not by the one in {} ({} tokens, "
+              "{:08x}): give --tokenizer the tokenizer that made the shards, or drop it",
+              path, shard.made_by.vocab, shard.made_by.fingerprint, bpe->dir(), bpe->vocab_size(), bpe->fingerprint());
+  }
+  return std::move(shard.tokens);
 }
 
 void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
@@ -117,11 +125,11 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
   corpus.tokenizer = bpe;
   const std::string what = files.size() == 1 ? files.front() : fmt::format("{} ({} files)", path, files.size());
   if (shards) {
-    for (const std::string& f : files) append(corpus.train, shard_tokens(f));
+    for (const std::string& f : files) append(corpus.train, shard_tokens(f, bpe.get()));
     const std::string val = val_path.empty() ? validation_pattern(path) : val_path;
     corpus.train_name = fmt::format("the training data ({})", what);
     if (!val.empty()) {
-      for (const std::string& f : data_files(val, "--val-data")) append(corpus.val, shard_tokens(f));
+      for (const std::string& f : data_files(val, "--val-data")) append(corpus.val, shard_tokens(f, bpe.get()));
       corpus.val_name = fmt::format("the validation data ({})", val);
     } else {
       corpus.train_name = fmt::format("the training split (the first 90% of {})", what);
@@ -158,7 +166,8 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
     ZDP_CHECK(!texts.back().empty(), ConfigError, "[data] '{}' is empty: give --data a file with text in it", f);
   }
   if (bpe) {
-    ZDP_CHECK(bpe->end_of_text() >= 0, ConfigError, "[data] the tokenizer in {} has no <|endoftext|> token",
+    ZDP_CHECK(bpe->document_start() >= 0, ConfigError,
+              "[data] the tokenizer in {} has neither <|begin_of_text|> nor <|endoftext|> to start documents with",
               bpe->dir());
     std::vector<int32_t> tokens;  // each file is documents of its own
     for (const std::string& t : texts) text::encode_documents(*bpe, t, tokens);
@@ -167,9 +176,8 @@ Corpus load_corpus(const std::string& path, const std::string& val_path, const s
     corpus.val = std::move(split.val);
     corpus.byte_level = false;
     corpus.vocab = bpe->vocab_size();
-    corpus.description =
-        fmt::format("text file {} with GPT-2's BPE ({}): {} training tokens, {} validation tokens (last 10%)", what,
-                    bpe->dir(), corpus.train.size(), corpus.val.size());
+    corpus.description = fmt::format("text file {} with {}: {} training tokens, {} validation tokens (last 10%)", what,
+                                     bpe->describe(), corpus.train.size(), corpus.val.size());
     return corpus;
   }
   std::string text;

@@ -21,9 +21,9 @@ struct SamplePrompt {
 };
 SamplePrompt sample_prompt(const Corpus& corpus, const TrainConfig& config) {
   SamplePrompt p;
-  const bool document = corpus.tokenizer && corpus.tokenizer->end_of_text() >= 0;
+  const bool document = corpus.tokenizer && corpus.tokenizer->document_start() >= 0;
   if (document) {
-    p.tokens = {corpus.tokenizer->end_of_text()};
+    p.tokens = {corpus.tokenizer->document_start()};
     p.hidden = 1;
   }
   if (!config.prompt.empty()) {

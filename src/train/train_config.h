@@ -34,7 +34,7 @@ struct TrainConfig {
   std::string model = "gpt-tiny";  // preset name, .json path or inline JSON
   std::string data;                // "" = the embedded arithmetic corpus; else text files or llm.c .bin shards (a glob)
   std::string val_data;            // llm.c: the validation shard (default: *_val_* beside a *_train_* path)
-  std::string tokenizer;           // "" = text as bytes; "gpt2" or a directory: GPT-2's BPE (text/tokenizer_lookup.h)
+  std::string tokenizer;  // "" = text as bytes; "gpt2", a directory or a tokenizer.json (text/tokenizer_lookup.h)
 
   // Ranks.
   comm::Backend backend = comm::Backend::kThread;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -52,7 +53,10 @@ TEST(TokenizeCli, BadInputIsRefusedWithExitCode2AndNothingWritten) {
   expect_refused("tokenize " + d / "missing.txt " + out, "missing.txt' does not exist");
   expect_refused("tokenize " + in + " " + d / "out.txt", "must end in .bin");
   expect_refused("tokenize " + in + " " + out + " --val-fraction 1", "--val-fraction 1 must be");
-  expect_refused("tokenize " + in + " " + out + " --tokenizer " + d / "nowhere", "is neither 'gpt2' nor a directory");
+  expect_refused("tokenize " + in + " " + out + " --tokenizer " + d / "nowhere",
+                 "is neither 'gpt2', a directory nor a file");
+  std::ofstream(d / "bad.json") << "{\"model\": {\"type\": \"Unigram\"}}";
+  expect_refused("tokenize " + in + " " + out + " --tokenizer " + d / "bad.json", "the model type 'Unigram'");
   expect_refused("tokenize " + in + " " + out + " --tokenizer " + d / "empty", "encoder.json does not exist");
   expect_refused("tokenize " + in, "OUT is required");
   EXPECT_FALSE(fs::exists(out));
@@ -80,7 +84,7 @@ TEST(TokenizeCli, ShardsFromTokenizeTrainOnTheTokensOfTrainTokenizer) {
   EXPECT_NE(shards.out.find("(" + d / "story_val.bin" + ")"), std::string::npos) << shards.out;
   const Result text = run("train --data " + d / "story.txt --tokenizer gpt2" + kSmallGpt2 + " --sample-tokens 6");
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_NE(text.out.find("with GPT-2's BPE"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("with GPT-2 BPE from"), std::string::npos) << text.out;
   EXPECT_EQ(token_counts(shards), token_counts(text));
   EXPECT_NE(text.out.find("Sample (6 tokens"), std::string::npos) << text.out;
   // A quoted glob of shards, and the tokenizer printing a shard run's sample.
@@ -90,13 +94,36 @@ TEST(TokenizeCli, ShardsFromTokenizeTrainOnTheTokensOfTrainTokenizer) {
   EXPECT_NE(glob.out.find("llm.c shard " + d / "story_train.bin"), std::string::npos) << glob.out;
 }
 
+// A tokenizer.json (the text tests' fixture, vocab 270): tokenize, train on
+// the shards and on the text, and shards that record another tokenizer are
+// refused.
+TEST(TokenizeCli, ATokenizerJsonTokenizesAndTrains) {
+  TempDir d("zerodp_tokenize_json");
+  std::ofstream(d / "story.txt") << story();
+  const std::string json = ZERODP_TEXT_TEST_DIR "/tiny_tokenizer.json";
+  const std::string model =
+      " --model '{\"kind\":\"gpt\",\"layers\":1,\"heads\":1,\"channels\":16,\"vocab\":270,\"max_seq_len\":32}'"
+      " --ranks 1 --steps 1 --seq-len 16 --micro-batch 2 --eval-batches 1 --held-out 0";
+  const Result tok = run("tokenize " + d / "story.txt " + d / "story.bin --tokenizer " + json + " --val-fraction 0.1");
+  ASSERT_EQ(tok.code, 0) << tok.err;
+  EXPECT_NE(tok.out.find("in 31 documents (tokenizer.json BPE from " + json + ")"), std::string::npos) << tok.out;
+  const Result shards = run("train --data " + d / "story_train.bin --tokenizer " + json + model + " --sample-tokens 4");
+  ASSERT_EQ(shards.code, 0) << shards.err;
+  const Result text = run("train --data " + d / "story.txt --tokenizer " + json + model + " --sample-tokens 4");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("with tokenizer.json BPE from"), std::string::npos) << text.out;
+  EXPECT_EQ(token_counts(shards), token_counts(text));
+  expect_refused("train --data " + d / "story_train.bin --tokenizer gpt2" + kSmallGpt2,
+                 "was made by a tokenizer of 270 tokens");
+}
+
 TEST(TokenizeCli, HelpNamesEveryOption) {
   const Result help = run("tokenize --help");
-  for (const char* word : {"IN", "OUT", "--tokenizer", "--val-fraction", "50256", "OUT_train.bin"}) {
+  for (const char* word : {"IN", "OUT", "--tokenizer", "--val-fraction", "50256", "OUT_train.bin", "tokenizer.json"}) {
     EXPECT_NE(help.out.find(word), std::string::npos) << word;
   }
   const Result train_help = run("train --help");
-  for (const char* word : {"--tokenizer", "glob", "encoder.json"}) {
+  for (const char* word : {"--tokenizer", "glob", "encoder.json", "tokenizer.json"}) {
     EXPECT_NE(train_help.out.find(word), std::string::npos) << word;
   }
 }

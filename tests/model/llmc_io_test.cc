@@ -144,5 +144,47 @@ TEST(LlmcIo, TokenShards) {
   std::remove(p.c_str());
 }
 
+// Either width, with the tokenizer recorded; a shard from before (or from
+// llm.c) records none and reads the same.
+TEST(LlmcIo, TokenShardsOfAnyTokenizer) {
+  const std::string p = temp_path("tokens.bin");
+  const std::vector<int32_t> narrow{0, 1, 50256, 65535};
+  write_tokens(p, narrow, {50257, 0xdeadbeefu});
+  EXPECT_EQ(read_all(p).size(), 1024u + 2 * narrow.size());
+  TokenShard shard = read_tokens(p);
+  EXPECT_EQ(shard.tokens, narrow);
+  EXPECT_EQ(shard.made_by.vocab, 50257);
+  EXPECT_EQ(shard.made_by.fingerprint, 0xdeadbeefu);
+  EXPECT_EQ(read_token_shard(p), (std::vector<uint16_t>{0, 1, 50256, 65535}));  // still llm.c's GPT-2 format
+
+  const std::vector<int32_t> wide{0, 128000, 151935, 65536};
+  write_tokens(p, wide, {151936, 7});
+  const auto bytes = read_all(p);
+  EXPECT_EQ(bytes.size(), 1024u + 4 * wide.size());
+  int32_t header[3];
+  std::memcpy(header, bytes.data(), sizeof(header));
+  EXPECT_EQ(header[0], kLlmcShard32Magic);  // llm.c's Llama 3 format
+  EXPECT_EQ(header[1], kLlmcShard32Version);
+  shard = read_tokens(p);
+  EXPECT_EQ(shard.tokens, wide);
+  EXPECT_EQ(shard.made_by.vocab, 151936);
+  auto cut = bytes;
+  cut.pop_back();
+  write_all(p, cut);
+  try {
+    read_tokens(p);
+    ADD_FAILURE() << "a truncated uint32 shard was read";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.message().find("says 4 tokens"), std::string::npos) << e.message();
+  }
+
+  const std::vector<uint16_t> old{5, 6, 7};
+  write_token_shard(p, old);
+  shard = read_tokens(p);
+  EXPECT_EQ(shard.tokens, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_FALSE(shard.made_by.recorded());
+  std::remove(p.c_str());
+}
+
 }  // namespace
 }  // namespace zerodp::model

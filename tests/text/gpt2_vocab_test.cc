@@ -139,7 +139,7 @@ TEST(TokenizerLookup, Gpt2IsSearchedInOrderAndNamedWhenMissing) {
   EXPECT_EQ(lookup_refusal("gpt2", exe_dir.string()), "found " + beside.string());
   // A directory is taken as given; the files are checked when loaded.
   EXPECT_EQ(lookup_refusal(env.path.string(), ""), "found " + env.path.string());
-  EXPECT_NE(lookup_refusal("gpt3", "").find("'gpt3' is neither 'gpt2' nor a directory"), std::string::npos);
+  EXPECT_NE(lookup_refusal("gpt3", "").find("'gpt3' is neither 'gpt2', a directory nor a file"), std::string::npos);
   const std::string nowhere = lookup_refusal("gpt2", "");
   EXPECT_NE(nowhere.find("looked in nowhere"), std::string::npos) << nowhere;
 }
