@@ -116,13 +116,14 @@ void add_ckpt_command(CLI::App& app) {
       "consolidate",
       "Write the full fp32 weights as OUT/model.safetensors (zerodp's names) and, for GPT, "
       "OUT/model.bin (llm.c's format) and OUT/hf/ (Hugging Face GPT-2: model.safetensors and "
-      "config.json, for GPT2LMHeadModel.from_pretrained), streaming tensor by tensor: peak memory is "
-      "a 4 MiB slice of the largest tensor, not the model");
+      "config.json, for GPT2LMHeadModel.from_pretrained), for the Llama family OUT/hf/ (Hugging Face's "
+      "LlamaForCausalLM or Qwen2ForCausalLM, which train --init-from reads back), streaming tensor by tensor: "
+      "peak memory is a 4 MiB slice of the largest tensor, not the model");
   consolidate->add_option("DIR", *path, "A checkpoint directory, or a training --save directory")->required();
   consolidate->add_option("OUT", *out, "Output directory (created; must not exist or be empty)")->required();
   consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");
   consolidate->add_flag("--no-llmc", *no_llmc, "Skip the llm.c model file for GPT models");
-  consolidate->add_flag("--no-hf", *no_hf, "Skip the Hugging Face layout (OUT/hf/) for GPT models");
+  consolidate->add_flag("--no-hf", *no_hf, "Skip the Hugging Face layout (OUT/hf/)");
   consolidate->callback(
       [path, out, states, no_llmc, no_hf] { run_consolidate(*path, *out, *states, *no_llmc, *no_hf); });
 

@@ -15,7 +15,6 @@
 #include "core/simd.h"
 #include "engine_ckpt/engine_checkpoint.h"
 #include "kernels/gemm.h"
-#include "model/gpt_family.h"
 #include "optim/optimizer.h"
 #include "train/effective_config.h"
 #include "train/memory_check.h"
@@ -28,7 +27,7 @@
 #include "train/stop_signal.h"
 #include "train/summary.h"
 #include "train/warm_up.h"
-#include "weights/weights_reader.h"
+#include "weights/init_weights.h"
 #include "zero/engine.h"
 
 namespace zerodp::train {
@@ -127,9 +126,9 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   const double tokens_per_step =
       static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
   if (!config.init_from.empty()) {
-    weights::GptWeightsReader reader(config.init_from, run.model_config.as<model::GptSpec>()->config());
-    engine.load_params([&reader](size_t first, std::span<float> out) { reader.read(first, out); });
-    if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader.description()));
+    const std::unique_ptr<weights::InitWeights> reader = weights::open_init_weights(config.init_from, run.model_config);
+    engine.load_params([&reader](size_t first, std::span<float> out) { reader->read(first, out); });
+    if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader->description()));
   }
   if (!config.resume_dir.empty()) {
     const zero::CommTimeoutAtLeast waits_for_io(engine, timeout_ms(config.checkpoint_timeout_s));

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/run_setup.h"
-#include "model/gpt_family.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +11,7 @@
 #include "comm/mpi.h"
 #include "core/error.h"
 #include "train/samples.h"
-#include "weights/weights_reader.h"
+#include "weights/init_weights.h"
 
 namespace zerodp::train {
 namespace {
@@ -54,6 +53,15 @@ RunSetup prepare_run(const TrainConfig& input) {
     run.resumed = ckpt::read_manifest(run.resume_path);
     run.resume_notes = apply_checkpoint_config(config, *run.resumed, run.resume_path);
   }
+  // A Hugging Face checkpoint brings its shape: without --model, the run
+  // trains the model its config.json describes.
+  if (!config.init_from.empty() && !config.given("model")) {
+    const std::string from_checkpoint = weights::model_json_of_checkpoint(config.init_from);
+    if (!from_checkpoint.empty()) {
+      config.model = from_checkpoint;
+      config.sources["model"] = "derived: the config.json of --init-from";
+    }
+  }
   apply_data_defaults(config);
   if (config.ranks == 0 && config.backend == comm::Backend::kThread) {
     config.ranks = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -88,14 +96,7 @@ RunSetup prepare_run(const TrainConfig& input) {
             run.lm->max_context(), run.lm->max_context());
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
-  if (!config.init_from.empty()) {
-    const auto* gpt = model_config.as<model::GptSpec>();
-    ZDP_CHECK(gpt != nullptr, ConfigError,
-              "[train] --init-from reads GPT-2 weights (llm.c, zerodp or Hugging Face GPT-2 files), and model '{}' "
-              "is a \"{}\" model: start it from the seed (leave out --init-from)",
-              config.model, model_config.kind());
-    weights::GptWeightsReader(config.init_from, gpt->config());  // any of its formats
-  }
+  if (!config.init_from.empty()) (void)weights::open_init_weights(config.init_from, model_config);
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
   run.held_out = config.held_out > 0 && !corpus.held_out.empty();

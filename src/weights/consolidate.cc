@@ -12,9 +12,11 @@
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "model/gpt_family.h"
+#include "model/llama_family.h"
 #include "optim/quant8.h"
 #include "weights/export_format.h"
 #include "weights/hf_format.h"
+#include "weights/llama_hf_writer.h"
 #include "weights/model_record.h"
 
 namespace zerodp::weights {
@@ -150,12 +152,14 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
       result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, llmc);
       result.files.push_back(join_path(out_dir, "model.bin"));
     }
-    if (t == 0 && options.hf && gpt != nullptr) {
+    const auto* llama = config.as<model::LlamaSpec>();  // the Llama family's Hugging Face layout
+    if (t == 0 && options.hf && (gpt != nullptr || llama != nullptr)) {
       const std::string hf = join_path(staged.dir(), "hf");
       std::error_code ec;
       std::filesystem::create_directory(hf, ec);
       ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", hf, ec.message());
-      const uint64_t buffers = write_hf_gpt2(hf, gpt->config(), read);
+      const uint64_t buffers =
+          gpt != nullptr ? write_hf_gpt2(hf, gpt->config(), read) : write_hf_llama(hf, llama->config(), tensors, read);
       result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffers);
       sync_directory(hf);
       result.files.push_back(join_path(out_dir, std::string("hf/") + kHfWeightsName));

@@ -17,7 +17,7 @@ namespace zerodp::weights {
 
 struct ConsolidateOptions {
   bool llmc = true;               // also model.bin in llm.c's format (GPT only)
-  bool hf = true;                 // also hf/model.safetensors + hf/config.json (GPT only)
+  bool hf = true;                 // also hf/model.safetensors + hf/config.json (GPT-2 and the Llama family)
   bool optimizer_states = false;  // also <state>.safetensors for every optimizer tensor
 };
 struct ConsolidateResult {
@@ -28,7 +28,7 @@ struct ConsolidateResult {
   uint64_t peak_rss_bytes = 0;       // the process's high-water mark after
 };
 // Writes OUT/model.safetensors (and OUT/model.bin, OUT/hf/model.safetensors,
-// OUT/hf/config.json for GPT); OUT is created.
+// OUT/hf/config.json for GPT-2; OUT/hf/ for the Llama family); OUT is created.
 ConsolidateResult consolidate(const std::string& checkpoint, const std::string& out_dir,
                               const ConsolidateOptions& options = {});
 
