@@ -111,6 +111,11 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   const double replica = static_cast<double>(c.num_params) * bpp.total();
   out += fmt::format("Bytes per parameter, one replica: {} -> {}Φ = {} GB ({} GiB)\n",
                      describe_bytes_per_param(bpp, c.optimizer), bpp.total(), gb(replica), gib(replica));
+  const auto checkpoint = static_cast<double>(r.checkpoint_bytes);
+  out += fmt::format(
+      "Checkpoint on disk: {} GB ({} GiB): fp32 master weights and the optimizer's state, each element once at any "
+      "stage; zerodp train --save needs room for two\n",
+      gb(checkpoint), gib(checkpoint));
   if (c.device_memory) {
     out += fmt::format("Device memory per rank: {} GB ({} GiB)\n", gb(static_cast<double>(*c.device_memory)),
                        gib(static_cast<double>(*c.device_memory)));
