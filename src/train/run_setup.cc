@@ -11,6 +11,7 @@
 #include "ckpt/shard_reader.h"
 #include "comm/mpi.h"
 #include "core/error.h"
+#include "train/output_preflight.h"
 #include "train/samples.h"
 #include "weights/weights_reader.h"
 
@@ -84,6 +85,9 @@ RunSetup prepare_run(const TrainConfig& input) {
             gc.max_seq_len, gc.max_seq_len);
   // The trainer trains GPTs (checked above): it keeps the Gpt for generation
   // and the held-out report, and the Model for the engine.
+  // Every output proved writable (and --save's room for two checkpoints)
+  // before the first step, not found unwritable at the first save.
+  check_train_outputs(config, model_config);
   auto gpt = std::make_unique<model::Gpt>(gc);
   run.gpt = gpt.get();
   run.model = std::move(gpt);
