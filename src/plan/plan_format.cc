@@ -294,6 +294,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                           {"moment1", b.moment1}, {"moment2", b.moment2}, {"optimizer_k", b.optimizer()},
                           {"total", b.total()}};
   j["units"] = {{"bytes", "all sizes are in bytes"}, {"GB", 1e9}, {"GiB", 1073741824}};
+  j["checkpoint_bytes"] = r.checkpoint_bytes;
   if (r.largest_unit_params) j["largest_unit_params"] = *r.largest_unit_params;
   if (r.largest_module_params) j["largest_module_params"] = *r.largest_module_params;
   if (r.activations) {

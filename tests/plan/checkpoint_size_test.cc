@@ -8,11 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 #include "core/error.h"
+#include "model/gpt_family.h"
 #include "model/presets.h"
 #include "optim/optimizer_config.h"
 #include "plan/checkpoint_size.h"
+#include "plan/plan_format.h"
+#include "plan/planner.h"
 
 namespace zerodp::plan {
 namespace {
@@ -64,6 +68,17 @@ TEST_F(CheckpointBytes, EightBitAdamKeepsCodesAsBytesAndFp32Units) {
   // add), below AdamW's 12.
   EXPECT_GT(bytes, 6 * phi_);
   EXPECT_LT(bytes, checkpoint_bytes(tiny_, optimizer(optim::OptimizerKind::kAdamW), 2));
+}
+
+// zerodp plan prints the same figure (text and JSON), at its largest N.
+TEST_F(CheckpointBytes, ThePlanPrintsIt) {
+  PlanConfig c;
+  c.shape = gpt_shape(tiny_.as<model::GptSpec>()->config());
+  c.ranks = {1, 2};
+  const PlanResult r = make_plan(c);
+  EXPECT_EQ(r.checkpoint_bytes, checkpoint_bytes(tiny_, c.optimizer, 2));
+  EXPECT_NE(format_plan_text(r, {}).find("Checkpoint on disk: "), std::string::npos);
+  EXPECT_EQ(plan_to_json(r)["checkpoint_bytes"], r.checkpoint_bytes);
 }
 
 TEST_F(CheckpointBytes, RefusesNoRanks) {
