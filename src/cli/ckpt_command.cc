@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,11 +14,13 @@
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/file_io.h"
 #include "ckpt/offline.h"
+#include "ckpt/staged_output.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "core/stage.h"
 #include "model/family.h"
+#include "train/output_preflight.h"
 #include "weights/consolidate.h"
 #include "weights/model_record.h"
 
@@ -73,7 +76,16 @@ void run_inspect(const std::string& path) {
   ZDP_CHECK(r.ok(), InputFileError, "[ckpt inspect] {}: damaged shard files (see above)", r.path);
 }
 
+// OUT is built as OUT.tmp beside it (ckpt/staged_output.h): its folder must
+// be writable, proved before the checkpoint is read.
+void check_output_folder(const std::string& out, const char* what) {
+  ckpt::check_fresh_output(out, what);
+  const std::filesystem::path parent = std::filesystem::path(ckpt::without_trailing_slashes(out)).parent_path();
+  train::check_writable_folder(parent, fmt::format("[ckpt {}] OUT's folder", what));
+}
+
 void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc, bool no_hf) {
+  check_output_folder(out, "consolidate");
   const weights::ConsolidateResult r =
       weights::consolidate(path, out, {.llmc = !no_llmc, .hf = !no_hf, .optimizer_states = states});
   fmt::print("consolidated {}\n", r.checkpoint);
@@ -88,6 +100,7 @@ void run_consolidate(const std::string& path, const std::string& out, bool state
 void run_reshard(const std::string& path, const std::string& out, int ranks, int stage) {
   std::optional<Stage> recorded;
   if (stage >= 0) recorded = parse_stage(stage, "[ckpt reshard] --stage");
+  check_output_folder(out, "reshard");
   const std::string dir = ckpt::resolve_checkpoint(path);
   check_model_record(ckpt::read_manifest(dir), dir);
   const ckpt::ReshardResult r = ckpt::reshard(path, out, {.ranks = ranks, .stage = recorded});

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "report/metrics_reader.h"
 #include "report/run_report.h"
+#include "train/output_preflight.h"
 
 namespace zerodp::cli {
 namespace {
@@ -26,6 +27,7 @@ struct ReportOptions {
 void run_report(const ReportOptions& o) {
   ZDP_CHECK(!o.out.empty() || !o.svg_dir.empty(), ConfigError,
             "[report] nothing to write: give --out report.html and/or --svg-dir DIR");
+  if (!o.out.empty()) train::check_writable_file(o.out, "[report] --out");  // before the metrics are read
   const report::RunMetrics metrics = report::read_metrics(o.metrics);
   for (const std::string& w : metrics.warnings) warn(w);
   if (!o.out.empty()) {

@@ -24,6 +24,7 @@
 #include "model/llmc_io.h"
 #include "text/documents.h"
 #include "text/tokenizer_lookup.h"
+#include "train/output_preflight.h"
 
 namespace zerodp::cli {
 namespace {
@@ -55,7 +56,14 @@ void run(const TokenizeFlags& f) {
   ZDP_CHECK(is_bin, ConfigError, "[tokenize] the output '{}' must end in .bin (an llm.c token shard)", f.out);
   ZDP_CHECK(f.val_fraction >= 0.0 && f.val_fraction < 1.0, ConfigError,
             "[tokenize] --val-fraction {} must be at least 0 and below 1 (0: no validation shard)", f.val_fraction);
-  // Every input is read and checked before anything is written.
+  // The outputs' folder is proved writable, then every input is read and
+  // checked, before anything is written (train/output_preflight.h).
+  const std::string stem = f.out.substr(0, f.out.size() - bin.size());
+  for (const std::string& out : f.val_fraction == 0.0
+                                    ? std::vector<std::string>{f.out}
+                                    : std::vector<std::string>{stem + "_train.bin", stem + "_val.bin"}) {
+    train::check_writable_file(out, "[tokenize] OUT");
+  }
   const std::string text = read_text(f.in);
   const auto tokenizer = text::load_tokenizer(f.tokenizer);
   ZDP_CHECK(tokenizer->document_start() >= 0, ConfigError,
@@ -72,7 +80,6 @@ void run(const TokenizeFlags& f) {
   ZDP_CHECK(tokens.size() >= 2, ConfigError,
             "[tokenize] '{}' makes {} token: too few to split off --val-fraction {}; use --val-fraction 0", f.in,
             tokens.size(), f.val_fraction);
-  const std::string stem = f.out.substr(0, f.out.size() - bin.size());
   const text::TokenSplit split = text::split_validation(std::move(tokens), f.val_fraction);
   write_shard(stem + "_train.bin", split.train, *tokenizer);
   write_shard(stem + "_val.bin", split.val, *tokenizer);

@@ -35,12 +35,15 @@ namespace zerodp::comm {
 // Whether this build has the MPI backend.
 bool mpi_available();
 // What mpirun (OpenMPI's, or a PMI launcher) told this process through its
-// environment: the job's process count and how many of them share this host
-// (1 when the launcher does not say). nullopt when no launcher started it;
-// ConfigError when a count is not a positive integer. mpi_launch.cc.
+// environment: the job's process count, how many of them share this host
+// (1 when the launcher does not say) and this process's rank in the job (0
+// when it does not say). nullopt when no launcher started it; ConfigError
+// when a count is not a positive integer or the rank not one of the
+// processes. mpi_launch.cc.
 struct MpiLaunch {
   int processes = 1;
   int processes_on_host = 1;
+  int rank = 0;
 };
 std::optional<MpiLaunch> mpi_launch();
 // Whether this process was started by mpirun: mpi_launch().has_value().

@@ -111,6 +111,11 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   const double replica = static_cast<double>(c.num_params) * bpp.total();
   out += fmt::format("Bytes per parameter, one replica: {} -> {}Φ = {} GB ({} GiB)\n",
                      describe_bytes_per_param(bpp, c.optimizer), bpp.total(), gb(replica), gib(replica));
+  const auto checkpoint = static_cast<double>(r.checkpoint_bytes);
+  out += fmt::format(
+      "Checkpoint on disk: {} GB ({} GiB): fp32 master weights and the optimizer's state, each element once at any "
+      "stage; zerodp train --save needs room for two\n",
+      gb(checkpoint), gib(checkpoint));
   if (c.device_memory) {
     out += fmt::format("Device memory per rank: {} GB ({} GiB)\n", gb(static_cast<double>(*c.device_memory)),
                        gib(static_cast<double>(*c.device_memory)));
@@ -289,6 +294,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                           {"moment1", b.moment1}, {"moment2", b.moment2}, {"optimizer_k", b.optimizer()},
                           {"total", b.total()}};
   j["units"] = {{"bytes", "all sizes are in bytes"}, {"GB", 1e9}, {"GiB", 1073741824}};
+  j["checkpoint_bytes"] = r.checkpoint_bytes;
   if (r.largest_unit_params) j["largest_unit_params"] = *r.largest_unit_params;
   if (r.largest_module_params) j["largest_module_params"] = *r.largest_module_params;
   if (r.activations) {

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/error.h"
+#include "plan/checkpoint_size.h"
 #include "plan/deepspeed_estimate.h"
 #include "plan/engine_memory.h"
 
@@ -83,6 +85,11 @@ PlanResult make_plan(const PlanConfig& config) {
   ZDP_CHECK(c.grad_accum >= 1, ConfigError, "[plan] --grad-accum must be at least 1, got {}", c.grad_accum);
   std::optional<UnitSchedule> schedule;
   if (c.shape) schedule = gpt_unit_schedule(*c.shape);
+  // Without a shape the model is one unit of Φ elements.
+  const int largest = *std::max_element(c.ranks.begin(), c.ranks.end());
+  result.checkpoint_bytes =
+      checkpoint_bytes(schedule ? *schedule : UnitSchedule{.unit_counts = {c.num_params}, .op_units = {0}}, c.optimizer,
+                       c.shard_group > 0 ? std::min(c.shard_group, largest) : largest);
   for (int n : c.ranks) {
     check_ranks(n);
     ZDP_CHECK(c.shard_group >= 0 && (c.shard_group == 0 || n % c.shard_group == 0), ConfigError,

@@ -96,6 +96,10 @@ struct PlanResult {
   std::optional<ActivationEstimate> activations;
   std::optional<uint64_t> largest_unit_params;
   std::optional<uint64_t> largest_module_params;
+  // One checkpoint on disk (plan/checkpoint_size.h), saved at the largest N
+  // (its shard group with hybrid sharding): what `zerodp train --save`
+  // needs room for twice.
+  uint64_t checkpoint_bytes = 0;
   std::vector<RankPlan> per_ranks;
 };
 

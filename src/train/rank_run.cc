@@ -212,7 +212,7 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
     fmt::print(
         "interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
         "  {}\n",
-        signal_name(interrupted), step, config.steps, root, resume_command(config, root));
+        signal_name(interrupted), step, config.steps, root, resume_command(config, root, n));
     return;
   }
   if (!config.save_dir.empty() && checkpoints.last_saved() != step) checkpoints.save(step, config.save_dir);

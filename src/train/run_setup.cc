@@ -10,6 +10,7 @@
 #include "ckpt/shard_reader.h"
 #include "comm/mpi.h"
 #include "core/error.h"
+#include "train/output_preflight.h"
 #include "train/samples.h"
 #include "weights/init_weights.h"
 
@@ -94,6 +95,9 @@ RunSetup prepare_run(const TrainConfig& input) {
   ZDP_CHECK(config.seq_len <= run.lm->max_context(), ConfigError,
             "[train] --seq-len {} is longer than the model's context {}: use --seq-len {} or less", config.seq_len,
             run.lm->max_context(), run.lm->max_context());
+  // Every output proved writable (and --save's room for two checkpoints)
+  // before the first step, not found unwritable at the first save.
+  check_train_outputs(config, model_config);
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
   if (!config.init_from.empty()) (void)weights::open_init_weights(config.init_from, model_config);

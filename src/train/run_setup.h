@@ -3,8 +3,8 @@
 // rank starts, read and checked once per process, so that a refused run has
 // allocated and written nothing. In order: the resume checkpoint's settings
 // (resume_config.h), mpirun detection, data defaults, ranks and batch,
-// validation, the corpus, the model, an --init-from file's header, and the
-// data's fingerprint for the checkpoint. The per-rank half is rank_run.h.
+// validation, the corpus, the model, the outputs (output_preflight.h), an
+// --init-from file's header, and the data's fingerprint for the checkpoint. The per-rank half is rank_run.h.
 // Thread-safety: called once, from the main thread.
 #pragma once
 

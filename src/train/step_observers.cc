@@ -12,8 +12,11 @@
 
 namespace zerodp::train {
 
-std::string resume_command(const TrainConfig& config, const std::string& root) {
-  std::string out = fmt::format("zerodp train --resume {} --save {}", root, root);
+std::string resume_command(const TrainConfig& config, const std::string& root, int ranks) {
+  // Under MPI the launcher comes first: run as printed, the job resumes on
+  // MPI ranks (the launch is detected), not on one process's thread ranks.
+  std::string out = config.backend == comm::Backend::kMpi ? fmt::format("mpirun -np {} ", ranks) : std::string();
+  out += fmt::format("zerodp train --resume {} --save {}", root, root);
   if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
   if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);
   if (config.backend == comm::Backend::kThread && config.given("ranks")) {
@@ -54,7 +57,7 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
               root, cause,
               last.empty() ? std::string("There is no complete checkpoint yet: run again from the start")
                            : fmt::format("The last complete checkpoint is {}; continue with: {}", last,
-                                         resume_command(config_, root)));
+                                         resume_command(config_, root, engine_.communicator().size())));
   }
   last_saved_ = data_step;
   if (progress_ != nullptr) {

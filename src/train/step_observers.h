@@ -28,8 +28,10 @@ namespace zerodp::train {
 
 // The command that continues a run whose checkpoints are under `root`:
 // `zerodp train --resume ROOT` and the flags a checkpoint does not record
-// (where to keep saving, how often, the thread ranks when given).
-std::string resume_command(const TrainConfig& config, const std::string& root);
+// (where to keep saving, how often, the thread ranks when given). Under the
+// MPI backend it starts with the launcher, `mpirun -np RANKS`, RANKS being
+// the run's number of ranks (its processes).
+std::string resume_command(const TrainConfig& config, const std::string& root, int ranks);
 
 class CheckpointPolicy : public StepObserver {
  public:

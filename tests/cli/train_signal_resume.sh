@@ -59,6 +59,11 @@ set +e; wait "$pid"; code=$?; set -e
 [ "$code" = 143 ] || { tail -5 "$dir/run.log"; echo "exit code $code, expected 143"; exit 1; }
 grep -q "interrupted by SIGTERM after step" "$dir/run.log" || { tail -5 "$dir/run.log"; echo "no interruption"; exit 1; }
 grep -q "zerodp train --resume $dir/run" "$dir/run.log" || { tail -5 "$dir/run.log"; echo "no resume hint"; exit 1; }
+# Under mpirun the hint starts with the launcher: run as printed, it resumes on MPI ranks.
+if [ "$mode" = mpi ]; then
+  grep -q "^  mpirun -np 2 zerodp train --resume $dir/run" "$dir/run.log" \
+    || { tail -5 "$dir/run.log"; echo "the resume hint does not name mpirun -np 2"; exit 1; }
+fi
 latest=$(cat "$dir/run/latest")
 [ "$latest" != "step-00000120" ] || { echo "the run finished before the signal: nothing was tested"; exit 1; }
 echo "stopped at $latest"
