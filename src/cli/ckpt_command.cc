@@ -20,6 +20,7 @@
 #include "core/process_memory.h"
 #include "core/stage.h"
 #include "model/family.h"
+#include "plan/quantity.h"
 #include "train/output_preflight.h"
 #include "weights/consolidate.h"
 #include "weights/model_record.h"
@@ -84,10 +85,9 @@ void check_output_folder(const std::string& out, const char* what) {
   train::check_writable_folder(parent, fmt::format("[ckpt {}] OUT's folder", what));
 }
 
-void run_consolidate(const std::string& path, const std::string& out, bool states, bool no_llmc, bool no_hf) {
+void run_consolidate(const std::string& path, const std::string& out, weights::ConsolidateOptions options) {
   check_output_folder(out, "consolidate");
-  const weights::ConsolidateResult r =
-      weights::consolidate(path, out, {.llmc = !no_llmc, .hf = !no_hf, .optimizer_states = states});
+  const weights::ConsolidateResult r = weights::consolidate(path, out, options);
   fmt::print("consolidated {}\n", r.checkpoint);
   for (const auto& f : r.files) fmt::print("  wrote {}\n", f);
   fmt::print(
@@ -125,6 +125,8 @@ void add_ckpt_command(CLI::App& app) {
   auto states = std::make_shared<bool>(false);
   auto no_llmc = std::make_shared<bool>(false);
   auto no_hf = std::make_shared<bool>(false);
+  auto hf_dtype = std::make_shared<std::string>("fp32");
+  auto hf_shard = std::make_shared<std::string>("0");
   auto* consolidate = ckpt->add_subcommand(
       "consolidate",
       "Write the full fp32 weights as OUT/model.safetensors (zerodp's names) and, for GPT, "
@@ -137,8 +139,23 @@ void add_ckpt_command(CLI::App& app) {
   consolidate->add_flag("--optimizer-states", *states, "Also write OUT/<state>.safetensors per optimizer tensor");
   consolidate->add_flag("--no-llmc", *no_llmc, "Skip the llm.c model file for GPT models");
   consolidate->add_flag("--no-hf", *no_hf, "Skip the Hugging Face layout (OUT/hf/)");
-  consolidate->callback(
-      [path, out, states, no_llmc, no_hf] { run_consolidate(*path, *out, *states, *no_llmc, *no_hf); });
+  consolidate
+      ->add_option("--hf-dtype", *hf_dtype,
+                   "The Llama family's OUT/hf/ tensors in fp32, bf16 or fp16 (torch_dtype in its config.json)")
+      ->default_str("fp32");
+  consolidate
+      ->add_option("--hf-max-shard-size", *hf_shard,
+                   "The Llama family's OUT/hf/ in files of at most this size (e.g. 5GB, 500MiB) with "
+                   "model.safetensors.index.json, as save_pretrained's max_shard_size; 0: one file")
+      ->default_str("0");
+  consolidate->callback([path, out, states, no_llmc, no_hf, hf_dtype, hf_shard] {
+    run_consolidate(*path, *out,
+                    {.llmc = !*no_llmc,
+                     .hf = !*no_hf,
+                     .optimizer_states = *states,
+                     .hf_dtype = Dtype::parse(*hf_dtype),
+                     .hf_max_shard_bytes = *hf_shard == "0" ? 0 : plan::parse_bytes(*hf_shard, "--hf-max-shard-size")});
+  });
 
   auto ranks = std::make_shared<int>(0);
   auto stage = std::make_shared<int>(-1);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/file_io.h"
+#include "core/convert.h"
 #include "core/error.h"
 #include "model/gpt_config.h"
 #include "model/gpt_family.h"
@@ -75,14 +76,27 @@ std::vector<ExportTensor> mlp_tensors(const model::MlpConfig& m) {
 // the file's row k, gathered into `run` and written where it belongs.
 struct Buffers {
   std::vector<float> block, run;
+  std::vector<std::byte> narrow;  // block or run converted, for a BF16/F16 file
 };
+
+// Writes `values` at `offset` as `dtype`'s elements (converted through
+// b.narrow when the file is not fp32).
+void write_values(File& f, uint64_t offset, std::span<const float> values, Dtype dtype, Buffers& b) {
+  if (dtype == Dtype::fp32()) {
+    f.write_at(offset, std::as_bytes(values));
+    return;
+  }
+  b.narrow.resize(values.size() * dtype.size());
+  convert(values.data(), Dtype::fp32(), b.narrow.data(), dtype, values.size());
+  f.write_at(offset, b.narrow);
+}
 
 size_t rows_per_block(const ExportTensor::Piece& p, size_t slice) {
   const size_t cols = p.count / p.rows;
   return std::min(p.rows, std::max<size_t>(1, slice / cols));
 }
 
-Buffers reserve_buffers(std::span<const ExportTensor> tensors, size_t slice) {
+Buffers reserve_buffers(std::span<const ExportTensor> tensors, size_t slice, Dtype dtype = Dtype::fp32()) {
   size_t block = 0, run = 0;
   for (const auto& t : tensors) {
     for (const auto& p : t.pieces) {
@@ -100,18 +114,20 @@ Buffers reserve_buffers(std::span<const ExportTensor> tensors, size_t slice) {
   Buffers b;
   b.block.reserve(block);
   b.run.reserve(run);
+  if (dtype != Dtype::fp32()) b.narrow.reserve(std::max(block, run) * dtype.size());
   return b;
 }
 
 void write_pieces(File& f, uint64_t at, std::span<const ExportTensor> tensors, const PieceReader& read, size_t slice,
-                  Buffers& b) {
+                  Buffers& b, Dtype dtype = Dtype::fp32()) {
+  const uint64_t e = dtype.size();
   for (const auto& t : tensors) {
     for (const auto& p : t.pieces) {
       if (p.rows == 0) {
         for (size_t done = 0; done < p.count; done += b.block.size()) {
           b.block.resize(std::min(slice, p.count - done));
           read(p.offset + done, b.block);
-          f.write_at(at + 4 * done, std::as_bytes(std::span<const float>(b.block)));
+          write_values(f, at + e * done, b.block, dtype, b);
         }
       } else {
         const size_t R = p.rows, K = p.count / p.rows, step = rows_per_block(p, slice);
@@ -122,11 +138,11 @@ void write_pieces(File& f, uint64_t at, std::span<const ExportTensor> tensors, c
           b.run.resize(nr);
           for (size_t k = 0; k < K; ++k) {
             for (size_t r = 0; r < nr; ++r) b.run[r] = b.block[r * K + k];
-            f.write_at(at + 4 * (k * R + r0), std::as_bytes(std::span<const float>(b.run)));
+            write_values(f, at + e * (k * R + r0), b.run, dtype, b);
           }
         }
       }
-      at += 4 * uint64_t{p.count};
+      at += e * uint64_t{p.count};
     }
   }
 }
@@ -177,15 +193,16 @@ size_t largest_piece(std::span<const ExportTensor> tensors) {
 
 uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, const PieceReader& read,
                            const std::map<std::string, std::string>& metadata, const std::string& prefix,
-                           size_t slice_elements) {
+                           size_t slice_elements, Dtype dtype) {
   nlohmann::ordered_json header;
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   for (const auto& [k, v] : metadata) meta[k] = v;
   header["__metadata__"] = meta;
   uint64_t at = 0;
   for (const auto& t : tensors) {
-    const uint64_t bytes = 4ull * t.count();
-    header[prefix + t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {at, at + bytes}}};
+    const uint64_t bytes = dtype.size() * t.count();
+    header[prefix + t.name] = {
+        {"dtype", safetensors_dtype_name(dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + bytes}}};
     at += bytes;
   }
   std::string text = header.dump();
@@ -194,14 +211,26 @@ uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor
   std::array<std::byte, 8> len{};
   std::memcpy(len.data(), &length, 8);
 
-  Buffers buffers = reserve_buffers(tensors, slice_elements);
+  Buffers buffers = reserve_buffers(tensors, slice_elements, dtype);
   File f(path, File::Mode::kCreate);
   f.append(len);
   f.append(std::as_bytes(std::span(text.data(), text.size())));
-  write_pieces(f, 8 + length, tensors, read, slice_elements, buffers);
+  write_pieces(f, 8 + length, tensors, read, slice_elements, buffers, dtype);
   f.sync();
   f.close();
-  return 4ull * (buffers.block.capacity() + buffers.run.capacity());
+  return 4ull * (buffers.block.capacity() + buffers.run.capacity()) + buffers.narrow.capacity();
+}
+
+const char* safetensors_dtype_name(Dtype dtype) {
+  switch (dtype.kind()) {
+    case Dtype::Kind::kFp32:
+      return "F32";
+    case Dtype::Kind::kBf16:
+      return "BF16";
+    case Dtype::Kind::kFp16:
+      return "F16";
+  }
+  return "F32";
 }
 
 uint64_t write_llmc_model(const std::string& path, const model::GptConfig& c, std::span<const ExportTensor> tensors,

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "model/gpt_config.h"
 #include "model/presets.h"
 
@@ -69,9 +70,13 @@ inline constexpr size_t kExportSliceElements = size_t{1} << 20;  // 4 MiB
 // `prefix` is prepended to every tensor name (e.g. "exp_avg." for optimizer
 // state files; "" for weights). Returns the bytes of the buffers it streamed
 // through. `slice_elements` bounds the buffer (tests make it small).
+// `dtype` is the file's element type: fp32 ("F32", the default), bf16
+// ("BF16") or fp16 ("F16"), each value rounded to nearest even once.
 uint64_t write_safetensors(const std::string& path, std::span<const ExportTensor> tensors, const PieceReader& read,
                            const std::map<std::string, std::string>& metadata, const std::string& prefix = "",
-                           size_t slice_elements = kExportSliceElements);
+                           size_t slice_elements = kExportSliceElements, Dtype dtype = Dtype::fp32());
+// safetensors' name of a dtype: "F32", "BF16", "F16".
+const char* safetensors_dtype_name(Dtype dtype);
 // llm.c's model file (version 3, fp32). REQUIRES a gpt config. Returns as
 // write_safetensors.
 uint64_t write_llmc_model(const std::string& path, const model::GptConfig& config,

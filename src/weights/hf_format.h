@@ -35,6 +35,8 @@ namespace zerodp::weights {
 inline constexpr const char* kHfPrefix = "transformer.";
 inline constexpr const char* kHfWeightsName = "model.safetensors";
 inline constexpr const char* kHfConfigName = "config.json";
+// The index that names a sharded checkpoint's files (Llama family).
+inline constexpr const char* kHfIndexName = "model.safetensors.index.json";
 
 // The tensors in file order; their pieces cover the flat buffer except wte's
 // padded rows.

@@ -15,6 +15,7 @@
 #include "core/convert.h"
 #include "core/error.h"
 #include "model/llama.h"
+#include "weights/hf_format.h"
 #include "weights/safetensors_reader.h"
 
 namespace zerodp::weights {
@@ -186,8 +187,8 @@ LlamaHfReader::LlamaHfReader(const std::string& path, const model::LlamaConfig& 
   const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
   if (!fs::is_directory(path)) {
     file_paths.push_back(path);
-  } else if (fs::is_regular_file(dir / "model.safetensors.index.json")) {
-    const std::string index_path = (dir / "model.safetensors.index.json").string();
+  } else if (fs::is_regular_file(dir / kHfIndexName)) {
+    const std::string index_path = (dir / kHfIndexName).string();
     const json index = read_json(index_path);
     ZDP_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), InputFileError,
               "[init-from] {} has no \"weight_map\" object", index_path);

@@ -166,14 +166,39 @@ TEST(LlamaHf, WrittenCheckpointReadsBackExactly) {
     const model::LlamaConfig c = config_of(dir);
     const std::vector<float> flat = fixture_params(dir);
     const model::ModelConfig mc = model::resolve_model_config(model_json_of_checkpoint(dir));
-    TempDir tmp;
-    write_hf_llama(tmp.path(), c, export_tensors(mc), [&flat](size_t first, std::span<float> out) {
+    const PieceReader read = [&flat](size_t first, std::span<float> out) {
       std::copy_n(flat.begin() + long(first), out.size(), out.begin());
-    });
+    };
+    TempDir tmp;
+    std::vector<std::string> written;
+    write_hf_llama(tmp.path(), c, export_tensors(mc), read, {}, written);
+    EXPECT_EQ(written, (std::vector<std::string>{"model.safetensors", "config.json"}));
     EXPECT_EQ(config_of(tmp.path()), c) << dir;
     LlamaHfReader r(tmp.path(), c);
     const std::vector<float> got = read_all(r, flat.size(), 1 << 20);
     EXPECT_EQ(std::memcmp(got.data(), flat.data(), flat.size() * 4), 0) << dir;
+
+    // BF16 in shards of at most 8 KB: the values rounded once, every tensor
+    // in the index, torch_dtype bfloat16.
+    TempDir sharded;
+    written.clear();
+    write_hf_llama(sharded.path(), c, export_tensors(mc), read, {.dtype = Dtype::bf16(), .max_shard_bytes = 8000},
+                   written);
+    ASSERT_GT(written.size(), 3u) << "expected several shards";
+    EXPECT_EQ(written.back(), "config.json");
+    EXPECT_EQ(written[written.size() - 2], "model.safetensors.index.json");
+    const size_t shards = written.size() - 2;
+    EXPECT_EQ(written[0], "model-00001-of-0000" + std::to_string(shards) + ".safetensors");
+    EXPECT_EQ(read_json(sharded / "config.json").at("torch_dtype"), "bfloat16");
+    for (size_t i = 0; i < shards; ++i) {
+      const uint64_t bytes = fs::file_size(sharded / written[i]);
+      EXPECT_LT(bytes, 8000u + 4096u) << written[i];  // the tensors' bytes within the limit, plus the header
+    }
+    LlamaHfReader rb(sharded.path(), c);
+    std::vector<float> want = flat;
+    for (float& f : want) f = bfloat16_to_float(float_to_bfloat16(f));
+    const std::vector<float> got16 = read_all(rb, flat.size(), 333);
+    EXPECT_EQ(std::memcmp(got16.data(), want.data(), want.size() * 4), 0) << dir;
   }
 }
 
