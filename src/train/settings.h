@@ -2,10 +2,12 @@
 // The run settings of `zerodp train`, each declared once as a row: its name
 // (the flag's name without dashes, as TrainConfig::sources keys it), typed
 // access to its value in a TrainConfig (as JSON, the form a checkpoint
-// records), what a resume does with it, and how the effective configuration
-// prints it. The resume table (resume_config.cc) and the effective
-// configuration (effective_config.cc) are read off these rows; adding a
-// setting is adding its row (settings.cc) and the code that uses its value.
+// records), its flag and --help text, what a resume does with it, and how
+// the effective configuration prints it. The resume table
+// (resume_config.cc), the effective configuration (effective_config.cc) and
+// the flags of `zerodp train` (src/cli/train_command.cc) are read off these
+// rows; adding a setting is adding its row (settings*.cc) and the code that
+// uses its value.
 // Thread-safety: the table is built once, on first use, and only read.
 #pragma once
 
@@ -41,6 +43,18 @@ struct Shown {
   std::string source;
 };
 
+// The `zerodp train` flag of a setting, which the CLI declares from it.
+struct FlagSpec {
+  std::string_view spelling;  // "--micro-batch"; empty: no flag, or one the CLI declares by hand
+  std::string_view help;      // its --help text
+  bool show_default = true;   // whether --help shows the default value
+  // A count whose field holds 0 for "not given": a flag's 0 is refused.
+  bool count = false;
+};
+
+// The C++ type of a setting's value (and of its flag's argument).
+enum class ValueType : uint8_t { kBool, kInt, kInt64, kUint32, kUint64, kDouble, kString, kPair };
+
 struct SettingRow;
 // Whether and how the effective configuration shows a setting for a run of
 // `ranks` ranks (REQUIRES the batch resolved); nullopt: not shown for this run.
@@ -48,14 +62,16 @@ using ShowFn = std::function<std::optional<Shown>(const SettingRow&, const Train
 
 struct SettingRow {
   std::string_view name;  // "micro-batch", "lr"
+  FlagSpec flag;
+  ValueType type = ValueType::kString;
   ResumePolicy resume = ResumePolicy::kNotRecorded;
   DefaultFrom defaults = DefaultFrom::kRun;
   // The value as its JSON form (a checkpoint's record keeps it so); null
   // for a setting only printed (derived from others).
   std::function<nlohmann::json(const TrainConfig&)> get;
   // Sets the value from that JSON form, and whatever the setting decides
-  // with it (the lr of every optimizer, "given" for the accumulation);
-  // null for a setting no resume sets.
+  // with it (the weight decay of every optimizer, "given" for the
+  // accumulation); null for a setting neither a resume nor a flag sets.
   std::function<void(TrainConfig&, const nlohmann::json&)> set;
   ShowFn show;  // null: not in the effective configuration
 
@@ -70,6 +86,10 @@ const std::vector<SettingRow>& settings();
 
 // The row of `name`; nullptr when no setting has it.
 const SettingRow* find_setting(std::string_view name);
+
+// Sets the setting from its flag's value (JSON of `row.type`), after the
+// flag's own check (a count must be at least 1). ConfigError naming the flag.
+void set_from_flag(const SettingRow& row, TrainConfig& config, const nlohmann::json& value);
 
 // Where the effective configuration says the setting's value came from:
 // TrainConfig::sources' entry, else its default.
