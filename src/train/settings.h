@@ -6,7 +6,7 @@
 // the effective configuration prints it. The resume table
 // (resume_config.cc), the effective configuration (effective_config.cc) and
 // the flags of `zerodp train` (src/cli/train_command.cc) are read off these
-// rows; adding a setting is adding its row (settings*.cc) and the code that
+// rows; adding a setting is adding its row (settings.cc, settings_optim.cc) and the code that
 // uses its value.
 // Thread-safety: the table is built once, on first use, and only read.
 #pragma once
