@@ -14,14 +14,17 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "ckpt/manifest.h"
+#include "core/error.h"
 #include "train/ds_config.h"
 #include "train/effective_config.h"
 #include "train/resume_config.h"
+#include "train/settings.h"
 
 namespace zerodp::train {
 namespace {
@@ -155,6 +158,33 @@ TEST(Settings, AResumeTakesBackEveryRecordedSetting) {
     apply_checkpoint_config(c, m, "ckpt");
     EXPECT_EQ(recorded(resolved(c)), recorded(k.config)) << k.name;
   }
+}
+
+// The rows' own promises: one row per name; a flag spelled as its setting
+// (TrainConfig::sources keys a flag's setting by its name without dashes);
+// whatever a resume or a flag sets has a setter; a count's flag refuses 0.
+TEST(Settings, RowsAreConsistent) {
+  std::set<std::string_view> names;
+  for (const SettingRow& row : settings()) {
+    EXPECT_TRUE(names.insert(row.name).second) << row.name;
+    EXPECT_EQ(find_setting(row.name), &row);
+    if (row.recorded()) {
+      EXPECT_TRUE(row.get && row.set) << row.name;
+    }
+    if (row.flag.spelling.empty()) continue;
+    EXPECT_EQ(row.flag.spelling, "--" + std::string(row.name));
+    EXPECT_FALSE(row.flag.help.empty()) << row.name;
+    EXPECT_TRUE(row.get && row.set) << row.name;
+  }
+  EXPECT_EQ(find_setting("no-such-setting"), nullptr);
+
+  TrainConfig c;
+  EXPECT_THROW(set_from_flag(*find_setting("micro-batch"), c, 0), ConfigError);
+  set_from_flag(*find_setting("micro-batch"), c, 4);
+  EXPECT_EQ(c.micro_batch, 4);
+  set_from_flag(*find_setting("grad-accum"), c, 3);
+  EXPECT_EQ(c.engine.grad_accum, 3);
+  EXPECT_TRUE(c.grad_accum_given);
 }
 
 }  // namespace
