@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "cli/commands.h"
@@ -16,29 +19,24 @@
 #include "plan/quantity.h"
 #include "train/ds_config.h"
 #include "train/resume_config.h"
+#include "train/settings.h"
 #include "train/trainer.h"
 
 namespace zerodp::cli {
 namespace {
 
+// A generated flag's storage: its setting's type (train::ValueType).
+using FlagValue = std::variant<bool, int, int64_t, uint32_t, uint64_t, double, std::string>;
+
 struct TrainFlags {
   train::TrainConfig c;
-  std::string config_path, backend = "thread", precision = "bf16", optimizer = "adamw", schedule = "warmup-cosine",
-                           max_memory;
-  int stage = 3, grad_accum = 1, warmup = 20;
-  double lr = 1.5e-3, min_lr_ratio = 0.1, weight_decay = 0.0, clip = 1.0, loss_scale = 0.0, momentum = 0.0;
+  std::string config_path, backend = "thread", max_memory;
+  double lr = 1.5e-3, loss_scale = 0.0;
   std::vector<double> betas, adafactor_eps;
-  double beta1 = 0.0, decay_rate = -0.8, clip_threshold = 1.0;
   std::string lion_momentum_dtype = "fp32", lion_momentum_rounding = "nearest";
-  bool scale_parameter = true, relative_step = true, warmup_init = false;
-  bool adam8bit_fp32_embedding = true;
-  uint64_t adam8bit_min_8bit_size = 4096;
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
-  uint32_t quantize_block = comm::kDefaultQuantBlock;
-  std::string quantize_rounding = "nearest";
-  int64_t quantize_delay = 0;
-  int shard_group_size = 0;
+  std::deque<FlagValue> setting_values;  // the flags of train::settings() (a deque: stable addresses)
   // Applied after the config file, for the flags that were given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> overrides;
 };
@@ -50,13 +48,6 @@ CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T& var,
   if (show_default) opt->capture_default_str();
   f.overrides.emplace_back(opt, std::move(apply));
   return opt;
-}
-
-// A given --micro-batch or --seq-len must be a count: 0 is what TrainConfig
-// uses for "not given" (the data's default), so it is refused here.
-int positive_flag(int value, const char* name) {
-  ZDP_CHECK(value >= 1, ConfigError, "[train] {} {} must be at least 1", name, value);
-  return value;
 }
 
 // Names separated by spaces, on lines of at most about 90 columns.
@@ -78,6 +69,45 @@ std::string setting_of(const std::string& flag) {
   std::string name = flag.substr(flag.find_first_not_of('-'));
   if (name.rfind("no-", 0) == 0) name = name.substr(3);
   return name;
+}
+
+// A setting's default as its flag's storage.
+FlagValue flag_value(train::ValueType type, const nlohmann::json& v) {
+  switch (type) {
+    case train::ValueType::kBool:
+      return v.get<bool>();
+    case train::ValueType::kInt:
+      return v.get<int>();
+    case train::ValueType::kInt64:
+      return v.get<int64_t>();
+    case train::ValueType::kUint32:
+      return v.get<uint32_t>();
+    case train::ValueType::kUint64:
+      return v.get<uint64_t>();
+    case train::ValueType::kDouble:
+      return v.get<double>();
+    case train::ValueType::kString:
+      return v.get<std::string>();
+    case train::ValueType::kPair:
+      break;
+  }
+  ZDP_THROW(ShapeError, "[train] a flag of two numbers is declared by hand, not from its setting's row");
+}
+
+// The flags of the settings the registry declares (train/settings.h): their
+// spelling, --help text, default and what they set, from the rows.
+void add_setting_flags(CLI::App* cmd, TrainFlags& f) {
+  const train::TrainConfig defaults;
+  for (const train::SettingRow& row : train::settings()) {
+    if (row.flag.spelling.empty()) continue;
+    FlagValue& value = f.setting_values.emplace_back(flag_value(row.type, row.get(defaults)));
+    CLI::Option* opt = std::visit(
+        [&](auto& v) { return cmd->add_option(std::string(row.flag.spelling), v, std::string(row.flag.help)); }, value);
+    if (row.flag.show_default) opt->capture_default_str();
+    f.overrides.emplace_back(opt, [&row, &value](train::TrainConfig& c) {
+      std::visit([&](const auto& v) { train::set_from_flag(row, c, nlohmann::json(v)); }, value);
+    });
+  }
 }
 
 void run(TrainFlags& f) {
@@ -114,25 +144,7 @@ void add_train_command(CLI::App& app) {
                   "gradient_clipping, steps_per_print); see docs/train.md")
       ->check(CLI::ExistingFile);
 
-  flag(cmd, f, "--model", d.model, "Model: a preset (zerodp model list), a .json file or inline JSON",
-       [&f](auto& c) { c.model = f.c.model; });
-  flag(cmd, f, "--data", d.data,
-       "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
-       ".bin token shard, or a quoted glob of them ('fineweb_train_*.bin': sorted, concatenated);\n"
-       "default: the embedded arithmetic corpus",
-       [&f](auto& c) { c.data = f.c.data; });
-  flag(
-      cmd, f, "--tokenizer", d.tokenizer,
-      "Tokenize --data's text with GPT-2's BPE (vocab 50257): gpt2 (the files\n"
-      "scripts/setup installs; $ZERODP_DATA_DIR/gpt2 first) or a directory holding encoder.json\n"
-      "and vocab.bpe; or with a Hugging Face tokenizer.json (byte-level BPE: Llama 3, Qwen2,\n"
-      "SmolLM2). With .bin shards (already tokens) it prints the sample as text, and must be the\n"
-      "tokenizer the shards record when they record one",
-      [&f](auto& c) { c.tokenizer = f.c.tokenizer; }, false);
-  flag(cmd, f, "--val-data", d.val_data,
-       "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"
-       "'_train_' -> '_val_' in a glob, else the last 10%)",
-       [&f](auto& c) { c.val_data = f.c.val_data; });
+  add_setting_flags(cmd, f);
   flag(cmd, f, "--backend", f.backend, "thread (ranks as threads, no launcher) or mpi (run under mpirun -np N)",
        [&f](auto& c) { c.backend = comm::parse_backend(f.backend); });
   flag(cmd, f, "--ranks", d.ranks, "Number of ranks (thread: default = CPU cores; mpi: what mpirun started)",
@@ -141,23 +153,6 @@ void add_train_command(CLI::App& app) {
          ZDP_CHECK(f.c.ranks >= 1, ConfigError, "[train] --ranks {} must be at least 1", f.c.ranks);
          c.ranks = f.c.ranks;
        });
-  flag(cmd, f, "--stage", f.stage, "ZeRO stage: 0 (plain data parallel), 1 (P_os), 2 (P_os+g), 3 (P_os+g+p)",
-       [&f](auto& c) { c.engine.stage = parse_stage(f.stage, "[train] --stage"); });
-  flag(cmd, f, "--precision", f.precision, "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",
-       [&f](auto& c) { c.engine.dtype = Dtype::parse(f.precision); });
-  flag(
-      cmd, f, "--micro-batch", d.micro_batch,
-      "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
-      [&f](auto& c) { c.micro_batch = positive_flag(f.c.micro_batch, "--micro-batch"); }, false);
-  flag(cmd, f, "--grad-accum", f.grad_accum, "Micro-batches per optimizer step", [&f](auto& c) {
-    c.engine.grad_accum = f.grad_accum;
-    c.grad_accum_given = true;
-  });
-  flag(
-      cmd, f, "--seq-len", d.seq_len,
-      "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
-      [&f](auto& c) { c.seq_len = positive_flag(f.c.seq_len, "--seq-len"); }, false);
-  flag(cmd, f, "--steps", d.steps, "Optimizer steps", [&f](auto& c) { c.steps = f.c.steps; });
   flag(cmd, f, "--lr", f.lr,
        "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4; Adafactor: only with\n"
        "--relative-step false, as Hugging Face's)",
@@ -168,25 +163,6 @@ void add_train_command(CLI::App& app) {
          c.engine.optimizer.adafactor.lr = f.lr;
          c.engine.lr_schedule.max_lr = f.lr;
        });
-  flag(cmd, f, "--schedule", f.schedule, "LR schedule: constant, warmup, warmup-linear or warmup-cosine",
-       [&f](auto& c) { c.engine.lr_schedule.kind = optim::parse_lr_schedule_kind(f.schedule); });
-  flag(cmd, f, "--warmup", f.warmup, "Warm-up steps of the schedule",
-       [&f](auto& c) { c.engine.lr_schedule.warmup_steps = f.warmup; });
-  flag(cmd, f, "--min-lr-ratio", f.min_lr_ratio, "warmup-cosine: final LR as a fraction of the peak",
-       [&f](auto& c) { c.engine.lr_schedule.cos_min_ratio = f.min_lr_ratio; });
-  flag(cmd, f, "--optimizer", f.optimizer,
-       "adamw, adam, sgd (with --momentum: SGD with momentum), lion (sign of a momentum;\n"
-       "K = 8 bytes per parameter against AdamW's 12, 6 with --lion-momentum-dtype bf16),\n"
-       "adam8bit (AdamW with both moments stored 8-bit, block-wise quantized as bitsandbytes\n"
-       "does: K = 6 + 8 bytes per 2048; the token embedding's unit and units under 4096 elements\n"
-       "keep fp32 moments, --adam8bit-fp32-embedding, --adam8bit-min-8bit-size;\n"
-       "takes AdamW's --lr, --betas, --weight-decay) or adafactor (Hugging Face's Adafactor:\n"
-       "factored second moment, no first moment, relative steps; K = 4 + rows and columns;\n"
-       "--beta1, --decay-rate, --clip-threshold, --adafactor-eps, --scale-parameter,\n"
-       "--relative-step, --warmup-init, --weight-decay); docs/optim.md",
-       [&f](auto& c) { c.engine.optimizer.kind = optim::parse_optimizer_kind(f.optimizer); });
-  flag(cmd, f, "--momentum", f.momentum, "SGD momentum (0: plain SGD, no state)",
-       [&f](auto& c) { c.engine.optimizer.sgd.momentum = f.momentum; });
   flag(
       cmd, f, "--betas", f.betas,
       "AdamW/Adam/adam8bit/Lion betas B1,B2 (default 0.9,0.999; Lion 0.9,0.99: the paper's); Lion's update\n"
@@ -219,20 +195,6 @@ void add_train_command(CLI::App& app) {
              "[train] --lion-momentum-rounding rounds a bf16 momentum; add --lion-momentum-dtype bf16 or drop it");
          c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(f.lion_momentum_rounding);
        });
-  flag(cmd, f, "--adam8bit-fp32-embedding", f.adam8bit_fp32_embedding,
-       "adam8bit: keep the token embedding's unit (GPT's, tied to the LM head) in AdamW's fp32 moments,\n"
-       "as bitsandbytes advises (true: its rare rows' v would underflow the 8-bit map and spike the loss)",
-       [&f](auto& c) { c.engine.optimizer.adam.fp32_embedding = f.adam8bit_fp32_embedding; });
-  flag(cmd, f, "--adam8bit-min-8bit-size", f.adam8bit_min_8bit_size,
-       "adam8bit: units of fewer elements keep AdamW's fp32 moments (bitsandbytes' min_8bit_size,\n"
-       "per unit here; 0: every unit 8-bit)",
-       [&f](auto& c) { c.engine.optimizer.adam.min_8bit_size = f.adam8bit_min_8bit_size; });
-  flag(cmd, f, "--beta1", f.beta1, "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
-       [&f](auto& c) { c.engine.optimizer.adafactor.beta1 = f.beta1; });
-  flag(cmd, f, "--decay-rate", f.decay_rate, "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",
-       [&f](auto& c) { c.engine.optimizer.adafactor.decay_rate = f.decay_rate; });
-  flag(cmd, f, "--clip-threshold", f.clip_threshold, "Adafactor: an update's largest RMS (update clipping)",
-       [&f](auto& c) { c.engine.optimizer.adafactor.clip_threshold = f.clip_threshold; });
   flag(
       cmd, f, "--adafactor-eps", f.adafactor_eps,
       "Adafactor: E1,E2 (default 1e-30,1e-3): E1 added to g^2, E2 the least parameter scale",
@@ -244,23 +206,6 @@ void add_train_command(CLI::App& app) {
       },
       false)
       ->delimiter(',');
-  flag(cmd, f, "--scale-parameter", f.scale_parameter,
-       "Adafactor: scale the step by the parameter tensor's RMS (at least E2)",
-       [&f](auto& c) { c.engine.optimizer.adafactor.scale_parameter = f.scale_parameter; });
-  flag(cmd, f, "--relative-step", f.relative_step,
-       "Adafactor: step size min(1e-2, 1/sqrt(t)) (the schedule is not read); false: --lr's, scheduled",
-       [&f](auto& c) { c.engine.optimizer.adafactor.relative_step = f.relative_step; });
-  flag(cmd, f, "--warmup-init", f.warmup_init, "Adafactor: relative step min(1e-6*t, 1/sqrt(t))",
-       [&f](auto& c) { c.engine.optimizer.adafactor.warmup_init = f.warmup_init; });
-  flag(cmd, f, "--weight-decay", f.weight_decay,
-       "Weight decay (decoupled for AdamW, adam8bit, Lion and Adafactor, L2 for Adam/SGD)", [&f](auto& c) {
-         c.engine.optimizer.adam.weight_decay = f.weight_decay;
-         c.engine.optimizer.sgd.weight_decay = f.weight_decay;
-         c.engine.optimizer.lion.weight_decay = f.weight_decay;
-         c.engine.optimizer.adafactor.weight_decay = f.weight_decay;
-       });
-  flag(cmd, f, "--clip", f.clip, "Global gradient-norm clipping (0 = off)",
-       [&f](auto& c) { c.engine.clip_norm = f.clip; });
   flag(cmd, f, "--loss-scale", f.loss_scale, "fp16: a static loss scale (0 = dynamic, starting at 2^16)",
        [&f](auto& c) {
          ZDP_CHECK(f.loss_scale >= 0 && std::isfinite(f.loss_scale), ConfigError,
@@ -270,13 +215,10 @@ void add_train_command(CLI::App& app) {
            c.engine.loss_scaler.initial_scale = f.loss_scale;
          }
        });
-  flag(cmd, f, "--seed", d.seed, "Seed of the initialisation and the data order", [&f](auto& c) { c.seed = f.c.seed; });
   flag(cmd, f, "--eval-every", d.eval_every, "Validation loss every K steps (0 = only at the end)",
        [&f](auto& c) { c.eval_every = f.c.eval_every; });
   flag(cmd, f, "--eval-batches", d.eval_batches, "Micro-batches per rank in one validation pass",
        [&f](auto& c) { c.eval_batches = f.c.eval_batches; });
-  flag(cmd, f, "--log-every", d.log_every, "A log line every K steps when the output is not a terminal",
-       [&f](auto& c) { c.log_every = f.c.log_every; });
   flag(cmd, f, "--metrics", d.metrics_path, "Write JSON Lines metrics (one record per step) to this file",
        [&f](auto& c) { c.metrics_path = f.c.metrics_path; });
   flag(cmd, f, "--sample-tokens", d.sample_tokens, "Tokens to generate after training (0 = none)",
@@ -361,30 +303,6 @@ void add_train_command(CLI::App& app) {
                    "zero_quantized_gradients in --config): add it");
          c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
        });
-  flag(cmd, f, "--quantize-block", f.quantize_block,
-       "Elements per fp32 scale of --quantize-weights and --quantize-grads: a power of two from 32 to\n"
-       "2048. Smaller blocks follow the values more closely for more bytes (int8: 1 + 4/B bytes per\n"
-       "element; docs/scale.md measures 64 against 256). No DeepSpeed key sets it",
-       [&f](auto& c) { c.engine.quantize_block = f.quantize_block; });
-  flag(cmd, f, "--quantize-rounding", f.quantize_rounding,
-       "How --quantize-weights and --quantize-grads round values to codes: nearest (ties to even; a\n"
-       "value gets the same error every step) or stochastic (unbiased: up with probability equal to the\n"
-       "remainder, bits keyed by step, unit and element, so runs and resumes repeat). docs/scale.md\n"
-       "measures both. No DeepSpeed key sets it",
-       [&f](auto& c) { c.engine.quantize_rounding = parse_rounding_mode(f.quantize_rounding); });
-  flag(cmd, f, "--quantize-delay", f.quantize_delay,
-       "Optimizer steps to run with the plain collectives before --quantize-weights and\n"
-       "--quantize-grads start (TensorFlow's quant_delay): a small model's early training can be\n"
-       "delayed by the codes' error, a trained one's barely (docs/scale.md). 0: from the first step.\n"
-       "No DeepSpeed key sets it",
-       [&f](auto& c) { c.engine.quantize_delay = f.quantize_delay; });
-  flag(cmd, f, "--shard-group-size", f.shard_group_size,
-       "Hybrid sharding (HSDP / MiCS): partition the model states inside groups of G\n"
-       "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"
-       "the N/G groups: gathers stay in the group, and only each shard's gradient all-reduce\n"
-       "crosses groups. G must divide --ranks; stages 1-3. 0 = all ranks (the flat layout).\n"
-       "DeepSpeed's mics_shard_size / zero_hpz_partition_size map here (docs/scale.md)",
-       [&f](auto& c) { c.engine.shard_group_size = f.shard_group_size; });
   cmd->callback([flags] { run(*flags); });
 }
 

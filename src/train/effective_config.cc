@@ -3,120 +3,23 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "train/run_facts.h"
+#include "train/settings.h"
 
 namespace zerodp::train {
-namespace {
-
-std::string loss_scale_text(const optim::LossScalerConfig& s) {
-  if (s.mode == optim::LossScaleMode::kStatic) return fmt::format("static {:g}", s.initial_scale);
-  return fmt::format("dynamic from {:g} (window {}, hysteresis {}, min {:g})", s.initial_scale, s.window, s.hysteresis,
-                     s.min_scale);
-}
-
-}  // namespace
 
 std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   std::vector<Setting> out;
-  // Settings a DeepSpeed config cannot set keep zerodp's defaults even when one is given.
-  auto add_own = [&](const std::string& name, nlohmann::json value) {
-    out.push_back({name, std::move(value), c.sources.count(name) > 0 ? c.sources.at(name) : "zerodp default"});
-  };
-  auto add = [&](const std::string& name, nlohmann::json value) {
-    out.push_back({name, std::move(value), c.source_of(name)});
-  };
-  const zero::EngineConfig& e = c.engine;
-  add_own("model", c.model);
-  add_own("data", c.data.empty() ? std::string("embedded arithmetic corpus") : c.data);
-  if (!c.val_data.empty()) add_own("val-data", c.val_data);
-  if (!c.tokenizer.empty()) add_own("tokenizer", c.tokenizer);
-  add_own("steps", c.steps);
-  add_own("seed", c.seed);
-  const std::string ranks_source = c.sources.count("ranks") > 0       ? c.sources.at("ranks")
-                                   : c.backend == comm::Backend::kMpi ? "mpirun -np"
-                                                                      : "zerodp default: one per core";
-  const std::string backend =
-      c.source_kind("backend") == SourceKind::kDetected
-          ? fmt::format("{} backend ({})", comm::backend_name(c.backend), c.sources.at("backend"))
-          : fmt::format("{} backend", comm::backend_name(c.backend));
-  out.push_back({"ranks", ranks, fmt::format("{}, {}", ranks_source, backend)});
-  add("stage", stage_number(e.stage));
-  add("precision", std::string(e.dtype.name()));
-  add("micro-batch", c.micro_batch);
-  add("grad-accum", e.grad_accum);
-  add_own("seq-len", c.seq_len);
-  const int64_t batch = static_cast<int64_t>(c.micro_batch) * e.grad_accum * ranks;
-  out.push_back({"train-batch-size", batch,
-                 c.train_batch_size > 0 ? c.source_of("train-batch-size")
-                                        : fmt::format("derived: micro-batch {} x grad-accum {} x {} ranks",
-                                                      c.micro_batch, e.grad_accum, ranks)});
-  add("optimizer", std::string(optim::optimizer_kind_name(e.optimizer.kind)));
-  if (e.optimizer.kind == optim::OptimizerKind::kSgd) {
-    add("lr", e.optimizer.sgd.lr);
-    add("momentum", e.optimizer.sgd.momentum);
-    add("weight-decay", e.optimizer.sgd.weight_decay);
-  } else if (e.optimizer.kind == optim::OptimizerKind::kLion) {
-    add("lr", e.optimizer.lion.lr);
-    add("betas", nlohmann::json::array({e.optimizer.lion.beta1, e.optimizer.lion.beta2}));
-    add("weight-decay", e.optimizer.lion.weight_decay);
-    add("lion-momentum-dtype", e.optimizer.lion.bf16_momentum ? "bf16" : "fp32");
-    if (e.optimizer.lion.bf16_momentum) {
-      add("lion-momentum-rounding", std::string(optim::rounding_mode_name(e.optimizer.lion.momentum_rounding)));
-    }
-  } else if (e.optimizer.kind == optim::OptimizerKind::kAdafactor) {
-    const optim::AdafactorConfig& a = e.optimizer.adafactor;
-    add("relative-step", a.relative_step);
-    if (!a.relative_step) add("lr", a.lr);
-    add("scale-parameter", a.scale_parameter);
-    add("warmup-init", a.warmup_init);
-    add("beta1", a.beta1);
-    add("decay-rate", a.decay_rate);
-    add("clip-threshold", a.clip_threshold);
-    add("adafactor-eps", nlohmann::json::array({a.eps1, a.eps2}));
-    add("weight-decay", a.weight_decay);
-  } else {
-    add("lr", e.optimizer.adam.lr);
-    add("betas", nlohmann::json::array({e.optimizer.adam.beta1, e.optimizer.adam.beta2}));
-    add("eps", e.optimizer.adam.eps);
-    add("weight-decay", e.optimizer.adam.weight_decay);
-    if (e.optimizer.kind == optim::OptimizerKind::kAdam8bit) {
-      add("adam8bit-fp32-embedding", e.optimizer.adam.fp32_embedding);
-      add("adam8bit-min-8bit-size", e.optimizer.adam.min_8bit_size);
-    }
+  for (const SettingRow& row : settings()) {
+    if (!row.show) continue;
+    std::optional<Shown> shown = row.show(row, c, ranks);
+    if (!shown) continue;
+    out.push_back({std::string(row.name), std::move(shown->value),
+                   shown->source.empty() ? setting_source(row, c) : std::move(shown->source)});
   }
-  const optim::LrScheduleConfig& lr = e.lr_schedule;
-  add("schedule", std::string(optim::lr_schedule_kind_name(lr.kind)));
-  if (lr.kind != optim::LrScheduleKind::kConstant) {
-    add("warmup", lr.warmup_steps);
-    out.push_back(
-        {"warmup-type", lr.warmup_type == optim::WarmupType::kLog ? "log" : "linear", c.source_of("schedule")});
-    if (lr.kind == optim::LrScheduleKind::kWarmupCosine) add("min-lr-ratio", lr.cos_min_ratio);
-    if (lr.kind != optim::LrScheduleKind::kWarmup) {
-      out.push_back({"schedule-steps", lr.total_steps > 0 ? lr.total_steps : c.steps,
-                     lr.total_steps > 0 && lr.total_steps != c.steps ? c.source_of("schedule") : "the run's steps"});
-    }
-  }
-  add("clip", e.clip_norm);
-  if (e.dtype == Dtype::fp16()) add("loss-scale", loss_scale_text(e.loss_scaler));
-  if (traits(e.stage).reduce == GradReduce::kAllReduce) add("bucket", e.bucket_elements);
-  add("overlap", e.overlap);
-  if (traits(e.stage).gathers_on_acquire) add("prefetch", e.prefetch);
-  if (e.quantize_weights != comm::Quantization::kNone) {
-    add("quantize-weights", std::string(comm::quantization_name(e.quantize_weights)));
-  }
-  if (e.quantize_grads != comm::Quantization::kNone) {
-    add("quantize-grads", std::string(comm::quantization_name(e.quantize_grads)));
-  }
-  if (e.quantize_weights != comm::Quantization::kNone || e.quantize_grads != comm::Quantization::kNone) {
-    add("quantize-block", e.quantize_block);
-    add("quantize-rounding", std::string(rounding_mode_name(e.quantize_rounding)));
-    add("quantize-delay", e.quantize_delay);
-  }
-  if (e.shard_group_size > 0) add("shard-group-size", e.shard_group_size);
-  add("log-every", c.log_every);
-  add("activation-checkpointing", c.activation_checkpointing);
   // A config key's "auto": the flag filled it, or it was derived (a
   // default is what "auto" derives when nothing else gives a value).
   for (Setting& s : out) {

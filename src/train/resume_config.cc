@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -14,142 +13,24 @@
 #include "core/error.h"
 #include "train/data_files.h"
 #include "train/run_facts.h"
+#include "train/settings.h"
 
 namespace zerodp::train {
 namespace {
 
 using nlohmann::json;
 
-// A setting the checkpoint decides: how to read it from and write it into a
-// TrainConfig, as JSON.
-struct Field {
-  const char* name;
-  std::function<json(const TrainConfig&)> get;
-  std::function<void(TrainConfig&, const json&)> set;
-};
-
-// A saved "none" / "int8" / "int4".
-comm::Quantization quantization_of(const json& v) {
-  const std::string name = v.get<std::string>();
-  for (const auto q : {comm::Quantization::kNone, comm::Quantization::kInt8, comm::Quantization::kInt4}) {
-    if (comm::quantization_name(q) == name) return q;
+// The settings a checkpoint records, in the order a resume applies them.
+std::vector<const SettingRow*> recorded_settings() {
+  std::vector<const SettingRow*> out;
+  for (const SettingRow& r : settings()) {
+    if (r.recorded()) out.push_back(&r);
   }
-  ZDP_THROW(InputFileError, "[train] the checkpoint records an unknown quantization '{}'", name);
+  return out;
 }
 
-const std::vector<Field>& fields() {
-  static const std::vector<Field> all = {
-      {"model", [](const TrainConfig& c) { return json(c.model); },
-       [](TrainConfig& c, const json& v) { c.model = v.get<std::string>(); }},
-      {"data", [](const TrainConfig& c) { return json(c.data); },
-       [](TrainConfig& c, const json& v) { c.data = v.get<std::string>(); }},
-      {"tokenizer", [](const TrainConfig& c) { return json(c.tokenizer); },
-       [](TrainConfig& c, const json& v) { c.tokenizer = v.get<std::string>(); }},
-      {"val-data", [](const TrainConfig& c) { return json(c.val_data); },
-       [](TrainConfig& c, const json& v) { c.val_data = v.get<std::string>(); }},
-      {"seq-len", [](const TrainConfig& c) { return json(c.seq_len); },
-       [](TrainConfig& c, const json& v) { c.seq_len = v.get<int>(); }},
-      {"micro-batch", [](const TrainConfig& c) { return json(c.micro_batch); },
-       [](TrainConfig& c, const json& v) { c.micro_batch = v.get<int>(); }},
-      {"grad-accum", [](const TrainConfig& c) { return json(c.engine.grad_accum); },
-       [](TrainConfig& c, const json& v) {
-         c.engine.grad_accum = v.get<int>();
-         c.grad_accum_given = true;
-       }},
-      {"seed", [](const TrainConfig& c) { return json(c.seed); },
-       [](TrainConfig& c, const json& v) { c.seed = v.get<uint64_t>(); }},
-      {"steps", [](const TrainConfig& c) { return json(c.steps); },
-       [](TrainConfig& c, const json& v) { c.steps = v.get<int>(); }},
-      {"optimizer", [](const TrainConfig& c) { return json(optim::optimizer_kind_name(c.engine.optimizer.kind)); },
-       [](TrainConfig& c, const json& v) {
-         c.engine.optimizer.kind = optim::parse_optimizer_kind(v.get<std::string>());
-       }},
-      {"lion-momentum-dtype",
-       [](const TrainConfig& c) { return json(c.engine.optimizer.lion.bf16_momentum ? "bf16" : "fp32"); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.lion.bf16_momentum = v.get<std::string>() == "bf16"; }},
-      // (A checkpoint from before stochastic rounding has no such field: its
-      // bf16 momentum was rounded to nearest, LionConfig's default.)
-      {"lion-momentum-rounding",
-       [](const TrainConfig& c) { return json(optim::rounding_mode_name(c.engine.optimizer.lion.momentum_rounding)); },
-       [](TrainConfig& c, const json& v) {
-         c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(v.get<std::string>());
-       }},
-      {"adam8bit-fp32-embedding", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.fp32_embedding); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.fp32_embedding = v.get<bool>(); }},
-      {"adam8bit-min-8bit-size", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.min_8bit_size); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.min_8bit_size = v.get<uint64_t>(); }},
-      // Adafactor's settings (before "lr": an explicit lr is Adafactor's only
-      // without relative steps).
-      {"relative-step", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.relative_step); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.relative_step = v.get<bool>(); }},
-      {"scale-parameter", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.scale_parameter); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.scale_parameter = v.get<bool>(); }},
-      {"warmup-init", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.warmup_init); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.warmup_init = v.get<bool>(); }},
-      {"beta1", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.beta1); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.beta1 = v.get<double>(); }},
-      {"decay-rate", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.decay_rate); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.decay_rate = v.get<double>(); }},
-      {"clip-threshold", [](const TrainConfig& c) { return json(c.engine.optimizer.adafactor.clip_threshold); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adafactor.clip_threshold = v.get<double>(); }},
-      {"adafactor-eps",
-       [](const TrainConfig& c) {
-         return json::array({c.engine.optimizer.adafactor.eps1, c.engine.optimizer.adafactor.eps2});
-       },
-       [](TrainConfig& c, const json& v) {
-         c.engine.optimizer.adafactor.eps1 = v.at(0).get<double>();
-         c.engine.optimizer.adafactor.eps2 = v.at(1).get<double>();
-       }},
-      {"lr", [](const TrainConfig& c) { return json(c.engine.lr_schedule.max_lr); },
-       [](TrainConfig& c, const json& v) {
-         optim::OptimizerConfig& o = c.engine.optimizer;
-         c.engine.lr_schedule.max_lr = o.adam.lr = o.sgd.lr = o.lion.lr = v.get<double>();
-         if (!o.adafactor.relative_step) o.adafactor.lr = v.get<double>();
-       }},
-      // The betas of the run's kind ("optimizer" is set before them).
-      {"betas",
-       [](const TrainConfig& c) {
-         const optim::OptimizerConfig& o = c.engine.optimizer;
-         if (o.kind == optim::OptimizerKind::kLion) return json::array({o.lion.beta1, o.lion.beta2});
-         return json::array({o.adam.beta1, o.adam.beta2});
-       },
-       [](TrainConfig& c, const json& v) {
-         optim::OptimizerConfig& o = c.engine.optimizer;
-         o.adam.beta1 = o.lion.beta1 = v.at(0).get<double>();
-         o.adam.beta2 = o.lion.beta2 = v.at(1).get<double>();
-       }},
-      {"eps", [](const TrainConfig& c) { return json(c.engine.optimizer.adam.eps); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.adam.eps = v.get<double>(); }},
-      {"weight-decay", [](const TrainConfig& c) { return json(optim::config_weight_decay(c.engine.optimizer)); },
-       [](TrainConfig& c, const json& v) {
-         optim::OptimizerConfig& o = c.engine.optimizer;
-         o.adam.weight_decay = o.sgd.weight_decay = o.lion.weight_decay = o.adafactor.weight_decay = v.get<double>();
-       }},
-      {"momentum", [](const TrainConfig& c) { return json(c.engine.optimizer.sgd.momentum); },
-       [](TrainConfig& c, const json& v) { c.engine.optimizer.sgd.momentum = v.get<double>(); }},
-      {"schedule", [](const TrainConfig& c) { return json(optim::lr_schedule_kind_name(c.engine.lr_schedule.kind)); },
-       [](TrainConfig& c, const json& v) {
-         c.engine.lr_schedule.kind = optim::parse_lr_schedule_kind(v.get<std::string>());
-       }},
-      {"warmup", [](const TrainConfig& c) { return json(c.engine.lr_schedule.warmup_steps); },
-       [](TrainConfig& c, const json& v) { c.engine.lr_schedule.warmup_steps = v.get<int64_t>(); }},
-      {"min-lr-ratio", [](const TrainConfig& c) { return json(c.engine.lr_schedule.cos_min_ratio); },
-       [](TrainConfig& c, const json& v) { c.engine.lr_schedule.cos_min_ratio = v.get<double>(); }},
-      {"clip", [](const TrainConfig& c) { return json(c.engine.clip_norm); },
-       [](TrainConfig& c, const json& v) { c.engine.clip_norm = v.get<double>(); }},
-      // The compressed collectives change the trajectory: a resume keeps them.
-      {"quantize-weights",
-       [](const TrainConfig& c) { return json(comm::quantization_name(c.engine.quantize_weights)); },
-       [](TrainConfig& c, const json& v) { c.engine.quantize_weights = quantization_of(v); }},
-      {"quantize-grads", [](const TrainConfig& c) { return json(comm::quantization_name(c.engine.quantize_grads)); },
-       [](TrainConfig& c, const json& v) { c.engine.quantize_grads = quantization_of(v); }},
-      {"quantize-block", [](const TrainConfig& c) { return json(c.engine.quantize_block); },
-       [](TrainConfig& c, const json& v) { c.engine.quantize_block = v.get<uint32_t>(); }},
-      {"quantize-rounding", [](const TrainConfig& c) { return json(rounding_mode_name(c.engine.quantize_rounding)); },
-       [](TrainConfig& c, const json& v) { c.engine.quantize_rounding = parse_rounding_mode(v.get<std::string>()); }},
-      {"quantize-delay", [](const TrainConfig& c) { return json(c.engine.quantize_delay); },
-       [](TrainConfig& c, const json& v) { c.engine.quantize_delay = v.get<int64_t>(); }},
-  };
+const std::vector<const SettingRow*>& fields() {
+  static const std::vector<const SettingRow*> all = recorded_settings();
   return all;
 }
 
@@ -167,15 +48,12 @@ std::string show(const json& v) {
   return v.is_string() ? (v.get<std::string>().empty() ? "(none)" : v.get<std::string>()) : v.dump();
 }
 
-// --steps may always grow: it says how far to train, not how.
-bool may_grow(const std::string& name) { return name == "steps"; }
-
 }  // namespace
 
 std::vector<std::string> overridable_settings() {
   std::vector<std::string> names;
-  for (const Field& f : fields()) {
-    if (!may_grow(f.name)) names.push_back(f.name);
+  for (const SettingRow* f : fields()) {
+    if (f->resume == ResumePolicy::kMustMatch) names.emplace_back(f->name);
   }
   return names;
 }
@@ -199,7 +77,7 @@ DataFingerprint fingerprint_data(const std::string& path) {
 
 std::map<std::string, std::string> run_record(const TrainConfig& config, const DataFingerprint& data, int ranks) {
   json settings = json::object();
-  for (const Field& f : fields()) settings[f.name] = f.get(config);
+  for (const SettingRow* f : fields()) settings[std::string(f->name)] = f->get(config);
   settings["schedule-detail"] = schedule_detail(config);
   // The global batch: a resume keeps it at any rank count, also from a
   // checkpoint resharded to another one (its shard count is not the run's).
@@ -245,40 +123,40 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     if (!saved.contains("quantize-delay")) saved["quantize-delay"] = 0;
   }
   std::vector<std::string> taken, overridden;
-  for (const Field& f : fields()) {
-    if (!saved.contains(f.name)) continue;
-    const json& was = saved.at(f.name);
-    if (!c.given(f.name)) {
+  for (const SettingRow* f : fields()) {
+    const std::string name(f->name);
+    if (!saved.contains(name)) continue;
+    const json& was = saved.at(name);
+    if (!c.given(name)) {
       // The model as the checkpoint recorded it, so a moved JSON file does not matter.
-      if (std::string(f.name) == "model") {
+      if (name == "model") {
         c.model = manifest.model_json;
       } else {
-        f.set(c, was);
+        f->set(c, was);
       }
       // The global batch, not the accumulation, is what the run trained
       // with: another rank count shares the same micro-batches (resolve_batch).
-      if (std::string(f.name) == "grad-accum") {
+      if (name == "grad-accum") {
         c.resume_micro_batches = saved.contains("micro-batches-per-step")
                                      ? saved.at("micro-batches-per-step").get<int>()
                                      : was.get<int>() * manifest.ranks;  // saved before the record had it
       }
-      c.sources[f.name] = "checkpoint";
+      c.sources[name] = "checkpoint";
       continue;
     }
-    const json now = f.get(c);
-    if (now == was) continue;
-    if (may_grow(f.name)) continue;
+    const json now = f->get(c);
+    if (now == was || f->resume == ResumePolicy::kMayChange) continue;
     // The model is compared by the engine's own check (ckpt::load), which
     // names the difference; the name may differ for the same model.
-    if (std::string(f.name) == "model") continue;
-    if (std::find(c.resume_overrides.begin(), c.resume_overrides.end(), f.name) != c.resume_overrides.end()) {
-      overridden.push_back(fmt::format("{} {} (saved: {})", f.name, show(now), show(was)));
+    if (name == "model") continue;
+    if (std::find(c.resume_overrides.begin(), c.resume_overrides.end(), name) != c.resume_overrides.end()) {
+      overridden.push_back(fmt::format("{} {} (saved: {})", name, show(now), show(was)));
       continue;
     }
     ZDP_THROW(ConfigError,
               "[train] {} {} contradicts the checkpoint {}, which was saved with {}: leave {} out to continue as "
               "saved, or add --resume-override {} to change it",
-              c.spelled(f.name, f.name), show(now), path, show(was), c.spelled(f.name, f.name), f.name);
+              c.spelled(name, name), show(now), path, show(was), c.spelled(name, name), name);
   }
   if (saved.contains("schedule-detail") && !c.given("schedule")) {
     const json& d = saved.at("schedule-detail");

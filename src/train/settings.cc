@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/settings.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "train/settings_rows.h"
+
+namespace zerodp::train {
+namespace rows {
+
+SettingRow derived(std::string_view name, ShowFn show) {
+  SettingRow r;
+  r.name = name;
+  r.show = std::move(show);
+  return r;
+}
+
+std::optional<Shown> always(const SettingRow& r, const TrainConfig& c, int /*ranks*/) { return Shown{r.get(c), ""}; }
+ShowFn when(bool (*used)(const TrainConfig&)) {
+  return [used](const SettingRow& r, const TrainConfig& c, int /*ranks*/) -> std::optional<Shown> {
+    if (!used(c)) return std::nullopt;
+    return Shown{r.get(c), ""};
+  };
+}
+
+namespace {
+
+bool compressed(const TrainConfig& c) {
+  return c.engine.quantize_weights != comm::Quantization::kNone || c.engine.quantize_grads != comm::Quantization::kNone;
+}
+
+// A saved "none" / "int8" / "int4".
+comm::Quantization quantization_of(const std::string& name) {
+  for (const auto q : {comm::Quantization::kNone, comm::Quantization::kInt8, comm::Quantization::kInt4}) {
+    if (comm::quantization_name(q) == name) return q;
+  }
+  ZDP_THROW(InputFileError, "[train] the checkpoint records an unknown quantization '{}'", name);
+}
+
+std::string loss_scale_text(const optim::LossScalerConfig& s) {
+  if (s.mode == optim::LossScaleMode::kStatic) return fmt::format("static {:g}", s.initial_scale);
+  return fmt::format("dynamic from {:g} (window {}, hysteresis {}, min {:g})", s.initial_scale, s.window, s.hysteresis,
+                     s.min_scale);
+}
+
+}  // namespace
+
+// The data, the batch, the run's length and seed.
+void add_run_rows(std::vector<SettingRow>& out) {
+  constexpr auto kMust = ResumePolicy::kMustMatch;
+  constexpr auto kOwn = DefaultFrom::kZerodp;
+  out.push_back(row<std::string>(
+      "model", {.spelling = "--model", .help = "Model: a preset (zerodp model list), a .json file or inline JSON"},
+      kMust, kOwn, [](const TrainConfig& c) { return c.model; },
+      [](TrainConfig& c, const std::string& v) { c.model = v; }, always));
+  out.push_back(row<std::string>(
+      "data",
+      {.spelling = "--data",
+       .help = "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
+               ".bin token shard, or a quoted glob of them ('fineweb_train_*.bin': sorted, concatenated);\n"
+               "default: the embedded arithmetic corpus"},
+      kMust, kOwn, [](const TrainConfig& c) { return c.data; },
+      [](TrainConfig& c, const std::string& v) { c.data = v; },
+      [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
+        return Shown{c.data.empty() ? std::string("embedded arithmetic corpus") : c.data, ""};
+      }));
+  out.push_back(row<std::string>(
+      "val-data",
+      {.spelling = "--val-data",
+       .help = "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"
+               "'_train_' -> '_val_' in a glob, else the last 10%)"},
+      kMust, kOwn, [](const TrainConfig& c) { return c.val_data; },
+      [](TrainConfig& c, const std::string& v) { c.val_data = v; },
+      when([](const TrainConfig& c) { return !c.val_data.empty(); })));
+  out.push_back(row<std::string>(
+      "tokenizer",
+      {.spelling = "--tokenizer",
+       .help = "Tokenize --data's text with GPT-2's BPE (vocab 50257): gpt2 (the files\n"
+               "scripts/setup installs; $ZERODP_DATA_DIR/gpt2 first) or a directory holding encoder.json\n"
+               "and vocab.bpe; or with a Hugging Face tokenizer.json (byte-level BPE: Llama 3, Qwen2,\n"
+               "SmolLM2). With .bin shards (already tokens) it prints the sample as text, and must be the\n"
+               "tokenizer the shards record when they record one",
+       .show_default = false},
+      kMust, kOwn, [](const TrainConfig& c) { return c.tokenizer; },
+      [](TrainConfig& c, const std::string& v) { c.tokenizer = v; },
+      when([](const TrainConfig& c) { return !c.tokenizer.empty(); })));
+  // --steps may always grow: it says how far to train, not how.
+  out.push_back(row<int>(
+      "steps", {.spelling = "--steps", .help = "Optimizer steps"}, ResumePolicy::kMayChange, kOwn,
+      [](const TrainConfig& c) { return c.steps; }, [](TrainConfig& c, int v) { c.steps = v; }, always));
+  out.push_back(row<uint64_t>(
+      "seed", {.spelling = "--seed", .help = "Seed of the initialisation and the data order"}, kMust, kOwn,
+      [](const TrainConfig& c) { return c.seed; }, [](TrainConfig& c, uint64_t v) { c.seed = v; }, always));
+  out.push_back(derived("ranks", [](const SettingRow&, const TrainConfig& c, int ranks) -> std::optional<Shown> {
+    const std::string from = c.sources.count("ranks") > 0       ? c.sources.at("ranks")
+                             : c.backend == comm::Backend::kMpi ? "mpirun -np"
+                                                                : "zerodp default: one per core";
+    const std::string backend =
+        c.source_kind("backend") == SourceKind::kDetected
+            ? fmt::format("{} backend ({})", comm::backend_name(c.backend), c.sources.at("backend"))
+            : fmt::format("{} backend", comm::backend_name(c.backend));
+    return Shown{ranks, fmt::format("{}, {}", from, backend)};
+  }));
+  out.push_back(engine<int>(
+      "stage",
+      {.spelling = "--stage", .help = "ZeRO stage: 0 (plain data parallel), 1 (P_os), 2 (P_os+g), 3 (P_os+g+p)"},
+      [](const TrainConfig& c) { return stage_number(c.engine.stage); },
+      [](TrainConfig& c, int v) { c.engine.stage = parse_stage(v, "[train] --stage"); }, always));
+  out.push_back(engine<std::string>(
+      "precision",
+      {.spelling = "--precision", .help = "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16"},
+      [](const TrainConfig& c) { return std::string(c.engine.dtype.name()); },
+      [](TrainConfig& c, const std::string& v) { c.engine.dtype = Dtype::parse(v); }, always));
+  out.push_back(kept<int>(
+      "micro-batch",
+      {.spelling = "--micro-batch",
+       .help = "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
+       .show_default = false,
+       .count = true},
+      [](const TrainConfig& c) { return c.micro_batch; }, [](TrainConfig& c, int v) { c.micro_batch = v; }, always));
+  out.push_back(kept<int>(
+      "grad-accum", {.spelling = "--grad-accum", .help = "Micro-batches per optimizer step"},
+      [](const TrainConfig& c) { return c.engine.grad_accum; },
+      [](TrainConfig& c, int v) {
+        c.engine.grad_accum = v;
+        c.grad_accum_given = true;
+      },
+      always));
+  out.push_back(row<int>(
+      "seq-len",
+      {.spelling = "--seq-len",
+       .help = "Tokens per sequence (default: 20 on the embedded arithmetic corpus, 64 on other data)",
+       .show_default = false,
+       .count = true},
+      kMust, kOwn, [](const TrainConfig& c) { return c.seq_len; }, [](TrainConfig& c, int v) { c.seq_len = v; },
+      always));
+  out.push_back(
+      derived("train-batch-size", [](const SettingRow&, const TrainConfig& c, int ranks) -> std::optional<Shown> {
+        const int64_t batch = static_cast<int64_t>(c.micro_batch) * c.engine.grad_accum * ranks;
+        return Shown{batch, c.train_batch_size > 0 ? c.source_of("train-batch-size")
+                                                   : fmt::format("derived: micro-batch {} x grad-accum {} x {} ranks",
+                                                                 c.micro_batch, c.engine.grad_accum, ranks)};
+      }));
+}
+
+// The engine's precision and collectives, and the run's logging.
+void add_engine_rows(std::vector<SettingRow>& out) {
+  out.push_back(engine<std::string>(
+      "loss-scale", {}, [](const TrainConfig& c) { return loss_scale_text(c.engine.loss_scaler); }, nullptr,
+      when([](const TrainConfig& c) { return c.engine.dtype == Dtype::fp16(); })));
+  out.push_back(engine<uint64_t>(
+      "bucket", {}, [](const TrainConfig& c) { return static_cast<uint64_t>(c.engine.bucket_elements); }, nullptr,
+      when([](const TrainConfig& c) { return traits(c.engine.stage).reduce == GradReduce::kAllReduce; })));
+  out.push_back(engine<bool>(
+      "overlap", {}, [](const TrainConfig& c) { return c.engine.overlap; }, nullptr, always));
+  out.push_back(engine<bool>(
+      "prefetch", {}, [](const TrainConfig& c) { return c.engine.prefetch; }, nullptr,
+      when([](const TrainConfig& c) { return traits(c.engine.stage).gathers_on_acquire; })));
+  // The compressed collectives change the trajectory: a resume keeps them.
+  out.push_back(kept<std::string>(
+      "quantize-weights", {},
+      [](const TrainConfig& c) { return std::string(comm::quantization_name(c.engine.quantize_weights)); },
+      [](TrainConfig& c, const std::string& v) { c.engine.quantize_weights = quantization_of(v); },
+      when([](const TrainConfig& c) { return c.engine.quantize_weights != comm::Quantization::kNone; })));
+  out.push_back(kept<std::string>(
+      "quantize-grads", {},
+      [](const TrainConfig& c) { return std::string(comm::quantization_name(c.engine.quantize_grads)); },
+      [](TrainConfig& c, const std::string& v) { c.engine.quantize_grads = quantization_of(v); },
+      when([](const TrainConfig& c) { return c.engine.quantize_grads != comm::Quantization::kNone; })));
+  out.push_back(kept<uint32_t>(
+      "quantize-block",
+      {.spelling = "--quantize-block",
+       .help = "Elements per fp32 scale of --quantize-weights and --quantize-grads: a power of two from 32 to\n"
+               "2048. Smaller blocks follow the values more closely for more bytes (int8: 1 + 4/B bytes per\n"
+               "element; docs/scale.md measures 64 against 256). No DeepSpeed key sets it"},
+      [](const TrainConfig& c) { return c.engine.quantize_block; },
+      [](TrainConfig& c, uint32_t v) { c.engine.quantize_block = v; }, when(compressed)));
+  out.push_back(kept<std::string>(
+      "quantize-rounding",
+      {.spelling = "--quantize-rounding",
+       .help = "How --quantize-weights and --quantize-grads round values to codes: nearest (ties to even; a\n"
+               "value gets the same error every step) or stochastic (unbiased: up with probability equal to the\n"
+               "remainder, bits keyed by step, unit and element, so runs and resumes repeat). docs/scale.md\n"
+               "measures both. No DeepSpeed key sets it"},
+      [](const TrainConfig& c) { return std::string(rounding_mode_name(c.engine.quantize_rounding)); },
+      [](TrainConfig& c, const std::string& v) { c.engine.quantize_rounding = parse_rounding_mode(v); },
+      when(compressed)));
+  out.push_back(kept<int64_t>(
+      "quantize-delay",
+      {.spelling = "--quantize-delay",
+       .help = "Optimizer steps to run with the plain collectives before --quantize-weights and\n"
+               "--quantize-grads start (TensorFlow's quant_delay): a small model's early training can be\n"
+               "delayed by the codes' error, a trained one's barely (docs/scale.md). 0: from the first step.\n"
+               "No DeepSpeed key sets it"},
+      [](const TrainConfig& c) { return c.engine.quantize_delay; },
+      [](TrainConfig& c, int64_t v) { c.engine.quantize_delay = v; }, when(compressed)));
+  out.push_back(engine<int>(
+      "shard-group-size",
+      {.spelling = "--shard-group-size",
+       .help = "Hybrid sharding (HSDP / MiCS): partition the model states inside groups of G\n"
+               "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"
+               "the N/G groups: gathers stay in the group, and only each shard's gradient all-reduce\n"
+               "crosses groups. G must divide --ranks; stages 1-3. 0 = all ranks (the flat layout).\n"
+               "DeepSpeed's mics_shard_size / zero_hpz_partition_size map here (docs/scale.md)"},
+      [](const TrainConfig& c) { return c.engine.shard_group_size; },
+      [](TrainConfig& c, int v) { c.engine.shard_group_size = v; },
+      when([](const TrainConfig& c) { return c.engine.shard_group_size > 0; })));
+  out.push_back(engine<int>(
+      "log-every", {.spelling = "--log-every", .help = "A log line every K steps when the output is not a terminal"},
+      [](const TrainConfig& c) { return c.log_every; }, [](TrainConfig& c, int v) { c.log_every = v; }, always));
+  out.push_back(engine<bool>(
+      "activation-checkpointing", {}, [](const TrainConfig& c) { return c.activation_checkpointing; }, nullptr,
+      always));
+}
+
+}  // namespace rows
+
+namespace {
+
+std::vector<SettingRow> build_settings() {
+  std::vector<SettingRow> out;
+  rows::add_run_rows(out);
+  rows::add_optimizer_rows(out);
+  rows::add_schedule_rows(out);
+  rows::add_engine_rows(out);
+  return out;
+}
+
+}  // namespace
+
+const std::vector<SettingRow>& settings() {
+  static const std::vector<SettingRow> all = build_settings();
+  return all;
+}
+
+const SettingRow* find_setting(std::string_view name) {
+  for (const SettingRow& r : settings()) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+void set_from_flag(const SettingRow& row, TrainConfig& c, const nlohmann::json& value) {
+  ZDP_CHECK(!row.flag.count || value.get<int64_t>() >= 1, ConfigError, "[train] {} {} must be at least 1",
+            row.flag.spelling, value.dump());
+  row.set(c, value);
+}
+
+std::string setting_source(const SettingRow& row, const TrainConfig& c) {
+  const std::string name(row.name);
+  if (row.defaults == DefaultFrom::kRun) return c.source_of(name);
+  const auto it = c.sources.find(name);
+  return it == c.sources.end() ? "zerodp default" : it->second;
+}
+
+}  // namespace zerodp::train

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+// The run settings of `zerodp train`, each declared once as a row: its name
+// (the flag's name without dashes, as TrainConfig::sources keys it), typed
+// access to its value in a TrainConfig (as JSON, the form a checkpoint
+// records), its flag and --help text, what a resume does with it, and how
+// the effective configuration prints it. The resume table
+// (resume_config.cc), the effective configuration (effective_config.cc) and
+// the flags of `zerodp train` (src/cli/train_command.cc) are read off these
+// rows; adding a setting is adding its row (settings.cc, settings_optim.cc) and the code that
+// uses its value.
+// Thread-safety: the table is built once, on first use, and only read.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "train/train_config.h"
+
+namespace zerodp::train {
+
+// What a resume does with a setting.
+enum class ResumePolicy : uint8_t {
+  kNotRecorded,  // not in the checkpoint: a resume may change it freely (ranks, stage, logging, ...)
+  kMustMatch,    // recorded; taken from the checkpoint unless given, and a given other value is refused
+                 // unless --resume-override names it
+  kMayChange,    // recorded; taken from the checkpoint unless given, and a given value wins (--steps)
+};
+
+// Which default a setting has when nothing gave it: zerodp's always, or the
+// run's (`TrainConfig::defaults`: DeepSpeed's once a config file is applied).
+enum class DefaultFrom : uint8_t { kZerodp, kRun };
+
+// A value of the effective configuration; `source` empty: the setting's own
+// (where it came from, or its default).
+struct Shown {
+  nlohmann::json value;
+  std::string source;
+};
+
+// The `zerodp train` flag of a setting, which the CLI declares from it.
+struct FlagSpec {
+  std::string_view spelling;  // "--micro-batch"; empty: no flag, or one the CLI declares by hand
+  std::string_view help;      // its --help text
+  bool show_default = true;   // whether --help shows the default value
+  // A count whose field holds 0 for "not given": a flag's 0 is refused.
+  bool count = false;
+};
+
+// The C++ type of a setting's value (and of its flag's argument).
+enum class ValueType : uint8_t { kBool, kInt, kInt64, kUint32, kUint64, kDouble, kString, kPair };
+
+struct SettingRow;
+// Whether and how the effective configuration shows a setting for a run of
+// `ranks` ranks (REQUIRES the batch resolved); nullopt: not shown for this run.
+using ShowFn = std::function<std::optional<Shown>(const SettingRow&, const TrainConfig&, int ranks)>;
+
+struct SettingRow {
+  std::string_view name;  // "micro-batch", "lr"
+  FlagSpec flag;
+  ValueType type = ValueType::kString;
+  ResumePolicy resume = ResumePolicy::kNotRecorded;
+  DefaultFrom defaults = DefaultFrom::kRun;
+  // The value as its JSON form (a checkpoint's record keeps it so); null
+  // for a setting only printed (derived from others).
+  std::function<nlohmann::json(const TrainConfig&)> get;
+  // Sets the value from that JSON form, and whatever the setting decides
+  // with it (the weight decay of every optimizer, "given" for the
+  // accumulation); null for a setting neither a resume nor a flag sets.
+  std::function<void(TrainConfig&, const nlohmann::json&)> set;
+  ShowFn show;  // null: not in the effective configuration
+
+  bool recorded() const { return resume != ResumePolicy::kNotRecorded; }
+};
+
+// Every setting, in the effective configuration's order. A resume applies
+// the recorded ones in this order: a setting whose value another decides
+// (the betas and the weight decay of the run's optimizer; Adafactor's lr,
+// only without relative steps) comes after it.
+const std::vector<SettingRow>& settings();
+
+// The row of `name`; nullptr when no setting has it.
+const SettingRow* find_setting(std::string_view name);
+
+// Sets the setting from its flag's value (JSON of `row.type`), after the
+// flag's own check (a count must be at least 1). ConfigError naming the flag.
+void set_from_flag(const SettingRow& row, TrainConfig& config, const nlohmann::json& value);
+
+// Where the effective configuration says the setting's value came from:
+// TrainConfig::sources' entry, else its default.
+std::string setting_source(const SettingRow& row, const TrainConfig& config);
+
+}  // namespace zerodp::train

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rows of the optimizer's and the schedule's settings (train/settings.h).
+#include <string>
+
+#include "train/settings_rows.h"
+
+namespace zerodp::train::rows {
+namespace {
+
+using optim::OptimizerKind;
+
+OptimizerKind kind(const TrainConfig& c) { return c.engine.optimizer.kind; }
+bool adafactor(const TrainConfig& c) { return kind(c) == OptimizerKind::kAdafactor; }
+bool lion(const TrainConfig& c) { return kind(c) == OptimizerKind::kLion; }
+bool adam_family(const TrainConfig& c) {
+  return kind(c) == OptimizerKind::kAdamW || kind(c) == OptimizerKind::kAdam || kind(c) == OptimizerKind::kAdam8bit;
+}
+bool scheduled(const TrainConfig& c) { return c.engine.lr_schedule.kind != optim::LrScheduleKind::kConstant; }
+
+}  // namespace
+
+// The optimizer and its hyperparameters: each shown for the optimizers that
+// read it, in one order that suits every optimizer's list.
+void add_optimizer_rows(std::vector<SettingRow>& out) {
+  out.push_back(kept<std::string>(
+      "optimizer",
+      {.spelling = "--optimizer",
+       .help = "adamw, adam, sgd (with --momentum: SGD with momentum), lion (sign of a momentum;\n"
+               "K = 8 bytes per parameter against AdamW's 12, 6 with --lion-momentum-dtype bf16),\n"
+               "adam8bit (AdamW with both moments stored 8-bit, block-wise quantized as bitsandbytes\n"
+               "does: K = 6 + 8 bytes per 2048; the token embedding's unit and units under 4096 elements\n"
+               "keep fp32 moments, --adam8bit-fp32-embedding, --adam8bit-min-8bit-size;\n"
+               "takes AdamW's --lr, --betas, --weight-decay) or adafactor (Hugging Face's Adafactor:\n"
+               "factored second moment, no first moment, relative steps; K = 4 + rows and columns;\n"
+               "--beta1, --decay-rate, --clip-threshold, --adafactor-eps, --scale-parameter,\n"
+               "--relative-step, --warmup-init, --weight-decay); docs/optim.md"},
+      [](const TrainConfig& c) { return std::string(optim::optimizer_kind_name(kind(c))); },
+      [](TrainConfig& c, const std::string& v) { c.engine.optimizer.kind = optim::parse_optimizer_kind(v); }, always));
+  // Adafactor's relative steps (before "lr": an explicit lr is Adafactor's
+  // only without them).
+  out.push_back(kept<bool>(
+      "relative-step",
+      {.spelling = "--relative-step",
+       .help = "Adafactor: step size min(1e-2, 1/sqrt(t)) (the schedule is not read); false: --lr's, scheduled"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adafactor.relative_step; },
+      [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.relative_step = v; }, when(adafactor)));
+  // One learning rate: the schedule's peak, and every optimizer's.
+  out.push_back(kept<double>(
+      "lr", {}, [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
+      [](TrainConfig& c, double v) {
+        optim::OptimizerConfig& o = c.engine.optimizer;
+        c.engine.lr_schedule.max_lr = o.adam.lr = o.sgd.lr = o.lion.lr = v;
+        if (!o.adafactor.relative_step) o.adafactor.lr = v;
+      },
+      [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
+        if (adafactor(c) && c.engine.optimizer.adafactor.relative_step) return std::nullopt;
+        return Shown{optim::config_lr(c.engine.optimizer), ""};
+      }));
+  out.push_back(kept<double>(
+      "momentum", {.spelling = "--momentum", .help = "SGD momentum (0: plain SGD, no state)"},
+      [](const TrainConfig& c) { return c.engine.optimizer.sgd.momentum; },
+      [](TrainConfig& c, double v) { c.engine.optimizer.sgd.momentum = v; },
+      when([](const TrainConfig& c) { return kind(c) == OptimizerKind::kSgd; })));
+  // The betas of the run's kind ("optimizer" is set before them).
+  out.push_back(kept<Pair>(
+      "betas", {},
+      [](const TrainConfig& c) {
+        const optim::OptimizerConfig& o = c.engine.optimizer;
+        return lion(c) ? Pair{o.lion.beta1, o.lion.beta2} : Pair{o.adam.beta1, o.adam.beta2};
+      },
+      [](TrainConfig& c, const Pair& v) {
+        optim::OptimizerConfig& o = c.engine.optimizer;
+        o.adam.beta1 = o.lion.beta1 = v[0];
+        o.adam.beta2 = o.lion.beta2 = v[1];
+      },
+      when([](const TrainConfig& c) { return lion(c) || adam_family(c); })));
+  out.push_back(kept<double>(
+      "eps", {}, [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
+      [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family)));
+  out.push_back(kept<bool>(
+      "scale-parameter",
+      {.spelling = "--scale-parameter",
+       .help = "Adafactor: scale the step by the parameter tensor's RMS (at least E2)"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adafactor.scale_parameter; },
+      [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.scale_parameter = v; }, when(adafactor)));
+  out.push_back(kept<bool>(
+      "warmup-init", {.spelling = "--warmup-init", .help = "Adafactor: relative step min(1e-6*t, 1/sqrt(t))"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adafactor.warmup_init; },
+      [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.warmup_init = v; }, when(adafactor)));
+  out.push_back(kept<double>(
+      "beta1",
+      {.spelling = "--beta1", .help = "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adafactor.beta1; },
+      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.beta1 = v; }, when(adafactor)));
+  out.push_back(kept<double>(
+      "decay-rate", {.spelling = "--decay-rate", .help = "Adafactor: the second moment's decay b2t = 1 - t^decay_rate"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adafactor.decay_rate; },
+      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.decay_rate = v; }, when(adafactor)));
+  out.push_back(kept<double>(
+      "clip-threshold",
+      {.spelling = "--clip-threshold", .help = "Adafactor: an update's largest RMS (update clipping)"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adafactor.clip_threshold; },
+      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.clip_threshold = v; }, when(adafactor)));
+  out.push_back(kept<Pair>(
+      "adafactor-eps", {},
+      [](const TrainConfig& c) {
+        return Pair{c.engine.optimizer.adafactor.eps1, c.engine.optimizer.adafactor.eps2};
+      },
+      [](TrainConfig& c, const Pair& v) {
+        c.engine.optimizer.adafactor.eps1 = v[0];
+        c.engine.optimizer.adafactor.eps2 = v[1];
+      },
+      when(adafactor)));
+  // The run's kind's ("optimizer" is set before it); a resume sets every kind's.
+  out.push_back(kept<double>(
+      "weight-decay",
+      {.spelling = "--weight-decay",
+       .help = "Weight decay (decoupled for AdamW, adam8bit, Lion and Adafactor, L2 for Adam/SGD)"},
+      [](const TrainConfig& c) { return optim::config_weight_decay(c.engine.optimizer); },
+      [](TrainConfig& c, double v) {
+        optim::OptimizerConfig& o = c.engine.optimizer;
+        o.adam.weight_decay = o.sgd.weight_decay = o.lion.weight_decay = o.adafactor.weight_decay = v;
+      },
+      always));
+  out.push_back(kept<std::string>(
+      "lion-momentum-dtype", {},
+      [](const TrainConfig& c) { return std::string(c.engine.optimizer.lion.bf16_momentum ? "bf16" : "fp32"); },
+      [](TrainConfig& c, const std::string& v) { c.engine.optimizer.lion.bf16_momentum = v == "bf16"; }, when(lion)));
+  // (A checkpoint from before stochastic rounding has no such field: its
+  // bf16 momentum was rounded to nearest, LionConfig's default.)
+  out.push_back(kept<std::string>(
+      "lion-momentum-rounding", {},
+      [](const TrainConfig& c) {
+        return std::string(optim::rounding_mode_name(c.engine.optimizer.lion.momentum_rounding));
+      },
+      [](TrainConfig& c, const std::string& v) {
+        c.engine.optimizer.lion.momentum_rounding = optim::parse_rounding_mode(v);
+      },
+      when([](const TrainConfig& c) { return lion(c) && c.engine.optimizer.lion.bf16_momentum; })));
+  auto adam8bit = [](const TrainConfig& c) { return kind(c) == OptimizerKind::kAdam8bit; };
+  out.push_back(kept<bool>(
+      "adam8bit-fp32-embedding",
+      {.spelling = "--adam8bit-fp32-embedding",
+       .help = "adam8bit: keep the token embedding's unit (GPT's, tied to the LM head) in AdamW's fp32 moments,\n"
+               "as bitsandbytes advises (true: its rare rows' v would underflow the 8-bit map and spike the loss)"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adam.fp32_embedding; },
+      [](TrainConfig& c, bool v) { c.engine.optimizer.adam.fp32_embedding = v; }, when(adam8bit)));
+  out.push_back(kept<uint64_t>(
+      "adam8bit-min-8bit-size",
+      {.spelling = "--adam8bit-min-8bit-size",
+       .help = "adam8bit: units of fewer elements keep AdamW's fp32 moments (bitsandbytes' min_8bit_size,\n"
+               "per unit here; 0: every unit 8-bit)"},
+      [](const TrainConfig& c) { return c.engine.optimizer.adam.min_8bit_size; },
+      [](TrainConfig& c, uint64_t v) { c.engine.optimizer.adam.min_8bit_size = v; }, when(adam8bit)));
+}
+
+// The learning-rate schedule and clipping.
+void add_schedule_rows(std::vector<SettingRow>& out) {
+  out.push_back(kept<std::string>(
+      "schedule", {.spelling = "--schedule", .help = "LR schedule: constant, warmup, warmup-linear or warmup-cosine"},
+      [](const TrainConfig& c) { return std::string(optim::lr_schedule_kind_name(c.engine.lr_schedule.kind)); },
+      [](TrainConfig& c, const std::string& v) { c.engine.lr_schedule.kind = optim::parse_lr_schedule_kind(v); },
+      always));
+  out.push_back(kept<int64_t>(
+      "warmup", {.spelling = "--warmup", .help = "Warm-up steps of the schedule"},
+      [](const TrainConfig& c) { return c.engine.lr_schedule.warmup_steps; },
+      [](TrainConfig& c, int64_t v) { c.engine.lr_schedule.warmup_steps = v; }, when(scheduled)));
+  out.push_back(derived("warmup-type", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
+    if (!scheduled(c)) return std::nullopt;
+    return Shown{c.engine.lr_schedule.warmup_type == optim::WarmupType::kLog ? "log" : "linear",
+                 c.source_of("schedule")};
+  }));
+  out.push_back(kept<double>(
+      "min-lr-ratio", {.spelling = "--min-lr-ratio", .help = "warmup-cosine: final LR as a fraction of the peak"},
+      [](const TrainConfig& c) { return c.engine.lr_schedule.cos_min_ratio; },
+      [](TrainConfig& c, double v) { c.engine.lr_schedule.cos_min_ratio = v; },
+      when([](const TrainConfig& c) { return c.engine.lr_schedule.kind == optim::LrScheduleKind::kWarmupCosine; })));
+  out.push_back(derived("schedule-steps", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
+    const optim::LrScheduleConfig& lr = c.engine.lr_schedule;
+    if (!scheduled(c) || lr.kind == optim::LrScheduleKind::kWarmup) return std::nullopt;
+    return Shown{lr.total_steps > 0 ? lr.total_steps : c.steps,
+                 lr.total_steps > 0 && lr.total_steps != c.steps ? c.source_of("schedule") : "the run's steps"};
+  }));
+  out.push_back(kept<double>(
+      "clip", {.spelling = "--clip", .help = "Global gradient-norm clipping (0 = off)"},
+      [](const TrainConfig& c) { return c.engine.clip_norm; }, [](TrainConfig& c, double v) { c.engine.clip_norm = v; },
+      always));
+}
+
+}  // namespace zerodp::train::rows
