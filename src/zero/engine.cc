@@ -12,6 +12,7 @@
 #include "optim/adafactor.h"
 #include "optim/grad_utils.h"
 #include "zero/grad_accumulate.h"
+#include "zero/grad_norm.h"
 
 namespace zerodp::zero {
 namespace {
@@ -658,7 +659,9 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
               "[train_step] non-finite gradient at step {} ({}): lower the learning rate or enable clipping",
               steps_ + 1, config_.dtype.name());
   }
-  const double sumsq = shard_comm_.all_reduce_scalar(local_sumsq, comm::ReduceOp::kSum);
+  // The norm in fixed blocks added exactly (zero/grad_norm.h): the same bits
+  // at every N and stage, so a clipped step is N-invariant too.
+  const double sumsq = canonical_sum_of_squares(plan_, grads_, shard_comm_);
   const optim::ClipResult clip = optim::unscale_and_clip(sumsq, result.loss_scale, config_.clip_norm);
   result.grad_norm = clip.grad_norm;
   result.clipped = clip.clipped;

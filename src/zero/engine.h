@@ -36,9 +36,10 @@
 // m is the one pairwise tree over all M = N * grad_accum micro-batches: with
 // fp32 gradients, every power-of-two N at the same M and micro-batch size
 // gives the same bits (the gradient scale 1/M and the loss are the same
-// too). Clipping reads a norm summed over N's shards, so its last bits, and
-// a clipped step's, still depend on N; so does a bf16/fp16 run, whose
-// reduced gradient rounds to the dtype at every micro-batch.
+// too), clipped or not: the norm is summed in fixed blocks of each unit and
+// added exactly (zero/grad_norm.h), so it does not depend on where N's
+// shards cut. A bf16/fp16 run still depends on N: its reduced gradient
+// rounds to the dtype at every micro-batch.
 // Thread-safety: one Engine per rank, driven by that rank's thread.
 #pragma once
 

@@ -505,6 +505,55 @@ TEST(Engine, EveryPowerOfTwoRankCountGivesTheSameBitsAtAFixedGlobalBatch) {
   }
 }
 
+// The same with clipping on and binding at every step: the norm is summed
+// in fixed blocks and added exactly (zero/grad_norm.h), so a clipped step is
+// N-invariant too.
+// Units of 1261 and 5194 elements: several blocks each, and at 8 ranks
+// blocks that span three ranks' shards. The norm itself (a double: where
+// the partial sums of N's shards rounded differently, its last bits moved
+// with N) and the clipped weights are the same bits at every N and stage.
+TEST(Engine, ClippedStepsAndTheirNormGiveTheSameBitsAtEveryPowerOfTwoRankCount) {
+  const model::Mlp mlp(
+      model::MlpConfig{{testing::kInputs, 97, 53, testing::kClasses}, model::MlpHead::kClassification});
+  constexpr int kMicroBatches = 8, kSamples = 2;
+  std::optional<std::vector<float>> first_master;
+  std::optional<std::vector<double>> first_norms;
+  for (int stage = 0; stage <= 3; ++stage) {
+    EngineConfig c = config_for(stage, Dtype::fp32());
+    c.clip_norm = 1e-3;  // far below the norm: every step clips
+    for (int n : {1, 2, 4, 8}) {
+      c.grad_accum = kMicroBatches / n;
+      std::vector<double> norms;
+      std::vector<float> master;
+      comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+        Engine engine(mlp, comm, c, /*seed=*/42, kSamples, 1);
+        int64_t step = 0;
+        const BatchFeeder feed = testing::global_batch_feeder(step, comm.rank(), comm.size(), kSamples);
+        std::vector<double> mine;
+        for (step = 0; step < 4; ++step) {
+          const StepResult r = engine.train_step(feed);
+          EXPECT_TRUE(r.clipped);
+          mine.push_back(r.grad_norm);
+        }
+        auto gathered = engine.gather_master_params();
+        if (comm.rank() == 0) {
+          norms = mine;
+          master = std::move(gathered);
+        }
+      });
+      const std::string where = fmt::format("stage {}, {} ranks", stage, n);
+      if (!first_norms) {
+        first_norms = norms;
+        first_master = master;
+        continue;
+      }
+      ASSERT_EQ(norms.size(), first_norms->size());
+      EXPECT_EQ(std::memcmp(norms.data(), first_norms->data(), norms.size() * sizeof(double)), 0) << where;
+      EXPECT_EQ(std::memcmp(master.data(), first_master->data(), master.size() * sizeof(float)), 0) << where;
+    }
+  }
+}
+
 TEST(Engine, RanksAgreeWithOneRankOverTheSameGlobalBatch) {
   const EngineConfig c = config_for(2, Dtype::fp32());
   const RunResult one = train_mlp(1, c, 10, 12);
