@@ -5,10 +5,11 @@
 //
 // The engine's protocol: each rank checks its own gradient shard with
 // has_nonfinite() and agrees with the others by all-reduce(MAX) of the flag;
-// each rank sums squares over its shard with sum_of_squares(), the partial sums
-// are all-reduced (SUM, in rank order) and unscale_and_clip() turns the total
-// into the pre-clip norm and the coefficient that Optimizer::step() (or
-// scale()) applies.
+// the norm's square is summed with sum_of_squares() over fixed blocks of
+// kNormBlock elements of each unit, whole blocks wherever N's shards cut
+// them, and the block sums added exactly (zero/grad_norm.h), and
+// unscale_and_clip() turns the total into the pre-clip norm and the
+// coefficient that Optimizer::step() (or scale()) applies.
 //
 // Determinism: sum_of_squares() squares each element exactly in double and
 // adds element i into partial sum i % 16 in index order, then combines the 16
@@ -18,12 +19,23 @@
 // Thread-safety: pure functions over caller-owned memory.
 #pragma once
 
+#include <cstddef>
 #include <span>
 
 #include "core/convert.h"
 #include "core/dtype.h"
 
 namespace zerodp::optim {
+
+// The gradient norm's block: the norm's square is summed over blocks of this
+// many elements from each unit's start (zero/grad_norm.h).
+inline constexpr size_t kNormBlock = 256;
+// The scratch the engine's norm needs for `units` units over `ranks` ranks,
+// in floats: every rank's and its own first partial block per unit, and one
+// block (the engine books it, the planner predicts it).
+inline size_t norm_scratch_floats(size_t units, int ranks) {
+  return units * (kNormBlock - 1) * (static_cast<size_t>(ranks) + 1) + kNormBlock;
+}
 
 // Sum over i of double(x[i])^2. Non-finite inputs give inf or NaN.
 double sum_of_squares(std::span<const float> x, SimdLevel level = active_simd_level());

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "model/gpt_config.h"
 #include "optim/adafactor.h"
+#include "optim/grad_utils.h"
 
 namespace zerodp::plan {
 namespace {
@@ -290,8 +291,11 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
       stage.gathers_on_acquire ? comm::QuantFormat{run.quantize_weights, run.quantize_block} : none,
       stage.reduce == GradReduce::kReduceScatter ? comm::QuantFormat{run.quantize_grads, run.quantize_block} : none,
       tensor_starts);
-  p.comm_at_fill = p.comm;
   uint64_t comm_buffers = p.comm > 0 ? 1 : 0;
+  // The gradient norm's scratch (zero/grad_norm.h), made before the fill.
+  p.comm += optim::norm_scratch_floats(schedule.unit_counts.size(), group) * sizeof(float);
+  ++comm_buffers;
+  p.comm_at_fill = p.comm;
   if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {
     const optim::AdafactorStatsScratch stats = optim::adafactor_stats_scratch(
         schedule.unit_tensors, schedule.unit_counts.size(), group, stage.partitions_optimizer);

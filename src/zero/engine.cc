@@ -190,6 +190,8 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   const uint64_t quant_scratch = comm::max_quantized_scratch(
       unit_counts(), shard_comm_.size(), rank_, weights_format(config_), grads_format(config_), unit_tensor_starts_);
   if (quant_scratch > 0) quant_scratch_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kComm, quant_scratch);
+  norm_scratch_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm,
+                                      optim::norm_scratch_floats(plan_.num_units(), shard_comm_.size()));
 
   // Before the optimizers exist: plan/engine_memory.h's fill() moment counts
   // on this order.
@@ -661,7 +663,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   }
   // The norm in fixed blocks added exactly (zero/grad_norm.h): the same bits
   // at every N and stage, so a clipped step is N-invariant too.
-  const double sumsq = canonical_sum_of_squares(plan_, grads_, shard_comm_);
+  const double sumsq = canonical_sum_of_squares(plan_, grads_, shard_comm_, norm_scratch_.span());
   const optim::ClipResult clip = optim::unscale_and_clip(sumsq, result.loss_scale, config_.clip_norm);
   result.grad_norm = clip.grad_norm;
   result.clipped = clip.clipped;

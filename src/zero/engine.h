@@ -300,6 +300,7 @@ class Engine {
   GatherRegion gather_region_{0};
   GatherSchedule gather_schedule_;
   LedgerBuffer<std::byte> quant_scratch_;  // the compressed collectives' scratch ("comm")
+  LedgerBuffer<float> norm_scratch_;       // the gradient norm's heads and block (zero/grad_norm.h, "comm")
   // Per unit: where its tensors start (unit-relative, ascending), so that no
   // quantization block holds elements of two tensors (comm/quantize.h).
   std::vector<std::vector<uint64_t>> unit_tensor_starts_;

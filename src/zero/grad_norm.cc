@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/convert.h"
+#include "core/error.h"
 #include "optim/grad_utils.h"
 
 namespace zerodp::zero {
@@ -38,54 +39,59 @@ Wide to_wide(double v) {
 
 }  // namespace
 
-double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& grads, comm::Communicator& shard_comm) {
+double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& grads, comm::Communicator& shard_comm,
+                                std::span<float> scratch) {
   const size_t units = plan.num_units(), n = static_cast<size_t>(shard_comm.size());
   const int me = shard_comm.rank();
+  const size_t head_floats = units * (kNormBlock - 1);
+  ZDP_CHECK(scratch.size() >= optim::norm_scratch_floats(units, shard_comm.size()), ShapeError,
+            "[grad norm] scratch of {} floats, needs {}", scratch.size(),
+            optim::norm_scratch_floats(units, shard_comm.size()));
   // Each rank's head per unit: its shard's elements before the first block
   // boundary in it (all of the shard when none), at most kNormBlock - 1.
-  std::vector<float> heads(units * (kNormBlock - 1), 0.0f);
+  const std::span<float> heads = scratch.first(head_floats);
+  const std::span<float> all_heads = scratch.subspan(head_floats, head_floats * n);
+  const std::span<float> block = scratch.subspan(head_floats * (n + 1), kNormBlock);
+  std::fill(heads.begin(), heads.end(), 0.0f);
   for (size_t u = 0; u < units; ++u) {
     const comm::ShardRange s = plan.shard(u, me);
     const size_t to_boundary = (kNormBlock - s.offset % kNormBlock) % kNormBlock;
-    const size_t count = std::min(to_boundary, s.count);
-    widen(grads.own_shard(u), 0, std::span(heads).subspan(u * (kNormBlock - 1), count));
+    widen(grads.own_shard(u), 0, heads.subspan(u * (kNormBlock - 1), std::min(to_boundary, s.count)));
   }
-  std::vector<float> all_heads(heads.size() * n);
-  if (n > 1) {
-    shard_comm.all_gather_value_bytes(std::as_bytes(std::span(heads)), std::as_writable_bytes(std::span(all_heads)));
-  } else {
-    all_heads = heads;
-  }
-  // The sums of the blocks that start in this rank's shards.
-  std::vector<double> sums;
-  std::vector<float> block(kNormBlock);
-  for (size_t u = 0; u < units; ++u) {
-    const comm::ShardRange s = plan.shard(u, me);
-    const size_t unit_count = plan.unit_count(u);
-    const comm::ConstBuffer own = grads.own_shard(u);
-    size_t start = (s.offset + kNormBlock - 1) / kNormBlock * kNormBlock;  // the first block starting in it
-    for (; start < s.offset + s.count; start += kNormBlock) {
-      const size_t len = std::min(kNormBlock, unit_count - start);
-      const size_t local = std::min(len, s.offset + s.count - start);
-      widen(own, start - s.offset, std::span(block).first(local));
-      // The rest from the next ranks' heads, in rank order.
-      size_t filled = local;
-      for (int r = me + 1; filled < len && r < static_cast<int>(n); ++r) {
-        const comm::ShardRange rs = plan.shard(u, r);
-        const size_t take = std::min(len - filled, rs.count);
-        const float* head = all_heads.data() + (size_t(r) * units + u) * (kNormBlock - 1);
-        std::copy_n(head, take, block.begin() + static_cast<std::ptrdiff_t>(filled));
-        filled += take;
+  shard_comm.all_gather_value_bytes(std::as_bytes(heads), std::as_writable_bytes(all_heads));
+  // Calls fn(sum) for each block that starts in this rank's shards, in order.
+  auto for_each_block_sum = [&](auto&& fn) {
+    for (size_t u = 0; u < units; ++u) {
+      const comm::ShardRange s = plan.shard(u, me);
+      const size_t unit_count = plan.unit_count(u);
+      const comm::ConstBuffer own = grads.own_shard(u);
+      for (size_t start = (s.offset + kNormBlock - 1) / kNormBlock * kNormBlock; start < s.offset + s.count;
+           start += kNormBlock) {
+        const size_t len = std::min(kNormBlock, unit_count - start);
+        const size_t local = std::min(len, s.offset + s.count - start);
+        widen(own, start - s.offset, block.first(local));
+        // The rest from the next ranks' heads, in rank order.
+        size_t filled = local;
+        for (size_t r = static_cast<size_t>(me) + 1; filled < len && r < n; ++r) {
+          const size_t take = std::min(len - filled, plan.shard(u, static_cast<int>(r)).count);
+          const float* head = all_heads.data() + (r * units + u) * (kNormBlock - 1);
+          std::copy_n(head, take, block.begin() + static_cast<std::ptrdiff_t>(filled));
+          filled += take;
+        }
+        fn(optim::sum_of_squares(std::span<const float>(block.first(len))));
       }
-      sums.push_back(optim::sum_of_squares(std::span<const float>(block).first(len)));
     }
-  }
-  const double largest = shard_comm.all_reduce_scalar(sums.empty() ? 0.0 : *std::max_element(sums.begin(), sums.end()),
-                                                      comm::ReduceOp::kMax);
+  };
+  // Two passes over the blocks (they are not kept: a block sum per 256
+  // elements would be memory the plan does not have): the largest, then the
+  // fixed-point sum below it.
+  double mine = 0.0;
+  for_each_block_sum([&mine](double s) { mine = std::max(mine, s); });
+  const double largest = shard_comm.all_reduce_scalar(mine, comm::ReduceOp::kMax);
   if (largest <= 0.0) return 0.0;
   const int shift = 90 - std::ilogb(largest);  // the largest block sum below 2^91
   Wide local;
-  for (const double s : sums) local.add(to_wide(std::nearbyint(std::ldexp(s, shift))));
+  for_each_block_sum([&local, shift](double s) { local.add(to_wide(std::nearbyint(std::ldexp(s, shift)))); });
   Wide total;
   for (const Wide& w : shard_comm.all_gather_value(local)) total.add(w);
   return std::ldexp(std::ldexp(static_cast<double>(total.hi), 64) + static_cast<double>(total.lo), -shift);

@@ -14,23 +14,28 @@
 // largest vanish), summed in 128 bits on each rank and over ranks (one
 // all-gather of 16 bytes), and scaled back. Integer addition has no order, so
 // the result depends only on the gradient's values and kNormBlock.
-// Cost per step: one all-gather of units x kNormBlock elements per rank,
-// one scalar max and one 16-byte all-gather (small collectives: the Φ
-// traffic counters do not count them).
+// Cost per step: two passes over the rank's gradient shard, one all-gather
+// of units x (kNormBlock - 1) floats per rank, one scalar max and one 16-byte
+// all-gather (small collectives: the Φ traffic counters do not count them).
 // Thread-safety: one call per rank thread; collective over `shard_comm`.
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "comm/communicator.h"
+#include "optim/grad_utils.h"
 #include "zero/partition_plan.h"
 #include "zero/state_buffer.h"
 
 namespace zerodp::zero {
 
-inline constexpr size_t kNormBlock = 256;
+using optim::kNormBlock;
 
-// REQUIRES every element of `grads` finite (the caller's overflow check).
-double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& grads, comm::Communicator& shard_comm);
+// REQUIRES every element of `grads` finite (the caller's overflow check) and
+// scratch.size() >= optim::norm_scratch_floats(units, shard_comm.size()),
+// which the engine books (ledger: comm) and the planner predicts.
+double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& grads, comm::Communicator& shard_comm,
+                                std::span<float> scratch);
 
 }  // namespace zerodp::zero
