@@ -119,7 +119,8 @@ void add_train_command(CLI::App& app) {
   flag(cmd, f, "--data", d.data,
        "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
        ".bin token shard, or a quoted glob of them ('fineweb_train_*.bin': sorted, concatenated);\n"
-       "default: the embedded arithmetic corpus",
+       "or chat records, FILE.jsonl, for supervised fine-tuning (loss on the assistant's tokens;\n"
+       "needs --tokenizer's tokenizer.json); default: the embedded arithmetic corpus",
        [&f](auto& c) { c.data = f.c.data; });
   flag(
       cmd, f, "--tokenizer", d.tokenizer,
@@ -129,6 +130,11 @@ void add_train_command(CLI::App& app) {
       "SmolLM2). With .bin shards (already tokens) it prints the sample as text, and must be the\n"
       "tokenizer the shards record when they record one",
       [&f](auto& c) { c.tokenizer = f.c.tokenizer; }, false);
+  flag(cmd, f, "--chat-template", d.chat_template,
+       "Chat data (--data FILE.jsonl, docs/llama.md): chatml (<|im_start|>role\\n...<|im_end|>: Qwen,\n"
+       "SmolLM2) or llama3 (<|start_header_id|>role<|end_header_id|>...<|eot_id|>); default: the one\n"
+       "whose special tokens --tokenizer has (ChatML first)",
+       [&f](auto& c) { c.chat_template = f.c.chat_template; });
   flag(cmd, f, "--val-data", d.val_data,
        "Validation shard(s) for .bin data (default: 'train' -> 'val' in the name,\n"
        "'_train_' -> '_val_' in a glob, else the last 10%)",

@@ -32,6 +32,7 @@ std::vector<Setting> effective_settings(const TrainConfig& c, int ranks) {
   add_own("data", c.data.empty() ? std::string("embedded arithmetic corpus") : c.data);
   if (!c.val_data.empty()) add_own("val-data", c.val_data);
   if (!c.tokenizer.empty()) add_own("tokenizer", c.tokenizer);
+  if (!c.chat_template.empty()) add_own("chat-template", c.chat_template);
   add_own("steps", c.steps);
   add_own("seed", c.seed);
   const std::string ranks_source = c.sources.count("ranks") > 0       ? c.sources.at("ranks")

@@ -45,6 +45,8 @@ const std::vector<Field>& fields() {
        [](TrainConfig& c, const json& v) { c.data = v.get<std::string>(); }},
       {"tokenizer", [](const TrainConfig& c) { return json(c.tokenizer); },
        [](TrainConfig& c, const json& v) { c.tokenizer = v.get<std::string>(); }},
+      {"chat-template", [](const TrainConfig& c) { return json(c.chat_template); },
+       [](TrainConfig& c, const json& v) { c.chat_template = v.get<std::string>(); }},
       {"val-data", [](const TrainConfig& c) { return json(c.val_data); },
        [](TrainConfig& c, const json& v) { c.val_data = v.get<std::string>(); }},
       {"seq-len", [](const TrainConfig& c) { return json(c.seq_len); },
