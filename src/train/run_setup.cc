@@ -76,14 +76,17 @@ RunSetup prepare_run(const TrainConfig& input) {
                     "--data too",
                     config.val_data));
   }
+  ZDP_CHECK(config.chat_template.empty() || is_chat_data(config.data), ConfigError,
+            "[train] --chat-template {} applies to chat data (--data FILE.jsonl), not to {}", config.chat_template,
+            config.data.empty() ? std::string("the embedded corpus") : config.data);
   if (config.data.empty()) {
     run.corpus = arithmetic_corpus();
   } else if (is_chat_data(config.data)) {
+    ZDP_CHECK(config.val_data.empty(), ConfigError,
+              "[train] --val-data {}: chat data validates on the last 10% of its records; leave --val-data out",
+              config.val_data);
     run.corpus = load_chat_corpus(config.data, config.tokenizer, config.chat_template, config.seq_len);
   } else {
-    ZDP_CHECK(config.chat_template.empty(), ConfigError,
-              "[train] --chat-template {} applies to chat data (a .jsonl file); --data {} is not", config.chat_template,
-              config.data);
     run.corpus = load_corpus(config.data, config.val_data, config.tokenizer);
   }
   const Corpus& corpus = run.corpus;

@@ -48,6 +48,9 @@ TEST(CliChat, RefusesBadRecordsAndTemplatesInOneLine) {
                  "needs the token <|begin_of_text|>");
   expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --chat-template alpaca",
                  "not a template: chatml or llama3");
+  expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --val-data " + bad.string(),
+                 "chat data validates on the last 10% of its records");
+  expect_refused("train --steps 1 --chat-template chatml", "applies to chat data");
   fs::remove(bad);
 }
 
