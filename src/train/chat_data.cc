@@ -120,9 +120,10 @@ Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, c
   corpus.train_name = fmt::format("the training records (the first {} of {})", cut, path);
   corpus.val_name = fmt::format("the validation records (the last {} of {})", val_records, path);
   corpus.description = fmt::format(
-      "chat records {} with {}, template {} ({}): {} training records, {} validation records (last 10%), one per "
+      "chat records {} with {}, template {} ({}): {} training record{}, {} validation record{} (last 10%), one per "
       "window of {}; {} of {} target positions trained (the assistant's), the rest masked",
-      path, bpe->describe(), text::chat_template_name(chat), how, cut, val_records, seq_len, trained, positions);
+      path, bpe->describe(), text::chat_template_name(chat), how, cut, cut == 1 ? "" : "s", val_records,
+      val_records == 1 ? "" : "s", seq_len, trained, positions);
   return corpus;
 }
 

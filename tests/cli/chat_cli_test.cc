@@ -30,7 +30,7 @@ TEST(CliChat, TrainsALlamaOnChatRecordsInEitherTemplate) {
                              (std::string(tokenizer).find("chatml") != std::string::npos ? "chatml" : "llama3") +
                              " (chosen from the tokenizer's special tokens)";
     EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("5 training records, 1 validation records"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("5 training records, 1 validation record"), std::string::npos) << r.out;
   }
   const Result flag =
       run(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_llama3.json") + " --chat-template llama3");
