@@ -65,16 +65,23 @@ void swiglu_backward_loop(float* __restrict dg, float* __restrict du, const floa
 // One row: softmax over [0, V), zero the padding, then optionally turn the
 // probabilities into (p - onehot) * dloss; returns the row's loss. The row
 // stays in cache across the passes.
+// A negative target (the ignore id, -1) masks the row: loss 0, and with
+// kGrad a zero gradient row; without it the row still becomes probabilities.
 template <bool kGrad>
 float xent_row(float* row, int32_t target, size_t V, size_t Vp, float dloss) {
+  if (kGrad && target < 0) {
+    for (size_t i = 0; i < Vp; ++i) row[i] = 0.0f;
+    return 0.0f;
+  }
   const float m = detail::lane_max(row, V);
-  const float target_logit = row[target];
+  const float target_logit = target < 0 ? 0.0f : row[target];
   // exp in place and the sum in the same pass, with the fixed lane order
   const float sum = detail::exp_sum_inplace(row, V, m);
   const float scale = kGrad ? dloss / sum : 1.0f / sum;
   for (size_t i = 0; i < V; ++i) row[i] *= scale;
   for (size_t i = V; i < Vp; ++i) row[i] = 0.0f;
   if (kGrad) row[target] -= dloss;
+  if (target < 0) return 0.0f;
   // -log softmax from the logits, not log(p): exact for tiny probabilities
   return std::log(sum) - (target_logit - m);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernels/softmax_xent.h"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "core/error.h"
@@ -15,7 +16,9 @@ void check(std::span<const float> buf, std::span<const int32_t> targets, XentSha
   ZDP_CHECK_EQ(buf.size(), size_t(s.rows) * s.padded, ShapeError, "[softmax_xent] logits size");
   ZDP_CHECK_EQ(targets.size(), size_t(s.rows), ShapeError, "[softmax_xent] targets size");
   for (int32_t t : targets) {
-    ZDP_CHECK(t >= 0 && t < s.vocab, ShapeError, "[softmax_xent] target {} outside the vocabulary [0, {})", t, s.vocab);
+    ZDP_CHECK(t == kIgnoreTarget || (t >= 0 && t < s.vocab), ShapeError,
+              "[softmax_xent] target {} outside the vocabulary [0, {}) and not the ignore id {}", t, s.vocab,
+              kIgnoreTarget);
   }
 }
 
@@ -27,10 +30,15 @@ float xent_rows(std::span<float> buf, std::span<float> losses, std::span<const i
   const ModelKernelSet& k = model_kernel_set();
   const double total = (kGrad ? k.xent_rows_grad : k.xent_rows)(
       buf.data(), losses.data(), targets.data(), size_t(s.rows), size_t(s.vocab), size_t(s.padded), dloss);
-  return s.rows > 0 ? static_cast<float>(total / s.rows) : 0.0f;
+  const int counted = unmasked_rows(targets);
+  return counted > 0 ? static_cast<float>(total / counted) : 0.0f;
 }
 
 }  // namespace
+
+int unmasked_rows(std::span<const int32_t> targets) {
+  return static_cast<int>(std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t != kIgnoreTarget; }));
+}
 
 float softmax_xent_forward(std::span<float> buf, std::span<float> losses, std::span<const int32_t> targets,
                            XentShape s) {
@@ -47,6 +55,10 @@ void softmax_xent_backward(std::span<float> buf, std::span<const int32_t> target
   const size_t V = s.vocab;
   for (int i = 0; i < s.rows; ++i) {
     float* row = buf.data() + size_t(i) * s.padded;
+    if (targets[i] == kIgnoreTarget) {
+      std::fill_n(row, V, 0.0f);
+      continue;
+    }
     for (size_t j = 0; j < V; ++j) row[j] *= dloss;
     row[targets[i]] -= dloss;
   }

@@ -155,10 +155,12 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
         ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
         kernels::linear_forward(ws.probs(), ws.lnf(), params.subspan(0, wte_size), {}, s);
       }
-      // Softmax, loss and d(mean loss)/d(logits) in one pass per row; the
-      // engine's loss-gradient scale is applied in backward as GEMM alpha.
+      // Softmax, loss and d(mean loss)/d(logits) in one pass per row, the
+      // mean over the unmasked targets; the engine's loss-gradient scale is
+      // applied in backward as GEMM alpha.
       ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
-      ws.set_loss(kernels::softmax_xent_fused(ws.probs(), ws.losses(), ws.targets(), 1.0f / N,
+      ws.set_loss(kernels::softmax_xent_fused(ws.probs(), ws.losses(), ws.targets(),
+                                              kernels::mean_dloss(N - ws.masked_targets()),
                                               {N, config_.vocab, config_.padded_vocab}));
       ws.set_head_forward_done(true);
       break;

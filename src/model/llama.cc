@@ -150,10 +150,12 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
         ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
         kernels::linear_forward(ws.probs(), ws.xf(), params, {}, s);
       }
-      // Softmax, loss and d(mean loss)/d(logits) in one pass per row; the
-      // engine's loss-gradient scale rides on backward's GEMM alpha.
+      // Softmax, loss and d(mean loss)/d(logits) in one pass per row, the
+      // mean over the unmasked targets; the engine's loss-gradient scale
+      // rides on backward's GEMM alpha.
       ScopedKernelTimer t(prof, KernelKind::kSoftmaxXent);
-      ws.set_loss(kernels::softmax_xent_fused(ws.probs(), ws.losses(), ws.targets(), 1.0f / N, {N, V, V}));
+      ws.set_loss(kernels::softmax_xent_fused(ws.probs(), ws.losses(), ws.targets(),
+                                              kernels::mean_dloss(N - ws.masked_targets()), {N, V, V}));
       ws.set_head_forward_done(true);
       break;
     }

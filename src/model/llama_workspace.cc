@@ -77,7 +77,10 @@ LlamaWorkspace::LlamaWorkspace(const LlamaConfig& config, int micro_batch, int s
 }
 
 void LlamaWorkspace::set_batch(const Batch& batch) {
-  has_targets_ = detail::copy_token_batch(batch, batch_, seq_, config_.vocab, "llama", tokens_, targets_);
+  const detail::TokenBatchInfo info =
+      detail::copy_token_batch(batch, batch_, seq_, config_.vocab, "llama", tokens_, targets_);
+  has_targets_ = info.has_targets;
+  set_masked_targets(info.masked_targets);
   loss_ = 0.0f;
   head_forward_done_ = false;
 }

@@ -72,7 +72,7 @@ struct Op {
 };
 
 // One micro-batch of inputs. GPT reads tokens and targets ([B,T] each, int32,
-// targets are the next tokens). The MLP reads features [B, in] and either
+// targets are the next tokens, or -1 where that position has no loss). The MLP reads features [B, in] and either
 // values [B, out] (regression) or labels [B] (classification, int32 in
 // [0, out)). Spans are copied into the workspace by set_batch.
 // (Default member initialisers let callers write Batch{.tokens = t, .targets = y}
@@ -92,8 +92,12 @@ class Workspace {
   // Copies this micro-batch's inputs in (ShapeError / ConfigError on sizes or
   // ids that do not fit the model and the workspace's batch shape).
   virtual void set_batch(const Batch& batch) = 0;
-  // Mean loss of the current micro-batch; valid after the last forward op.
+  // Mean loss of the current micro-batch over its unmasked targets; valid
+  // after the last forward op.
   virtual float loss() const = 0;
+  // Targets of the current micro-batch that are the ignore id (-1: no loss
+  // at that position, kernels/softmax_xent.h); 0 for a model without them.
+  int masked_targets() const { return masked_targets_; }
   // d(objective)/d(loss) used to start backward (default 1).
   void set_loss_grad_scale(float scale) { loss_grad_scale_ = scale; }
   float loss_grad_scale() const { return loss_grad_scale_; }
@@ -115,7 +119,11 @@ class Workspace {
   void set_profile(kernels::Profile* profile) { profile_ = profile; }
   kernels::Profile* profile() const { return profile_; }
 
+ protected:
+  void set_masked_targets(int count) { masked_targets_ = count; }
+
  private:
+  int masked_targets_ = 0;
   float loss_grad_scale_ = 1.0f;
   kernels::Profile* profile_ = nullptr;
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kernels/softmax_xent.h"
 
 namespace zerodp::model::detail {
 namespace {
@@ -28,8 +29,8 @@ AlignedBuffer<float> ArenaCarver::carve() {
   return arena;
 }
 
-bool copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int vocab, const char* op,
-                      std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
+TokenBatchInfo copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int vocab, const char* op,
+                                std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
   const size_t N = size_t(micro_batch) * seq_len;
   ZDP_CHECK(batch.tokens.size() == N, ShapeError,
             "[{}] batch has {} tokens, the workspace takes micro batch {} x sequence {} = {}", op, batch.tokens.size(),
@@ -39,12 +40,16 @@ bool copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int voca
   for (int32_t t : batch.tokens) {
     ZDP_CHECK(t >= 0 && t < vocab, ShapeError, "[{}] token id {} outside the vocabulary [0, {})", op, t, vocab);
   }
+  TokenBatchInfo info{.has_targets = !batch.targets.empty()};
   for (int32_t t : batch.targets) {
-    ZDP_CHECK(t >= 0 && t < vocab, ShapeError, "[{}] target id {} outside the vocabulary [0, {})", op, t, vocab);
+    ZDP_CHECK(t == kernels::kIgnoreTarget || (t >= 0 && t < vocab), ShapeError,
+              "[{}] target id {} outside the vocabulary [0, {}) and not the ignore id {}", op, t, vocab,
+              kernels::kIgnoreTarget);
+    if (t == kernels::kIgnoreTarget) ++info.masked_targets;
   }
   tokens.assign(batch.tokens.begin(), batch.tokens.end());
-  if (!batch.targets.empty()) targets.assign(batch.targets.begin(), batch.targets.end());
-  return !batch.targets.empty();
+  if (info.has_targets) targets.assign(batch.targets.begin(), batch.targets.end());
+  return info;
 }
 
 }  // namespace zerodp::model::detail

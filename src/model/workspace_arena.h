@@ -37,11 +37,17 @@ class ArenaCarver {
   size_t activation_floats_ = 0, scratch_floats_ = 0, total_ = 0;
 };
 
+struct TokenBatchInfo {
+  bool has_targets = false;
+  int masked_targets = 0;  // targets equal to the ignore id (-1)
+};
+
 // A token model's micro-batch (tokens and, optionally, next-token targets,
 // [B*T] each) checked against the workspace's B*T and the vocabulary and
-// copied in; returns whether targets were given. ShapeError, op-prefixed
-// ("[gpt]", "[llama]"), on a size or an id that does not fit.
-bool copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int vocab, const char* op,
-                      std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
+// copied in; a target may also be the ignore id -1 (no loss there).
+// ShapeError, op-prefixed ("[gpt]", "[llama]"), on a size or an id that does
+// not fit.
+TokenBatchInfo copy_token_batch(const Batch& batch, int micro_batch, int seq_len, int vocab, const char* op,
+                                std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
 
 }  // namespace zerodp::model::detail

@@ -38,6 +38,9 @@ struct Corpus {
   bool byte_level = true;                   // tokens are bytes (printable as text)
   std::vector<ArithmeticProblem> held_out;  // the embedded corpus only
   int record_length = 1;                    // windows start at multiples of this (10: one arithmetic line)
+  // Chat data (train/chat_data.h) only: each position's target, -1 where
+  // there is no loss; empty = the next token of the stream.
+  std::vector<int32_t> train_targets, val_targets;
   // The two splits as messages name them: "the validation split (the last 10% of notes.txt)".
   std::string train_name = "the training split";
   std::string val_name = "the validation split";

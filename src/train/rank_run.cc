@@ -101,9 +101,9 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   zero::Engine engine(lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                       config.activation_checkpointing);
   const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
-                                         corpus.record_length, corpus.train_name);
+                                         corpus.record_length, corpus.train_name, corpus.train_targets);
   const DistributedSampler val_sampler(corpus.val, config.seq_len, config.micro_batch, n, config.seed + 1,
-                                       corpus.record_length, corpus.val_name);
+                                       corpus.record_length, corpus.val_name, corpus.val_targets);
   std::optional<MetricsWriter> metrics;
   std::optional<Progress> progress;
   const std::vector<Setting> settings = effective_settings(config, n);

@@ -10,6 +10,7 @@
 #include "ckpt/shard_reader.h"
 #include "comm/mpi.h"
 #include "core/error.h"
+#include "train/chat_data.h"
 #include "train/output_preflight.h"
 #include "train/samples.h"
 #include "weights/init_weights.h"
@@ -75,7 +76,19 @@ RunSetup prepare_run(const TrainConfig& input) {
                     "--data too",
                     config.val_data));
   }
-  run.corpus = config.data.empty() ? arithmetic_corpus() : load_corpus(config.data, config.val_data, config.tokenizer);
+  ZDP_CHECK(config.chat_template.empty() || is_chat_data(config.data), ConfigError,
+            "[train] --chat-template {} applies to chat data (--data FILE.jsonl), not to {}", config.chat_template,
+            config.data.empty() ? std::string("the embedded corpus") : config.data);
+  if (config.data.empty()) {
+    run.corpus = arithmetic_corpus();
+  } else if (is_chat_data(config.data)) {
+    ZDP_CHECK(config.val_data.empty(), ConfigError,
+              "[train] --val-data {}: chat data validates on the last 10% of its records; leave --val-data out",
+              config.val_data);
+    run.corpus = load_chat_corpus(config.data, config.tokenizer, config.chat_template, config.seq_len);
+  } else {
+    run.corpus = load_corpus(config.data, config.val_data, config.tokenizer);
+  }
   const Corpus& corpus = run.corpus;
   if (config.sample_tokens > 0) check_sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
   run.model_config = model::resolve_model_config(config.model);

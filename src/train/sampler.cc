@@ -20,8 +20,10 @@ uint64_t mix(uint64_t x) {
 }  // namespace
 
 DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks,
-                                       uint64_t seed, int alignment, std::string_view split)
+                                       uint64_t seed, int alignment, std::string_view split,
+                                       std::span<const int32_t> targets)
     : stream_(stream),
+      targets_(targets),
       seq_len_(seq_len),
       micro_batch_(micro_batch),
       ranks_(ranks),
@@ -30,6 +32,8 @@ DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_
   ZDP_CHECK(stream.size() > static_cast<size_t>(seq_len), ConfigError,
             "[data] {} has {} tokens, too few for one sequence of {} (+1): use a longer file or a smaller --seq-len",
             split, stream.size(), seq_len);
+  ZDP_CHECK(targets.empty() || targets.size() == stream.size(), ConfigError, "[data] {} has {} targets for {} tokens",
+            split, targets.size(), stream.size());
 }
 
 size_t DistributedSampler::window_start(int64_t step, int64_t sample) const {
@@ -49,7 +53,7 @@ TokenBatch DistributedSampler::batch(int64_t step, int micro, int rank) const {
     const size_t start = window_start(step, first + i);
     for (size_t k = 0; k < t; ++k) {
       b.tokens[i * t + k] = stream_[start + k];
-      b.targets[i * t + k] = stream_[start + k + 1];
+      b.targets[i * t + k] = targets_.empty() ? stream_[start + k + 1] : targets_[start + k];
     }
   }
   return b;

@@ -62,7 +62,8 @@ void add_run_rows(std::vector<SettingRow>& out) {
       {.spelling = "--data",
        .help = "Training data: a UTF-8 text file (bytes as tokens, or --tokenizer's) or an llm.c\n"
                ".bin token shard, or a quoted glob of them ('fineweb_train_*.bin': sorted, concatenated);\n"
-               "default: the embedded arithmetic corpus"},
+               "or chat records, FILE.jsonl, for supervised fine-tuning (loss on the assistant's tokens;\n"
+               "needs --tokenizer's tokenizer.json); default: the embedded arithmetic corpus"},
       kMust, kOwn, [](const TrainConfig& c) { return c.data; },
       [](TrainConfig& c, const std::string& v) { c.data = v; },
       [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
@@ -88,6 +89,16 @@ void add_run_rows(std::vector<SettingRow>& out) {
       kMust, kOwn, [](const TrainConfig& c) { return c.tokenizer; },
       [](TrainConfig& c, const std::string& v) { c.tokenizer = v; },
       when([](const TrainConfig& c) { return !c.tokenizer.empty(); })));
+  out.push_back(row<std::string>(
+      "chat-template",
+      {.spelling = "--chat-template",
+       .help = "Chat data (--data FILE.jsonl, docs/llama.md): chatml (<|im_start|>role\\n...<|im_end|>: Qwen,\n"
+               "SmolLM2) or llama3 (<|start_header_id|>role<|end_header_id|>...<|eot_id|>); default: the one\n"
+               "whose special tokens --tokenizer has (ChatML first)",
+       .show_default = false},
+      kMust, kOwn, [](const TrainConfig& c) { return c.chat_template; },
+      [](TrainConfig& c, const std::string& v) { c.chat_template = v; },
+      when([](const TrainConfig& c) { return !c.chat_template.empty(); })));
   // --steps may always grow: it says how far to train, not how.
   out.push_back(row<int>(
       "steps", {.spelling = "--steps", .help = "Optimizer steps"}, ResumePolicy::kMayChange, kOwn,

@@ -34,7 +34,8 @@ struct TrainConfig {
   std::string model = "gpt-tiny";  // preset name, .json path or inline JSON
   std::string data;                // "" = the embedded arithmetic corpus; else text files or llm.c .bin shards (a glob)
   std::string val_data;            // llm.c: the validation shard (default: *_val_* beside a *_train_* path)
-  std::string tokenizer;  // "" = text as bytes; "gpt2", a directory or a tokenizer.json (text/tokenizer_lookup.h)
+  std::string tokenizer;      // "" = text as bytes; "gpt2", a directory or a tokenizer.json (text/tokenizer_lookup.h)
+  std::string chat_template;  // chat data (.jsonl): "chatml", "llama3"; "" = from the tokenizer's special tokens
 
   // Ranks.
   comm::Backend backend = comm::Backend::kThread;

@@ -7,7 +7,8 @@
 # and resumed at N = 4 (which keeps the saved global batch: grad-accum 2)
 # ends with the straight N = 4 run's weights, and so does one resumed from
 # that checkpoint resharded offline to 4 ranks. ZERODP_EXTRA_FLAGS (e.g.
-# "--optimizer adam8bit") go to every run.
+# "--optimizer adam8bit") go to every run; ZERODP_SEQ_LEN replaces the
+# sequence length 16.
 # usage: train_any_power_of_two_n.sh ZERODP STAGE [MPIRUN]
 set -euo pipefail
 zerodp=$1 stage=$2 mpirun=${3:-}
@@ -15,7 +16,7 @@ read -r -a extra <<< "${ZERODP_EXTRA_FLAGS:-}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 trap 'echo "FAILED (exit $?) at line $LINENO"; tail -n 15 "$dir"/*.log' ERR
-common=(train --micro-batch 2 --seq-len 16 --stage "$stage" --precision fp32 --clip 0 --schedule constant
+common=(train --micro-batch 2 --seq-len "${ZERODP_SEQ_LEN:-16}" --stage "$stage" --precision fp32 --clip 0 --schedule constant
         --eval-every 0 --sample-tokens 0 --held-out 0 --comm-timeout 60 "${extra[@]}")
 weights() { "$zerodp" ckpt consolidate "$1" "$1.out" > /dev/null && cmp -s "$1.out/model.safetensors" "$2"; }
 for n in 1 2 4 8; do

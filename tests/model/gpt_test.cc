@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Gpt: unit/op structure, init, whole-model finite-difference gradients,
 // gradient accumulation and scaling, activation checkpointing (bitwise), rank
-// threads sharing one model, and learning on a memorisable batch.
+// threads sharing one model, learning on a memorisable batch, and masked
+// targets (-1: no loss at that position).
 #include "model/gpt.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -103,7 +105,8 @@ TEST(Gpt, InitIsDeterministicAndGpt2Like) {
 
 // Whole-model central differences on a few parameters of every tensor kind.
 // fp32 forward; tolerances: |num - ana| <= 2e-4 + 3e-2 |num| with eps 1e-2 (stated in docs/models.md).
-TEST(Gpt, FiniteDifferenceGradients) {
+// The whole model's gradients against central differences of the loss.
+void expect_finite_difference_gradients(const Inputs& in) {
   Gpt m(small_config());
   std::vector<float> params(m.num_params());
   m.init_params(params, 1);
@@ -111,7 +114,6 @@ TEST(Gpt, FiniteDifferenceGradients) {
   auto noise = random_floats(params.size(), 2);
   for (size_t i = 0; i < params.size(); ++i) params[i] += 0.2f * noise[i];
   auto ws = m.make_workspace(2, 5, false);
-  Inputs in = random_inputs(10, 11, 5);
   std::vector<float> grads(params.size(), 0.0f);
   train_pass(m, params, grads, *ws, in.batch());
   auto loss_at = [&] {
@@ -139,6 +141,48 @@ TEST(Gpt, FiniteDifferenceGradients) {
   EXPECT_GT(checked, 150);
   EXPECT_EQ(failed, 0);
   for (size_t i = 11 * 8; i < 16 * 8; ++i) ASSERT_EQ(grads[i], 0.0f) << "padded wte row gradient";
+}
+
+TEST(Gpt, FiniteDifferenceGradients) { expect_finite_difference_gradients(random_inputs(10, 11, 5)); }
+
+// Targets of -1 have no loss: the gradients are still the loss's (the mean
+// over the unmasked targets) and the workspace counts them.
+TEST(Gpt, FiniteDifferenceGradientsWithMaskedTargets) {
+  Inputs in = random_inputs(10, 11, 5);
+  for (int i : {0, 3, 4, 8}) in.targets[i] = -1;
+  expect_finite_difference_gradients(in);
+}
+
+TEST(Gpt, MaskedTargetsAreLeftOutOfTheMean) {
+  Gpt m(small_config());
+  std::vector<float> params(m.num_params());
+  m.init_params(params, 4);
+  auto ws = m.make_workspace(2, 5, false);
+  Inputs in = random_inputs(10, 11, 7);
+  std::vector<float> grads(params.size(), 0.0f);
+  train_pass(m, params, grads, *ws, in.batch());
+  auto& gws = dynamic_cast<GptWorkspace&>(*ws);
+  const std::vector<float> losses(gws.losses().begin(), gws.losses().end());
+  for (int i : {1, 2, 9}) in.targets[i] = -1;
+  std::ranges::fill(grads, 0.0f);
+  const float masked = train_pass(m, params, grads, *ws, in.batch());
+  EXPECT_EQ(ws->masked_targets(), 3);
+  double want = 0;
+  for (int i : {0, 3, 4, 5, 6, 7, 8}) want += losses[i];
+  EXPECT_NEAR(masked, want / 7, 1e-6);
+
+  // Every target masked: loss 0, every gradient 0, no NaN.
+  std::ranges::fill(in.targets, -1);
+  std::ranges::fill(grads, 0.0f);
+  EXPECT_EQ(train_pass(m, params, grads, *ws, in.batch()), 0.0f);
+  EXPECT_EQ(ws->masked_targets(), 10);
+  for (float g : grads) ASSERT_EQ(g, 0.0f);
+
+  in.targets[0] = -2;  // only -1 is the ignore id
+  EXPECT_THROW(ws->set_batch(in.batch()), ShapeError);
+  in.targets[0] = 0;
+  in.tokens[0] = -1;  // tokens stay in [0, V)
+  EXPECT_THROW(ws->set_batch(in.batch()), ShapeError);
 }
 
 TEST(Gpt, GradientsAccumulateAndScale) {

@@ -2,12 +2,14 @@
 // The Llama family under the engine: every stage and every power-of-two N
 // give the same bits over a fixed global batch (tied and untied, q/k/v
 // biases, groups of two, Llama 3's rope scaling), in fp32 and bf16, as
-// GPT-2 and the MLP do; and hybrid sharding and the compressed collectives
+// GPT-2 and the MLP do, with masked targets too; and hybrid sharding and the compressed collectives
 // run it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,7 +46,9 @@ model::LlamaConfig small_llama(bool tied) {
 // Three steps over a fixed global batch of 4 micro-batches on n ranks (4 / n
 // each): rank 0's losses and the final weights. Micro-batch g of a step is
 // the same tokens whatever n is.
-RunResult train(const model::Llama& llama, EngineConfig c, int n) {
+// With `masked`, some targets are the ignore id -1 (supervised fine-tuning's
+// prompt positions) and every fourth micro-batch is masked throughout.
+RunResult train(const model::Llama& llama, EngineConfig c, int n, bool masked = false) {
   c.grad_accum = kMicroBatches / n;
   RunResult r;
   comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
@@ -56,8 +60,11 @@ RunResult train(const model::Llama& llama, EngineConfig c, int n) {
       for (size_t i = 0; i < tokens.size(); ++i) {
         tokens[i] = static_cast<int32_t>((g * 17 + static_cast<int64_t>(i) * 5 + 3) % kVocab);
         targets[i] = static_cast<int32_t>((tokens[i] * 3 + 1) % kVocab);
+        if (masked && (g % 4 == 1 || (g + static_cast<int64_t>(i)) % 3 == 0)) targets[i] = -1;
       }
       ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});
+      const auto masked_count = std::count(targets.begin(), targets.end(), -1);
+      EXPECT_EQ(ws.masked_targets(), masked_count);
     };
     for (step = 0; step < 3; ++step) {
       const double loss = engine.train_step(feed).loss;
@@ -110,6 +117,37 @@ TEST(LlamaEngine, EveryStageAndPowerOfTwoRankCountGiveTheSameBits) {
         } else {
           expect_same_bits(*first_n, *first, fmt::format("{} fp32, {} ranks against 1", tied ? "tied" : "untied", n));
         }
+      }
+    }
+  }
+}
+
+// Masked targets (-1) keep the promise: every stage the same bits at each N,
+// and in fp32 every N; a micro-batch masked throughout adds loss 0 and zero
+// gradients (no NaN), and the mask changes the training.
+TEST(LlamaEngine, MaskedTargetsGiveTheSameBitsAtEveryStage) {
+  const model::Llama llama(small_llama(true));
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    std::optional<RunResult> first_n;
+    for (int n : {1, 2, 4}) {
+      std::optional<RunResult> first;
+      for (Stage stage : kAllStages) {
+        const RunResult r = train(llama, config(stage, dtype), n, /*masked=*/true);
+        const std::string what = fmt::format("masked {}, stage {}, {} ranks", dtype.name(), stage_number(stage), n);
+        for (double loss : r.losses) EXPECT_TRUE(std::isfinite(loss)) << what;
+        if (!first) {
+          first = r;
+          EXPECT_LT(r.losses.back(), r.losses.front()) << what << ": the loss falls";
+        } else {
+          expect_same_bits(*first, r, what + " against stage 0");
+        }
+      }
+      if (dtype != Dtype::fp32()) continue;
+      if (!first_n) {
+        first_n = first;
+        EXPECT_NE(first->losses, train(llama, config(Stage::k0, dtype), n).losses) << "the mask changes the loss";
+      } else {
+        expect_same_bits(*first_n, *first, fmt::format("masked fp32, {} ranks against 1", n));
       }
     }
   }

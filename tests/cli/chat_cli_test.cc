@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// `zerodp train --data chat.jsonl --tokenizer tokenizer.json` as a user runs
+// it: a tiny Llama fine-tuned for a few steps on the assistant's tokens, the
+// template named in the log, and bad records refused in one line naming
+// their line.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_run.h"
+
+namespace zerodp::cli_testing {
+namespace {
+
+const std::string kFixtures = ZERODP_TRAIN_FIXTURE_DIR;
+// Vocabulary 264 holds the fixture tokenizers' 256 bytes and special tokens.
+const std::string kModel = R"('{"kind":"llama","vocab":264,"hidden":32,"layers":2,"heads":4,"kv_heads":2,"head_dim":8,)"
+                           R"("intermediate":64,"max_seq_len":64}')";
+
+std::string chat_run(const std::string& data, const std::string& tokenizer) {
+  return "train --model " + kModel + " --data " + data + " --tokenizer " + kFixtures + "/" + tokenizer +
+         " --seq-len 64 --micro-batch 2 --ranks 2 --steps 4 --eval-every 2 --sample-tokens 0 --held-out 0";
+}
+
+TEST(CliChat, TrainsALlamaOnChatRecordsInEitherTemplate) {
+  for (const char* tokenizer : {"chat_tokenizer_chatml.json", "chat_tokenizer_llama3.json"}) {
+    const Result r = run(chat_run(kFixtures + "/chat.jsonl", tokenizer));
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const std::string want = std::string("template ") +
+                             (std::string(tokenizer).find("chatml") != std::string::npos ? "chatml" : "llama3") +
+                             " (chosen from the tokenizer's special tokens)";
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("5 training records, 1 validation record"), std::string::npos) << r.out;
+  }
+  const Result flag =
+      run(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_llama3.json") + " --chat-template llama3");
+  ASSERT_EQ(flag.code, 0) << flag.err;
+  EXPECT_NE(flag.out.find("template llama3 (--chat-template)"), std::string::npos) << flag.out;
+}
+
+TEST(CliChat, RefusesBadRecordsAndTemplatesInOneLine) {
+  const fs::path bad = write_temp("zerodp_cli_chat_bad.jsonl",
+                                  "{\"prompt\": \"1+1\", \"response\": \"2\"}\n"
+                                  "{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}\n");
+  expect_refused(chat_run(bad.string(), "chat_tokenizer_chatml.json"),
+                 "zerodp_cli_chat_bad.jsonl:2: message 1 has the unknown role \"robot\"");
+  expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --chat-template llama3",
+                 "needs the token <|begin_of_text|>");
+  expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --chat-template alpaca",
+                 "not a template: chatml or llama3");
+  expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --val-data " + bad.string(),
+                 "chat data validates on the last 10% of its records");
+  expect_refused("train --steps 1 --chat-template chatml", "applies to chat data");
+  fs::remove(bad);
+}
+
+}  // namespace
+}  // namespace zerodp::cli_testing
