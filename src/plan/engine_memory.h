@@ -25,7 +25,8 @@
 //             summed, held from the second step on. Simulated op by op over
 //             the backward pass.
 //   activations  the workspace's bytes (activations.h)
-//   comm      with compressed collectives: one scratch buffer for them,
+//   comm      the gradient norm's scratch (optim::norm_scratch_floats), and
+//             with compressed collectives one scratch buffer for them,
 //             comm::max_quantized_scratch over the units (comm/quantize.h);
 //             with Adafactor: the statistics reduction's buffers
 //             (optim::adafactor_stats_scratch); allocated by the constructor
@@ -131,7 +132,7 @@ struct RankPrediction {
   uint64_t buckets = 0;        // overlap off: exact; on: a lower bound
   uint64_t buckets_bound = 0;  // the worst case with overlap on
   uint64_t activations = 0;
-  uint64_t comm = 0;           // the compressed collectives' and Adafactor's reduction scratch, from the constructor on
+  uint64_t comm = 0;  // the norm's, the compressed collectives' and Adafactor's scratch, from the constructor on
   uint64_t comm_at_fill = 0;   // the part of `comm` allocated before the parameters are filled (the collectives')
   uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
   uint64_t init_scratch = 0;   // the constructor's fill chunk

@@ -121,7 +121,7 @@ TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
 TEST(EngineMemory, TotalsAndBadInput) {
   EngineRun run{.stage = Stage::k3, .ranks = 4, .dtype = Dtype::bf16()};
   const RankPrediction p = predict_engine_rank(tied(), run, 0, 1000);
-  EXPECT_EQ(p.total(), p.model_states() + p.gathered + p.buckets + 1000);
+  EXPECT_EQ(p.total(), p.model_states() + p.gathered + p.buckets + p.comm + 1000);  // comm: the norm's scratch
   EXPECT_GE(p.total_bound(), p.total());
   run.ranks = 0;  // a stage past 3 cannot be written any more: parse_stage refuses it (core/stage_test.cc)
   EXPECT_THROW(predict_engine_rank(tied(), run, 0, 0), ConfigError);

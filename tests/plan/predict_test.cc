@@ -103,7 +103,7 @@ TEST(Predict, AProcessOfThreadRanksNeedsAllOfThemPlusItsBaseline) {
   RunShape resume = run;
   resume.load_scratch = uint64_t{1} << 30;
   const RankPrediction r = predict_rank(gpt, resume, 0);
-  EXPECT_EQ(r.total(), r.model_states() + r.compute_copy + r.activations + (uint64_t{1} << 30));
+  EXPECT_EQ(r.total(), r.model_states() + r.compute_copy + r.activations + r.comm + (uint64_t{1} << 30));
   EXPECT_GT(predict_process(gpt, resume, {0, 4}, 0).total(), p.total() - 50'000'000 + 3 * (uint64_t{1} << 30));
 }
 

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/simd.h"
 #include "engine_test_util.h"
+#include "optim/grad_utils.h"
 
 namespace zerodp::zero {
 namespace {
@@ -85,7 +86,8 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
           EXPECT_EQ(s[comm::Collective::kReduceScatter].bytes_sent, rs) << what;
           EXPECT_EQ(s[comm::Collective::kAllGather].bytes_sent, ag) << what;
           EXPECT_EQ(s[comm::Collective::kAllReduce].bytes_sent, 0u) << what;
-          // The scratch: booked as comm, the size comm::max_quantized_scratch gives.
+          // The scratch: booked as comm, the size comm::max_quantized_scratch gives,
+          // beside the gradient norm's (optim::norm_scratch_floats).
           std::vector<uint64_t> counts;
           std::vector<std::vector<uint64_t>> starts;
           for (size_t u = 0; u < mlp.units().size(); ++u) {
@@ -93,7 +95,8 @@ TEST(QuantizedEngine, SentBytesEqualThePackedFormula) {
             starts.push_back(testing::unit_tensor_starts(mlp, u));
           }
           EXPECT_EQ(run.ledgers[r][MemoryCategory::kComm].current,
-                    comm::max_quantized_scratch(counts, n, r, {weights, block}, {q, block}, starts))
+                    comm::max_quantized_scratch(counts, n, r, {weights, block}, {q, block}, starts) +
+                        optim::norm_scratch_floats(counts.size(), n) * sizeof(float))
               << what;
           EXPECT_GT(run.ledgers[r][MemoryCategory::kComm].current, 0u) << what;
         }
