@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "text/gpt2_vocab.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "text/byte_unicode.h"
+#include "text/tokenizer_file.h"
 #include "text/utf8.h"
 
 namespace zerodp::text {
@@ -18,16 +19,8 @@ namespace {
 constexpr const char* kFix = "reinstall GPT-2's files with scripts/setup";
 
 std::string read_file(const std::string& path) {
-  std::error_code ec;
-  ZDP_CHECK(std::filesystem::is_regular_file(path, ec), InputFileError,
-            "[tokenizer] {} does not exist: a tokenizer directory holds GPT-2's {} and {} ({})", path, kEncoderFile,
-            kMergesFile, kFix);
-  std::ifstream in(path, std::ios::binary);
-  ZDP_CHECK(in.good(), InputFileError, "[tokenizer] cannot open {}: check its permissions", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ZDP_CHECK(!in.bad(), InputFileError, "[tokenizer] reading {} failed", path);
-  return ss.str();
+  return read_tokenizer_file(
+      path, fmt::format("a tokenizer directory holds GPT-2's {} and {} ({})", kEncoderFile, kMergesFile, kFix));
 }
 
 void load_encoder(const std::string& path, BpeVocab& vocab) {

@@ -4,14 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "text/byte_unicode.h"
 #include "text/regex_split.h"
+#include "text/tokenizer_file.h"
 #include "text/utf8.h"
 
 namespace zerodp::text {
@@ -22,18 +20,6 @@ using Json = nlohmann::json;
 constexpr size_t kMaxMissingIds = 65536;
 
 constexpr const char* kSupported = "zerodp reads byte-level BPE tokenizers (GPT-2, Llama 3, Qwen2, SmolLM2)";
-
-std::string read_file(const std::string& path) {
-  std::error_code ec;
-  ZDP_CHECK(std::filesystem::is_regular_file(path, ec), InputFileError,
-            "[tokenizer] {} does not exist: give --tokenizer a Hugging Face tokenizer.json", path);
-  std::ifstream in(path, std::ios::binary);
-  ZDP_CHECK(in.good(), InputFileError, "[tokenizer] cannot open {}: check its permissions", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ZDP_CHECK(!in.bad(), InputFileError, "[tokenizer] reading {} failed", path);
-  return ss.str();
-}
 
 // The "type" of a component object; "" when it has none.
 std::string type_of(const Json& j) {
@@ -291,6 +277,8 @@ BpeVocab parse_tokenizer_json(std::string_view json_text, const std::string& whe
   return vocab;
 }
 
-BpeVocab load_tokenizer_json(const std::string& path) { return parse_tokenizer_json(read_file(path), path); }
+BpeVocab load_tokenizer_json(const std::string& path) {
+  return parse_tokenizer_json(read_tokenizer_file(path, "give --tokenizer a Hugging Face tokenizer.json"), path);
+}
 
 }  // namespace zerodp::text

@@ -2,7 +2,6 @@
 #include "weights/init_weights.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -13,30 +12,6 @@
 #include "weights/weights_reader.h"
 
 namespace zerodp::weights {
-namespace {
-
-class GptInit final : public InitWeights {
- public:
-  GptInit(const std::string& path, const model::GptConfig& config) : reader_(path, config) {}
-  std::string description() const override { return reader_.description(); }
-  void read(size_t first, std::span<float> out) override { reader_.read(first, out); }
-
- private:
-  GptWeightsReader reader_;
-};
-
-class LlamaInit final : public InitWeights {
- public:
-  LlamaInit(const std::string& path, const model::LlamaConfig& config) : reader_(path, config) {}
-  std::string description() const override { return reader_.description(); }
-  void read(size_t first, std::span<float> out) override { reader_.read(first, out); }
-
- private:
-  LlamaHfReader reader_;
-};
-
-}  // namespace
-
 std::unique_ptr<InitWeights> open_init_weights(const std::string& path, const model::ModelConfig& config) {
   if (const auto* gpt = config.as<model::GptSpec>()) {
     ZDP_CHECK(!is_llama_hf_checkpoint(path), ConfigError,
@@ -46,9 +21,9 @@ std::unique_ptr<InitWeights> open_init_weights(const std::string& path, const mo
     // A Hugging Face directory (config.json and model.safetensors, as
     // `ckpt consolidate` writes OUT/hf/) stands for its weights file.
     const std::string file = std::filesystem::is_directory(path) ? path + "/" + kHfWeightsName : path;
-    return std::make_unique<GptInit>(file, gpt->config());
+    return std::make_unique<GptWeightsReader>(file, gpt->config());
   }
-  if (const auto* llama = config.as<model::LlamaSpec>()) return std::make_unique<LlamaInit>(path, llama->config());
+  if (const auto* llama = config.as<model::LlamaSpec>()) return std::make_unique<LlamaHfReader>(path, llama->config());
   ZDP_THROW(ConfigError,
             "[train] --init-from reads GPT-2 and Llama-family weights, and the model is a \"{}\" model: start it "
             "from the seed (leave out --init-from)",
@@ -56,10 +31,9 @@ std::unique_ptr<InitWeights> open_init_weights(const std::string& path, const mo
 }
 
 std::string model_json_of_checkpoint(const std::string& path) {
-  if (!is_llama_hf_checkpoint(path)) return "";
-  const std::string config_path = hf_config_path(path);
-  std::ifstream in(config_path);
-  const model::LlamaConfig c = llama_config_from_hf(nlohmann::json::parse(in), config_path);
+  const std::optional<nlohmann::json> config = llama_hf_config_json(path);
+  if (!config) return "";
+  const model::LlamaConfig c = llama_config_from_hf(*config, hf_config_path(path));
   return model::model_config_json(model::ModelConfig{"custom", std::make_shared<const model::LlamaSpec>(c)});
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The starting weights of `zerodp train --init-from PATH`, for every family
-// zerodp reads them for: GPT-2 (weights_reader.h: llm.c, zerodp or Hugging
+// zerodp reads them for, each family's reader an InitWeights: GPT-2 (weights_reader.h: llm.c, zerodp or Hugging
 // Face GPT-2 files) and the Llama family (llama_hf_reader.h: Hugging Face
 // checkpoints in F32, BF16 or F16, one file or sharded). The run opens one
 // per process to check the file before any rank allocates, then one per

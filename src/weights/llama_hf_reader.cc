@@ -67,16 +67,18 @@ std::string hf_config_path(const std::string& path) {
                                 : (fs::path(path).parent_path() / "config.json").string();
 }
 
-bool is_llama_hf_checkpoint(const std::string& path) {
+std::optional<json> llama_hf_config_json(const std::string& path) {
   std::error_code ec;
   const std::string config = hf_config_path(path);
-  if (!fs::is_regular_file(config, ec)) return false;
+  if (!fs::is_regular_file(config, ec)) return std::nullopt;
   try {
     std::ifstream in(config);
-    return is_llama_architecture(architecture_of(json::parse(in)));
+    json j = json::parse(in);
+    if (is_llama_architecture(architecture_of(j))) return j;
   } catch (const json::exception&) {
-    return false;  // not one: the GPT-2 readers say what is wrong with it
+    // not one: the GPT-2 readers say what is wrong with it
   }
+  return std::nullopt;
 }
 
 model::LlamaConfig llama_config_from_hf(const json& j, const std::string& path) {

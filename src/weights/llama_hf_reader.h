@@ -20,11 +20,13 @@
 #pragma once
 
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "model/llama_config.h"
+#include "weights/init_weights.h"
 
 namespace zerodp::weights {
 
@@ -32,16 +34,18 @@ namespace zerodp::weights {
 // else beside the file.
 std::string hf_config_path(const std::string& path);
 
-// Whether `path` is a Hugging Face checkpoint directory or file whose
-// config.json names a Llama-family architecture zerodp reads.
-bool is_llama_hf_checkpoint(const std::string& path);
+// The config.json of a Hugging Face checkpoint directory or file at `path`
+// when it parses and names a Llama-family architecture zerodp reads; nullopt
+// otherwise (no config.json, not JSON, another architecture).
+std::optional<nlohmann::json> llama_hf_config_json(const std::string& path);
+inline bool is_llama_hf_checkpoint(const std::string& path) { return llama_hf_config_json(path).has_value(); }
 
 // config.json's fields as a LlamaConfig (ConfigError naming the file and the
 // field: an architecture zerodp lacks, an activation other than silu, MLP
 // biases, a rope_scaling type other than llama3).
 model::LlamaConfig llama_config_from_hf(const nlohmann::json& config, const std::string& path);
 
-class LlamaHfReader {
+class LlamaHfReader final : public InitWeights {
  public:
   LlamaHfReader(const std::string& path, const model::LlamaConfig& expected);
   ~LlamaHfReader();
@@ -49,9 +53,9 @@ class LlamaHfReader {
   LlamaHfReader& operator=(const LlamaHfReader&) = delete;
 
   // "Hugging Face LlamaForCausalLM, BF16, 2 safetensors files", for the log.
-  std::string description() const;
+  std::string description() const override;
   // Fills `out` with flat parameters [first, first + out.size()).
-  void read(size_t first, std::span<float> out);
+  void read(size_t first, std::span<float> out) override;
 
  private:
   struct Impl;

@@ -26,13 +26,14 @@
 #include <string>
 
 #include "model/gpt_config.h"
+#include "weights/init_weights.h"
 
 namespace zerodp::weights {
 
 enum class WeightsFormat { kLlmc, kZerodpSafetensors, kHfSafetensors };
 const char* weights_format_name(WeightsFormat format);  // "llm.c model file", ...
 
-class GptWeightsReader {
+class GptWeightsReader final : public InitWeights {
  public:
   // Opens and checks `path` (InputFileError) and that it holds `expected`
   // (ConfigError).
@@ -44,9 +45,9 @@ class GptWeightsReader {
   WeightsFormat format() const;
   const model::GptConfig& config() const;  // equals `expected`
   // "Hugging Face GPT-2 safetensors, with config.json", for the run's log.
-  std::string description() const;
+  std::string description() const override;
   // Fills `out` with flat parameters [first, first + out.size()).
-  void read(size_t first, std::span<float> out);
+  void read(size_t first, std::span<float> out) override;
 
  private:
   struct Impl;

@@ -90,65 +90,53 @@ EngineConfig config(Stage stage, Dtype dtype) {
   return c;
 }
 
-// Every stage gives the same bits at each N (fp32 and bf16), and in fp32
-// every power-of-two N does too (the promise GPT-2's tests hold: bf16's
-// rounding of the parameters is per rank count's step, docs/architecture.md).
+// Trains every stage at N = 1, 2, 4 (targets masked or not): at each N every
+// stage gives stage 0's bits, in fp32 every N gives N = 1's (the promise
+// GPT-2's tests hold: bf16's rounding of the parameters is per rank count's
+// step, docs/architecture.md), every loss is finite and the loss falls.
+// Returns N = 1's stage-0 run.
+RunResult expect_same_bits_at_every_stage_and_n(const model::Llama& llama, Dtype dtype, bool masked,
+                                                const std::string& label) {
+  std::optional<RunResult> first_n;
+  for (int n : {1, 2, 4}) {
+    std::optional<RunResult> first;
+    for (Stage stage : kAllStages) {
+      const RunResult r = train(llama, config(stage, dtype), n, masked);
+      const std::string what = fmt::format("{} {}, stage {}, {} ranks", label, dtype.name(), stage_number(stage), n);
+      for (double loss : r.losses) EXPECT_TRUE(std::isfinite(loss)) << what;
+      if (!first) {
+        first = r;
+        EXPECT_LT(r.losses.back(), r.losses.front()) << what << ": the loss falls";
+      } else {
+        expect_same_bits(*first, r, what + " against stage 0");
+      }
+    }
+    if (!first_n) {
+      first_n = first;
+    } else if (dtype == Dtype::fp32()) {
+      expect_same_bits(*first_n, *first, fmt::format("{} fp32, {} ranks against 1", label, n));
+    }
+  }
+  return *first_n;
+}
+
 TEST(LlamaEngine, EveryStageAndPowerOfTwoRankCountGiveTheSameBits) {
   for (bool tied : {true, false}) {
     const model::Llama llama(small_llama(tied));
     for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
-      std::optional<RunResult> first_n;
-      for (int n : {1, 2, 4}) {
-        std::optional<RunResult> first;
-        for (Stage stage : kAllStages) {
-          const RunResult r = train(llama, config(stage, dtype), n);
-          const std::string what =
-              fmt::format("{} {}, stage {}, {} ranks", tied ? "tied" : "untied", dtype.name(), stage_number(stage), n);
-          if (!first) {
-            first = r;
-            EXPECT_LT(r.losses.back(), r.losses.front()) << what << ": the loss falls";
-          } else {
-            expect_same_bits(*first, r, what + " against stage 0");
-          }
-        }
-        if (dtype != Dtype::fp32()) continue;
-        if (!first_n) {
-          first_n = first;
-        } else {
-          expect_same_bits(*first_n, *first, fmt::format("{} fp32, {} ranks against 1", tied ? "tied" : "untied", n));
-        }
-      }
+      expect_same_bits_at_every_stage_and_n(llama, dtype, /*masked=*/false, tied ? "tied" : "untied");
     }
   }
 }
 
-// Masked targets (-1) keep the promise: every stage the same bits at each N,
-// and in fp32 every N; a micro-batch masked throughout adds loss 0 and zero
-// gradients (no NaN), and the mask changes the training.
+// Masked targets (-1) keep the promise; a micro-batch masked throughout adds
+// loss 0 and zero gradients (no NaN), and the mask changes the training.
 TEST(LlamaEngine, MaskedTargetsGiveTheSameBitsAtEveryStage) {
   const model::Llama llama(small_llama(true));
   for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
-    std::optional<RunResult> first_n;
-    for (int n : {1, 2, 4}) {
-      std::optional<RunResult> first;
-      for (Stage stage : kAllStages) {
-        const RunResult r = train(llama, config(stage, dtype), n, /*masked=*/true);
-        const std::string what = fmt::format("masked {}, stage {}, {} ranks", dtype.name(), stage_number(stage), n);
-        for (double loss : r.losses) EXPECT_TRUE(std::isfinite(loss)) << what;
-        if (!first) {
-          first = r;
-          EXPECT_LT(r.losses.back(), r.losses.front()) << what << ": the loss falls";
-        } else {
-          expect_same_bits(*first, r, what + " against stage 0");
-        }
-      }
-      if (dtype != Dtype::fp32()) continue;
-      if (!first_n) {
-        first_n = first;
-        EXPECT_NE(first->losses, train(llama, config(Stage::k0, dtype), n).losses) << "the mask changes the loss";
-      } else {
-        expect_same_bits(*first_n, *first, fmt::format("masked fp32, {} ranks against 1", n));
-      }
+    const RunResult masked = expect_same_bits_at_every_stage_and_n(llama, dtype, /*masked=*/true, "masked");
+    if (dtype == Dtype::fp32()) {
+      EXPECT_NE(masked.losses, train(llama, config(Stage::k0, dtype), 1).losses) << "the mask changes the loss";
     }
   }
 }
