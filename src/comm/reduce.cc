@@ -80,20 +80,15 @@ void combine_block(float* acc, float* tmp, std::vector<float>& partials, size_t 
 // exist only in x86-64 builds and the neon one only in aarch64 builds (CMake
 // defines ZERODP_SIMD_X86_64 or ZERODP_SIMD_AARCH64).
 const reduce_kernels::LevelKernels& kernels_for(SimdLevel level) {
-  switch (level) {
+  return *by_level<const reduce_kernels::LevelKernels*>(level, {
+    {SimdLevel::kScalar, &reduce_kernels::kScalar},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return reduce_kernels::kAvx512;
-    case SimdLevel::kAvx2:
-      return reduce_kernels::kAvx2;
+        {SimdLevel::kAvx2, &reduce_kernels::kAvx2}, {SimdLevel::kAvx512, &reduce_kernels::kAvx512},
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon:
-      return reduce_kernels::kNeon;
+        {SimdLevel::kNeon, &reduce_kernels::kNeon},
 #endif
-    default:
-      return reduce_kernels::kScalar;
-  }
+  });
 }
 
 reduce_kernels::DtypeBits bits_of(Dtype dtype) {

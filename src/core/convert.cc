@@ -9,10 +9,14 @@
 namespace zerodp {
 namespace {
 
-template <typename Src, typename Dst, typename Fn>
-void scalar_loop(const Src* src, Dst* dst, size_t n, Fn fn) {
-  for (size_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+// The scalar level's loop for one element conversion.
+template <typename Src, typename Dst, Dst (*kOne)(Src)>
+void scalar_loop(const Src* src, Dst* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = kOne(src[i]);
 }
+
+template <typename Src, typename Dst>
+using LevelLoop = void (*)(const Src*, Dst*, size_t);
 
 void check_sizes(size_t src, size_t dst) {
   ZDP_CHECK_EQ(src, dst, ShapeError, "[convert] source and destination sizes differ");
@@ -22,66 +26,56 @@ void check_sizes(size_t src, size_t dst) {
 
 void convert(std::span<const float> src, std::span<Half> dst, SimdLevel level) {
   check_sizes(src.size(), dst.size());
-  switch (level) {
+  const auto loop = by_level<LevelLoop<float, Half>>(level, {
+    {SimdLevel::kScalar, scalar_loop<float, Half, float_to_half>},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return convert_kernels::float_to_half_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2:
-      return convert_kernels::float_to_half_avx2(src.data(), dst.data(), src.size());
+        {SimdLevel::kAvx2, convert_kernels::float_to_half_avx2},
+        {SimdLevel::kAvx512, convert_kernels::float_to_half_avx512},
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon:
-      return convert_kernels::float_to_half_neon(src.data(), dst.data(), src.size());
+        {SimdLevel::kNeon, convert_kernels::float_to_half_neon},
 #endif
-    default:
-      return scalar_loop(src.data(), dst.data(), src.size(), float_to_half);
-  }
+  });
+  loop(src.data(), dst.data(), src.size());
 }
 
 void convert(std::span<const Half> src, std::span<float> dst, SimdLevel level) {
   check_sizes(src.size(), dst.size());
-  switch (level) {
+  const auto loop = by_level<LevelLoop<Half, float>>(level, {
+    {SimdLevel::kScalar, scalar_loop<Half, float, half_to_float>},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return convert_kernels::half_to_float_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2:
-      return convert_kernels::half_to_float_avx2(src.data(), dst.data(), src.size());
+        {SimdLevel::kAvx2, convert_kernels::half_to_float_avx2},
+        {SimdLevel::kAvx512, convert_kernels::half_to_float_avx512},
 #endif
 #if ZERODP_SIMD_AARCH64
-    case SimdLevel::kNeon:
-      return convert_kernels::half_to_float_neon(src.data(), dst.data(), src.size());
+        {SimdLevel::kNeon, convert_kernels::half_to_float_neon},
 #endif
-    default:
-      return scalar_loop(src.data(), dst.data(), src.size(), half_to_float);
-  }
+  });
+  loop(src.data(), dst.data(), src.size());
 }
 
 void convert(std::span<const float> src, std::span<BFloat16> dst, SimdLevel level) {
   check_sizes(src.size(), dst.size());
-  switch (level) {
+  const auto loop = by_level<LevelLoop<float, BFloat16>>(level, {
+    {SimdLevel::kScalar, scalar_loop<float, BFloat16, float_to_bfloat16>},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return convert_kernels::float_to_bf16_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2:
-      return convert_kernels::float_to_bf16_avx2(src.data(), dst.data(), src.size());
+        {SimdLevel::kAvx2, convert_kernels::float_to_bf16_avx2},
+        {SimdLevel::kAvx512, convert_kernels::float_to_bf16_avx512},
 #endif
-    default:
-      return scalar_loop(src.data(), dst.data(), src.size(), float_to_bfloat16);
-  }
+  });
+  loop(src.data(), dst.data(), src.size());
 }
 
 void convert(std::span<const BFloat16> src, std::span<float> dst, SimdLevel level) {
   check_sizes(src.size(), dst.size());
-  switch (level) {
+  const auto loop = by_level<LevelLoop<BFloat16, float>>(level, {
+    {SimdLevel::kScalar, scalar_loop<BFloat16, float, bfloat16_to_float>},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return convert_kernels::bf16_to_float_avx512(src.data(), dst.data(), src.size());
-    case SimdLevel::kAvx2:
-      return convert_kernels::bf16_to_float_avx2(src.data(), dst.data(), src.size());
+        {SimdLevel::kAvx2, convert_kernels::bf16_to_float_avx2},
+        {SimdLevel::kAvx512, convert_kernels::bf16_to_float_avx512},
 #endif
-    default:
-      return scalar_loop(src.data(), dst.data(), src.size(), bfloat16_to_float);
-  }
+  });
+  loop(src.data(), dst.data(), src.size());
 }
 
 void convert(const void* src, Dtype src_type, void* dst, Dtype dst_type, size_t count) {

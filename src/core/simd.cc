@@ -86,12 +86,29 @@ const char* simd_level_name(SimdLevel level) {
       return "avx512";
     case SimdLevel::kNeon:
       return "neon";
+    case SimdLevel::kAvx512Bf16:
+      return "avx512bf16";
   }
   return "?";
 }
+int simd_height(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kScalar:
+      return 0;
+    case SimdLevel::kAvx2:
+    case SimdLevel::kNeon:
+      return 1;
+    case SimdLevel::kAvx512:
+      return 2;
+    case SimdLevel::kAvx512Bf16:
+      return 3;
+  }
+  return 0;
+}
 
 std::optional<SimdLevel> parse_simd_level(std::string_view name) {
-  for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kNeon}) {
+  for (SimdLevel l :
+       {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16, SimdLevel::kNeon}) {
     if (name == simd_level_name(l)) return l;
   }
   return std::nullopt;

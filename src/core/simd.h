@@ -11,13 +11,18 @@
 //
 // Levels by architecture (CMake decides which files a build has):
 //   x86-64:  scalar < avx2 (AVX2 + FMA + F16C) < avx512 (F + BW + VL)
+//            < avx512bf16 (avx512 + AVX512_BF16's vdpbf16ps: AMD Zen 4 and
+//            later, Intel Cooper Lake and Sapphire Rapids and later)
 //   aarch64: scalar < neon
+// A module has files for some levels only: by_level() runs, for a level, the
+// module's code of the highest level at or below it (the bf16 matrix
+// product has an avx512bf16 file; the conversions run their avx512 one).
 //   other:   scalar
 // "scalar" is the portable C++ loops, compiled for the build's baseline
 // target (the compiler may still vectorise them with that target's vector
 // unit; the bits do not change).
 //
-// ZERODP_SIMD=scalar|avx2|avx512|neon forces a level (lower than the best, or
+// ZERODP_SIMD=scalar|avx2|avx512|avx512bf16|neon forces a level (lower than the best, or
 // the best itself); asking for a level the CPU or the build lacks is a
 // ConfigError with a one-line message.
 // Thread-safety: all functions are thread-safe; the active level is read
@@ -25,13 +30,14 @@
 // with other threads' use.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 namespace zerodp {
 
-enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
+enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kAvx512Bf16 = 4 };
 
 // The best level this CPU and this build support (detected once).
 SimdLevel best_simd_level();
@@ -42,7 +48,7 @@ SimdLevel active_simd_level();
 // Every level this CPU and build can run, scalar first: for tests and
 // benchmarks.
 std::vector<SimdLevel> supported_simd_levels();
-// "scalar", "avx2", "avx512", "neon": the names ZERODP_SIMD takes.
+// "scalar", "avx2", "avx512", "avx512bf16", "neon": the names ZERODP_SIMD takes.
 const char* simd_level_name(SimdLevel level);
 std::optional<SimdLevel> parse_simd_level(std::string_view name);
 // The level ZERODP_SIMD=`requested` asks for ("" = the best). Throws
@@ -53,6 +59,29 @@ SimdLevel resolve_simd_level(std::string_view requested);
 // the CPU runs them), lowest first.
 std::vector<SimdLevel> built_simd_levels();
 
+// A level's height on its architecture's ladder: scalar 0; avx2 1, avx512 2,
+// avx512bf16 3; neon 1.
+int simd_height(SimdLevel level);
+// One entry of a module's dispatch table: its code for one level.
+template <typename Code>
+struct LevelCode {
+  SimdLevel level;
+  Code code;
+};
+// The code of `table` for `level`: the entry of the highest level at or below
+// it. A table lists the levels its module has files for (the x86 ones under
+// ZERODP_SIMD_X86_64, neon under ZERODP_SIMD_AARCH64) and always kScalar,
+// so a level the module has nothing of its own for runs the one below.
+template <typename Code>
+Code by_level(SimdLevel level, std::initializer_list<LevelCode<Code>> table) {
+  const int height = simd_height(level);
+  const LevelCode<Code>* pick = nullptr;
+  for (const LevelCode<Code>& entry : table) {
+    const int h = simd_height(entry.level);
+    if (h <= height && (pick == nullptr || h > simd_height(pick->level))) pick = &entry;
+  }
+  return pick->code;  // kScalar (height 0) is in every table
+}
 // Tests: makes `level` the active one until destroyed. REQUIRES a supported
 // level, and no other thread reading the active level meanwhile.
 class ScopedSimdLevel {

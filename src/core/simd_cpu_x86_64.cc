@@ -27,9 +27,19 @@ bool cpu_has_avx512() {
          __builtin_cpu_supports("avx512vl");
 }
 
+// AVX512_BF16 from CPUID leaf 7, sub-leaf 1, EAX bit 5 (GCC 12's and clang
+// 14's __builtin_cpu_supports do not agree on its name).
+bool cpu_has_avx512_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return cpu_has_avx512() && (eax & (1u << 5)) != 0;
+}
+
 }  // namespace
 
-std::vector<SimdLevel> arch_levels() { return {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}; }
+std::vector<SimdLevel> arch_levels() {
+  return {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16};
+}
 
 bool cpu_runs(SimdLevel level) {
   switch (level) {
@@ -39,6 +49,8 @@ bool cpu_runs(SimdLevel level) {
       return cpu_has_avx2();
     case SimdLevel::kAvx512:
       return cpu_has_avx512();
+    case SimdLevel::kAvx512Bf16:
+      return cpu_has_avx512_bf16();
     case SimdLevel::kNeon:
       return false;
   }

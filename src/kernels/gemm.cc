@@ -99,7 +99,8 @@ std::string better_blas_coretype(std::string_view core, SimdLevel best) {
     });
   };
   if (is(kAvx512)) return "";  // the widest OpenBLAS has
-  if (best == SimdLevel::kAvx512 && (is(kAvx2) || is(kOlder))) return "SkylakeX";
+  const bool avx512 = best == SimdLevel::kAvx512 || best == SimdLevel::kAvx512Bf16;
+  if (avx512 && (is(kAvx2) || is(kOlder))) return "SkylakeX";
   if (best == SimdLevel::kAvx2 && is(kOlder)) return "Haswell";
   return "";
 }

@@ -10,16 +10,12 @@ namespace zerodp::kernels {
 const ModelKernelSet kScalarModelKernels = kGenericModelKernels;
 
 const ModelKernelSet& model_kernel_set(SimdLevel level) {
-  switch (level) {
+  return *by_level<const ModelKernelSet*>(level, {
+    {SimdLevel::kScalar, &kScalarModelKernels},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return kAvx512ModelKernels;
-    case SimdLevel::kAvx2:
-      return kAvx2ModelKernels;
+        {SimdLevel::kAvx2, &kAvx2ModelKernels}, {SimdLevel::kAvx512, &kAvx512ModelKernels},
 #endif
-    default:
-      return kScalarModelKernels;
-  }
+  });
 }
 
 }  // namespace zerodp::kernels

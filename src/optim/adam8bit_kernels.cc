@@ -10,16 +10,12 @@ namespace zerodp::optim::kernels {
 const Adam8bitKernels kScalarAdam8bitKernels = kGenericAdam8bitKernels;
 
 const Adam8bitKernels& adam8bit_kernels(SimdLevel level) {
-  switch (level) {
+  return *by_level<const Adam8bitKernels*>(level, {
+    {SimdLevel::kScalar, &kScalarAdam8bitKernels},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return kAvx512Adam8bitKernels;
-    case SimdLevel::kAvx2:
-      return kAvx2Adam8bitKernels;
+        {SimdLevel::kAvx2, &kAvx2Adam8bitKernels}, {SimdLevel::kAvx512, &kAvx512Adam8bitKernels},
 #endif
-    default:
-      return kScalarAdam8bitKernels;
-  }
+  });
 }
 
 }  // namespace zerodp::optim::kernels

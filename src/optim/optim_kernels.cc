@@ -10,16 +10,12 @@ namespace zerodp::optim::kernels {
 const KernelSet kScalarKernels = kGenericKernels;
 
 const KernelSet& kernel_set(SimdLevel level) {
-  switch (level) {
+  return *by_level<const KernelSet*>(level, {
+    {SimdLevel::kScalar, &kScalarKernels},
 #if ZERODP_SIMD_X86_64
-    case SimdLevel::kAvx512:
-      return kAvx512Kernels;
-    case SimdLevel::kAvx2:
-      return kAvx2Kernels;
+        {SimdLevel::kAvx2, &kAvx2Kernels}, {SimdLevel::kAvx512, &kAvx512Kernels},
 #endif
-    default:
-      return kScalarKernels;
-  }
+  });
 }
 
 }  // namespace zerodp::optim::kernels

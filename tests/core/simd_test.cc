@@ -13,11 +13,24 @@ namespace zerodp {
 namespace {
 
 TEST(Simd, NamesRoundTrip) {
-  for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kNeon}) {
+  for (SimdLevel l :
+       {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16, SimdLevel::kNeon}) {
     EXPECT_EQ(parse_simd_level(simd_level_name(l)), l);
   }
   EXPECT_FALSE(parse_simd_level("AVX2").has_value());
   EXPECT_FALSE(parse_simd_level("sse").has_value());
+}
+
+TEST(Simd, ByLevelRunsTheHighestEntryAtOrBelowTheLevel) {
+  const auto pick = [](SimdLevel level) {
+    return by_level<int>(level, {{SimdLevel::kScalar, 0}, {SimdLevel::kAvx512, 2}, {SimdLevel::kAvx2, 1}});
+  };
+  EXPECT_EQ(pick(SimdLevel::kScalar), 0);
+  EXPECT_EQ(pick(SimdLevel::kAvx2), 1);
+  EXPECT_EQ(pick(SimdLevel::kAvx512), 2);
+  EXPECT_EQ(pick(SimdLevel::kAvx512Bf16), 2);  // a module without bf16 files runs its avx512 ones
+  EXPECT_EQ(by_level<int>(SimdLevel::kAvx512Bf16, {{SimdLevel::kScalar, 0}}), 0);
+  EXPECT_EQ(by_level<int>(SimdLevel::kNeon, {{SimdLevel::kScalar, 0}, {SimdLevel::kNeon, 3}}), 3);
 }
 
 TEST(Simd, SupportedLevelsStartWithScalarAndEndWithTheBest) {

@@ -120,6 +120,7 @@ TEST(BetterBlasCoretype, AdvisesTheWidestKernelTheCpuRuns) {
   EXPECT_EQ(better_blas_coretype("Zen", SimdLevel::kAvx512), "SkylakeX");
   EXPECT_EQ(better_blas_coretype("Prescott", SimdLevel::kAvx512), "SkylakeX");
   EXPECT_EQ(better_blas_coretype("SANDYBRIDGE", SimdLevel::kAvx512), "SkylakeX");  // any case
+  EXPECT_EQ(better_blas_coretype("Haswell", SimdLevel::kAvx512Bf16), "SkylakeX");
   EXPECT_EQ(better_blas_coretype("Prescott", SimdLevel::kAvx2), "Haswell");
   EXPECT_EQ(better_blas_coretype("Sandybridge", SimdLevel::kAvx2), "Haswell");
   for (const char* fits : {"SkylakeX", "Cooperlake", "SapphireRapids"})
