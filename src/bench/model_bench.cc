@@ -9,6 +9,8 @@
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "core/simd.h"
+#include "kernels/gemm_bf16.h"
 #include "model/presets.h"
 #include "optim/optimizer.h"
 
@@ -34,18 +36,75 @@ class Stopwatch {
 
 }  // namespace
 
-double measure_sgemm_gflops(int n, ClockKind clock) {
+namespace {
+
+// Best-of-5 GFLOP/s of an n x n x n product through `product`.
+template <typename Product>
+double measure_square_gflops(int n, ClockKind clock, Product product) {
   AlignedBuffer<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
   std::mt19937 gen(1);  // NOLINT(cert-msc51-cpp): the same matrices every run
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   for (auto& x : a) x = d(gen);
   for (auto& x : b) x = d(gen);
-  kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  product(n, a.data(), b.data(), c.data());
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     Stopwatch t(clock);
-    kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    product(n, a.data(), b.data(), c.data());
     best = std::max(best, 2.0 * n * n * n / t.lap() / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+double measure_sgemm_gflops(int n, ClockKind clock) {
+  return measure_square_gflops(n, clock, [](int size, const float* a, const float* b, float* c) {
+    kernels::gemm(kernels::Trans::kNo, kernels::Trans::kNo, size, size, size, 1.0f, a, size, b, size, 0.0f, c, size);
+  });
+}
+
+double measure_bf16_gemm_gflops(int n, ClockKind clock) {
+  return measure_square_gflops(n, clock, [](int size, const float* a, const float* b, float* c) {
+    kernels::gemm_bf16(kernels::Trans::kNo, kernels::Trans::kNo, size, size, size, 1.0f, a, size, b, size, 0.0f, c,
+                       size);
+  });
+}
+
+double measure_model_gemm_gflops(const std::vector<kernels::LinearShape>& shapes, kernels::Compute compute,
+                                 ClockKind clock) {
+  const kernels::ScopedCompute scoped(compute);
+  size_t inp_size = 0, weight_size = 0, out_size = 0;
+  double flops = 0;
+  for (const kernels::LinearShape& s : shapes) {
+    inp_size = std::max(inp_size, size_t(s.rows) * s.in);
+    weight_size = std::max(weight_size, size_t(s.out) * s.in);
+    out_size = std::max(out_size, size_t(s.rows) * s.out);
+    flops += 3 * kernels::linear_flops(s);
+  }
+  AlignedBuffer<float> inp(inp_size), weight(weight_size), out(out_size), dinp(inp_size), dweight(weight_size);
+  std::mt19937 gen(2);  // NOLINT(cert-msc51-cpp): the same matrices every run
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto* buffer : {&inp, &weight, &out}) {
+    for (auto& x : *buffer) x = d(gen);
+  }
+  const auto all = [&] {
+    using kernels::Trans;
+    for (const kernels::LinearShape& s : shapes) {
+      kernels::matmul(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, 0.0f,
+                      out.data(), s.out);
+      kernels::matmul(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, 1.0f, out.data(), s.out, weight.data(), s.in, 0.0f,
+                      dinp.data(), s.in);
+      kernels::matmul(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, 1.0f, out.data(), s.out, inp.data(), s.in, 0.0f,
+                      dweight.data(), s.in);
+    }
+  };
+  all();
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    Stopwatch t(clock);
+    all();
+    best = std::max(best, flops / t.lap() / 1e9);
   }
   return best;
 }
@@ -75,6 +134,13 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   // Measured before and after the model steps; the best of both is the rate
   // the machine gives when undisturbed (the machine may be shared).
   r.sgemm_gflops = measure_sgemm_gflops(o.sgemm_size, o.clock);
+  r.bf16_gemm_gflops = measure_bf16_gemm_gflops(o.sgemm_size, o.clock);
+  r.compute = o.compute;
+  r.simd = simd_level_name(active_simd_level());
+  r.bf16_units = kernels::bf16_units_at(active_simd_level());
+  const std::vector<kernels::LinearShape> shapes = m->linear_shapes(o.batch, r.seq_len);
+  r.model_sgemm_gflops = measure_model_gemm_gflops(shapes, kernels::Compute::kFp32, o.clock);
+  r.model_bf16_gflops = measure_model_gemm_gflops(shapes, kernels::Compute::kBf16, o.clock);
 
   const size_t n = r.num_params;
   AlignedBuffer<float> params(n), grads(n);
@@ -108,6 +174,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
 
   double best_fb = 1e30, best_step = 1e30;
   r.profile.set_clock(o.clock);
+  const kernels::ScopedCompute compute(o.compute);
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     const bool timed = step >= o.warmup;
     ws->set_profile(timed ? &r.profile : nullptr);
@@ -128,6 +195,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   }
   ws->set_profile(nullptr);
   r.sgemm_gflops = std::max(r.sgemm_gflops, measure_sgemm_gflops(o.sgemm_size, o.clock));
+  r.bf16_gemm_gflops = std::max(r.bf16_gemm_gflops, measure_bf16_gemm_gflops(o.sgemm_size, o.clock));
   r.best_step_s = best_step;
   r.best_fwd_bwd_s = best_fb;
   r.train_flops_per_position = m->train_flops_per_position(r.seq_len);

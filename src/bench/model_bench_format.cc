@@ -12,13 +12,14 @@ namespace {
 // The rates every form shows, derived from the result's sums.
 struct Rates {
   double steps = 0;
-  double step_s = 0;      // mean seconds per step
-  double step_flops = 0;  // model FLOPs per step
-  double tps = 0;         // positions/s, fastest step
-  double tps_mean = 0;    // positions/s, mean step
-  double tps_fb = 0;      // positions/s, fastest forward + backward
-  double bound_tps = 0;   // positions/s at the sgemm rate
-  double achieved = 0;    // GFLOP/s of the fastest forward + backward
+  double step_s = 0;       // mean seconds per step
+  double step_flops = 0;   // model FLOPs per step
+  double tps = 0;          // positions/s, fastest step
+  double tps_mean = 0;     // positions/s, mean step
+  double tps_fb = 0;       // positions/s, fastest forward + backward
+  double gemm_gflops = 0;  // the run's precision's n x n x n rate: the bound's
+  double bound_tps = 0;    // positions/s at that rate
+  double achieved = 0;     // GFLOP/s of the fastest forward + backward
 };
 
 Rates rates(const ModelBenchResult& r) {
@@ -30,7 +31,8 @@ Rates rates(const ModelBenchResult& r) {
   x.tps = positions / r.best_step_s;
   x.tps_mean = positions / x.step_s;
   x.tps_fb = positions / r.best_fwd_bwd_s;
-  x.bound_tps = r.sgemm_gflops * 1e9 / r.train_flops_per_position;
+  x.gemm_gflops = r.compute == kernels::Compute::kBf16 ? r.bf16_gemm_gflops : r.sgemm_gflops;
+  x.bound_tps = x.gemm_gflops * 1e9 / r.train_flops_per_position;
   x.achieved = x.step_flops / r.best_fwd_bwd_s / 1e9;
   return x;
 }
@@ -52,6 +54,12 @@ std::string format_model_bench_json(const ModelBenchResult& r) {
   j["blas_core"] = r.blas.core;  // the sgemm rate is this kernel's
   j["blas_note"] = r.blas.note;
   j["sgemm_gflops"] = r.sgemm_gflops;
+  j["compute"] = kernels::compute_name(r.compute);
+  j["simd"] = r.simd;
+  j["bf16_units"] = r.bf16_units;
+  j["bf16_gemm_gflops"] = r.bf16_gemm_gflops;
+  j["model_sgemm_gflops"] = r.model_sgemm_gflops;
+  j["model_bf16_gflops"] = r.model_bf16_gflops;
   j["train_flops_per_position"] = r.train_flops_per_position;
   j["positions_per_s"] = x.tps;
   j["positions_per_s_mean"] = x.tps_mean;
@@ -76,8 +84,9 @@ std::string format_model_bench_text(const ModelBenchResult& r) {
   std::string out;
   auto add = std::back_inserter(out);
   fmt::format_to(add, "model        {} ({})\n", r.model, r.describe);
-  fmt::format_to(add, "batch        B={} T={} ({} {} per step), checkpointing {}, one rank, one thread, fp32\n",
-                 r.batch, r.seq_len, r.positions, unit, r.checkpointing ? "on" : "off");
+  fmt::format_to(add, "batch        B={} T={} ({} {} per step), checkpointing {}, one rank, one thread, {} products\n",
+                 r.batch, r.seq_len, r.positions, unit, r.checkpointing ? "on" : "off",
+                 kernels::compute_name(r.compute));
   fmt::format_to(add, "openblas     {} core={} threads={}\n", r.blas.config, r.blas.core, r.blas.threads);
   if (!r.blas.note.empty()) fmt::format_to(add, "note         {}\n", r.blas.note);
   fmt::format_to(add, "clock        {}\n",
@@ -85,6 +94,12 @@ std::string format_model_bench_text(const ModelBenchResult& r) {
                      ? "the thread's CPU time (--clock cpu: the load of other processes left out)"
                      : "wall (--clock wall)");
   fmt::format_to(add, "sgemm        {:.1f} GFLOP/s (n={}, same run)\n", r.sgemm_gflops, r.sgemm_size);
+  fmt::format_to(add, "bf16 GEMM    {:.1f} GFLOP/s (n={}, same run) = {:.2f}x sgemm, {}\n", r.bf16_gemm_gflops,
+                 r.sgemm_size, r.bf16_gemm_gflops / r.sgemm_gflops,
+                 r.bf16_units ? fmt::format("on the bf16 units (SIMD {})", r.simd)
+                              : fmt::format("in portable C++ (SIMD {} has no bf16 units)", r.simd));
+  fmt::format_to(add, "model GEMMs  sgemm {:.1f}, bf16 {:.1f} GFLOP/s = {:.2f}x (the model's product shapes)\n",
+                 r.model_sgemm_gflops, r.model_bf16_gflops, r.model_bf16_gflops / r.model_sgemm_gflops);
   fmt::format_to(add, "model FLOPs  {:.3f} GFLOP per step ({:.1f} MFLOP per {})\n", x.step_flops / 1e9,
                  r.train_flops_per_position / 1e6, r.is_gpt ? "token" : "sample");
   fmt::format_to(add, "\n");
@@ -92,14 +107,17 @@ std::string format_model_bench_text(const ModelBenchResult& r) {
                  "train        {:9.1f} {}/s  (forward + backward + AdamW, best of {} steps: {:.1f} ms; mean {:.1f} "
                  "{}/s)\n",
                  x.tps, unit, r.steps, r.best_step_s * 1e3, x.tps_mean, unit);
-  fmt::format_to(add, "fwd+bwd      {:9.1f} {}/s  ({:.1f} GFLOP/s = {:.0f}% of sgemm)\n", x.tps_fb, unit, x.achieved,
-                 100 * x.achieved / r.sgemm_gflops);
-  fmt::format_to(add, "sgemm bound  {:9.1f} {}/s  (model FLOPs at the sgemm rate)\n", x.bound_tps, unit);
+  const char* gemm = r.compute == kernels::Compute::kBf16 ? "bf16 GEMM" : "sgemm";
+  fmt::format_to(add, "fwd+bwd      {:9.1f} {}/s  ({:.1f} GFLOP/s = {:.0f}% of {})\n", x.tps_fb, unit, x.achieved,
+                 100 * x.achieved / x.gemm_gflops, gemm);
+  fmt::format_to(add, "{:<13}{:9.1f} {}/s  (model FLOPs at the {} rate)\n",
+                 r.compute == kernels::Compute::kBf16 ? "bf16 bound" : "sgemm bound", x.bound_tps, unit, gemm);
   fmt::format_to(add,
-                 "targets      the step at {:.0f}% of the sgemm bound (target >= 75%), fwd+bwd at {:.0f}% of the "
-                 "sgemm rate\n             (target >= 85%); train vs PyTorch: run /usr/bin/python3 "
+                 "targets      the step at {:.0f}% of the {} bound (target >= {}%), fwd+bwd at {:.0f}% of the "
+                 "{} rate\n             (target >= 85%); train vs PyTorch: run /usr/bin/python3 "
                  "tools/bench_torch_gpt.py on the same\n             machine (target >= 1.2x)\n",
-                 100 * x.tps / x.bound_tps, 100 * x.tps_fb / x.bound_tps);
+                 100 * x.tps / x.bound_tps, gemm, r.compute == kernels::Compute::kBf16 ? 70 : 75,
+                 100 * x.tps_fb / x.bound_tps, gemm);
   fmt::format_to(add, "loss         {:.4f}\n", r.loss);
   fmt::format_to(add, "\nmean step    forward {:.1f} ms, backward {:.1f} ms, AdamW {:.1f} ms\n",
                  1e3 * r.forward_s / steps, 1e3 * r.backward_s / steps, 1e3 * r.adamw_s / steps);

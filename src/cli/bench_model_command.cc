@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `zerodp bench model`: one rank, one thread, fp32 training throughput of a
-// model (forward + backward + AdamW), next to the sgemm rate measured in the
-// same run, with a per-kernel time profile (bench/model_bench.h).
+// `zerodp bench model`: one rank, one thread, training throughput of a model
+// (forward + backward + AdamW; fp32 or bf16 products), next to the sgemm and
+// bf16 GEMM rates measured in the same run, with a per-kernel time profile
+// (bench/model_bench.h).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "kernels/compute.h"
 
 namespace zerodp::cli {
 namespace {
@@ -21,6 +23,7 @@ namespace {
 struct BenchModelFlags {
   bench::ModelBenchOptions options;
   std::string clock = "cpu";
+  std::string compute = "fp32";
   bool json = false;
 };
 
@@ -28,6 +31,9 @@ void run(BenchModelFlags f) {
   const std::optional<ClockKind> clock = parse_clock_kind(f.clock);
   ZDP_CHECK(clock.has_value(), ConfigError, "bench model --clock '{}': use cpu or wall", f.clock);
   f.options.clock = *clock;
+  const std::optional<kernels::Compute> compute = kernels::parse_compute(f.compute);
+  ZDP_CHECK(compute.has_value(), ConfigError, "bench model --compute '{}': use fp32 or bf16", f.compute);
+  f.options.compute = *compute;
   const bench::ModelBenchResult result = bench::run_model_bench(f.options);
   if (f.json) {
     fmt::print("{}\n", bench::format_model_bench_json(result));
@@ -53,6 +59,10 @@ void add_bench_model_command(CLI::App& bench) {
   cmd->add_option("--clock", flags->clock,
                   "What every figure is timed on: cpu (the thread's CPU time: on a shared machine the time other "
                   "processes held the core is left out) or wall")
+      ->capture_default_str();
+  cmd->add_option("--compute", flags->compute,
+                  "The model's matrix products: fp32 (sgemm) or bf16 (bf16 operands, fp32 sums; zerodp train "
+                  "--compute)")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print the results as JSON");
   cmd->callback([flags] { run(*flags); });

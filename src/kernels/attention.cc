@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "core/error.h"
-#include "kernels/gemm.h"
+#include "kernels/compute.h"
 #include "kernels/vec_math.h"
 
 namespace zerodp::kernels {
@@ -34,7 +34,7 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
       const float* v = qkv_b + size_t(2) * C + size_t(h) * hs;  // [T,hs], row stride 3C
       float* a = att.data() + (size_t(b) * NH + h) * T * T;     // [T,T]
       // a = scale * q @ k^T (the upper triangle is computed and then masked)
-      gemm(Trans::kNo, Trans::kYes, T, T, hs, scale, q, C3, k, C3, 0.0f, a, T);
+      matmul(Trans::kNo, Trans::kYes, T, T, hs, scale, q, C3, k, C3, 0.0f, a, T);
       for (int t = 0; t < T; ++t) {
         float* row = a + size_t(t) * T;
         const int n = t + 1;  // causal: keys 0..t
@@ -44,8 +44,8 @@ void attention_forward(std::span<float> out, std::span<float> att, std::span<con
         for (int j = n; j < T; ++j) row[j] = 0.0f;
       }
       // out[b, :, h*hs:(h+1)*hs] = a @ v
-      gemm(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, v, C3, 0.0f, out.data() + size_t(b) * T * C + size_t(h) * hs,
-           C);
+      matmul(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, v, C3, 0.0f, out.data() + size_t(b) * T * C + size_t(h) * hs,
+             C);
     }
   }
 }
@@ -73,8 +73,8 @@ void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::sp
       const float* a = att.data() + (size_t(b) * NH + h) * T * T;          // [T,T]
       const float* dy = dout.data() + size_t(b) * T * C + size_t(h) * hs;  // [T,hs], stride C
       // d(att) = dy @ v^T ; dv = att^T @ dy
-      gemm(Trans::kNo, Trans::kYes, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
-      gemm(Trans::kYes, Trans::kNo, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
+      matmul(Trans::kNo, Trans::kYes, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
+      matmul(Trans::kYes, Trans::kNo, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
       // softmax backward per row: ds_j = a_j (da_j - sum_k a_k da_k), j <= t
       for (int t = 0; t < T; ++t) {
         const float* arow = a + size_t(t) * T;
@@ -85,8 +85,8 @@ void attention_backward(std::span<float> dqkv, std::span<float> scratch, std::sp
         for (int j = n; j < T; ++j) drow[j] = 0.0f;
       }
       // scores = scale q k^T: dq = scale ds @ k ; dk = scale ds^T @ q
-      gemm(Trans::kNo, Trans::kNo, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
-      gemm(Trans::kYes, Trans::kNo, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
+      matmul(Trans::kNo, Trans::kNo, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
+      matmul(Trans::kYes, Trans::kNo, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
     }
   }
 }

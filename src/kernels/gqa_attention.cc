@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "core/error.h"
-#include "kernels/gemm.h"
+#include "kernels/compute.h"
 #include "kernels/vec_math.h"
 
 namespace zerodp::kernels {
@@ -53,7 +53,7 @@ void gqa_attention_forward(std::span<float> out, std::span<float> att, std::span
       const float* vj = v.data() + size_t(b) * T * ldk + size_t(j) * d;  // [T,d], stride Hkv*d
       float* a = att.data() + (size_t(b) * Hq + h) * T * T;              // [T,T]
       // a = scale * q_h @ k_j^T (then masked: keys outside [start, t] get 0)
-      gemm(Trans::kNo, Trans::kYes, T, T, d, scale, qh, ldq, kj, ldk, 0.0f, a, T);
+      matmul(Trans::kNo, Trans::kYes, T, T, d, scale, qh, ldq, kj, ldk, 0.0f, a, T);
       for (int t = 0; t < T; ++t) {
         float* row = a + size_t(t) * T;
         const int lo = first_key(seg_start, b, t, T);
@@ -65,8 +65,8 @@ void gqa_attention_forward(std::span<float> out, std::span<float> att, std::span
         for (int i = t + 1; i < T; ++i) row[i] = 0.0f;
       }
       // out_h = a @ v_j
-      gemm(Trans::kNo, Trans::kNo, T, d, T, 1.0f, a, T, vj, ldk, 0.0f, out.data() + size_t(b) * T * ldq + size_t(h) * d,
-           ldq);
+      matmul(Trans::kNo, Trans::kNo, T, d, T, 1.0f, a, T, vj, ldk, 0.0f,
+             out.data() + size_t(b) * T * ldq + size_t(h) * d, ldq);
     }
   }
 }
@@ -99,8 +99,8 @@ void gqa_attention_backward(std::span<float> dq, std::span<float> dk, std::span<
         const float* dy = dout.data() + size_t(b) * T * ldq + size_t(h) * d;  // [T,d], stride Hq*d
         const float* a = att.data() + (size_t(b) * Hq + h) * T * T;           // [T,T]
         // d(att) = dy @ v_j^T ; dv_j += att^T @ dy
-        gemm(Trans::kNo, Trans::kYes, T, T, d, 1.0f, dy, ldq, vj, ldk, 0.0f, da, T);
-        gemm(Trans::kYes, Trans::kNo, T, d, T, 1.0f, a, T, dy, ldq, beta, dvj, ldk);
+        matmul(Trans::kNo, Trans::kYes, T, T, d, 1.0f, dy, ldq, vj, ldk, 0.0f, da, T);
+        matmul(Trans::kYes, Trans::kNo, T, d, T, 1.0f, a, T, dy, ldq, beta, dvj, ldk);
         // softmax backward per row over its keys [lo, t]: ds = a (da - sum a da)
         for (int t = 0; t < T; ++t) {
           const float* arow = a + size_t(t) * T;
@@ -112,8 +112,8 @@ void gqa_attention_backward(std::span<float> dq, std::span<float> dk, std::span<
           for (int i = t + 1; i < T; ++i) drow[i] = 0.0f;
         }
         // scores = scale q_h k_j^T: dq_h = scale ds @ k_j ; dk_j += scale ds^T @ q_h
-        gemm(Trans::kNo, Trans::kNo, T, d, T, scale, da, T, kj, ldk, 0.0f, dqh, ldq);
-        gemm(Trans::kYes, Trans::kNo, T, d, T, scale, da, T, qh, ldq, beta, dkj, ldk);
+        matmul(Trans::kNo, Trans::kNo, T, d, T, scale, da, T, kj, ldk, 0.0f, dqh, ldq);
+        matmul(Trans::kYes, Trans::kNo, T, d, T, scale, da, T, qh, ldq, beta, dkj, ldk);
       }
     }
   }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/gemm.h"
+#include "kernels/compute.h"
 
 namespace zerodp::kernels {
 namespace {
@@ -39,8 +39,8 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
       std::copy(bias.begin(), bias.end(), out.begin() + static_cast<std::ptrdiff_t>(i) * s.out);
     beta = 1.0f;
   }
-  gemm(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta, out.data(),
-       s.out);
+  matmul(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta, out.data(),
+         s.out);
 }
 
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
@@ -52,12 +52,12 @@ void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<
   if (!dinp.empty()) {
     ZDP_CHECK_EQ(dinp.size(), inp.size(), ShapeError, "[linear] input gradient size");
     // dinp[N,C] = dout[N,OC] @ W[OC,C]
-    gemm(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight.data(), s.in,
-         accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
+    matmul(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight.data(), s.in,
+           accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
   }
   // dW[OC,C] += dout^T[OC,N] @ inp[N,C]
-  gemm(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, dout_scale, dout.data(), s.out, inp.data(), s.in, 1.0f,
-       dweight.data(), s.in);
+  matmul(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, dout_scale, dout.data(), s.out, inp.data(), s.in, 1.0f,
+         dweight.data(), s.in);
   if (!dbias.empty()) {
     float* db = dbias.data();
     if (dout_scale == 1.0f) {
@@ -88,12 +88,12 @@ void warm_up_linear(std::span<const LinearShape> shapes) {
     std::vector<float> inp(size_t(s.rows) * s.in), dout(size_t(s.rows) * s.out);
     std::vector<float> weight(std::max(size_t(w_out) * s.in, size_t(s.out) * w_in));
     std::vector<float> c(std::max(size_t(s.rows) * std::max(w_out, w_in), size_t(s.out) * w_in));
-    gemm(Trans::kNo, Trans::kYes, s.rows, w_out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, 0.0f, c.data(),
-         w_out);
-    gemm(Trans::kNo, Trans::kNo, s.rows, w_in, s.out, 1.0f, dout.data(), s.out, weight.data(), w_in, 0.0f, c.data(),
-         w_in);
-    gemm(Trans::kYes, Trans::kNo, s.out, w_in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 0.0f, c.data(),
-         w_in);
+    matmul(Trans::kNo, Trans::kYes, s.rows, w_out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, 0.0f, c.data(),
+           w_out);
+    matmul(Trans::kNo, Trans::kNo, s.rows, w_in, s.out, 1.0f, dout.data(), s.out, weight.data(), w_in, 0.0f, c.data(),
+           w_in);
+    matmul(Trans::kYes, Trans::kNo, s.out, w_in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 0.0f, c.data(),
+           w_in);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "core/simd.h"
 #include "engine_ckpt/engine_checkpoint.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 #include "optim/optimizer.h"
 #include "train/effective_config.h"
 #include "train/memory_check.h"
@@ -63,6 +64,14 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
              config.engine.grad_accum,
              static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
   const kernels::BlasInfo blas = kernels::blas_info();
+  if (config.engine.compute == kernels::Compute::kBf16) {
+    fmt::print("compute: bf16 matrix products with fp32 sums, {}; SIMD {} (best here {})\n",
+               kernels::bf16_units_at(active_simd_level())
+                   ? "on the CPU's bf16 units (AVX512_BF16)"
+                   : "in portable C++ (this SIMD level has no bf16 units: the same bits, slowly; --compute fp32 "
+                     "is faster here)",
+               simd_level_name(active_simd_level()), simd_level_name(best_simd_level()));
+  }
   fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
              simd_level_name(best_simd_level()), blas.core);
   if (!blas.note.empty()) fmt::print("note: {}\n", blas.note);

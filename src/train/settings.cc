@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/compute.h"
 #include "train/settings_rows.h"
 
 namespace zerodp::train {
@@ -126,6 +127,19 @@ void add_run_rows(std::vector<SettingRow>& out) {
       {.spelling = "--precision", .help = "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16"},
       [](const TrainConfig& c) { return std::string(c.engine.dtype.name()); },
       [](TrainConfig& c, const std::string& v) { c.engine.dtype = Dtype::parse(v); }, always));
+  out.push_back(engine<std::string>(
+      "compute",
+      {.spelling = "--compute",
+       .help = "The model's matrix products: fp32 (sgemm) or bf16 (operands rounded to bf16, sums in fp32,\n"
+               "as autocast; on the CPU's bf16 units where it has them, AVX512_BF16, else the same bits\n"
+               "slowly); with any --precision"},
+      [](const TrainConfig& c) { return std::string(kernels::compute_name(c.engine.compute)); },
+      [](TrainConfig& c, const std::string& v) {
+        const std::optional<kernels::Compute> compute = kernels::parse_compute(v);
+        ZDP_CHECK(compute.has_value(), ConfigError, "[train] --compute {}: use fp32 or bf16", v);
+        c.engine.compute = *compute;
+      },
+      when([](const TrainConfig& c) { return c.engine.compute != kernels::Compute::kFp32; })));
   out.push_back(kept<int>(
       "micro-batch",
       {.spelling = "--micro-batch",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/compute.h"
 #include "kernels/gemm.h"
 #include "kernels/linear.h"
 #include "model/generate.h"
@@ -21,6 +22,9 @@ void warm_up(const model::Model& model, comm::Communicator& comm, const zero::En
   // turns are one thread at a time, so past kTurns threads (and well below
   // the pool's size, 128 slots in Debian's build) the rest warm up at once.
   constexpr int kTurns = 32;
+  // The products in the run's precision: bf16 ones fill this thread's
+  // packing buffers (kernels/gemm_bf16.h) before the baseline is measured.
+  const kernels::ScopedCompute compute(config.compute);
   const std::vector<kernels::LinearShape> shapes = model.linear_shapes(micro_batch, seq_len);
   const int turns = std::min(local_count, kTurns);
   for (int turn = 0; turn < turns; ++turn) {

@@ -9,6 +9,7 @@
 #include "core/convert.h"
 #include "core/counter_hash.h"
 #include "core/error.h"
+#include "kernels/compute.h"
 #include "optim/adafactor.h"
 #include "optim/grad_utils.h"
 #include "zero/grad_accumulate.h"
@@ -417,6 +418,7 @@ void Engine::release(int op_index) {
 }
 
 void Engine::forward_pass(bool then_backward) {
+  const kernels::ScopedCompute compute(config_.compute);
   const auto& ops = model_.ops();
   const int last = static_cast<int>(ops.size()) - 1;
   // What a step that threw left: a held op or prefetched gathers.
@@ -441,6 +443,7 @@ void Engine::forward_pass(bool then_backward) {
 }
 
 void Engine::backward_pass(int micro) {
+  const kernels::ScopedCompute compute(config_.compute);
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);

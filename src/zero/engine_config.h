@@ -10,6 +10,7 @@
 #include "comm/quantize.h"
 #include "core/dtype.h"
 #include "core/stage.h"
+#include "kernels/compute.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
@@ -17,8 +18,11 @@
 namespace zerodp::zero {
 
 struct EngineConfig {
-  Stage stage = Stage::k0;            // what is partitioned and how it moves: traits(stage)
-  Dtype dtype = Dtype::fp32();        // storage and communication dtype of params and grads
+  Stage stage = Stage::k0;      // what is partitioned and how it moves: traits(stage)
+  Dtype dtype = Dtype::fp32();  // storage and communication dtype of params and grads
+  // The model's matrix products (kernels/compute.h): fp32, or bf16 operands
+  // with fp32 sums; with any dtype (bf16 compute of fp32 weights is autocast).
+  kernels::Compute compute = kernels::Compute::kFp32;
   int grad_accum = 1;                 // micro-batches per optimizer step
   double clip_norm = 0.0;             // global gradient-norm clipping; 0 = off
   size_t bucket_elements = 25 << 20;  // stage 0: all-reduce units together up to this many elements

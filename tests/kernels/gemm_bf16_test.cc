@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/compute.h"
 #include "kernels/gemm_bf16_kernels.h"
 #include "support/simd_levels.h"
 
@@ -199,6 +200,32 @@ TEST(GemmBf16Units, ThreadsAtOnceGetTheSerialBits) {
   }
   for (auto& t : threads) t.join();
   for (const auto& o : out) EXPECT_TRUE(same_bits(o, serial));
+}
+
+TEST(Compute, IsTheThreadsAndMatmulFollowsIt) {
+  EXPECT_EQ(thread_compute(), Compute::kFp32);
+  EXPECT_EQ(parse_compute("bf16"), Compute::kBf16);
+  EXPECT_EQ(parse_compute("fp32"), Compute::kFp32);
+  EXPECT_FALSE(parse_compute("fp16").has_value());
+  const int m = 5, n = 7, k = 9;
+  const std::vector<float> a = hard_values(size_t(m) * k, 3, false), b = hard_values(size_t(k) * n, 4, false);
+  std::vector<float> want16(size_t(m) * n), want32(want16), got(want16);
+  gemm_bf16(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want16.data(), n);
+  gemm(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want32.data(), n);
+  {
+    const ScopedCompute bf16(Compute::kBf16);
+    EXPECT_EQ(thread_compute(), Compute::kBf16);
+    std::thread([] { EXPECT_EQ(thread_compute(), Compute::kFp32); }).join();  // another thread's own
+    matmul(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, got.data(), n);
+    EXPECT_TRUE(same_bits(got, want16));
+    {
+      const ScopedCompute fp32(Compute::kFp32);
+      matmul(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, got.data(), n);
+      EXPECT_TRUE(same_bits(got, want32));
+    }
+    EXPECT_EQ(thread_compute(), Compute::kBf16);
+  }
+  EXPECT_EQ(thread_compute(), Compute::kFp32);
 }
 
 }  // namespace

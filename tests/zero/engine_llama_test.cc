@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "core/simd.h"
 #include "engine_test_util.h"
+#include "kernels/compute.h"
 #include "model/llama.h"
 #include "zero/engine.h"
 
@@ -80,10 +82,11 @@ RunResult train(const model::Llama& llama, EngineConfig c, int n, bool masked = 
   return r;
 }
 
-EngineConfig config(Stage stage, Dtype dtype) {
+EngineConfig config(Stage stage, Dtype dtype, kernels::Compute compute = kernels::Compute::kFp32) {
   EngineConfig c;
   c.stage = stage;
   c.dtype = dtype;
+  c.compute = compute;
   c.optimizer.adam.lr = c.lr_schedule.max_lr = 3e-3;
   c.optimizer.adam.weight_decay = 0.01;
   c.clip_norm = 0.0;
@@ -96,12 +99,13 @@ EngineConfig config(Stage stage, Dtype dtype) {
 // step, docs/architecture.md), every loss is finite and the loss falls.
 // Returns N = 1's stage-0 run.
 RunResult expect_same_bits_at_every_stage_and_n(const model::Llama& llama, Dtype dtype, bool masked,
-                                                const std::string& label) {
+                                                const std::string& label,
+                                                kernels::Compute compute = kernels::Compute::kFp32) {
   std::optional<RunResult> first_n;
   for (int n : {1, 2, 4}) {
     std::optional<RunResult> first;
     for (Stage stage : kAllStages) {
-      const RunResult r = train(llama, config(stage, dtype), n, masked);
+      const RunResult r = train(llama, config(stage, dtype, compute), n, masked);
       const std::string what = fmt::format("{} {}, stage {}, {} ranks", label, dtype.name(), stage_number(stage), n);
       for (double loss : r.losses) EXPECT_TRUE(std::isfinite(loss)) << what;
       if (!first) {
@@ -139,6 +143,26 @@ TEST(LlamaEngine, MaskedTargetsGiveTheSameBitsAtEveryStage) {
       EXPECT_NE(masked.losses, train(llama, config(Stage::k0, dtype), 1).losses) << "the mask changes the loss";
     }
   }
+}
+
+// bf16 compute (the model's products in bf16 with fp32 sums, autocast's)
+// keeps the promises of the storage dtype: every stage gives the same bits,
+// and with fp32 weights every power-of-two N too. Its products are bf16
+// indeed (the run differs from fp32 compute's, closely), and the portable
+// steps give the bf16 units' bits (the scalar level against the best).
+TEST(LlamaEngine, Bf16ComputeKeepsThePromisesAtEveryStageAndN) {
+  const model::Llama llama(small_llama(false));
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    const RunResult bf16 =
+        expect_same_bits_at_every_stage_and_n(llama, dtype, /*masked=*/false, "bf16 compute", kernels::Compute::kBf16);
+    const RunResult fp32 = train(llama, config(Stage::k0, dtype), 1);
+    EXPECT_NE(bf16.losses, fp32.losses) << dtype.name();
+    EXPECT_NEAR(bf16.losses.back(), fp32.losses.back(), 0.02 * fp32.losses.back()) << dtype.name();
+  }
+  const EngineConfig c = config(Stage::k3, Dtype::bf16(), kernels::Compute::kBf16);
+  const RunResult best = train(llama, c, 2);
+  const ScopedSimdLevel scalar(SimdLevel::kScalar);
+  expect_same_bits(best, train(llama, c, 2), "bf16 compute, scalar level against the best");
 }
 
 TEST(LlamaEngine, HybridShardingAndCompressedCollectivesRunIt) {
