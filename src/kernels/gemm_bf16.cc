@@ -19,9 +19,10 @@ using bf16_gemm::kTileCols;
 using bf16_gemm::kTileRows;
 
 constexpr int kBlockCols = 256;   // columns of B packed at a time (k x 256 bf16)
-constexpr int kBlockRows = 64;    // rows of A packed at a time
+constexpr int kBlockRows = 96;    // rows of A packed at a time (a multiple of kTileRows)
 constexpr int kBlockPairs = 128;  // pairs of k per pass over a block's tiles: 16 KiB of a B panel
 constexpr int kTile = kTileRows * kTileCols;
+static_assert(kBlockRows % kTileRows == 0 && kBlockCols % kTileCols == 0, "whole tiles per block");
 
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 

@@ -16,7 +16,7 @@
 
 namespace zerodp::kernels::bf16_gemm {
 
-inline constexpr int kTileRows = 8;
+inline constexpr int kTileRows = 12;
 inline constexpr int kTileCols = 32;
 
 // A matrix read as [rows, k]: element (row, kk) is data[row * ld + kk], or
@@ -30,7 +30,7 @@ struct PackSource {
   }
 };
 
-// Rows [row0, row0 + rows) of `x` over k as panels of `width` (8 or 32)
+// Rows [row0, row0 + rows) of `x` over k as panels of `width` (at most 16, or 32)
 // rows: ceil(rows / width) panels of (k + 1) / 2 pairs, zero past the last
 // row and the last k.
 using PackFn = void (*)(const PackSource& x, int row0, int rows, int k, int width, uint32_t* out);

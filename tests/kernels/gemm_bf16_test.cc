@@ -118,8 +118,8 @@ TEST_P(GemmBf16, BetaZeroReadsNoC) {
 }
 
 TEST_P(GemmBf16, ProductsOverSeveralBlocksOfEveryDimensionGiveTheDefinedSum) {
-  // Blocks of 64 rows, 256 columns and 128 pairs of k (gemm_bf16.cc).
-  const int m = 67, n = 300, k = 301;
+  // Blocks of 96 rows, 256 columns and 128 pairs of k (gemm_bf16.cc).
+  const int m = 101, n = 300, k = 301;
   const std::vector<float> a = hard_values(size_t(m) * k, 5, false), b = hard_values(size_t(k) * n, 6, false);
   std::vector<float> c(size_t(m) * n, 0.0f);
   gemm_bf16(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
