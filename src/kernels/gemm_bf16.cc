@@ -21,7 +21,7 @@ using bf16_gemm::kTileRows;
 constexpr int kBlockCols = 256;   // columns of B packed at a time (k x 256 bf16)
 constexpr int kBlockRows = 96;    // rows of A packed at a time (a multiple of kTileRows)
 constexpr int kBlockPairs = 128;  // pairs of k per pass over a block's tiles: 16 KiB of a B panel
-constexpr int kTile = kTileRows * kTileCols;
+using bf16_gemm::kTileSize;
 static_assert(kBlockRows % kTileRows == 0 && kBlockCols % kTileCols == 0, "whole tiles per block");
 
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -91,22 +91,23 @@ void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, c
       const int row_tiles = (rows + kTileRows - 1) / kTileRows;
       code.pack(rows_of_a, row0, rows, k, kTileRows, buffers.a.data());
       float* sums = buffers.sums.data();
-      if (pairs == 0) std::fill(sums, sums + static_cast<size_t>(row_tiles) * col_tiles * kTile, 0.0f);
+      if (pairs == 0) std::fill(sums, sums + static_cast<size_t>(row_tiles) * col_tiles * kTileSize, 0.0f);
       for (int p0 = 0; p0 < pairs; p0 += kBlockPairs) {
         const int block = std::min(kBlockPairs, pairs - p0);
         for (int tc = 0; tc < col_tiles; ++tc) {
           const uint32_t* b_panel = buffers.b.data() + (static_cast<size_t>(tc) * pairs + p0) * kTileCols;
           for (int tr = 0; tr < row_tiles; ++tr) {
             const uint32_t* a_panel = buffers.a.data() + (static_cast<size_t>(tr) * pairs + p0) * kTileRows;
-            code.tile(block, a_panel, b_panel, sums + (static_cast<size_t>(tc) * row_tiles + tr) * kTile, p0 > 0);
+            code.tile(block, a_panel, b_panel, sums + (static_cast<size_t>(tc) * row_tiles + tr) * kTileSize, p0 > 0);
           }
         }
       }
       for (int tc = 0; tc < col_tiles; ++tc) {
         for (int tr = 0; tr < row_tiles; ++tr) {
-          write_tile(sums + (static_cast<size_t>(tc) * row_tiles + tr) * kTile,
-                     std::min(kTileRows, rows - tr * kTileRows), std::min(kTileCols, cols - tc * kTileCols), alpha,
-                     beta, c + static_cast<size_t>(row0 + tr * kTileRows) * ldc + col0 + tc * kTileCols, ldc);
+          write_tile(
+              sums + (static_cast<size_t>(tc) * row_tiles + tr) * kTileSize, std::min(kTileRows, rows - tr * kTileRows),
+              std::min(kTileCols, cols - tc * kTileCols), alpha, beta,
+              c + static_cast<size_t>(row0 + tr * kTileRows) * ldc + col0 + static_cast<size_t>(tc) * kTileCols, ldc);
         }
       }
     }

@@ -85,8 +85,8 @@ void tile_avx512bf16(int pairs, const uint32_t* a, const uint32_t* b, float* til
   static_assert(kTileCols == 32, "two registers of 16 columns");
   __m512 acc[kTileRows][2];
   for (int r = 0; r < kTileRows; ++r) {
-    acc[r][0] = accumulate ? _mm512_loadu_ps(tile + r * kTileCols) : _mm512_setzero_ps();
-    acc[r][1] = accumulate ? _mm512_loadu_ps(tile + r * kTileCols + 16) : _mm512_setzero_ps();
+    acc[r][0] = accumulate ? _mm512_loadu_ps(tile + static_cast<size_t>(r) * kTileCols) : _mm512_setzero_ps();
+    acc[r][1] = accumulate ? _mm512_loadu_ps(tile + static_cast<size_t>(r) * kTileCols + 16) : _mm512_setzero_ps();
   }
   for (int p = 0; p < pairs; ++p, a += kTileRows, b += kTileCols) {
     const auto b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
@@ -98,8 +98,8 @@ void tile_avx512bf16(int pairs, const uint32_t* a, const uint32_t* b, float* til
     }
   }
   for (int r = 0; r < kTileRows; ++r) {
-    _mm512_storeu_ps(tile + r * kTileCols, acc[r][0]);
-    _mm512_storeu_ps(tile + r * kTileCols + 16, acc[r][1]);
+    _mm512_storeu_ps(tile + static_cast<size_t>(r) * kTileCols, acc[r][0]);
+    _mm512_storeu_ps(tile + static_cast<size_t>(r) * kTileCols + 16, acc[r][1]);
   }
 }
 

@@ -12,12 +12,14 @@
 #pragma once
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace zerodp::kernels::bf16_gemm {
 
 inline constexpr int kTileRows = 12;
 inline constexpr int kTileCols = 32;
+inline constexpr size_t kTileSize = size_t{kTileRows} * kTileCols;  // floats of a tile
 
 // A matrix read as [rows, k]: element (row, kk) is data[row * ld + kk], or
 // data[kk * ld + row] when `by_columns` (stored the other way round).

@@ -28,12 +28,12 @@ void pack_scalar(const PackSource& x, int row0, int rows, int k, int width, uint
 }
 
 void tile_scalar(int pairs, const uint32_t* a, const uint32_t* b, float* tile, bool accumulate) {
-  if (!accumulate) std::fill(tile, tile + kTileRows * kTileCols, 0.0f);
+  if (!accumulate) std::fill(tile, tile + kTileSize, 0.0f);
   const auto low = [](uint32_t word) { return std::bit_cast<float>(word << 16); };
   const auto high = [](uint32_t word) { return std::bit_cast<float>(word & 0xFFFF0000u); };
   for (int p = 0; p < pairs; ++p, a += kTileRows, b += kTileCols) {
     for (int r = 0; r < kTileRows; ++r) {
-      float* row = tile + r * kTileCols;
+      float* row = tile + static_cast<size_t>(r) * kTileCols;
       for (int c = 0; c < kTileCols; ++c) {
         row[c] = bf16_dot_step(bf16_dot_step(row[c], high(a[r]), high(b[c])), low(a[r]), low(b[c]));
       }
