@@ -64,15 +64,15 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
              config.engine.grad_accum,
              static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
   const kernels::BlasInfo blas = kernels::blas_info();
+  // The products' precision, where they run, then the SIMD level and BLAS.
+  std::string products;
   if (config.engine.compute == kernels::Compute::kBf16) {
-    fmt::print("compute: bf16 matrix products with fp32 sums, {}; SIMD {} (best here {})\n",
-               kernels::bf16_units_at(active_simd_level())
-                   ? "on the CPU's bf16 units (AVX512_BF16)"
-                   : "in portable C++ (this SIMD level has no bf16 units: the same bits, slowly; --compute fp32 "
-                     "is faster here)",
-               simd_level_name(active_simd_level()), simd_level_name(best_simd_level()));
+    products = kernels::bf16_units_at(active_simd_level())
+                   ? "bf16 matrix products with fp32 sums on the CPU's bf16 units (AVX512_BF16); "
+                   : "bf16 matrix products with fp32 sums in portable C++ (this SIMD level has no bf16 units: "
+                     "the same bits, slowly; --compute fp32 is faster here); ";
   }
-  fmt::print("compute: SIMD {} (best here {}), OpenBLAS {} kernels\n", simd_level_name(active_simd_level()),
+  fmt::print("compute: {}SIMD {} (best here {}), OpenBLAS {} kernels\n", products, simd_level_name(active_simd_level()),
              simd_level_name(best_simd_level()), blas.core);
   if (!blas.note.empty()) fmt::print("note: {}\n", blas.note);
   fmt::print(
