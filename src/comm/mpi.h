@@ -34,20 +34,30 @@ namespace zerodp::comm {
 
 // Whether this build has the MPI backend.
 bool mpi_available();
-// What mpirun (OpenMPI's, or a PMI launcher) told this process through its
-// environment: the job's process count, how many of them share this host
-// (1 when the launcher does not say) and this process's rank in the job (0
-// when it does not say). nullopt when no launcher started it; ConfigError
-// when a count is not a positive integer or the rank not one of the
-// processes. mpi_launch.cc.
+// What launched this process as one of a job's: Open MPI's mpirun
+// (OMPI_COMM_WORLD_*), Slurm's srun (SLURM_STEP_NUM_TASKS > 1, SLURM_PROCID,
+// SLURM_STEP_TASKS_PER_NODE; a one-task srun step is not a job of several
+// processes, and a batch script's own environment has no step) or another
+// PMI launcher such as MPICH's mpiexec (PMI_SIZE, PMI_RANK), tried in that
+// order.
+enum class Launcher { kMpirun, kSrun, kPmi };
+// What that launcher told this process through its environment: the job's
+// process count, how many of them share this host (1 when the launcher does
+// not say) and this process's rank in the job (0 when it does not say).
+// nullopt when no launcher started it; ConfigError when a count is not a
+// positive integer or the rank not one of the processes. mpi_launch.cc.
 struct MpiLaunch {
+  Launcher launcher = Launcher::kMpirun;
   int processes = 1;
   int processes_on_host = 1;
   int rank = 0;
 };
 std::optional<MpiLaunch> mpi_launch();
-// Whether this process was started by mpirun: mpi_launch().has_value().
+// Whether this process was started by a launcher: mpi_launch().has_value().
 bool mpi_launched();
+// The command that starts `processes` processes as `launcher` did: "mpirun
+// -np 4", "srun -n 4", "mpiexec -n 4" (how a printed command resumes a job).
+std::string launch_command(Launcher launcher, int processes);
 // The MPI library's version line ("Open MPI v4.1.4, ..."; MPI_Get_library_version,
 // which needs no MPI_Init); "" in a build without MPI.
 std::string mpi_library_version();

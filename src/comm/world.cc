@@ -89,6 +89,16 @@ void run_ranks(Backend backend, int n, const CommOptions& options, const RankBod
             "[backend] this zerodp was built without MPI; install OpenMPI (libopenmpi-dev) and rebuild, or use "
             "--backend thread");
   auto comm = make_mpi_communicator(options);
+  // A launcher whose process-management interface the MPI library does not
+  // speak (srun without --mpi=pmix) starts N singletons: each would train
+  // its own copy.
+  if (const auto launch = mpi_launch(); launch && launch->processes != comm->size()) {
+    ZDP_THROW(ConfigError,
+              "[backend] {} started {} processes, but MPI made this one a job of {}: the MPI library does not "
+              "join this launcher's processes; under Slurm use srun --mpi=pmix (srun --mpi=list shows what the "
+              "cluster offers) or mpirun inside the allocation",
+              launch_command(launch->launcher, launch->processes), launch->processes, comm->size());
+  }
   ZDP_CHECK(n <= 0 || n == comm->size(), ConfigError,
             "[backend] {} ranks were asked for but mpirun started {} processes; run under 'mpirun -np {}'", n,
             comm->size(), n);

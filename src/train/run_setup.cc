@@ -18,26 +18,28 @@
 namespace zerodp::train {
 namespace {
 
-// `mpirun -np N zerodp train` without --backend: N processes would each run
-// their own thread job. The launch is detected and the MPI backend used
-// (the effective configuration says so); an explicit --backend thread under
-// a multi-process launch is refused.
-void use_mpi_when_launched_by_mpirun(TrainConfig& config) {
+// `mpirun -np N zerodp train` (or `srun -n N`) without --backend: N
+// processes would each run their own thread job. The launch is detected and
+// the MPI backend used (the effective configuration says so); an explicit
+// --backend thread under a multi-process launch is refused.
+void use_mpi_when_launched(TrainConfig& config) {
   const auto launch = comm::mpi_launch();
   if (!launch || config.backend == comm::Backend::kMpi) return;
   const int processes = launch->processes;
+  const std::string launcher = comm::launch_command(launch->launcher, processes);
   if (config.given("backend")) {
     ZDP_CHECK(processes <= 1, ConfigError,
-              "[train] --backend thread under mpirun -np {}: each of the {} processes would train its own copy; "
-              "drop --backend thread (or pass --backend mpi) to train one job across them",
-              processes, processes);
+              "[train] --backend thread under {}: each of the {} processes would train its own copy; drop --backend "
+              "thread (or pass --backend mpi) to train one job across them",
+              launcher, processes);
     return;
   }
   ZDP_CHECK(comm::mpi_available(), ConfigError,
-            "[train] started by mpirun, but this zerodp was built without MPI: install libopenmpi-dev and rebuild "
-            "(scripts/setup), or run without mpirun (--ranks N uses threads)");
+            "[train] started by {}, but this zerodp was built without MPI: install libopenmpi-dev and rebuild "
+            "(scripts/setup), or run without the launcher (--ranks N uses threads)",
+            launcher);
   config.backend = comm::Backend::kMpi;
-  config.sources["backend"] = fmt::format("detected: started by mpirun -np {}", processes);
+  config.sources["backend"] = fmt::format("detected: started by {}", launcher);
 }
 
 }  // namespace
@@ -49,7 +51,7 @@ RunSetup prepare_run(const TrainConfig& input) {
   // A resume continues the run it saved: its model, data, batch, optimizer
   // and schedule, unless flags say otherwise (resume_config.h).
   check_start_point(config);
-  use_mpi_when_launched_by_mpirun(config);
+  use_mpi_when_launched(config);
   if (!config.resume_dir.empty()) {
     run.resume_path = ckpt::resolve_checkpoint(config.resume_dir);
     run.resumed = ckpt::read_manifest(run.resume_path);

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "comm/mpi.h"
 #include "core/error.h"
 #include "kernels/compute.h"
 #include "train/settings_rows.h"
@@ -108,9 +109,13 @@ void add_run_rows(std::vector<SettingRow>& out) {
       "seed", {.spelling = "--seed", .help = "Seed of the initialisation and the data order"}, kMust, kOwn,
       [](const TrainConfig& c) { return c.seed; }, [](TrainConfig& c, uint64_t v) { c.seed = v; }, always));
   out.push_back(derived("ranks", [](const SettingRow&, const TrainConfig& c, int ranks) -> std::optional<Shown> {
-    const std::string from = c.sources.count("ranks") > 0       ? c.sources.at("ranks")
-                             : c.backend == comm::Backend::kMpi ? "mpirun -np"
-                                                                : "zerodp default: one per core";
+    std::string from = c.sources.count("ranks") > 0 ? c.sources.at("ranks") : "zerodp default: one per core";
+    if (c.sources.count("ranks") == 0 && c.backend == comm::Backend::kMpi) {
+      // The launcher's process count: "mpirun -np", "srun -n".
+      const auto launch = comm::mpi_launch();
+      from = comm::launch_command(launch ? launch->launcher : comm::Launcher::kMpirun, ranks);
+      from = from.substr(0, from.rfind(' '));
+    }
     const std::string backend =
         c.source_kind("backend") == SourceKind::kDetected
             ? fmt::format("{} backend ({})", comm::backend_name(c.backend), c.sources.at("backend"))

@@ -5,6 +5,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_dir.h"
+#include "comm/mpi.h"
 #include "core/error.h"
 #include "engine_ckpt/engine_checkpoint.h"
 #include "train/rank_figures.h"
@@ -13,9 +14,14 @@
 namespace zerodp::train {
 
 std::string resume_command(const TrainConfig& config, const std::string& root, int ranks) {
-  // Under MPI the launcher comes first: run as printed, the job resumes on
-  // MPI ranks (the launch is detected), not on one process's thread ranks.
-  std::string out = config.backend == comm::Backend::kMpi ? fmt::format("mpirun -np {} ", ranks) : std::string();
+  // Under MPI the launcher comes first, as the run was started: run as
+  // printed, the job resumes on MPI ranks (the launch is detected), not on
+  // one process's thread ranks.
+  std::string out;
+  if (config.backend == comm::Backend::kMpi) {
+    const auto launch = comm::mpi_launch();
+    out = comm::launch_command(launch ? launch->launcher : comm::Launcher::kMpirun, ranks) + " ";
+  }
   out += fmt::format("zerodp train --resume {} --save {}", root, root);
   if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
   if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);

@@ -29,8 +29,9 @@ namespace zerodp::train {
 // The command that continues a run whose checkpoints are under `root`:
 // `zerodp train --resume ROOT` and the flags a checkpoint does not record
 // (where to keep saving, how often, the thread ranks when given). Under the
-// MPI backend it starts with the launcher, `mpirun -np RANKS`, RANKS being
-// the run's number of ranks (its processes).
+// MPI backend it starts with the launcher that started this run (`mpirun
+// -np RANKS`, `srun -n RANKS`; comm::launch_command), RANKS being the run's
+// number of ranks (its processes).
 std::string resume_command(const TrainConfig& config, const std::string& root, int ranks);
 
 class CheckpointPolicy : public StepObserver {
