@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/metrics.h"
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 #include "zero/engine.h"
 
@@ -9,6 +13,59 @@ namespace zerodp::train {
 MetricsWriter::MetricsWriter(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
   ZDP_CHECK(out_.good(), ConfigError, "[metrics] cannot create '{}': check that its folder exists and is writable",
             path);
+}
+
+namespace {
+
+// The lines of the metrics file at `path` that a run resumed after
+// `resumed_step` keeps (metrics.h); ConfigError naming the first line that is
+// not a record (but a last line cut short, which a crash leaves).
+std::vector<std::string> lines_before_resume(const std::string& path, int64_t resumed_step) {
+  std::ifstream in(path);
+  ZDP_CHECK(in.good(), ConfigError, "[metrics] cannot read '{}' to continue it: check its permissions", path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(std::move(line));
+  }
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    const bool last = i + 1 == lines.size();
+    if (j.is_discarded() && last) break;
+    const auto step = j.is_object() ? j.find("step") : j.end();
+    const report::RecordKind kind = j.is_object() ? report::record_kind(j) : report::RecordKind::step;
+    ZDP_CHECK(j.is_object() && (kind != report::RecordKind::step || (step != j.end() && step->is_number_integer())),
+              ConfigError,
+              "[metrics] '{}' line {} is not a record of a zerodp metrics file, which a resumed run continues: give "
+              "--metrics another path, or move that file away",
+              path, i + 1);
+    if (kind == report::RecordKind::config ||
+        (kind == report::RecordKind::step && step->get<int64_t>() <= resumed_step)) {
+      kept.push_back(std::move(lines[i]));
+    }
+  }
+  return kept;
+}
+
+}  // namespace
+
+MetricsWriter::MetricsWriter(const std::string& path, int64_t resumed_step) : path_(path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    const std::vector<std::string> kept = lines_before_resume(path, resumed_step);
+    // Written beside it and renamed over it: a crash between leaves one of the two whole.
+    const std::string staged = path + ".resuming";
+    {
+      std::ofstream out(staged, std::ios::trunc);
+      for (const std::string& line : kept) out << line << '\n';
+      out.flush();
+      ZDP_CHECK(out.good(), IoError, "[metrics] writing '{}' failed (disk full?)", staged);
+    }
+    std::filesystem::rename(staged, path, ec);
+    ZDP_CHECK(!ec, IoError, "[metrics] cannot replace '{}' with '{}' ({})", path, staged, ec.message());
+  }
+  out_.open(path, std::ios::app);
+  ZDP_CHECK(out_.good(), ConfigError, "[metrics] cannot open '{}' to continue it: check that it is writable", path);
 }
 
 void MetricsWriter::write(const report::StepRecord& record) { write(report::to_json(record)); }

@@ -6,6 +6,13 @@
 // the trainer's figures (a step's result, each rank's ledger and counters)
 // into those records and writes them. Flushed every line, so a crash loses
 // at most the line being written.
+//
+// A resumed run continues its file: the records up to the step it resumed
+// from stay (the steps after it, which ran before the interruption and are
+// trained again, the final record and a line cut short by a crash go), and
+// the run appends its own config record, then its steps. The kept records
+// are written to a temporary file renamed over the old one, so a crash in
+// between leaves the old file whole.
 // Thread-safety: rank 0's thread only.
 #pragma once
 
@@ -30,6 +37,10 @@ class MetricsWriter {
  public:
   // Opens (truncates) path; ConfigError when it cannot be created.
   explicit MetricsWriter(const std::string& path);
+  // A resumed run's file: continues `path` after step `resumed_step` as
+  // above (a missing file is started anew). ConfigError, the file left as it
+  // is, when a line before the last is not a record of a metrics file.
+  MetricsWriter(const std::string& path, int64_t resumed_step);
   void write(const report::StepRecord& record);
   void write(const report::FinalRecord& record);
   // A line as it is: the config record (effective_config_record).

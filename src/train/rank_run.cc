@@ -152,7 +152,12 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
   // Created only now, once every input (a checkpoint included) was accepted:
   // a refused run must not truncate or leave a metrics file.
   if (lead && !config.metrics_path.empty()) {
-    metrics.emplace(config.metrics_path);
+    // A resumed run continues its file after the step it resumed from.
+    if (config.resume_dir.empty()) {
+      metrics.emplace(config.metrics_path);
+    } else {
+      metrics.emplace(config.metrics_path, step);
+    }
     metrics->write(effective_config_record(settings));
   }
 

@@ -5,8 +5,13 @@
 // when computed, collectives without calls left out, every ledger category.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/error.h"
 
 #include "report/metrics_record.h"
 #include "train/metrics.h"
@@ -66,6 +71,87 @@ TEST(MetricsRecordFromTrainer, SkippedStepHasNoGradNormAndEvalStepHasValLoss) {
   EXPECT_FALSE(s.grad_norm.has_value());
   EXPECT_EQ(s.val_loss, 2.75);
   EXPECT_TRUE(report::to_json(s)["grad_norm"].is_null());
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+class ResumedMetrics : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("zdp_metrics_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+// Interrupted after step 4 with its last checkpoint at step 2 (and a line cut
+// short by the crash): the resumed run keeps steps 1-2, drops what it trains
+// again, and appends its own config record and steps.
+TEST_F(ResumedMetrics, KeepTheStepsUpToTheResumeAndAppend) {
+  const auto path = dir_ / "m.jsonl";
+  write_text(path,
+             "{\"config\":{\"a\":1}}\n{\"step\":1,\"loss\":3}\n\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":1}\n"
+             "{\"step\":4,\"lo");
+  {
+    MetricsWriter writer(path.string(), 2);
+    writer.write(nlohmann::json{{"config", {{"a", 2}}}});
+    zero::StepResult r;
+    r.loss = 1.5;
+    writer.write(step_record(3, r, 1.0, 10.0, -1.0, {}, {}));
+  }
+  std::istringstream lines(file_text(path));
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(lines, line);) records.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_EQ(records[0]["config"]["a"], 1);
+  EXPECT_EQ(records[1]["step"], 1);
+  EXPECT_EQ(records[2]["step"], 2);
+  EXPECT_EQ(records[3]["config"]["a"], 2);
+  EXPECT_EQ(records[4]["step"], 3);
+  EXPECT_EQ(records[4]["loss"], 1.5);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "m.jsonl.resuming"));
+}
+
+// A finished run resumed to train further: its final record goes, its steps stay.
+TEST_F(ResumedMetrics, AFinishedRunsFinalRecordGoes) {
+  const auto path = dir_ / "m.jsonl";
+  write_text(path, "{\"config\":{}}\n{\"step\":1,\"loss\":3}\n{\"final\":{\"step\":1,\"val_loss\":2}}\n");
+  { const MetricsWriter writer(path.string(), 1); }
+  EXPECT_EQ(file_text(path), "{\"config\":{}}\n{\"step\":1,\"loss\":3}\n");
+}
+
+TEST_F(ResumedMetrics, AMissingFileIsStarted) {
+  const auto path = dir_ / "new.jsonl";
+  {
+    MetricsWriter writer(path.string(), 7);
+    writer.write(nlohmann::json{{"config", nlohmann::json::object()}});
+  }
+  EXPECT_EQ(file_text(path), "{\"config\":{}}\n");
+}
+
+// Another file given as --metrics: refused by line, and left as it was.
+TEST_F(ResumedMetrics, AFileThatIsNotMetricsIsRefusedAndKept) {
+  const auto path = dir_ / "notes.txt";
+  const std::string notes = "{\"step\":1,\"loss\":3}\nmy notes\n{\"step\":2,\"loss\":2}\n";
+  write_text(path, notes);
+  try {
+    const MetricsWriter writer(path.string(), 1);
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2 is not a record of a zerodp metrics file"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(file_text(path), notes);
 }
 
 }  // namespace
