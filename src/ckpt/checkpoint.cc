@@ -30,17 +30,31 @@ using Clock = std::chrono::steady_clock;
 // that rank breaks the communicator with its error and rethrows it, and the
 // others throw the PeerFailedError that follows (so the thread backend
 // reports the real cause, and nothing after this point runs anywhere).
+// `survivable` (SaveOptions::survive_write_errors): when every failure was
+// a write error (IoError), the communicator stays whole and every rank
+// throws one, its own or SaveFailedError naming the peers' failure.
+enum : uint64_t { kNoFailure = 0, kWriteError = 1, kOtherFailure = 2 };
 template <typename Fn>
-void on_every_rank(comm::Communicator& comm, Fn&& fn) {
+void on_every_rank(comm::Communicator& comm, Fn&& fn, bool survivable = false) {
   std::exception_ptr error;
   std::string reason;
+  uint64_t mine = kNoFailure;
   try {
     fn();
+  } catch (const IoError& e) {
+    error = std::current_exception();
+    reason = e.what();
+    mine = survivable ? kWriteError : kOtherFailure;
   } catch (const std::exception& e) {
     error = std::current_exception();
     reason = e.what();
+    mine = kOtherFailure;
   }
-  const uint64_t failed = comm.all_reduce_uint64(error ? 1 : 0, comm::ReduceOp::kMax);
+  const uint64_t failed = comm.all_reduce_uint64(mine, comm::ReduceOp::kMax);
+  if (failed == kWriteError) {
+    if (error) std::rethrow_exception(error);
+    ZDP_THROW(SaveFailedError, "[ckpt save] rank {}: another rank could not write its part of the save", comm.rank());
+  }
   if (error) {
     comm.abort(reason);
     std::rethrow_exception(error);
@@ -183,18 +197,21 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
   const std::string tmp_dir = final_dir + ".tmp";
   ZDP_CHECK(valid_chunk_bytes(options.chunk_bytes), ConfigError,
             "[ckpt save] chunk size {} must be a positive multiple of 4 up to {}", options.chunk_bytes, kMaxChunkBytes);
-  reach(options, SavePoint::kBegin, comm);
-
-  on_every_rank(comm, [&] {
-    if (rank != 0) return;
-    std::error_code ec;
-    fs::create_directories(root, ec);
-    ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", root, ec.message());
-    remove_dir(tmp_dir);  // a leftover of an interrupted save of this step
-    fs::create_directory(tmp_dir, ec);
-    ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", tmp_dir, ec.message());
-    sync_directory(root);
-  });
+  const bool survivable = options.survive_write_errors;
+  on_every_rank(
+      comm,
+      [&] {
+        reach(options, SavePoint::kBegin, comm);
+        if (rank != 0) return;
+        std::error_code ec;
+        fs::create_directories(root, ec);
+        ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", root, ec.message());
+        remove_dir(tmp_dir);  // a leftover of an interrupted save of this step
+        fs::create_directory(tmp_dir, ec);
+        ZDP_CHECK(!ec, IoError, "[ckpt save] cannot create {} ({})", tmp_dir, ec.message());
+        sync_directory(root);
+      },
+      survivable);
   // One id for all files of this save: rank 0's 48 random bits (the format's
   // save id, docs/checkpoint-format.md), everyone else's 0, so the max is it.
   uint64_t my_id = 0;
@@ -211,40 +228,45 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
   for (const auto& u : record.units) unit_counts.push_back(u.count);
 
   ShardFileInfo mine;
-  on_every_rank(comm, [&] {
-    const ShardLayout layout(unit_counts, ranks, rank, layouts, options.chunk_bytes, names.unit_tensors);
-    const FileHeader header{.version = format_version_for(tensors, names.per_unit()),
-                            .rank = static_cast<uint32_t>(rank),
-                            .ranks = static_cast<uint32_t>(ranks),
-                            .num_units = static_cast<uint32_t>(unit_counts.size()),
-                            .num_tensors = static_cast<uint32_t>(tensors.size()),
-                            .chunk_bytes = options.chunk_bytes,
-                            .save_id = save_id};
-    const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
-    ShardWriter writer(path + ".tmp", header, layout);
-    for (size_t u = 0; u < unit_counts.size(); ++u) {
-      for (size_t t = 0; t < tensors.size(); ++t) {
-        if (names.views[u][t] == SIZE_MAX) {
-          writer.write_record_bytes(u, t, {});  // a tensor this unit does not hold: an empty record
-          continue;
+  on_every_rank(
+      comm,
+      [&] {
+        const ShardLayout layout(unit_counts, ranks, rank, layouts, options.chunk_bytes, names.unit_tensors);
+        const FileHeader header{.version = format_version_for(tensors, names.per_unit()),
+                                .rank = static_cast<uint32_t>(rank),
+                                .ranks = static_cast<uint32_t>(ranks),
+                                .num_units = static_cast<uint32_t>(unit_counts.size()),
+                                .num_tensors = static_cast<uint32_t>(tensors.size()),
+                                .chunk_bytes = options.chunk_bytes,
+                                .save_id = save_id};
+        const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
+        ShardWriter writer(path + ".tmp", header, layout);
+        for (size_t u = 0; u < unit_counts.size(); ++u) {
+          for (size_t t = 0; t < tensors.size(); ++t) {
+            if (names.views[u][t] == SIZE_MAX) {
+              writer.write_record_bytes(u, t, {});  // a tensor this unit does not hold: an empty record
+              continue;
+            }
+            const auto& v = views[names.views[u][t]];
+            // The plan shard, also at stage 0 where the view is the whole unit.
+            const TensorLayout& l = layouts[t];
+            const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, rank, l);
+            ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count,
+                      ShapeError, "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank,
+                      v.unit);
+            writer.write_record_bytes(
+                u, t,
+                view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
+            if (u == 0 && t == 0) reach(options, SavePoint::kShardPartial, comm);
+          }
         }
-        const auto& v = views[names.views[u][t]];
-        // The plan shard, also at stage 0 where the view is the whole unit.
-        const TensorLayout& l = layouts[t];
-        const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, rank, l);
-        ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count, ShapeError,
-                  "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank, v.unit);
-        writer.write_record_bytes(
-            u, t, view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
-        if (u == 0 && t == 0) reach(options, SavePoint::kShardPartial, comm);
-      }
-    }
-    mine = writer.finish();
-    rename_path(path + ".tmp", path);
-    sync_directory(tmp_dir);
-    mine.file = shard_file_name(rank, ranks);
-    reach(options, SavePoint::kShardWritten, comm);
-  });
+        mine = writer.finish();
+        rename_path(path + ".tmp", path);
+        sync_directory(tmp_dir);
+        mine.file = shard_file_name(rank, ranks);
+        reach(options, SavePoint::kShardWritten, comm);
+      },
+      survivable);
 
   // Rank 0 needs every file's CRC for the manifest.
   const std::vector<uint32_t> crcs = comm.all_gather_value(mine.crc32c);
@@ -253,34 +275,38 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
   for (int r = 0; r < ranks; ++r) {
     total += ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size();
   }
-  on_every_rank(comm, [&] {
-    if (rank != 0) return;
-    Manifest m = base_manifest(record, counters, ranks, names, options, save_id);
-    for (int r = 0; r < ranks; ++r) {
-      m.shards.push_back(
-          {.file = shard_file_name(r, ranks),
-           .bytes = ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size(),
-           .crc32c = crcs[r]});
-    }
-    write_manifest(tmp_dir, m);
-    reach(options, SavePoint::kManifestWritten, comm);
-    // Replacing a checkpoint of the same step: keep the old one reachable
-    // (as .prev, which resolve_checkpoint falls back to) until the new one is
-    // in place.
-    const std::string prev = final_dir + ".prev";
-    std::error_code ec;
-    if (fs::exists(final_dir, ec)) {
-      remove_dir(prev);
-      rename_path(final_dir, prev);
-    }
-    rename_path(tmp_dir, final_dir);
-    sync_directory(root);
-    reach(options, SavePoint::kDirRenamed, comm);
-    write_latest(root, name);
-    reach(options, SavePoint::kLatestWritten, comm);
-    remove_dir(prev);
-    rotate_checkpoints(root, options.keep_last);
-  });
+  on_every_rank(
+      comm,
+      [&] {
+        if (rank != 0) return;
+        Manifest m = base_manifest(record, counters, ranks, names, options, save_id);
+        for (int r = 0; r < ranks; ++r) {
+          m.shards.push_back(
+              {.file = shard_file_name(r, ranks),
+               .bytes =
+                   ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size(),
+               .crc32c = crcs[r]});
+        }
+        write_manifest(tmp_dir, m);
+        reach(options, SavePoint::kManifestWritten, comm);
+        // Replacing a checkpoint of the same step: keep the old one reachable
+        // (as .prev, which resolve_checkpoint falls back to) until the new one is
+        // in place.
+        const std::string prev = final_dir + ".prev";
+        std::error_code ec;
+        if (fs::exists(final_dir, ec)) {
+          remove_dir(prev);
+          rename_path(final_dir, prev);
+        }
+        rename_path(tmp_dir, final_dir);
+        sync_directory(root);
+        reach(options, SavePoint::kDirRenamed, comm);
+        write_latest(root, name);
+        reach(options, SavePoint::kLatestWritten, comm);
+        remove_dir(prev);
+        rotate_checkpoints(root, options.keep_last);
+      },
+      survivable);
   reach(options, SavePoint::kDone, comm);
 
   SaveResult result;

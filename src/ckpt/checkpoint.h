@@ -49,6 +49,19 @@ struct SaveOptions {
   uint32_t chunk_bytes = kDefaultChunkBytes;                     // CRC granularity of the records
   std::map<std::string, std::string> metadata = {};              // recorded as-is (e.g. the data path)
   std::function<void(SavePoint point, int rank)> on_point = {};  // testing hook; may throw or kill
+  // A save that fails only by write errors (IoError: a full disk, a
+  // read-only filesystem) leaves the communicator whole, so the run can go
+  // on: every rank throws an IoError (its own, or SaveFailedError for a
+  // peer's), the partial step directory is removed as always. Any other
+  // failure breaks the communicator as without it.
+  bool survive_write_errors = false;
+};
+
+// What the ranks whose own writes succeeded throw when a peer's failed, in a
+// save with survive_write_errors.
+class SaveFailedError : public IoError {
+ public:
+  using IoError::IoError;
 };
 
 struct SaveResult {

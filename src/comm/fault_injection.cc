@@ -148,13 +148,16 @@ std::optional<FaultSpec> current_fault(const std::function<void(State&)>& on_loc
   return s.fault;
 }
 
-// "[fault] rank R: injected failure|exit|hang at AT", then the action.
+// "[fault] rank R: injected failure|exit|hang at AT", then the action. A
+// thrown failure is a CommError in a collective and an IoError in a save, as
+// the write error it stands for would be.
 [[noreturn]] void fail_here(FaultAction action, int rank, const std::string& at,
-                            const std::function<bool()>& peer_failed) {
+                            const std::function<bool()>& peer_failed, bool write_error = false) {
   const char* verb = action == FaultAction::kThrow ? "failure" : action == FaultAction::kExit ? "exit" : "hang";
   const std::string where = fmt::format("[fault] rank {}: injected {} at {}", rank, verb, at);
   switch (action) {
     case FaultAction::kThrow:
+      if (write_error) ZDP_THROW(IoError, "{}", where);
       ZDP_THROW(CommError, "{}", where);
     case FaultAction::kExit:
       fmt::print(stderr, "{}: exiting with code {}\n", where, kFaultExitCode);
@@ -180,7 +183,7 @@ void inject_save_fault_if_due(int rank, std::string_view point, const std::funct
   const std::optional<FaultSpec> fault =
       current_fault([&](State& s) { save = ++s.visits[std::make_pair(rank, std::string(point))]; });
   if (!fault || fault->save == 0 || fault->rank != rank || fault->save != save || fault->point != point) return;
-  fail_here(fault->action, rank, fmt::format("save {} ({})", save, point), peer_failed);
+  fail_here(fault->action, rank, fmt::format("save {} ({})", save, point), peer_failed, /*write_error=*/true);
 }
 
 }  // namespace zerodp::comm

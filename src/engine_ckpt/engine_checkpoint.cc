@@ -3,8 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <exception>
+
 #include "ckpt/checkpoint_dir.h"
 #include "ckpt/file_io.h"
+#include "core/error.h"
 #include "model/presets.h"
 #include "weights/model_record.h"
 
@@ -95,17 +99,29 @@ ckpt::SaveResult save(zero::Engine& engine, const std::string& root, const ckpt:
   // the world's collectives too (the thread backend poisons the parent; an
   // MPI process that fails takes the job down at exit), so a failing rank
   // rethrows at once and the waiting groups fail with PeerFailedError.
+  // A write error the save survives (survive_write_errors) fails every rank
+  // of group 0 alike and breaks nothing: the size's collective carries it to
+  // the other groups, which then fail alike.
+  constexpr uint64_t kWriteFailed = UINT64_MAX;
   ckpt::SaveResult result;
+  std::exception_ptr write_error;
   if (world.rank() < group) {
     try {
       EngineTrainingState state(engine);
       result = ckpt::save(state, root, options);
+    } catch (const IoError&) {
+      if (!options.survive_write_errors || engine.shard_communicator().broken()) throw;
+      write_error = std::current_exception();
+      result.bytes_total = kWriteFailed;
     } catch (const std::exception& e) {
       if (!engine.shard_communicator().broken()) engine.shard_communicator().abort(e.what());
       throw;
     }
   }
   const uint64_t total = world.all_reduce_uint64(world.rank() == 0 ? result.bytes_total : 0, comm::ReduceOp::kMax);
+  if (write_error) std::rethrow_exception(write_error);
+  ZDP_CHECK(total != kWriteFailed, ckpt::SaveFailedError,
+            "[ckpt save] rank {}: the shard group that writes the checkpoint could not write it", world.rank());
   if (world.rank() >= group) {
     const int64_t step = options.data_step >= 0 ? options.data_step : engine.counters().steps;
     result.path = ckpt::join_path(root, ckpt::step_dir_name(step));

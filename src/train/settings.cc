@@ -105,6 +105,19 @@ void add_run_rows(std::vector<SettingRow>& out) {
   out.push_back(row<int>(
       "steps", {.spelling = "--steps", .help = "Optimizer steps"}, ResumePolicy::kMayChange, kOwn,
       [](const TrainConfig& c) { return c.steps; }, [](TrainConfig& c, int v) { c.steps = v; }, always));
+  out.push_back(engine<std::string>(
+      "on-save-failure",
+      {.spelling = "--on-save-failure",
+       .help = "When a periodic save (--save-every) fails by a write error (a full disk, a read-only\n"
+               "filesystem): stop (print the last complete checkpoint and the command that resumes it, exit 1)\n"
+               "or continue (report it, train on and save again at the next save point; the final save must\n"
+               "succeed). Either way the failed save leaves nothing behind"},
+      [](const TrainConfig& c) { return std::string(c.continue_after_failed_save ? "continue" : "stop"); },
+      [](TrainConfig& c, const std::string& v) {
+        ZDP_CHECK(v == "stop" || v == "continue", ConfigError, "[train] --on-save-failure {}: use stop or continue", v);
+        c.continue_after_failed_save = v == "continue";
+      },
+      when([](const TrainConfig& c) { return c.continue_after_failed_save; })));
   out.push_back(row<uint64_t>(
       "seed", {.spelling = "--seed", .help = "Seed of the initialisation and the data order"}, kMust, kOwn,
       [](const TrainConfig& c) { return c.seed; }, [](TrainConfig& c, uint64_t v) { c.seed = v; }, always));

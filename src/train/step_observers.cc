@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_dir.h"
 #include "comm/mpi.h"
@@ -25,6 +27,7 @@ std::string resume_command(const TrainConfig& config, const std::string& root, i
   out += fmt::format("zerodp train --resume {} --save {}", root, root);
   if (config.save_every > 0) out += fmt::format(" --save-every {}", config.save_every);
   if (config.keep_last > 0) out += fmt::format(" --keep-last {}", config.keep_last);
+  if (config.continue_after_failed_save) out += " --on-save-failure continue";
   if (config.backend == comm::Backend::kThread && config.given("ranks")) {
     out += fmt::format(" --ranks {}", config.ranks);
   }
@@ -37,16 +40,20 @@ CheckpointPolicy::CheckpointPolicy(zero::Engine& engine, const TrainConfig& conf
 
 void CheckpointPolicy::on_step(const StepEvent& event) {
   if (!config_.save_dir.empty() && config_.save_every > 0 && event.step % config_.save_every == 0) {
-    save(event.step, config_.save_dir);
+    // A periodic save may be survived; the final one and a signal's may not.
+    save_at(event.step, config_.save_dir, config_.continue_after_failed_save);
   }
 }
 
-void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
+void CheckpointPolicy::save(int64_t data_step, const std::string& root) { save_at(data_step, root, false); }
+
+void CheckpointPolicy::save_at(int64_t data_step, const std::string& root, bool survive_write_errors) {
   ckpt::SaveOptions options;
   options.seed = config_.seed;
   options.data_step = data_step;
   options.keep_last = config_.keep_last;
   options.metadata = run_record(config_, data_, engine_.communicator().size());
+  options.survive_write_errors = survive_write_errors;
   const zero::CommTimeoutAtLeast waits_for_io(engine_, timeout_ms(config_.checkpoint_timeout_s));
   ckpt::SaveResult saved;
   try {
@@ -58,9 +65,22 @@ void CheckpointPolicy::save(int64_t data_step, const std::string& root) {
     } catch (const std::exception&) {
     }
     const auto* error = dynamic_cast<const Error*>(&e);
-    const std::string cause = error != nullptr ? error->message() : e.what();
-    ZDP_THROW(IoError, "[train] saving step {} under {} failed ({}); no partial checkpoint is left. {}", data_step,
-              root, cause,
+    const std::string failed = fmt::format("[train] saving step {} under {} failed ({}); no partial checkpoint is left",
+                                           data_step, root, error != nullptr ? error->message() : e.what());
+    // Every rank failed by a write error alike and the communicator is whole (ckpt::SaveOptions).
+    if (survive_write_errors && dynamic_cast<const IoError*>(&e) != nullptr) {
+      ++failed_saves_;
+      if (progress_ != nullptr) {
+        progress_->note(fmt::format("{}. Training on (--on-save-failure continue); the next save is at step {}. {}",
+                                    failed, std::min<int64_t>(data_step + config_.save_every, config_.steps),
+                                    last.empty() ? std::string("There is no complete checkpoint yet")
+                                                 : fmt::format("The last complete checkpoint is {}", last)));
+      } else if (dynamic_cast<const ckpt::SaveFailedError*>(&e) == nullptr) {
+        warn(failed);  // this rank's own cause, which rank 0 does not know
+      }
+      return;
+    }
+    ZDP_THROW(IoError, "{}. {}", failed,
               last.empty() ? std::string("There is no complete checkpoint yet: run again from the start")
                            : fmt::format("The last complete checkpoint is {}; continue with: {}", last,
                                          resume_command(config_, root, engine_.communicator().size())));

@@ -42,16 +42,24 @@ class CheckpointPolicy : public StepObserver {
   // (collective). A failed save leaves nothing of itself (ckpt::save removes
   // its step-N.tmp) and throws IoError on every rank naming the cause, the
   // last complete checkpoint under `root` and the command that resumes it.
+  // Periodic saves under --on-save-failure continue instead report a write
+  // error (rank 0 with the next save point, a rank whose own write failed
+  // with its cause) and return: every rank trains on.
   void save(int64_t data_step, const std::string& root);
   // The data position of the last save of this run; -1 before any.
   int64_t last_saved() const { return last_saved_; }
+  // Periodic saves that failed and were survived.
+  int failed_saves() const { return failed_saves_; }
 
  private:
+  void save_at(int64_t data_step, const std::string& root, bool survive_write_errors);
+
   zero::Engine& engine_;
   const TrainConfig& config_;
   const DataFingerprint& data_;
   Progress* progress_;
   int64_t last_saved_ = -1;
+  int failed_saves_ = 0;
 };
 
 class HeldOutReport : public StepObserver {

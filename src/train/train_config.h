@@ -89,6 +89,10 @@ struct TrainConfig {
   std::vector<std::string> resume_overrides;
   int save_every = 0;
   int keep_last = 0;
+  // --on-save-failure continue: a periodic save that fails by a write error
+  // (full disk, read-only filesystem) is reported and the run trains on,
+  // saving again at the next save point; false (stop): the run stops there.
+  bool continue_after_failed_save = false;
 
   // Where each setting came from, keyed by the setting's name, which is the
   // train flag's name without dashes ("stage", "micro-batch", "lr"): "flag

@@ -65,7 +65,8 @@ TEST(FaultSpec, UnknownSavePointIsRefusedByCkpt) {
 }
 
 // The save counter is per rank and counts at "begin"; only the named save
-// and point of the named rank fail.
+// and point of the named rank fail, as the write error (IoError) it stands
+// for.
 TEST(FaultInjection, SaveFaultFiresAtItsSaveAndPointOnly) {
   FaultGuard guard(
       FaultSpec{.rank = 1, .collective = 0, .save = 2, .point = "shard-written", .action = FaultAction::kThrow});
@@ -79,7 +80,7 @@ TEST(FaultInjection, SaveFaultFiresAtItsSaveAndPointOnly) {
   try {
     inject_save_fault_if_due(1, "shard-written", never);
     FAIL() << "the fault did not fire";
-  } catch (const CommError& e) {
+  } catch (const IoError& e) {
     EXPECT_NE(e.message().find("rank 1: injected failure at save 2 (shard-written)"), std::string::npos) << e.message();
   }
 }
