@@ -230,6 +230,12 @@ void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outco
     return;
   }
   if (!config.save_dir.empty() && checkpoints.last_saved() != step) checkpoints.save(step, config.save_dir);
+  if (lead && checkpoints.failed_saves() > 0) {
+    progress->note(
+        fmt::format("{} periodic save(s) failed and the run trained on (--on-save-failure continue); the "
+                    "final checkpoint is saved",
+                    checkpoints.failed_saves()));
+  }
   const double final_val = validate_now();
   const AllRankFigures figures = collect_figures(comm, engine, last_step_comm);
   const zero::LedgerBuffer<float> params = run.consolidate ? engine.gather_params_to(0) : zero::LedgerBuffer<float>();
