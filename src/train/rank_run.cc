@@ -7,7 +7,9 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
@@ -83,220 +85,304 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
   fmt::print("{}", format_effective_config(settings));
 }
 
-}  // namespace
+// The memory plan, checked before anything is allocated and again after
+// the warm-up (part 1 of a rank's run).
+struct Preflight {
+  plan::ProcessPrediction process_plan;
+  uint64_t baseline = 0;  // the process's resident bytes after the warm-up, the largest of any rank's
+  MemoryLimit limit;
+};
 
-void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outcome) {
-  const bool lead = comm.rank() == 0;
+// Refuse before allocating anything when the plan does not fit, naming a
+// stage that would: at once with the process as it is, then again with the
+// baseline measured once every rank (thread) is up, has touched its OpenBLAS
+// buffers and paged in its code (the warm-up), and holds nothing of the
+// model.
+Preflight preflight(const RunSetup& run, const TrainConfig& config, comm::Communicator& comm) {
   const int n = comm.size();
-  const model::CausalLm& lm = *run.lm;
-  const Corpus& corpus = run.corpus;
-  TrainConfig config = run.config;  // mpi: the batch rule needs the number of processes
-  resolve_batch(config, n);
-  // Refuse before allocating anything when the plan does not fit, naming a
-  // stage that would: at once with the process as it is, then again with
-  // the baseline measured once every rank (thread) is up, has touched its
-  // OpenBLAS buffers and paged in its code (the warm-up), and holds nothing
-  // of the model.
   const plan::RunShape shape = run_shape(config, n, run.consolidate, run.load_scratch);
   const plan::LocalRanks local =
       config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
-  const MemoryLimit limit = memory_limit(config);
-  plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), limit.bytes, limit.source);
-  warm_up(lm, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
+  Preflight p;
+  p.limit = memory_limit(config);
+  plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), p.limit.bytes, p.limit.source);
+  warm_up(*run.lm, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
   comm.barrier();
-  const uint64_t baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);
-  plan::check_memory_fits(run.model_config, shape, local, baseline, limit.bytes, limit.source);
-  const plan::ProcessPrediction process_plan = plan::predict_process(run.model_config, shape, local, baseline);
-  zero::Engine engine(lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
-                      config.activation_checkpointing);
-  const DistributedSampler train_sampler(corpus.train, config.seq_len, config.micro_batch, n, config.seed,
-                                         corpus.record_length, corpus.train_name, corpus.train_targets);
-  const DistributedSampler val_sampler(corpus.val, config.seq_len, config.micro_batch, n, config.seed + 1,
-                                       corpus.record_length, corpus.val_name, corpus.val_targets);
-  std::optional<MetricsWriter> metrics;
-  std::optional<Progress> progress;
-  const std::vector<Setting> settings = effective_settings(config, n);
-  if (lead) {
-    print_opening(run, config, comm, process_plan, baseline, limit, settings);
-    progress.emplace(config.steps, config.log_every, config.backend == comm::Backend::kThread);
-  }
-  Progress* const lead_progress = lead ? &*progress : nullptr;
+  p.baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);
+  plan::check_memory_fits(run.model_config, shape, local, p.baseline, p.limit.bytes, p.limit.source);
+  p.process_plan = plan::predict_process(run.model_config, shape, local, p.baseline);
+  return p;
+}
 
-  int64_t step = 0;
-  const zero::BatchFeeder train_feed = feed_from(train_sampler, step, comm.rank());
-  int64_t val_index = 0;
-  const zero::BatchFeeder val_feed = feed_from(val_sampler, val_index, comm.rank());
-  auto validate_now = [&] {
+// What the loop leaves for the finish (part 3's result).
+struct LoopEnd {
+  int interrupted = 0;  // the signal every rank agreed to stop on; 0: the run reached its steps
+  double train_seconds = 0;
+  std::vector<double> losses;
+  comm::CommStats last_step_comm;
+  comm::CommStats last_step_across;  // hybrid sharding: what of it crossed the groups (counted in both)
+};
+
+// One rank's run after its preflight: the engine and its data, then start,
+// loop and finish (parts 2-4). Rank 0 (the lead) prints and writes the
+// metrics; every rank takes part in every collective.
+class RankRun {
+ public:
+  RankRun(const RunSetup& run, const TrainConfig& config, comm::Communicator& comm, const Preflight& preflight)
+      : run_(run),
+        config_(config),
+        comm_(comm),
+        preflight_(preflight),
+        lead_(comm.rank() == 0),
+        n_(comm.size()),
+        engine_(*run.lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
+                config.activation_checkpointing),
+        train_sampler_(run.corpus.train, config.seq_len, config.micro_batch, n_, config.seed, run.corpus.record_length,
+                       run.corpus.train_name, run.corpus.train_targets),
+        val_sampler_(run.corpus.val, config.seq_len, config.micro_batch, n_, config.seed + 1, run.corpus.record_length,
+                     run.corpus.val_name, run.corpus.val_targets),
+        train_feed_(feed_from(train_sampler_, step_, comm.rank())),
+        val_feed_(feed_from(val_sampler_, val_index_, comm.rank())),
+        settings_(effective_settings(config, n_)),
+        tokens_per_step_(static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n_),
+        progress_(lead_ ? std::optional<Progress>(std::in_place, config.steps, config.log_every,
+                                                  config.backend == comm::Backend::kThread)
+                        : std::nullopt),
+        checkpoints_(engine_, config, run.data_fingerprint, progress()) {}
+
+  void run(TrainOutcome& outcome) {
+    if (lead_) {
+      print_opening(run_, config_, comm_, preflight_.process_plan, preflight_.baseline, preflight_.limit, settings_);
+    }
+    start();
+    const LoopEnd end = loop();
+    if (end.interrupted != 0) return finish_interrupted(end, outcome);
+    finish(end, outcome);
+  }
+
+ private:
+  Progress* progress() { return lead_ ? &*progress_ : nullptr; }
+
+  double validate_now() {
     double sum = 0;
-    for (val_index = 0; val_index < config.eval_batches; ++val_index) sum += engine.eval_loss(val_feed);
-    return sum / config.eval_batches;
-  };
+    for (val_index_ = 0; val_index_ < config_.eval_batches; ++val_index_) sum += engine_.eval_loss(val_feed_);
+    return sum / config_.eval_batches;
+  }
 
-  const double tokens_per_step =
-      static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n;
-  if (!config.init_from.empty()) {
-    const std::unique_ptr<weights::InitWeights> reader = weights::open_init_weights(config.init_from, run.model_config);
-    engine.load_params([&reader](size_t first, std::span<float> out) { reader->read(first, out); });
-    if (lead) progress->note(fmt::format("initialised from {} ({})", config.init_from, reader->description()));
-  }
-  if (!config.resume_dir.empty()) {
-    const zero::CommTimeoutAtLeast waits_for_io(engine, timeout_ms(config.checkpoint_timeout_s));
-    const ckpt::LoadResult loaded = engine_ckpt::load(engine, config.resume_dir);
-    step = loaded.step;
-    if (lead) {
-      progress->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {}); {}", loaded.path,
-                                 loaded.step, loaded.saved_ranks, loaded.saved_stage, loaded.saved_dtype,
-                                 run.resume_notes));
+  // Part 2: the starting weights (--init-from) or the saved state (--resume),
+  // then the metrics file and the step's observers.
+  void start() {
+    if (!config_.init_from.empty()) {
+      const std::unique_ptr<weights::InitWeights> reader =
+          weights::open_init_weights(config_.init_from, run_.model_config);
+      engine_.load_params([&reader](size_t first, std::span<float> out) { reader->read(first, out); });
+      if (lead_) progress_->note(fmt::format("initialised from {} ({})", config_.init_from, reader->description()));
     }
-  }
-  // Created only now, once every input (a checkpoint included) was accepted:
-  // a refused run must not truncate or leave a metrics file.
-  if (lead && !config.metrics_path.empty()) {
-    // A resumed run continues its file after the step it resumed from.
-    if (config.resume_dir.empty()) {
-      metrics.emplace(config.metrics_path);
-    } else {
-      metrics.emplace(config.metrics_path, step);
+    if (!config_.resume_dir.empty()) {
+      const zero::CommTimeoutAtLeast waits_for_io(engine_, timeout_ms(config_.checkpoint_timeout_s));
+      const ckpt::LoadResult loaded = engine_ckpt::load(engine_, config_.resume_dir);
+      step_ = loaded.step;
+      if (lead_) {
+        progress_->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {}); {}", loaded.path,
+                                    loaded.step, loaded.saved_ranks, loaded.saved_stage, loaded.saved_dtype,
+                                    run_.resume_notes));
+      }
     }
-    metrics->write(effective_config_record(settings));
+    // Created only now, once every input (a checkpoint included) was
+    // accepted: a refused run must not truncate or leave a metrics file. A
+    // resumed run continues its file after the step it resumed from.
+    if (lead_ && !config_.metrics_path.empty()) {
+      if (config_.resume_dir.empty()) {
+        metrics_.emplace(config_.metrics_path);
+      } else {
+        metrics_.emplace(config_.metrics_path, step_);
+      }
+      metrics_->write(effective_config_record(settings_));
+    }
+    add_observers();
   }
 
   // The step's observers, in the order they act (their collectives too).
-  CheckpointPolicy checkpoints(engine, config, run.data_fingerprint, lead_progress);
-  std::vector<std::unique_ptr<StepObserver>> extra;
-  std::vector<StepObserver*> observers;
-  if (run.held_out)
-    observers.push_back(
-        extra.emplace_back(std::make_unique<HeldOutReport>(engine, lm, corpus, config, lead_progress)).get());
-  observers.push_back(&checkpoints);
-  if (!config.metrics_path.empty()) {
-    observers.push_back(
-        extra.emplace_back(std::make_unique<MetricsLog>(engine, comm, metrics ? &*metrics : nullptr)).get());
-  }
-  if (lead) {
-    observers.push_back(
-        extra.emplace_back(std::make_unique<ProgressLine>(*progress, config.engine.dtype == Dtype::fp16())).get());
+  void add_observers() {
+    if (run_.held_out) {
+      observers_.push_back(
+          owned_.emplace_back(std::make_unique<HeldOutReport>(engine_, *run_.lm, run_.corpus, config_, progress()))
+              .get());
+    }
+    observers_.push_back(&checkpoints_);
+    if (!config_.metrics_path.empty()) {
+      observers_.push_back(
+          owned_.emplace_back(std::make_unique<MetricsLog>(engine_, comm_, metrics_ ? &*metrics_ : nullptr)).get());
+    }
+    if (lead_) {
+      observers_.push_back(
+          owned_.emplace_back(std::make_unique<ProgressLine>(*progress_, config_.engine.dtype == Dtype::fp16())).get());
+    }
   }
 
-  comm::CommStats last_step_comm;
-  // Hybrid sharding: what of it crossed the groups (counted in both).
-  comm::CommStats last_step_across;
-  comm::Communicator* const replica = engine.replica_communicator();
-  double train_seconds = 0;
-  std::vector<double> losses;
-  const int64_t first_step = step;
-  if (lead) progress->start_at(first_step);
-  int interrupted = 0;  // the signal every rank agreed to stop on
-  for (; step < config.steps; ++step) {
-    // One integer all-reduce per step: every rank stops before the same step.
-    interrupted = static_cast<int>(
-        comm.all_reduce_uint64(static_cast<uint64_t>(StopOnSignals::requested()), comm::ReduceOp::kMax));
-    if (interrupted != 0) break;
-    const comm::CommStats before = comm.stats();
-    const comm::CommStats before_across = replica ? replica->stats() : comm::CommStats{};
-    const auto t0 = Clock::now();
-    const zero::StepResult r = engine.train_step(train_feed);
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    train_seconds += dt;
-    last_step_comm = comm.stats() - before;
-    if (replica) last_step_across = replica->stats() - before_across;
-    losses.push_back(r.loss);
-    const bool eval = config.eval_every > 0 && (step + 1) % config.eval_every == 0 && step + 1 < config.steps;
-    const StepEvent event{.step = step + 1,
-                          .steps = config.steps,
-                          .result = r,
-                          .seconds = dt,
-                          .tokens_per_step = tokens_per_step,
-                          .val_loss = eval ? validate_now() : -1.0,
-                          .comm = last_step_comm};
-    for (StepObserver* o : observers) o->on_step(event);
+  // Part 3: the steps, each handed to the observers, until the last or a
+  // stop signal every rank agreed on.
+  LoopEnd loop() {
+    LoopEnd end;
+    comm::Communicator* const replica = engine_.replica_communicator();
+    first_step_ = step_;
+    if (lead_) progress_->start_at(first_step_);
+    for (; step_ < config_.steps; ++step_) {
+      // One integer all-reduce per step: every rank stops before the same step.
+      end.interrupted = static_cast<int>(
+          comm_.all_reduce_uint64(static_cast<uint64_t>(StopOnSignals::requested()), comm::ReduceOp::kMax));
+      if (end.interrupted != 0) break;
+      const comm::CommStats before = comm_.stats();
+      const comm::CommStats before_across = replica ? replica->stats() : comm::CommStats{};
+      const auto t0 = Clock::now();
+      const zero::StepResult r = engine_.train_step(train_feed_);
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      end.train_seconds += dt;
+      end.last_step_comm = comm_.stats() - before;
+      if (replica) end.last_step_across = replica->stats() - before_across;
+      end.losses.push_back(r.loss);
+      const bool eval = config_.eval_every > 0 && (step_ + 1) % config_.eval_every == 0 && step_ + 1 < config_.steps;
+      const StepEvent event{.step = step_ + 1,
+                            .steps = config_.steps,
+                            .result = r,
+                            .seconds = dt,
+                            .tokens_per_step = tokens_per_step_,
+                            .val_loss = eval ? validate_now() : -1.0,
+                            .comm = end.last_step_comm};
+      for (StepObserver* o : observers_) o->on_step(event);
+    }
+    return end;
   }
-  if (interrupted != 0) {
-    const std::string root = config.save_dir.empty() ? std::string(kInterruptedSaveDir) : config.save_dir;
-    if (lead) {
-      progress->note(
+
+  // Part 4 after a stop signal: a checkpoint and the command that continues.
+  void finish_interrupted(const LoopEnd& end, TrainOutcome& outcome) {
+    const std::string root = config_.save_dir.empty() ? std::string(kInterruptedSaveDir) : config_.save_dir;
+    if (lead_) {
+      progress_->note(
           fmt::format("{} received: every rank finished step {}; saving before exiting (a second "
                       "signal exits at once)",
-                      signal_name(interrupted), step));
+                      signal_name(end.interrupted), step_));
     }
-    if (checkpoints.last_saved() != step) checkpoints.save(step, root);
-    if (lead || config.backend == comm::Backend::kMpi) outcome.interrupted_signal = interrupted;
-    if (!lead) return;
-    progress->finish();
+    if (checkpoints_.last_saved() != step_) checkpoints_.save(step_, root);
+    if (lead_ || config_.backend == comm::Backend::kMpi) outcome.interrupted_signal = end.interrupted;
+    if (!lead_) return;
+    progress_->finish();
     fmt::print(
         "interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
         "  {}\n",
-        signal_name(interrupted), step, config.steps, root, resume_command(config, root, n));
-    return;
+        signal_name(end.interrupted), step_, config_.steps, root, resume_command(config_, root, n_));
   }
-  if (!config.save_dir.empty() && checkpoints.last_saved() != step) checkpoints.save(step, config.save_dir);
-  if (lead && checkpoints.failed_saves() > 0) {
-    progress->note(
-        fmt::format("{} periodic save(s) failed and the run trained on (--on-save-failure continue); the "
-                    "final checkpoint is saved",
-                    checkpoints.failed_saves()));
+
+  // Part 4: the final save and validation, then (rank 0) the report.
+  void finish(const LoopEnd& end, TrainOutcome& outcome) {
+    if (!config_.save_dir.empty() && checkpoints_.last_saved() != step_) checkpoints_.save(step_, config_.save_dir);
+    if (lead_ && checkpoints_.failed_saves() > 0) {
+      progress_->note(fmt::format(
+          "{} periodic save(s) failed and the run trained on (--on-save-failure continue); the final checkpoint is "
+          "saved",
+          checkpoints_.failed_saves()));
+    }
+    const double final_val = validate_now();
+    const AllRankFigures figures = collect_figures(comm_, engine_, end.last_step_comm);
+    const zero::LedgerBuffer<float> params =
+        run_.consolidate ? engine_.gather_params_to(0) : zero::LedgerBuffer<float>();
+    if (!lead_) return;
+    progress_->finish();
+    report_final(end, final_val, params, outcome);
+    RunStats stats = run_stats(figures, end);
+    fmt::print("{}", format_summary(stats));
+    if (config_.sample_tokens > 0) {
+      fmt::print("\nSample ({} tokens, temperature {:g}, top-k {}):\n{}\n", config_.sample_tokens, config_.temperature,
+                 config_.top_k, sample_text(*run_.lm, params, run_.corpus, config_));
+    }
+    outcome.baseline_bytes = preflight_.baseline;
+    outcome.planned_bytes = preflight_.process_plan.total();
+    outcome.peak_rss_bytes = peak_rss_bytes();
+    fmt::print("{}", format_process_memory(preflight_.process_plan, outcome.peak_rss_bytes,
+                                           config_.backend == comm::Backend::kMpi));
+    outcome.losses = end.losses;
+    outcome.final_val_loss = final_val;
+    outcome.tokens_per_second = stats.tokens_per_second;
+    outcome.ranks = n_;
   }
-  const double final_val = validate_now();
-  const AllRankFigures figures = collect_figures(comm, engine, last_step_comm);
-  const zero::LedgerBuffer<float> params = run.consolidate ? engine.gather_params_to(0) : zero::LedgerBuffer<float>();
-  if (!lead) return;
-  progress->finish();
-  // A resumed run's first step is not the run's start: name it so, with
-  // the last step's loss beside it.
-  const std::string resumed =
-      first_step > 0 && !losses.empty()
-          ? fmt::format(", where this run resumed; {:.4f} at step {}", losses.back(), config.steps)
-          : "";
-  fmt::print("validation loss {:.4f} (training loss {:.4f} at step {}{})\n", final_val,
-             losses.empty() ? 0.0 : losses.front(), first_step + 1, resumed);
-  if (run.held_out) {
-    outcome.held_out_accuracy = held_out_accuracy(lm, params, corpus, config.held_out, config.seq_len);
-    fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n", 100.0 * outcome.held_out_accuracy,
-               std::min<size_t>(config.held_out, corpus.held_out.size()));
+
+  // Rank 0: the final validation line, the held-out score and the metrics' final record.
+  void report_final(const LoopEnd& end, double final_val, const zero::LedgerBuffer<float>& params,
+                    TrainOutcome& outcome) {
+    // A resumed run's first step is not the run's start: name it so, with
+    // the last step's loss beside it.
+    const std::string resumed =
+        first_step_ > 0 && !end.losses.empty()
+            ? fmt::format(", where this run resumed; {:.4f} at step {}", end.losses.back(), config_.steps)
+            : "";
+    fmt::print("validation loss {:.4f} (training loss {:.4f} at step {}{})\n", final_val,
+               end.losses.empty() ? 0.0 : end.losses.front(), first_step_ + 1, resumed);
+    if (run_.held_out) {
+      outcome.held_out_accuracy = held_out_accuracy(*run_.lm, params, run_.corpus, config_.held_out, config_.seq_len);
+      fmt::print("held-out arithmetic: {:.0f}% of {} unseen sums answered exactly\n", 100.0 * outcome.held_out_accuracy,
+                 std::min<size_t>(config_.held_out, run_.corpus.held_out.size()));
+    }
+    if (metrics_) {
+      // The final validation pass, so a report's best validation loss is this run's.
+      metrics_->write(report::FinalRecord{
+          .step = step_,
+          .val_loss = final_val,
+          .held_out_accuracy = run_.held_out ? std::optional(outcome.held_out_accuracy) : std::nullopt});
+    }
   }
-  if (metrics) {
-    // The final validation pass, so a report's best validation loss is this run's.
-    metrics->write(report::FinalRecord{
-        .step = step,
-        .val_loss = final_val,
-        .held_out_accuracy = run.held_out ? std::optional(outcome.held_out_accuracy) : std::nullopt});
+
+  RunStats run_stats(const AllRankFigures& figures, const LoopEnd& end) const {
+    RunStats stats;
+    stats.model_description = run_.lm->describe();
+    stats.num_params = run_.lm->num_params();
+    stats.largest_unit = engine_.plan().largest_unit();
+    stats.engine = config_.engine;
+    stats.ranks = n_;
+    stats.backend = std::string(comm_.backend_name());
+    stats.optimizer_k =
+        static_cast<int>(optim::bytes_per_param_k(config_.engine.optimizer, config_.engine.dtype.is_low_precision()));
+    stats.steps_taken = engine_.steps_taken();
+    stats.shard_group = engine_.shard_group_size();
+    stats.memory = figures.memory;
+    stats.step_comm = figures.step_comm;
+    stats.step_comm_across = end.last_step_across;
+    stats.seconds = end.train_seconds;
+    stats.tokens_per_second =
+        end.train_seconds > 0 ? tokens_per_step_ * static_cast<double>(config_.steps - first_step_) / end.train_seconds
+                              : 0;
+    return stats;
   }
-  RunStats stats;
-  stats.model_description = lm.describe();
-  stats.num_params = lm.num_params();
-  stats.largest_unit = engine.plan().largest_unit();
-  stats.stage = config.engine.stage;
-  stats.ranks = n;
-  stats.backend = std::string(comm.backend_name());
-  stats.dtype = config.engine.dtype;
-  stats.optimizer_k =
-      static_cast<int>(optim::bytes_per_param_k(config.engine.optimizer, config.engine.dtype.is_low_precision()));
-  stats.grad_accum = config.engine.grad_accum;
-  stats.quantize_weights = config.engine.quantize_weights;
-  stats.quantize_grads = config.engine.quantize_grads;
-  stats.quantize_block = config.engine.quantize_block;
-  stats.quantize_delay = config.engine.quantize_delay;
-  stats.steps_taken = engine.steps_taken();
-  stats.shard_group = engine.shard_group_size();
-  stats.memory = figures.memory;
-  stats.step_comm = figures.step_comm;
-  stats.step_comm_across = last_step_across;
-  stats.seconds = train_seconds;
-  stats.tokens_per_second =
-      train_seconds > 0 ? tokens_per_step * static_cast<double>(config.steps - first_step) / train_seconds : 0;
-  fmt::print("{}", format_summary(stats));
-  if (config.sample_tokens > 0) {
-    fmt::print("\nSample ({} tokens, temperature {:g}, top-k {}):\n{}\n", config.sample_tokens, config.temperature,
-               config.top_k, sample_text(lm, params, corpus, config));
-  }
-  outcome.baseline_bytes = baseline;
-  outcome.planned_bytes = process_plan.total();
-  outcome.peak_rss_bytes = peak_rss_bytes();
-  fmt::print("{}", format_process_memory(process_plan, outcome.peak_rss_bytes, config.backend == comm::Backend::kMpi));
-  outcome.losses = losses;
-  outcome.final_val_loss = final_val;
-  outcome.tokens_per_second = stats.tokens_per_second;
-  outcome.ranks = n;
+
+  const RunSetup& run_;
+  const TrainConfig& config_;
+  comm::Communicator& comm_;
+  const Preflight& preflight_;
+  const bool lead_;
+  const int n_;
+  zero::Engine engine_;
+  const DistributedSampler train_sampler_;
+  const DistributedSampler val_sampler_;
+  int64_t step_ = 0;       // the data position: the next step to train
+  int64_t val_index_ = 0;  // the validation batch being evaluated
+  int64_t first_step_ = 0;
+  const zero::BatchFeeder train_feed_;
+  const zero::BatchFeeder val_feed_;
+  const std::vector<Setting> settings_;
+  const double tokens_per_step_;
+  std::optional<Progress> progress_;
+  std::optional<MetricsWriter> metrics_;
+  CheckpointPolicy checkpoints_;
+  std::vector<std::unique_ptr<StepObserver>> owned_;
+  std::vector<StepObserver*> observers_;
+};
+
+}  // namespace
+
+void run_rank(const RunSetup& run, comm::Communicator& comm, TrainOutcome& outcome) {
+  TrainConfig config = run.config;  // mpi: the batch rule needs the number of processes
+  resolve_batch(config, comm.size());
+  const Preflight checked = preflight(run, config, comm);
+  RankRun(run, config, comm, checked).run(outcome);
 }
 
 }  // namespace zerodp::train

@@ -23,9 +23,9 @@ uint64_t sent_by(const comm::CommStats& s, comm::Collective kind) { return s[kin
 
 // Why a step with A micro-batches sends more than the paper's figure.
 std::string accumulation_traffic(const RunStats& s) {
-  const int a = s.grad_accum;
+  const int a = s.engine.grad_accum;
   const double expected = expected_sent_phi(s);
-  const StageTraits& t = traits(s.stage);
+  const StageTraits& t = traits(s.engine.stage);
   if (t.reduce == GradReduce::kAllReduce) {
     return fmt::format(
         "  with --grad-accum {0}: {0} all-reduces of 2Φ, one per micro-batch = {1:g}Φ (the paper's 2Φ is "
@@ -45,22 +45,23 @@ std::string accumulation_traffic(const RunStats& s) {
 }
 
 bool quantized(const RunStats& s) {
-  return s.quantize_weights != comm::Quantization::kNone || s.quantize_grads != comm::Quantization::kNone;
+  return s.engine.quantize_weights != comm::Quantization::kNone || s.engine.quantize_grads != comm::Quantization::kNone;
 }
 
 std::string compressed_traffic(const RunStats& s) {
   std::string out = fmt::format(
       "  compressed: parameter gathers {}, gradient reduce-scatters {}; a packed element is its code plus\n"
       "  a 4-byte scale per {} elements, so the Φ figure above counts p-byte elements' worth (docs/comm.md)\n",
-      comm::quantization_name(s.quantize_weights), comm::quantization_name(s.quantize_grads), s.quantize_block);
-  if (s.quantize_delay > 0 && s.steps_taken > s.quantize_delay) {
-    out += fmt::format("  --quantize-delay {}: steps 1-{} sent the plain collectives\n", s.quantize_delay,
-                       s.quantize_delay);
-  } else if (s.quantize_delay > 0) {
+      comm::quantization_name(s.engine.quantize_weights), comm::quantization_name(s.engine.quantize_grads),
+      s.engine.quantize_block);
+  if (s.engine.quantize_delay > 0 && s.steps_taken > s.engine.quantize_delay) {
+    out += fmt::format("  --quantize-delay {}: steps 1-{} sent the plain collectives\n", s.engine.quantize_delay,
+                       s.engine.quantize_delay);
+  } else if (s.engine.quantize_delay > 0) {
     out += fmt::format(
         "  --quantize-delay {}: every step sent the plain collectives (the run ended at step {}), "
         "the one measured above too\n",
-        s.quantize_delay, s.steps_taken);
+        s.engine.quantize_delay, s.steps_taken);
   }
   return out;
 }
@@ -74,27 +75,27 @@ std::string hybrid_traffic(const RunStats& s, uint64_t total, int group) {
   const uint64_t across = sent_by(x, comm::Collective::kAllReduce) + sent_by(x, comm::Collective::kReduceScatter) +
                           sent_by(x, comm::Collective::kAllGather);
   const uint64_t inside = total - std::min(total, across);
-  const double phi = static_cast<double>(s.num_params), p = static_cast<double>(s.dtype.size());
+  const double phi = static_cast<double>(s.num_params), p = static_cast<double>(s.engine.dtype.size());
   const double g = group, r = static_cast<double>(s.ranks) / group;
   const int groups = s.ranks / group;
-  std::string out =
-      fmt::format("  inside its group of {}: {} = {:.3f}Φ elements x (G-1)/G; the paper: {}Φ{}\n", group, mb(inside),
-                  group > 1 ? static_cast<double>(inside) / (phi * p * (g - 1) / g) : 0.0,
-                  collectives_per_step(s.stage, 1), traits(s.stage).gathers_on_acquire ? kStage3GatherNote : "");
+  std::string out = fmt::format("  inside its group of {}: {} = {:.3f}Φ elements x (G-1)/G; the paper: {}Φ{}\n", group,
+                                mb(inside), group > 1 ? static_cast<double>(inside) / (phi * p * (g - 1) / g) : 0.0,
+                                collectives_per_step(s.engine.stage, 1),
+                                traits(s.engine.stage).gathers_on_acquire ? kStage3GatherNote : "");
   out += fmt::format(
       "  across the {} groups: {} = {:.3f} all-reduces of the Φ/G gradient shard (2(R-1)/R of its elements each)\n",
       groups, mb(across), static_cast<double>(across) / (phi * p / g * 2 * (r - 1) / r));
-  if (s.grad_accum > 1) {
+  if (s.engine.grad_accum > 1) {
     out += accumulation_traffic(s);
     out += fmt::format(
         "  (that is inside the group; across the groups: {} all-reduces of the shard, one per micro-batch)\n",
-        s.grad_accum);
+        s.engine.grad_accum);
   }
   if (quantized(s)) {
     out += compressed_traffic(s);
     out += fmt::format(
         "  (inside the group; the shard's all-reduce across the groups is not compressed: {} bytes per element)\n",
-        s.dtype.size());
+        s.engine.dtype.size());
   }
   return out;
 }
@@ -113,9 +114,9 @@ const char* formula_text(Stage stage) {
 uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
   const uint64_t phi = s.num_params;
   const uint64_t own = s.memory[rank].owned;
-  const uint64_t p = s.dtype.size();
+  const uint64_t p = s.engine.dtype.size();
   const uint64_t k = static_cast<uint64_t>(s.optimizer_k);
-  const StageTraits& t = traits(s.stage);
+  const StageTraits& t = traits(s.engine.stage);
   const uint64_t params = t.partitions_params ? p * own : p * phi;
   const uint64_t grads = t.partitions_grads ? p * own : p * phi;
   const uint64_t optimizer = t.partitions_optimizer ? k * own : k * phi;
@@ -125,19 +126,20 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
 // Beyond the formula: stage 1's owned accumulator, and the pairwise sum's
 // partials over micro-batches (core/stage.h), each the accumulator's size.
 uint64_t accumulator_bytes(const RunStats& s, int rank) {
-  return s.dtype.size() * extra_grad_elements(s.stage, s.grad_accum, s.memory[rank].owned, s.num_params);
+  return s.engine.dtype.size() *
+         extra_grad_elements(s.engine.stage, s.engine.grad_accum, s.memory[rank].owned, s.num_params);
 }
 
-double expected_sent_phi(const RunStats& s) { return collectives_per_step(s.stage, s.grad_accum); }
+double expected_sent_phi(const RunStats& s) { return collectives_per_step(s.engine.stage, s.engine.grad_accum); }
 
 std::string format_summary(const RunStats& s) {
   using zero::MemoryCategory;
   const uint64_t phi = s.num_params;
-  const int p = static_cast<int>(s.dtype.size());
+  const int p = static_cast<int>(s.engine.dtype.size());
   const int replica = 2 * p + s.optimizer_k;
   std::string out;
-  out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.stage, s.ranks,
-                     s.backend, s.dtype.name());
+  out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.engine.stage, s.ranks,
+                     s.backend, s.engine.dtype.name());
   const int group = s.shard_group > 0 ? s.shard_group : s.ranks;
   const bool hybrid = group < s.ranks;
   if (hybrid) {
@@ -148,7 +150,7 @@ std::string format_summary(const RunStats& s) {
   out += fmt::format("model: {}\n", s.model_description);
   out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n", phi, p,
                      p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
-  const char* formula = formula_text(s.stage);
+  const char* formula = formula_text(s.engine.stage);
   out += fmt::format("Model states per rank (measured by the ledger; formula {} with p = {}, K = {}):\n", formula, p,
                      s.optimizer_k);
   out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", "rank", "params", "grads",
@@ -169,7 +171,7 @@ std::string format_summary(const RunStats& s) {
                        mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
                        mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
   }
-  if (keeps_owned_accumulator(s.stage, s.grad_accum)) {
+  if (keeps_owned_accumulator(s.engine.stage, s.engine.grad_accum)) {
     out +=
         "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator pΦ/N\n"
         "   beside the flat local gradients it reduce-scatters from: docs/architecture.md)\n";
@@ -190,11 +192,11 @@ std::string format_summary(const RunStats& s) {
         "   unit shards touch and v of its other elements, and a buffer of their size for each step's\n"
         "   factors: docs/optim.md)\n";
   }
-  if (pairwise_partials(s.grad_accum) > 0) {
+  if (pairwise_partials(s.engine.grad_accum) > 0) {
     out += fmt::format(
         "  (--grad-accum {} sums the micro-batches pairwise, the same tree at every power-of-two N, holding\n"
         "   {} partial sum(s) the size of the gradient accumulator: docs/architecture.md)\n",
-        s.grad_accum, pairwise_partials(s.grad_accum));
+        s.engine.grad_accum, pairwise_partials(s.engine.grad_accum));
   }
   out += fmt::format(
       "  replica / rank 0 = {:.2f}x less memory for model states\n",
@@ -212,10 +214,10 @@ std::string format_summary(const RunStats& s) {
   if (hybrid) {
     out += hybrid_traffic(s, total, group);
   } else if (s.ranks > 1) {
-    const bool gathers = traits(s.stage).gathers_on_acquire;
-    out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi, collectives_per_step(s.stage, 1),
-                       gathers ? kStage3GatherNote : "");
-    if (s.grad_accum > 1) out += accumulation_traffic(s);
+    const bool gathers = traits(s.engine.stage).gathers_on_acquire;
+    out += fmt::format("  = {:.3f}Φ elements x (N-1)/N; the paper: {}Φ{}\n", per_phi,
+                       collectives_per_step(s.engine.stage, 1), gathers ? kStage3GatherNote : "");
+    if (s.engine.grad_accum > 1) out += accumulation_traffic(s);
     if (quantized(s)) out += compressed_traffic(s);
   } else {
     out += "  (one rank: nothing to send)\n";

@@ -16,6 +16,7 @@
 #include "comm/stats.h"
 #include "core/dtype.h"
 #include "core/stage.h"
+#include "zero/engine_config.h"
 #include "zero/memory_ledger.h"
 
 namespace zerodp::train {
@@ -36,22 +37,18 @@ struct RunStats {
   std::string model_description;
   uint64_t num_params = 0;
   uint64_t largest_unit = 0;
-  Stage stage = Stage::k0;
+  // The engine's settings as the run had them: its stage, dtype, grad_accum
+  // (micro-batches per step, each reduced on its own) and compressed
+  // collectives (the bytes sent are packed).
+  zero::EngineConfig engine;
   int ranks = 1;
   std::string backend;
-  Dtype dtype = Dtype::fp32();
   int optimizer_k = 12;                    // bytes of optimizer state per parameter (incl. fp32 master when mixed)
-  int grad_accum = 1;                      // micro-batches per step: each is reduced on its own
   std::vector<RankMemory> memory;          // per rank
   std::vector<comm::CommStats> step_comm;  // per rank, one (the last) step
   double tokens_per_second = 0.0;
   double seconds = 0.0;
-  // Compressed collectives (zero::EngineConfig): the bytes sent are packed.
-  comm::Quantization quantize_weights = comm::Quantization::kNone;
-  comm::Quantization quantize_grads = comm::Quantization::kNone;
-  uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
-  int64_t quantize_delay = 0;                          // the first steps sent plain (--quantize-delay)
-  int64_t steps_taken = 0;                             // optimizer steps, the measured one the last
+  int64_t steps_taken = 0;  // optimizer steps, the measured one the last
   // Hybrid sharding: the ranks of a shard group (G; ranks in the flat layout),
   // and what of rank 0's step_comm crossed the groups (its replica
   // communicator's counters: the gradient shards' all-reduce); the rest

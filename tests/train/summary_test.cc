@@ -14,11 +14,11 @@ RunStats stats_for(int stage, int accum, uint64_t grads_bytes, uint64_t rs_eleme
   RunStats s;
   s.model_description = "test";
   s.num_params = 1000;
-  s.stage = parse_stage(stage, "test");
+  s.engine.stage = parse_stage(stage, "test");
   s.ranks = 2;
   s.backend = "thread";
-  s.dtype = Dtype::bf16();
-  s.grad_accum = accum;
+  s.engine.dtype = Dtype::bf16();
+  s.engine.grad_accum = accum;
   for (int r = 0; r < 2; ++r) {
     RankMemory m;
     m.owned = 500;
@@ -68,7 +68,7 @@ TEST(Summary, HybridRunSaysWhatStaysInTheGroupAndWhatCrosses) {
   s.num_params = 1'000'000;
   s.ranks = 4;
   s.shard_group = 2;
-  s.quantize_grads = comm::Quantization::kInt8;
+  s.engine.quantize_grads = comm::Quantization::kInt8;
   for (RankMemory& m : s.memory) m.owned = 500'000;
   s.memory.resize(4, s.memory[0]);
   const uint64_t half = 500'000, packed_half = 4 * ((half + 255) / 256) + half;
@@ -100,18 +100,18 @@ TEST(Summary, HybridRunSaysWhatStaysInTheGroupAndWhatCrosses) {
       << out;
   EXPECT_EQ(out.find("--quantize-delay"), std::string::npos) << out;
   // A delay says which steps sent plain, and whether the measured one did.
-  s.quantize_delay = 5;
+  s.engine.quantize_delay = 5;
   s.steps_taken = 8;
   EXPECT_NE(format_summary(s).find("--quantize-delay 5: steps 1-5 sent the plain collectives\n"), std::string::npos);
   s.steps_taken = 5;
   EXPECT_NE(format_summary(s).find("--quantize-delay 5: every step sent the plain collectives (the run ended at step "
                                    "5), the one measured above too"),
             std::string::npos);
-  s.quantize_delay = 0;
+  s.engine.quantize_delay = 0;
 
   // Neither line without accumulation or compression.
-  s.grad_accum = 1;
-  s.quantize_grads = comm::Quantization::kNone;
+  s.engine.grad_accum = 1;
+  s.engine.quantize_grads = comm::Quantization::kNone;
   const std::string plain = format_summary(s);
   EXPECT_EQ(plain.find("--grad-accum"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("compressed"), std::string::npos) << plain;
