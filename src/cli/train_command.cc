@@ -126,25 +126,9 @@ void run(TrainFlags& f) {
   }
 }
 
-}  // namespace
-
-void add_train_command(CLI::App& app) {
-  auto flags = std::make_shared<TrainFlags>();
-  TrainFlags& f = *flags;
+// Where the ranks run.
+void add_layout_flags(CLI::App* cmd, TrainFlags& f) {
   train::TrainConfig& d = f.c;  // bound storage, pre-filled with the defaults
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Train a language model (GPT-2 or the Llama family: zerodp model list) with ZeRO. With no options: the default "
-      "tiny GPT on the embedded arithmetic corpus, one thread\n"
-      "rank per core, ZeRO stage 3 in bf16, about a minute on 2 cores; then the memory/communication summary\n"
-      "and a generated sample. Flags override --config; --config overrides the defaults.");
-  cmd->add_option("--config", f.config_path,
-                  "DeepSpeed-style JSON config (train_batch_size, train_micro_batch_size_per_gpu,\n"
-                  "gradient_accumulation_steps, zero_optimization, fp16, bf16, optimizer, scheduler,\n"
-                  "gradient_clipping, steps_per_print); see docs/train.md")
-      ->check(CLI::ExistingFile);
-
-  add_setting_flags(cmd, f);
   flag(cmd, f, "--backend", f.backend, "thread (ranks as threads, no launcher) or mpi (run under mpirun -np N)",
        [&f](auto& c) { c.backend = comm::parse_backend(f.backend); });
   flag(cmd, f, "--ranks", d.ranks, "Number of ranks (thread: default = CPU cores; mpi: what mpirun started)",
@@ -153,6 +137,10 @@ void add_train_command(CLI::App& app) {
          ZDP_CHECK(f.c.ranks >= 1, ConfigError, "[train] --ranks {} must be at least 1", f.c.ranks);
          c.ranks = f.c.ranks;
        });
+}
+
+// The optimizer's flags that are not a registry row's own (one value sets several fields).
+void add_optimizer_flags(CLI::App* cmd, TrainFlags& f) {
   flag(cmd, f, "--lr", f.lr,
        "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4; Adafactor: only with\n"
        "--relative-step false, as Hugging Face's)",
@@ -215,6 +203,11 @@ void add_train_command(CLI::App& app) {
            c.engine.loss_scaler.initial_scale = f.loss_scale;
          }
        });
+}
+
+// Validation, metrics and the sample.
+void add_report_flags(CLI::App* cmd, TrainFlags& f) {
+  train::TrainConfig& d = f.c;  // bound storage, pre-filled with the defaults
   flag(cmd, f, "--eval-every", d.eval_every, "Validation loss every K steps (0 = only at the end)",
        [&f](auto& c) { c.eval_every = f.c.eval_every; });
   flag(cmd, f, "--eval-batches", d.eval_batches, "Micro-batches per rank in one validation pass",
@@ -236,6 +229,11 @@ void add_train_command(CLI::App& app) {
        "Embedded data: unseen sums answered at each evaluation and at the end\n"
        "(0 = none). The sample and these answers run on rank 0 from one fp32 copy of the model",
        [&f](auto& c) { c.held_out = f.c.held_out; });
+}
+
+// Timeouts, the memory limit, checkpoints and starting weights.
+void add_checkpoint_flags(CLI::App* cmd, TrainFlags& f) {
+  train::TrainConfig& d = f.c;  // bound storage, pre-filled with the defaults
   flag(cmd, f, "--comm-timeout", d.comm_timeout_s, "Seconds a collective waits for its peers before failing",
        [&f](auto& c) { c.comm_timeout_s = f.c.comm_timeout_s; });
   flag(cmd, f, "--checkpoint-timeout", d.checkpoint_timeout_s,
@@ -273,6 +271,11 @@ void add_train_command(CLI::App& app) {
        [&f](auto& c) { c.save_every = f.c.save_every; });
   flag(cmd, f, "--keep-last", d.keep_last, "Keep only the K newest checkpoints (0 = all)",
        [&f](auto& c) { c.keep_last = f.c.keep_last; });
+}
+
+// On/off switches: activation checkpointing, prefetch, overlap, compressed collectives.
+void add_switch_flags(CLI::App* cmd, TrainFlags& f) {
+  train::TrainConfig& d = f.c;  // bound storage, pre-filled with the defaults
   auto* ckpt = cmd->add_flag("--activation-checkpointing", d.activation_checkpointing,
                              "Recompute each block's forward in backward instead of keeping its activations");
   f.overrides.emplace_back(ckpt, [&f](auto& c) { c.activation_checkpointing = f.c.activation_checkpointing; });
@@ -303,6 +306,31 @@ void add_train_command(CLI::App& app) {
                    "zero_quantized_gradients in --config): add it");
          c.engine.quantize_grads = f.quantize_grads_bits == 4 ? comm::Quantization::kInt4 : comm::Quantization::kInt8;
        });
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  TrainFlags& f = *flags;
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train a language model (GPT-2 or the Llama family: zerodp model list) with ZeRO. With no options: the default "
+      "tiny GPT on the embedded arithmetic corpus, one thread\n"
+      "rank per core, ZeRO stage 3 in bf16, about a minute on 2 cores; then the memory/communication summary\n"
+      "and a generated sample. Flags override --config; --config overrides the defaults.");
+  cmd->add_option("--config", f.config_path,
+                  "DeepSpeed-style JSON config (train_batch_size, train_micro_batch_size_per_gpu,\n"
+                  "gradient_accumulation_steps, zero_optimization, fp16, bf16, optimizer, scheduler,\n"
+                  "gradient_clipping, steps_per_print); see docs/train.md")
+      ->check(CLI::ExistingFile);
+
+  add_setting_flags(cmd, f);
+  add_layout_flags(cmd, f);
+  add_optimizer_flags(cmd, f);
+  add_report_flags(cmd, f);
+  add_checkpoint_flags(cmd, f);
+  add_switch_flags(cmd, f);
   cmd->callback([flags] { run(*flags); });
 }
 

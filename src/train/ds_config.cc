@@ -124,6 +124,84 @@ void apply_activation_checkpointing(Section a, TrainConfig& c) {
   a.finish();
 }
 
+// The batch keys. Hugging Face's "auto": what the flags give, else derived
+// by DeepSpeed's batch rule once the ranks are known (resolve_batch).
+void apply_batch(Section& top, TrainConfig& c, std::string_view source) {
+  const bool has_tbs = !top.derive("train_batch_size", c, "train-batch-size") && top.has("train_batch_size");
+  const bool has_micro =
+      !top.derive("train_micro_batch_size_per_gpu", c, "micro-batch") && top.has("train_micro_batch_size_per_gpu");
+  const bool has_accum =
+      !top.derive("gradient_accumulation_steps", c, "grad-accum") && top.has("gradient_accumulation_steps");
+  if (has_tbs) {
+    c.train_batch_size = top.integer("train_batch_size");
+    c.sources["train-batch-size"] = top.from("train_batch_size");
+  }
+  if (has_micro) {
+    c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
+    c.sources["micro-batch"] = top.from("train_micro_batch_size_per_gpu");
+  }
+  if (has_accum) {
+    c.engine.grad_accum = top.integer("gradient_accumulation_steps");
+    c.grad_accum_given = true;
+    c.sources["grad-accum"] = top.from("gradient_accumulation_steps");
+  }
+  ZDP_CHECK(!has_tbs || c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
+  ZDP_CHECK(!has_micro || c.micro_batch >= 1, ConfigError, "[config] {}: train_micro_batch_size_per_gpu must be >= 1",
+            source);
+}
+
+// fp16 or bf16 (or bfloat16): at most one enabled.
+void apply_precision(Section& top, TrainConfig& c, std::string_view source) {
+  bool fp16 = false, bf16 = false;
+  if (top.has("fp16")) apply_fp16(top.section("fp16"), c, fp16);
+  for (const char* key : {"bf16", "bfloat16"}) {
+    if (top.has(key)) {
+      Section b = top.section(key);
+      bf16 = bf16 || (!b.derive("enabled", c, "precision") && b.has("enabled") && b.boolean("enabled"));
+      b.ignore({"immediate_grad_update", "check_grad_overflow"}, "not needed here");
+      b.finish();
+    }
+  }
+  ZDP_CHECK(!(fp16 && bf16), ConfigError, "[config] {}: fp16 and bf16 are both enabled: enable one of them", source);
+  if (fp16) c.engine.dtype = Dtype::fp16();
+  if (bf16) c.engine.dtype = Dtype::bf16();
+  if (fp16) c.sources["precision"] = top.from("fp16.enabled");
+  if (bf16) c.sources["precision"] = top.from(top.has("bf16") ? "bf16.enabled" : "bfloat16.enabled");
+}
+
+// Sections and keys of DeepSpeed that zerodp does not implement: warned about, not refused.
+void ignore_unimplemented(Section& top) {
+  top.ignore({"wall_clock_breakdown",
+              "memory_breakdown",
+              "dump_state",
+              "flops_profiler",
+              "tensorboard",
+              "wandb",
+              "csv_monitor",
+              "comet",
+              "comms_logger",
+              "zero_allow_untested_optimizer",
+              "zero_force_ds_cpu_optimizer",
+              "prescale_gradients",
+              "gradient_predivide_factor",
+              "communication_data_type",
+              "sparse_gradients",
+              "amp",
+              "aio",
+              "data_efficiency",
+              "curriculum_learning",
+              "elasticity",
+              "sparse_attention",
+              "checkpoint",
+              "data_types",
+              "autotuning",
+              "compression_training",
+              "pipeline",
+              "seq_parallel_communication_data_type",
+              "disable_allgather"},
+             "not implemented by zerodp");
+}
+
 }  // namespace
 
 void apply_deepspeed_defaults(TrainConfig& c) {
@@ -165,29 +243,7 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   std::vector<std::string> autos;  // keys holding an "auto" nothing derives
   Section top(root, "", source, warn, autos);
   apply_deepspeed_defaults(c);
-  // Hugging Face's "auto" batch keys: what the flags give, else derived
-  // by DeepSpeed's batch rule once the ranks are known (resolve_batch).
-  const bool has_tbs = !top.derive("train_batch_size", c, "train-batch-size") && top.has("train_batch_size");
-  const bool has_micro =
-      !top.derive("train_micro_batch_size_per_gpu", c, "micro-batch") && top.has("train_micro_batch_size_per_gpu");
-  const bool has_accum =
-      !top.derive("gradient_accumulation_steps", c, "grad-accum") && top.has("gradient_accumulation_steps");
-  if (has_tbs) {
-    c.train_batch_size = top.integer("train_batch_size");
-    c.sources["train-batch-size"] = top.from("train_batch_size");
-  }
-  if (has_micro) {
-    c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
-    c.sources["micro-batch"] = top.from("train_micro_batch_size_per_gpu");
-  }
-  if (has_accum) {
-    c.engine.grad_accum = top.integer("gradient_accumulation_steps");
-    c.grad_accum_given = true;
-    c.sources["grad-accum"] = top.from("gradient_accumulation_steps");
-  }
-  ZDP_CHECK(!has_tbs || c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
-  ZDP_CHECK(!has_micro || c.micro_batch >= 1, ConfigError, "[config] {}: train_micro_batch_size_per_gpu must be >= 1",
-            source);
+  apply_batch(top, c, source);
   if (top.has("steps_per_print")) {
     c.log_every = top.integer("steps_per_print");
     c.sources["log-every"] = top.from("steps_per_print");
@@ -198,52 +254,10 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   }
   if (top.has("activation_checkpointing")) apply_activation_checkpointing(top.section("activation_checkpointing"), c);
   if (top.has("zero_optimization")) apply_zero(top.section("zero_optimization"), c);
-  bool fp16 = false, bf16 = false;
-  if (top.has("fp16")) apply_fp16(top.section("fp16"), c, fp16);
-  for (const char* key : {"bf16", "bfloat16"}) {
-    if (top.has(key)) {
-      Section b = top.section(key);
-      bf16 = bf16 || (!b.derive("enabled", c, "precision") && b.has("enabled") && b.boolean("enabled"));
-      b.ignore({"immediate_grad_update", "check_grad_overflow"}, "not needed here");
-      b.finish();
-    }
-  }
-  ZDP_CHECK(!(fp16 && bf16), ConfigError, "[config] {}: fp16 and bf16 are both enabled: enable one of them", source);
-  if (fp16) c.engine.dtype = Dtype::fp16();
-  if (bf16) c.engine.dtype = Dtype::bf16();
-  if (fp16) c.sources["precision"] = top.from("fp16.enabled");
-  if (bf16) c.sources["precision"] = top.from(top.has("bf16") ? "bf16.enabled" : "bfloat16.enabled");
+  apply_precision(top, c, source);
   if (top.has("optimizer")) ds::apply_optimizer(top.section("optimizer"), c);
   if (top.has("scheduler")) ds::apply_scheduler(top.section("scheduler"), c);
-  top.ignore({"wall_clock_breakdown",
-              "memory_breakdown",
-              "dump_state",
-              "flops_profiler",
-              "tensorboard",
-              "wandb",
-              "csv_monitor",
-              "comet",
-              "comms_logger",
-              "zero_allow_untested_optimizer",
-              "zero_force_ds_cpu_optimizer",
-              "prescale_gradients",
-              "gradient_predivide_factor",
-              "communication_data_type",
-              "sparse_gradients",
-              "amp",
-              "aio",
-              "data_efficiency",
-              "curriculum_learning",
-              "elasticity",
-              "sparse_attention",
-              "checkpoint",
-              "data_types",
-              "autotuning",
-              "compression_training",
-              "pipeline",
-              "seq_parallel_communication_data_type",
-              "disable_allgather"},
-             "not implemented by zerodp");
+  ignore_unimplemented(top);
   top.finish();
   ZDP_CHECK(autos.empty(), ConfigError,
             "[config] {}: \"auto\" has no value zerodp can derive for {}: give values (\"auto\" is derived for the "

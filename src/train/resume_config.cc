@@ -93,20 +93,11 @@ std::map<std::string, std::string> run_record(const TrainConfig& config, const D
   return out;
 }
 
-std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manifest, const std::string& path) {
-  const std::vector<std::string> names = overridable_settings();
-  for (const std::string& name : c.resume_overrides) {
-    ZDP_CHECK(std::find(names.begin(), names.end(), name) != names.end(), ConfigError,
-              "[train] --resume-override {}: no such setting; the names are {}", name, fmt::join(names, ", "));
-  }
-  const auto record = manifest.metadata.find("train_config");
-  std::string notes;
-  if (record == manifest.metadata.end()) {
-    // Saved before checkpoints recorded their run: only the model is known.
-    if (!c.given("model")) c.model = manifest.model_json;
-    return fmt::format("{} does not record its run's settings (an older checkpoint): the flags given apply", path);
-  }
-  json saved = json::parse(record->second);
+namespace {
+
+// A record saved before a setting existed, in today's terms: the value the
+// run then had without it.
+void complete_old_record(json& saved) {
   if (saved.value("optimizer", "") == "adam8bit" && !saved.contains("adam8bit-fp32-embedding")) {
     // Saved before 8-bit Adam kept any unit in fp32: every unit was 8-bit.
     saved["adam8bit-fp32-embedding"] = false;
@@ -122,41 +113,73 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     if (!saved.contains("quantize-rounding")) saved["quantize-rounding"] = "nearest";
     if (!saved.contains("quantize-delay")) saved["quantize-delay"] = 0;
   }
+}
+
+// A setting the flags did not give: the checkpoint's value.
+void take_saved(TrainConfig& c, const SettingRow& f, const json& saved, const ckpt::Manifest& manifest) {
+  const std::string name(f.name);
+  const json& was = saved.at(name);
+  // The model as the checkpoint recorded it, so a moved JSON file does not matter.
+  if (name == "model") {
+    c.model = manifest.model_json;
+  } else {
+    f.set(c, was);
+  }
+  // The global batch, not the accumulation, is what the run trained
+  // with: another rank count shares the same micro-batches (resolve_batch).
+  if (name == "grad-accum") {
+    c.resume_micro_batches = saved.contains("micro-batches-per-step")
+                                 ? saved.at("micro-batches-per-step").get<int>()
+                                 : was.get<int>() * manifest.ranks;  // saved before the record had it
+  }
+  c.sources[name] = "checkpoint";
+}
+
+// A setting the flags gave: the same value, one that may change, an
+// override (added to `overridden`), or a refusal naming both values.
+void check_given(const TrainConfig& c, const SettingRow& f, const json& was, const std::string& path,
+                 std::vector<std::string>& overridden) {
+  const std::string name(f.name);
+  const json now = f.get(c);
+  if (now == was || f.resume == ResumePolicy::kMayChange) return;
+  // The model is compared by the engine's own check (ckpt::load), which
+  // names the difference; the name may differ for the same model.
+  if (name == "model") return;
+  if (std::find(c.resume_overrides.begin(), c.resume_overrides.end(), name) != c.resume_overrides.end()) {
+    overridden.push_back(fmt::format("{} {} (saved: {})", name, show(now), show(was)));
+    return;
+  }
+  ZDP_THROW(ConfigError,
+            "[train] {} {} contradicts the checkpoint {}, which was saved with {}: leave {} out to continue as "
+            "saved, or add --resume-override {} to change it",
+            c.spelled(name, name), show(now), path, show(was), c.spelled(name, name), name);
+}
+
+}  // namespace
+
+std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manifest, const std::string& path) {
+  const std::vector<std::string> names = overridable_settings();
+  for (const std::string& name : c.resume_overrides) {
+    ZDP_CHECK(std::find(names.begin(), names.end(), name) != names.end(), ConfigError,
+              "[train] --resume-override {}: no such setting; the names are {}", name, fmt::join(names, ", "));
+  }
+  const auto record = manifest.metadata.find("train_config");
+  if (record == manifest.metadata.end()) {
+    // Saved before checkpoints recorded their run: only the model is known.
+    if (!c.given("model")) c.model = manifest.model_json;
+    return fmt::format("{} does not record its run's settings (an older checkpoint): the flags given apply", path);
+  }
+  json saved = json::parse(record->second);
+  complete_old_record(saved);
   std::vector<std::string> taken, overridden;
   for (const SettingRow* f : fields()) {
     const std::string name(f->name);
     if (!saved.contains(name)) continue;
-    const json& was = saved.at(name);
-    if (!c.given(name)) {
-      // The model as the checkpoint recorded it, so a moved JSON file does not matter.
-      if (name == "model") {
-        c.model = manifest.model_json;
-      } else {
-        f->set(c, was);
-      }
-      // The global batch, not the accumulation, is what the run trained
-      // with: another rank count shares the same micro-batches (resolve_batch).
-      if (name == "grad-accum") {
-        c.resume_micro_batches = saved.contains("micro-batches-per-step")
-                                     ? saved.at("micro-batches-per-step").get<int>()
-                                     : was.get<int>() * manifest.ranks;  // saved before the record had it
-      }
-      c.sources[name] = "checkpoint";
-      continue;
+    if (c.given(name)) {
+      check_given(c, *f, saved.at(name), path, overridden);
+    } else {
+      take_saved(c, *f, saved, manifest);
     }
-    const json now = f->get(c);
-    if (now == was || f->resume == ResumePolicy::kMayChange) continue;
-    // The model is compared by the engine's own check (ckpt::load), which
-    // names the difference; the name may differ for the same model.
-    if (name == "model") continue;
-    if (std::find(c.resume_overrides.begin(), c.resume_overrides.end(), name) != c.resume_overrides.end()) {
-      overridden.push_back(fmt::format("{} {} (saved: {})", name, show(now), show(was)));
-      continue;
-    }
-    ZDP_THROW(ConfigError,
-              "[train] {} {} contradicts the checkpoint {}, which was saved with {}: leave {} out to continue as "
-              "saved, or add --resume-override {} to change it",
-              c.spelled(name, name), show(now), path, show(was), c.spelled(name, name), name);
   }
   if (saved.contains("schedule-detail") && !c.given("schedule")) {
     const json& d = saved.at("schedule-detail");
@@ -176,8 +199,8 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
   for (const auto& [name, source] : c.sources) {
     if (source == "checkpoint" && name != "model") taken.push_back(name);
   }
-  notes = fmt::format("continuing as saved: {} taken from the checkpoint",
-                      taken.empty() ? "nothing" : fmt::format("{}", fmt::join(taken, ", ")));
+  std::string notes = fmt::format("continuing as saved: {} taken from the checkpoint",
+                                  taken.empty() ? "nothing" : fmt::format("{}", fmt::join(taken, ", ")));
   if (!overridden.empty()) notes += fmt::format("; overridden (--resume-override): {}", fmt::join(overridden, "; "));
   return notes;
 }

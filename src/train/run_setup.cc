@@ -42,14 +42,11 @@ void use_mpi_when_launched(TrainConfig& config) {
   config.sources["backend"] = fmt::format("detected: started by {}", launcher);
 }
 
-}  // namespace
-
-RunSetup prepare_run(const TrainConfig& input) {
-  RunSetup run;
+// The settings as this run has them: a resume's (its model, data, batch,
+// optimizer and schedule, unless flags say otherwise: resume_config.h), a
+// Hugging Face checkpoint's shape, the data's defaults and the batch rule.
+void resolve_settings(RunSetup& run) {
   TrainConfig& config = run.config;
-  config = input;
-  // A resume continues the run it saved: its model, data, batch, optimizer
-  // and schedule, unless flags say otherwise (resume_config.h).
   check_start_point(config);
   use_mpi_when_launched(config);
   if (!config.resume_dir.empty()) {
@@ -72,6 +69,10 @@ RunSetup prepare_run(const TrainConfig& input) {
   }
   if (config.ranks >= 1) resolve_batch(config, config.ranks);
   validate(config);
+}
+
+// The corpus the settings name: the embedded one, chat records or text/shards.
+Corpus load_run_corpus(const TrainConfig& config) {
   if (config.data.empty() && !config.val_data.empty()) {
     warn(
         fmt::format("--val-data {} is ignored: the embedded corpus validates on its own held-out sums; give "
@@ -81,44 +82,56 @@ RunSetup prepare_run(const TrainConfig& input) {
   ZDP_CHECK(config.chat_template.empty() || is_chat_data(config.data), ConfigError,
             "[train] --chat-template {} applies to chat data (--data FILE.jsonl), not to {}", config.chat_template,
             config.data.empty() ? std::string("the embedded corpus") : config.data);
-  if (config.data.empty()) {
-    run.corpus = arithmetic_corpus();
-  } else if (is_chat_data(config.data)) {
+  if (config.data.empty()) return arithmetic_corpus();
+  if (is_chat_data(config.data)) {
     ZDP_CHECK(config.val_data.empty(), ConfigError,
               "[train] --val-data {}: chat data validates on the last 10% of its records; leave --val-data out",
               config.val_data);
-    run.corpus = load_chat_corpus(config.data, config.tokenizer, config.chat_template, config.seq_len);
-  } else {
-    run.corpus = load_corpus(config.data, config.val_data, config.tokenizer);
+    return load_chat_corpus(config.data, config.tokenizer, config.chat_template, config.seq_len);
   }
-  const Corpus& corpus = run.corpus;
-  if (config.sample_tokens > 0) check_sample_prompt(corpus, config);  // a --prompt it cannot encode: refused now
+  return load_corpus(config.data, config.val_data, config.tokenizer);
+}
+
+// The model the settings name, checked against the data it trains on.
+void make_run_model(RunSetup& run) {
+  const TrainConfig& config = run.config;
   run.model_config = model::resolve_model_config(config.model);
-  const model::ModelConfig& model_config = run.model_config;
   // The trainer trains language models of any family (model/causal_lm.h):
   // it keeps the CausalLm for the sample and the held-out report, and the
   // Model for the engine.
-  run.model = model::make_model(model_config);
+  run.model = model::make_model(run.model_config);
   run.lm = dynamic_cast<const model::CausalLm*>(run.model.get());
   ZDP_CHECK(run.lm != nullptr, ConfigError,
             "[train] model '{}' is a \"{}\" model, not a language model: zerodp train trains on token data; pick a "
             "gpt or llama preset (zerodp model list)",
-            config.model, model_config.kind());
-  ZDP_CHECK(corpus.vocab <= run.lm->vocab(), ConfigError,
+            config.model, run.model_config.kind());
+  ZDP_CHECK(run.corpus.vocab <= run.lm->vocab(), ConfigError,
             "[train] the data has token ids up to {} but the model's vocabulary is {}: use a model with vocab >= {}",
-            corpus.vocab - 1, run.lm->vocab(), corpus.vocab);
+            run.corpus.vocab - 1, run.lm->vocab(), run.corpus.vocab);
   ZDP_CHECK(config.seq_len <= run.lm->max_context(), ConfigError,
             "[train] --seq-len {} is longer than the model's context {}: use --seq-len {} or less", config.seq_len,
             run.lm->max_context(), run.lm->max_context());
+}
+
+}  // namespace
+
+RunSetup prepare_run(const TrainConfig& input) {
+  RunSetup run;
+  run.config = input;
+  resolve_settings(run);
+  const TrainConfig& config = run.config;
+  run.corpus = load_run_corpus(config);
+  if (config.sample_tokens > 0) check_sample_prompt(run.corpus, config);  // a --prompt it cannot encode: refused now
+  make_run_model(run);
   // Every output proved writable (and --save's room for two checkpoints)
   // before the first step, not found unwritable at the first save.
-  check_train_outputs(config, model_config);
+  check_train_outputs(config, run.model_config);
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
-  if (!config.init_from.empty()) (void)weights::open_init_weights(config.init_from, model_config);
+  if (!config.init_from.empty()) (void)weights::open_init_weights(config.init_from, run.model_config);
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
-  run.held_out = config.held_out > 0 && !corpus.held_out.empty();
+  run.held_out = config.held_out > 0 && !run.corpus.held_out.empty();
   run.consolidate = run.held_out || config.sample_tokens > 0;
   // A resume reads each record through one buffer of whole chunks.
   run.load_scratch = run.resumed ? ckpt::read_scratch_bytes(run.resumed->chunk_bytes) : 0;

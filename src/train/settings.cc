@@ -51,10 +51,13 @@ std::string loss_scale_text(const optim::LossScalerConfig& s) {
 
 }  // namespace
 
-// The data, the batch, the run's length and seed.
-void add_run_rows(std::vector<SettingRow>& out) {
-  constexpr auto kMust = ResumePolicy::kMustMatch;
-  constexpr auto kOwn = DefaultFrom::kZerodp;
+namespace {
+
+constexpr auto kMust = ResumePolicy::kMustMatch;
+constexpr auto kOwn = DefaultFrom::kZerodp;
+
+// What is trained: the model, the data and how it is read.
+void add_data_rows(std::vector<SettingRow>& out) {
   out.push_back(row<std::string>(
       "model", {.spelling = "--model", .help = "Model: a preset (zerodp model list), a .json file or inline JSON"},
       kMust, kOwn, [](const TrainConfig& c) { return c.model; },
@@ -101,6 +104,10 @@ void add_run_rows(std::vector<SettingRow>& out) {
       kMust, kOwn, [](const TrainConfig& c) { return c.chat_template; },
       [](TrainConfig& c, const std::string& v) { c.chat_template = v; },
       when([](const TrainConfig& c) { return !c.chat_template.empty(); })));
+}
+
+// How long, how saved and from which seed.
+void add_length_rows(std::vector<SettingRow>& out) {
   // --steps may always grow: it says how far to train, not how.
   out.push_back(row<int>(
       "steps", {.spelling = "--steps", .help = "Optimizer steps"}, ResumePolicy::kMayChange, kOwn,
@@ -121,6 +128,10 @@ void add_run_rows(std::vector<SettingRow>& out) {
   out.push_back(row<uint64_t>(
       "seed", {.spelling = "--seed", .help = "Seed of the initialisation and the data order"}, kMust, kOwn,
       [](const TrainConfig& c) { return c.seed; }, [](TrainConfig& c, uint64_t v) { c.seed = v; }, always));
+}
+
+// The layout: ranks, stage, precision, products and the batch.
+void add_layout_rows(std::vector<SettingRow>& out) {
   out.push_back(derived("ranks", [](const SettingRow&, const TrainConfig& c, int ranks) -> std::optional<Shown> {
     std::string from = c.sources.count("ranks") > 0 ? c.sources.at("ranks") : "zerodp default: one per core";
     if (c.sources.count("ranks") == 0 && c.backend == comm::Backend::kMpi) {
@@ -188,6 +199,15 @@ void add_run_rows(std::vector<SettingRow>& out) {
                                                    : fmt::format("derived: micro-batch {} x grad-accum {} x {} ranks",
                                                                  c.micro_batch, c.engine.grad_accum, ranks)};
       }));
+}
+
+}  // namespace
+
+// The data, the batch, the run's length and seed.
+void add_run_rows(std::vector<SettingRow>& out) {
+  add_data_rows(out);
+  add_length_rows(out);
+  add_layout_rows(out);
 }
 
 // The engine's precision and collectives, and the run's logging.

@@ -19,9 +19,10 @@ bool scheduled(const TrainConfig& c) { return c.engine.lr_schedule.kind != optim
 
 }  // namespace
 
-// The optimizer and its hyperparameters: each shown for the optimizers that
-// read it, in one order that suits every optimizer's list.
-void add_optimizer_rows(std::vector<SettingRow>& out) {
+namespace {
+
+// The optimizer's kind and the hyperparameters the families share.
+void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<std::string>(
       "optimizer",
       {.spelling = "--optimizer",
@@ -77,6 +78,10 @@ void add_optimizer_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<double>(
       "eps", {}, [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family)));
+}
+
+// Adafactor's own hyperparameters.
+void add_adafactor_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<bool>(
       "scale-parameter",
       {.spelling = "--scale-parameter",
@@ -111,6 +116,10 @@ void add_optimizer_rows(std::vector<SettingRow>& out) {
         c.engine.optimizer.adafactor.eps2 = v[1];
       },
       when(adafactor)));
+}
+
+// Weight decay, and the state the optimizer keeps (Lion's and 8-bit Adam's choices).
+void add_optimizer_state_rows(std::vector<SettingRow>& out) {
   // The run's kind's ("optimizer" is set before it); a resume sets every kind's.
   out.push_back(kept<double>(
       "weight-decay",
@@ -152,6 +161,16 @@ void add_optimizer_rows(std::vector<SettingRow>& out) {
                "per unit here; 0: every unit 8-bit)"},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.min_8bit_size; },
       [](TrainConfig& c, uint64_t v) { c.engine.optimizer.adam.min_8bit_size = v; }, when(adam8bit)));
+}
+
+}  // namespace
+
+// The optimizer and its hyperparameters: each shown for the optimizers that
+// read it, in one order that suits every optimizer's list.
+void add_optimizer_rows(std::vector<SettingRow>& out) {
+  add_optimizer_kind_rows(out);
+  add_adafactor_rows(out);
+  add_optimizer_state_rows(out);
 }
 
 // The learning-rate schedule and clipping.

@@ -132,45 +132,11 @@ uint64_t accumulator_bytes(const RunStats& s, int rank) {
 
 double expected_sent_phi(const RunStats& s) { return collectives_per_step(s.engine.stage, s.engine.grad_accum); }
 
-std::string format_summary(const RunStats& s) {
-  using zero::MemoryCategory;
-  const uint64_t phi = s.num_params;
-  const int p = static_cast<int>(s.engine.dtype.size());
-  const int replica = 2 * p + s.optimizer_k;
+namespace {
+
+// The notes under the table: what a rank keeps beside the formula's bytes.
+std::string model_state_notes(const RunStats& s) {
   std::string out;
-  out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.engine.stage, s.ranks,
-                     s.backend, s.engine.dtype.name());
-  const int group = s.shard_group > 0 ? s.shard_group : s.ranks;
-  const bool hybrid = group < s.ranks;
-  if (hybrid) {
-    out += fmt::format(
-        "hybrid sharding: {} groups of {} ranks; states partitioned in a group, replicated across (N = G = {} below)\n",
-        s.ranks / group, group, group);
-  }
-  out += fmt::format("model: {}\n", s.model_description);
-  out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n", phi, p,
-                     p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
-  const char* formula = formula_text(s.engine.stage);
-  out += fmt::format("Model states per rank (measured by the ledger; formula {} with p = {}, K = {}):\n", formula, p,
-                     s.optimizer_k);
-  out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", "rank", "params", "grads",
-                     "master", "moments", "total", "formula", "");
-  for (int r = 0; r < s.ranks; ++r) {
-    const RankMemory& m = s.memory[r];
-    const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
-    const uint64_t accumulator = accumulator_bytes(s, r);
-    const uint64_t expected =
-        formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.fp32_moments + m.tensor_stats;
-    const char* verdict = m.model_states != expected ? "DIFFERS"
-                          : accumulator > 0          ? "= formula + accumulators"
-                          : m.fp32_moments > 0       ? "= formula + block scales + fp32 units"
-                          : m.block_scales > 0       ? "= formula + block scales"
-                          : m.tensor_stats > 0       ? "= formula + factored statistics"
-                                                     : "= formula";
-    out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
-                       mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
-                       mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
-  }
   if (keeps_owned_accumulator(s.engine.stage, s.engine.grad_accum)) {
     out +=
         "  (stage 1 reduces every micro-batch, so with --grad-accum it keeps an owned accumulator pΦ/N\n"
@@ -198,10 +164,47 @@ std::string format_summary(const RunStats& s) {
         "   {} partial sum(s) the size of the gradient accumulator: docs/architecture.md)\n",
         s.engine.grad_accum, pairwise_partials(s.engine.grad_accum));
   }
+  return out;
+}
+
+// The table of each rank's model-state bytes against the stage's formula,
+// and the notes on what the formula leaves out.
+std::string model_state_table(const RunStats& s) {
+  using zero::MemoryCategory;
+  const uint64_t phi = s.num_params;
+  const int p = static_cast<int>(s.engine.dtype.size());
+  const int replica = 2 * p + s.optimizer_k;
+  std::string out = fmt::format("Model states per rank (measured by the ledger; formula {} with p = {}, K = {}):\n",
+                                formula_text(s.engine.stage), p, s.optimizer_k);
+  out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", "rank", "params", "grads",
+                     "master", "moments", "total", "formula", "");
+  for (int r = 0; r < s.ranks; ++r) {
+    const RankMemory& m = s.memory[r];
+    const uint64_t moments = m.get(MemoryCategory::kAdamM) + m.get(MemoryCategory::kAdamV);
+    const uint64_t accumulator = accumulator_bytes(s, r);
+    const uint64_t expected =
+        formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.fp32_moments + m.tensor_stats;
+    const char* verdict = m.model_states != expected ? "DIFFERS"
+                          : accumulator > 0          ? "= formula + accumulators"
+                          : m.fp32_moments > 0       ? "= formula + block scales + fp32 units"
+                          : m.block_scales > 0       ? "= formula + block scales"
+                          : m.tensor_stats > 0       ? "= formula + factored statistics"
+                                                     : "= formula";
+    out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}\n", r,
+                       mb(m.get(MemoryCategory::kParams)), mb(m.get(MemoryCategory::kGrads)),
+                       mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
+  }
+  out += model_state_notes(s);
   out += fmt::format(
       "  replica / rank 0 = {:.2f}x less memory for model states\n",
       static_cast<double>(replica) * phi / static_cast<double>(std::max<uint64_t>(1, s.memory[0].model_states)));
+  return out;
+}
 
+// What rank 0 sent in the last step, against the paper's volume.
+std::string traffic_lines(const RunStats& s) {
+  const uint64_t phi = s.num_params;
+  const int p = static_cast<int>(s.engine.dtype.size());
   const comm::CommStats& c = s.step_comm[0];
   const uint64_t ar = sent_by(c, comm::Collective::kAllReduce);
   const uint64_t rs = sent_by(c, comm::Collective::kReduceScatter);
@@ -209,9 +212,11 @@ std::string format_summary(const RunStats& s) {
   const uint64_t total = ar + rs + ag;
   const double n = s.ranks;
   const double per_phi = s.ranks > 1 ? static_cast<double>(total) / (static_cast<double>(phi) * p * (n - 1) / n) : 0;
-  out += fmt::format("Sent per step by rank 0 (measured): all-reduce {} + reduce-scatter {} + all-gather {} = {}\n",
-                     mb(ar), mb(rs), mb(ag), mb(total));
-  if (hybrid) {
+  std::string out =
+      fmt::format("Sent per step by rank 0 (measured): all-reduce {} + reduce-scatter {} + all-gather {} = {}\n",
+                  mb(ar), mb(rs), mb(ag), mb(total));
+  const int group = s.shard_group > 0 ? s.shard_group : s.ranks;
+  if (group < s.ranks) {
     out += hybrid_traffic(s, total, group);
   } else if (s.ranks > 1) {
     const bool gathers = traits(s.engine.stage).gathers_on_acquire;
@@ -222,6 +227,30 @@ std::string format_summary(const RunStats& s) {
   } else {
     out += "  (one rank: nothing to send)\n";
   }
+  return out;
+}
+
+}  // namespace
+
+std::string format_summary(const RunStats& s) {
+  using zero::MemoryCategory;
+  const uint64_t phi = s.num_params;
+  const int p = static_cast<int>(s.engine.dtype.size());
+  const int replica = 2 * p + s.optimizer_k;
+  std::string out;
+  out += fmt::format("\n== What ZeRO stage {} held and sent ({} ranks, {} backend, {}) ==\n", s.engine.stage, s.ranks,
+                     s.backend, s.engine.dtype.name());
+  const int group = s.shard_group > 0 ? s.shard_group : s.ranks;
+  if (group < s.ranks) {
+    out += fmt::format(
+        "hybrid sharding: {} groups of {} ranks; states partitioned in a group, replicated across (N = G = {} below)\n",
+        s.ranks / group, group, group);
+  }
+  out += fmt::format("model: {}\n", s.model_description);
+  out += fmt::format("Φ = {} parameters. One full replica: {}Φ params + {}Φ grads + {}Φ optimizer = {}Φ = {}\n", phi, p,
+                     p, s.optimizer_k, replica, mb(static_cast<uint64_t>(replica) * phi));
+  out += model_state_table(s);
+  out += traffic_lines(s);
   const RankMemory& m0 = s.memory[0];
   out += fmt::format("Peaks on rank 0: activations {}, gathered params {}, gradient buckets {}\n",
                      mb(m0.peak_of(MemoryCategory::kActivations)), mb(m0.peak_of(MemoryCategory::kGathered)),
