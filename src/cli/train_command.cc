@@ -2,6 +2,7 @@
 // zerodp train: flags (and an optional DeepSpeed-style --config file) into a
 // TrainConfig, then train::run_training. Flags given on the command line
 // override the file; the file overrides the defaults.
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -101,8 +102,11 @@ void add_setting_flags(CLI::App* cmd, TrainFlags& f) {
   for (const train::SettingRow& row : train::settings()) {
     if (row.flag.spelling.empty()) continue;
     FlagValue& value = f.setting_values.emplace_back(flag_value(row.type, row.get(defaults)));
-    CLI::Option* opt = std::visit(
-        [&](auto& v) { return cmd->add_option(std::string(row.flag.spelling), v, std::string(row.flag.help)); }, value);
+    // The help ends with the DeepSpeed key that sets it too.
+    std::string help(row.flag.help);
+    if (!row.flag.ds.path.empty()) help += fmt::format("\n[--config: {}]", row.flag.ds.path);
+    CLI::Option* opt =
+        std::visit([&](auto& v) { return cmd->add_option(std::string(row.flag.spelling), v, help); }, value);
     if (row.flag.show_default) opt->capture_default_str();
     f.overrides.emplace_back(opt, [&row, &value](train::TrainConfig& c) {
       std::visit([&](const auto& v) { train::set_from_flag(row, c, nlohmann::json(v)); }, value);
@@ -115,8 +119,9 @@ void run(TrainFlags& f) {
   if (!f.config_path.empty()) train::apply_deepspeed_config_file(f.config_path, c);
   for (auto& [opt, apply] : f.overrides) {
     if (opt->count() == 0) continue;
-    apply(c);
+    // The source first: a setting's own check names the flag (TrainConfig::spelled).
     c.sources[setting_of(opt->get_name())] = "flag " + opt->get_name();
+    apply(c);
   }
   const train::TrainOutcome outcome = train::run_training(c);
   if (outcome.interrupted_signal != 0) {

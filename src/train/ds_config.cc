@@ -12,12 +12,45 @@
 
 #include "core/error.h"
 #include "train/ds_config_section.h"
+#include "train/settings.h"
 
 namespace zerodp::train {
 namespace {
 
 using ds::json;
 using ds::Section;
+
+// The section's direct keys (settings.h, DsKey): each read as its row's
+// value and set through the row, as its flag would be.
+void apply_direct_keys(Section& section, TrainConfig& c) {
+  for (const SettingRow& row : settings()) {
+    const std::string_view path = row.flag.ds.path;
+    if (!row.flag.ds.direct) continue;
+    const std::string key(path.substr(path.rfind('.') + 1));  // the whole path when it has no dot
+    if (section.name(key) != path) continue;
+    if (row.flag.ds.auto_derived && section.derive(key, c, std::string(row.name))) continue;
+    if (!section.has(key)) continue;
+    nlohmann::json value;
+    switch (row.type) {
+      case ValueType::kBool:
+        value = section.boolean(key);
+        break;
+      case ValueType::kDouble:
+        value = section.number(key);
+        break;
+      case ValueType::kString:
+        value = section.string(key);
+        break;
+      default:
+        value = section.integer(key);
+        ZDP_CHECK(!row.flag.count || value.get<int>() >= 1, ConfigError, "[config] {}: {} must be >= 1, got {}",
+                  section.source(), path, value.get<int>());
+    }
+    // The source first: a row's own check names the key (TrainConfig::spelled).
+    c.sources[std::string(row.name)] = section.from(key);
+    row.set(c, value);
+  }
+}
 
 void apply_zero(Section z, TrainConfig& c) {
   if (z.has("stage")) {
@@ -124,30 +157,16 @@ void apply_activation_checkpointing(Section a, TrainConfig& c) {
   a.finish();
 }
 
-// The batch keys. Hugging Face's "auto": what the flags give, else derived
-// by DeepSpeed's batch rule once the ranks are known (resolve_batch).
+// The batch: the direct keys, and train_batch_size, which decides the others
+// by DeepSpeed's batch rule once the ranks are known (resolve_batch);
+// Hugging Face's "auto" in it is derived there too.
 void apply_batch(Section& top, TrainConfig& c, std::string_view source) {
-  const bool has_tbs = !top.derive("train_batch_size", c, "train-batch-size") && top.has("train_batch_size");
-  const bool has_micro =
-      !top.derive("train_micro_batch_size_per_gpu", c, "micro-batch") && top.has("train_micro_batch_size_per_gpu");
-  const bool has_accum =
-      !top.derive("gradient_accumulation_steps", c, "grad-accum") && top.has("gradient_accumulation_steps");
-  if (has_tbs) {
+  if (!top.derive("train_batch_size", c, "train-batch-size") && top.has("train_batch_size")) {
     c.train_batch_size = top.integer("train_batch_size");
     c.sources["train-batch-size"] = top.from("train_batch_size");
+    ZDP_CHECK(c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
   }
-  if (has_micro) {
-    c.micro_batch = top.integer("train_micro_batch_size_per_gpu");
-    c.sources["micro-batch"] = top.from("train_micro_batch_size_per_gpu");
-  }
-  if (has_accum) {
-    c.engine.grad_accum = top.integer("gradient_accumulation_steps");
-    c.grad_accum_given = true;
-    c.sources["grad-accum"] = top.from("gradient_accumulation_steps");
-  }
-  ZDP_CHECK(!has_tbs || c.train_batch_size >= 1, ConfigError, "[config] {}: train_batch_size must be >= 1", source);
-  ZDP_CHECK(!has_micro || c.micro_batch >= 1, ConfigError, "[config] {}: train_micro_batch_size_per_gpu must be >= 1",
-            source);
+  apply_direct_keys(top, c);
 }
 
 // fp16 or bf16 (or bfloat16): at most one enabled.
@@ -244,14 +263,6 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   Section top(root, "", source, warn, autos);
   apply_deepspeed_defaults(c);
   apply_batch(top, c, source);
-  if (top.has("steps_per_print")) {
-    c.log_every = top.integer("steps_per_print");
-    c.sources["log-every"] = top.from("steps_per_print");
-  }
-  if (!top.derive("gradient_clipping", c, "clip") && top.has("gradient_clipping")) {
-    c.engine.clip_norm = top.number("gradient_clipping");
-    c.sources["clip"] = top.from("gradient_clipping");
-  }
   if (top.has("activation_checkpointing")) apply_activation_checkpointing(top.section("activation_checkpointing"), c);
   if (top.has("zero_optimization")) apply_zero(top.section("zero_optimization"), c);
   apply_precision(top, c, source);

@@ -152,7 +152,7 @@ void check_given(const TrainConfig& c, const SettingRow& f, const json& was, con
   ZDP_THROW(ConfigError,
             "[train] {} {} contradicts the checkpoint {}, which was saved with {}: leave {} out to continue as "
             "saved, or add --resume-override {} to change it",
-            c.spelled(name, name), show(now), path, show(was), c.spelled(name, name), name);
+            c.spelled(name), show(now), path, show(was), c.spelled(name), name);
 }
 
 }  // namespace

@@ -148,12 +148,16 @@ void add_layout_rows(std::vector<SettingRow>& out) {
   }));
   out.push_back(engine<int>(
       "stage",
-      {.spelling = "--stage", .help = "ZeRO stage: 0 (plain data parallel), 1 (P_os), 2 (P_os+g), 3 (P_os+g+p)"},
+      {.spelling = "--stage",
+       .help = "ZeRO stage: 0 (plain data parallel), 1 (P_os), 2 (P_os+g), 3 (P_os+g+p)",
+       .ds = {.path = "zero_optimization.stage"}},
       [](const TrainConfig& c) { return stage_number(c.engine.stage); },
-      [](TrainConfig& c, int v) { c.engine.stage = parse_stage(v, "[train] --stage"); }, always));
+      [](TrainConfig& c, int v) { c.engine.stage = parse_stage(v, "[train] " + c.spelled("stage")); }, always));
   out.push_back(engine<std::string>(
       "precision",
-      {.spelling = "--precision", .help = "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16"},
+      {.spelling = "--precision",
+       .help = "Parameter/gradient dtype: fp32, fp16 (dynamic loss scaling) or bf16",
+       .ds = {.path = "fp16.enabled, bf16.enabled"}},
       [](const TrainConfig& c) { return std::string(c.engine.dtype.name()); },
       [](TrainConfig& c, const std::string& v) { c.engine.dtype = Dtype::parse(v); }, always));
   out.push_back(engine<std::string>(
@@ -174,10 +178,14 @@ void add_layout_rows(std::vector<SettingRow>& out) {
       {.spelling = "--micro-batch",
        .help = "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
        .show_default = false,
-       .count = true},
+       .count = true,
+       .ds = {.path = "train_micro_batch_size_per_gpu", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.micro_batch; }, [](TrainConfig& c, int v) { c.micro_batch = v; }, always));
   out.push_back(kept<int>(
-      "grad-accum", {.spelling = "--grad-accum", .help = "Micro-batches per optimizer step"},
+      "grad-accum",
+      {.spelling = "--grad-accum",
+       .help = "Micro-batches per optimizer step",
+       .ds = {.path = "gradient_accumulation_steps", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.grad_accum; },
       [](TrainConfig& c, int v) {
         c.engine.grad_accum = v;
@@ -213,24 +221,28 @@ void add_run_rows(std::vector<SettingRow>& out) {
 // The engine's precision and collectives, and the run's logging.
 void add_engine_rows(std::vector<SettingRow>& out) {
   out.push_back(engine<std::string>(
-      "loss-scale", {}, [](const TrainConfig& c) { return loss_scale_text(c.engine.loss_scaler); }, nullptr,
+      "loss-scale", {.ds = {.path = "fp16.loss_scale"}},
+      [](const TrainConfig& c) { return loss_scale_text(c.engine.loss_scaler); }, nullptr,
       when([](const TrainConfig& c) { return c.engine.dtype == Dtype::fp16(); })));
   out.push_back(engine<uint64_t>(
-      "bucket", {}, [](const TrainConfig& c) { return static_cast<uint64_t>(c.engine.bucket_elements); }, nullptr,
+      "bucket", {.ds = {.path = "zero_optimization.reduce_bucket_size"}},
+      [](const TrainConfig& c) { return static_cast<uint64_t>(c.engine.bucket_elements); }, nullptr,
       when([](const TrainConfig& c) { return traits(c.engine.stage).reduce == GradReduce::kAllReduce; })));
   out.push_back(engine<bool>(
-      "overlap", {}, [](const TrainConfig& c) { return c.engine.overlap; }, nullptr, always));
+      "overlap", {.ds = {.path = "zero_optimization.overlap_comm"}},
+      [](const TrainConfig& c) { return c.engine.overlap; }, nullptr, always));
   out.push_back(engine<bool>(
-      "prefetch", {}, [](const TrainConfig& c) { return c.engine.prefetch; }, nullptr,
+      "prefetch", {.ds = {.path = "zero_optimization.stage3_prefetch_bucket_size"}},
+      [](const TrainConfig& c) { return c.engine.prefetch; }, nullptr,
       when([](const TrainConfig& c) { return traits(c.engine.stage).gathers_on_acquire; })));
   // The compressed collectives change the trajectory: a resume keeps them.
   out.push_back(kept<std::string>(
-      "quantize-weights", {},
+      "quantize-weights", {.ds = {.path = "zero_optimization.zero_quantized_weights"}},
       [](const TrainConfig& c) { return std::string(comm::quantization_name(c.engine.quantize_weights)); },
       [](TrainConfig& c, const std::string& v) { c.engine.quantize_weights = quantization_of(v); },
       when([](const TrainConfig& c) { return c.engine.quantize_weights != comm::Quantization::kNone; })));
   out.push_back(kept<std::string>(
-      "quantize-grads", {},
+      "quantize-grads", {.ds = {.path = "zero_optimization.zero_quantized_gradients"}},
       [](const TrainConfig& c) { return std::string(comm::quantization_name(c.engine.quantize_grads)); },
       [](TrainConfig& c, const std::string& v) { c.engine.quantize_grads = quantization_of(v); },
       when([](const TrainConfig& c) { return c.engine.quantize_grads != comm::Quantization::kNone; })));
@@ -268,16 +280,20 @@ void add_engine_rows(std::vector<SettingRow>& out) {
                "consecutive ranks (e.g. one host's) as a run of G ranks would, and replicate them across\n"
                "the N/G groups: gathers stay in the group, and only each shard's gradient all-reduce\n"
                "crosses groups. G must divide --ranks; stages 1-3. 0 = all ranks (the flat layout).\n"
-               "DeepSpeed's mics_shard_size / zero_hpz_partition_size map here (docs/scale.md)"},
+               "DeepSpeed's mics_shard_size / zero_hpz_partition_size map here (docs/scale.md)",
+       .ds = {.path = "zero_optimization.mics_shard_size"}},
       [](const TrainConfig& c) { return c.engine.shard_group_size; },
       [](TrainConfig& c, int v) { c.engine.shard_group_size = v; },
       when([](const TrainConfig& c) { return c.engine.shard_group_size > 0; })));
   out.push_back(engine<int>(
-      "log-every", {.spelling = "--log-every", .help = "A log line every K steps when the output is not a terminal"},
+      "log-every",
+      {.spelling = "--log-every",
+       .help = "A log line every K steps when the output is not a terminal",
+       .ds = {.path = "steps_per_print", .direct = true}},
       [](const TrainConfig& c) { return c.log_every; }, [](TrainConfig& c, int v) { c.log_every = v; }, always));
   out.push_back(engine<bool>(
-      "activation-checkpointing", {}, [](const TrainConfig& c) { return c.activation_checkpointing; }, nullptr,
-      always));
+      "activation-checkpointing", {.ds = {.path = "activation_checkpointing"}},
+      [](const TrainConfig& c) { return c.activation_checkpointing; }, nullptr, always));
 }
 
 }  // namespace rows

@@ -43,13 +43,31 @@ struct Shown {
   std::string source;
 };
 
-// The `zerodp train` flag of a setting, which the CLI declares from it.
+// The DeepSpeed config key that sets a setting (`--config`), as a dotted
+// path: "gradient_clipping", "zero_optimization.stage". Messages name it
+// (TrainConfig::spelled), --help shows it beside the flag, and a `direct`
+// key, whose JSON value is the setting's value as its flag takes it, is
+// read by the DeepSpeed reader from the row alone (ds_config.cc:
+// apply_direct_keys). `auto_derived`: "auto" in it keeps what a flag gives
+// or the default (Hugging Face's Trainer fills these from its own
+// arguments); elsewhere "auto" is named among those nothing derives. The
+// other keys (types, sections, one key setting several fields, a check
+// whose message names the file) have their lines in ds_config*.cc.
+struct DsKey {
+  std::string_view path = {};  // empty: DeepSpeed has no key for it
+  bool direct = false;
+  bool auto_derived = false;
+};
+
+// How a user spells a setting: the `zerodp train` flag, which the CLI
+// declares from it, and the DeepSpeed key.
 struct FlagSpec {
-  std::string_view spelling;  // "--micro-batch"; empty: no flag, or one the CLI declares by hand
-  std::string_view help;      // its --help text
-  bool show_default = true;   // whether --help shows the default value
+  std::string_view spelling = {};  // "--micro-batch"; empty: no flag, or one the CLI declares by hand
+  std::string_view help = {};      // its --help text
+  bool show_default = true;        // whether --help shows the default value
   // A count whose field holds 0 for "not given": a flag's 0 is refused.
   bool count = false;
+  DsKey ds = {};
 };
 
 // The C++ type of a setting's value (and of its flag's argument).

@@ -34,7 +34,8 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
                "takes AdamW's --lr, --betas, --weight-decay) or adafactor (Hugging Face's Adafactor:\n"
                "factored second moment, no first moment, relative steps; K = 4 + rows and columns;\n"
                "--beta1, --decay-rate, --clip-threshold, --adafactor-eps, --scale-parameter,\n"
-               "--relative-step, --warmup-init, --weight-decay); docs/optim.md"},
+               "--relative-step, --warmup-init, --weight-decay); docs/optim.md",
+       .ds = {.path = "optimizer.type"}},
       [](const TrainConfig& c) { return std::string(optim::optimizer_kind_name(kind(c))); },
       [](TrainConfig& c, const std::string& v) { c.engine.optimizer.kind = optim::parse_optimizer_kind(v); }, always));
   // Adafactor's relative steps (before "lr": an explicit lr is Adafactor's
@@ -42,12 +43,13 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<bool>(
       "relative-step",
       {.spelling = "--relative-step",
-       .help = "Adafactor: step size min(1e-2, 1/sqrt(t)) (the schedule is not read); false: --lr's, scheduled"},
+       .help = "Adafactor: step size min(1e-2, 1/sqrt(t)) (the schedule is not read); false: --lr's, scheduled",
+       .ds = {.path = "optimizer.params.relative_step"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.relative_step; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.relative_step = v; }, when(adafactor)));
   // One learning rate: the schedule's peak, and every optimizer's.
   out.push_back(kept<double>(
-      "lr", {}, [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
+      "lr", {.ds = {.path = "optimizer.params.lr"}}, [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
       [](TrainConfig& c, double v) {
         optim::OptimizerConfig& o = c.engine.optimizer;
         c.engine.lr_schedule.max_lr = o.adam.lr = o.sgd.lr = o.lion.lr = v;
@@ -58,13 +60,16 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
         return Shown{optim::config_lr(c.engine.optimizer), ""};
       }));
   out.push_back(kept<double>(
-      "momentum", {.spelling = "--momentum", .help = "SGD momentum (0: plain SGD, no state)"},
+      "momentum",
+      {.spelling = "--momentum",
+       .help = "SGD momentum (0: plain SGD, no state)",
+       .ds = {.path = "optimizer.params.momentum"}},
       [](const TrainConfig& c) { return c.engine.optimizer.sgd.momentum; },
       [](TrainConfig& c, double v) { c.engine.optimizer.sgd.momentum = v; },
       when([](const TrainConfig& c) { return kind(c) == OptimizerKind::kSgd; })));
   // The betas of the run's kind ("optimizer" is set before them).
   out.push_back(kept<Pair>(
-      "betas", {},
+      "betas", {.ds = {.path = "optimizer.params.betas"}},
       [](const TrainConfig& c) {
         const optim::OptimizerConfig& o = c.engine.optimizer;
         return lion(c) ? Pair{o.lion.beta1, o.lion.beta2} : Pair{o.adam.beta1, o.adam.beta2};
@@ -76,7 +81,7 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
       },
       when([](const TrainConfig& c) { return lion(c) || adam_family(c); })));
   out.push_back(kept<double>(
-      "eps", {}, [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
+      "eps", {.ds = {.path = "optimizer.params.eps"}}, [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family)));
 }
 
@@ -85,29 +90,40 @@ void add_adafactor_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<bool>(
       "scale-parameter",
       {.spelling = "--scale-parameter",
-       .help = "Adafactor: scale the step by the parameter tensor's RMS (at least E2)"},
+       .help = "Adafactor: scale the step by the parameter tensor's RMS (at least E2)",
+       .ds = {.path = "optimizer.params.scale_parameter"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.scale_parameter; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.scale_parameter = v; }, when(adafactor)));
   out.push_back(kept<bool>(
-      "warmup-init", {.spelling = "--warmup-init", .help = "Adafactor: relative step min(1e-6*t, 1/sqrt(t))"},
+      "warmup-init",
+      {.spelling = "--warmup-init",
+       .help = "Adafactor: relative step min(1e-6*t, 1/sqrt(t))",
+       .ds = {.path = "optimizer.params.warmup_init"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.warmup_init; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.warmup_init = v; }, when(adafactor)));
   out.push_back(kept<double>(
       "beta1",
-      {.spelling = "--beta1", .help = "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)"},
+      {.spelling = "--beta1",
+       .help = "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
+       .ds = {.path = "optimizer.params.beta1"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.beta1; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.beta1 = v; }, when(adafactor)));
   out.push_back(kept<double>(
-      "decay-rate", {.spelling = "--decay-rate", .help = "Adafactor: the second moment's decay b2t = 1 - t^decay_rate"},
+      "decay-rate",
+      {.spelling = "--decay-rate",
+       .help = "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",
+       .ds = {.path = "optimizer.params.decay_rate"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.decay_rate; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.decay_rate = v; }, when(adafactor)));
   out.push_back(kept<double>(
       "clip-threshold",
-      {.spelling = "--clip-threshold", .help = "Adafactor: an update's largest RMS (update clipping)"},
+      {.spelling = "--clip-threshold",
+       .help = "Adafactor: an update's largest RMS (update clipping)",
+       .ds = {.path = "optimizer.params.clip_threshold"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.clip_threshold; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.clip_threshold = v; }, when(adafactor)));
   out.push_back(kept<Pair>(
-      "adafactor-eps", {},
+      "adafactor-eps", {.ds = {.path = "optimizer.params.eps"}},
       [](const TrainConfig& c) {
         return Pair{c.engine.optimizer.adafactor.eps1, c.engine.optimizer.adafactor.eps2};
       },
@@ -124,7 +140,8 @@ void add_optimizer_state_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<double>(
       "weight-decay",
       {.spelling = "--weight-decay",
-       .help = "Weight decay (decoupled for AdamW, adam8bit, Lion and Adafactor, L2 for Adam/SGD)"},
+       .help = "Weight decay (decoupled for AdamW, adam8bit, Lion and Adafactor, L2 for Adam/SGD)",
+       .ds = {.path = "optimizer.params.weight_decay"}},
       [](const TrainConfig& c) { return optim::config_weight_decay(c.engine.optimizer); },
       [](TrainConfig& c, double v) {
         optim::OptimizerConfig& o = c.engine.optimizer;
@@ -151,14 +168,16 @@ void add_optimizer_state_rows(std::vector<SettingRow>& out) {
       "adam8bit-fp32-embedding",
       {.spelling = "--adam8bit-fp32-embedding",
        .help = "adam8bit: keep the token embedding's unit (GPT's, tied to the LM head) in AdamW's fp32 moments,\n"
-               "as bitsandbytes advises (true: its rare rows' v would underflow the 8-bit map and spike the loss)"},
+               "as bitsandbytes advises (true: its rare rows' v would underflow the 8-bit map and spike the loss)",
+       .ds = {.path = "optimizer.params.fp32_embedding"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.fp32_embedding; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adam.fp32_embedding = v; }, when(adam8bit)));
   out.push_back(kept<uint64_t>(
       "adam8bit-min-8bit-size",
       {.spelling = "--adam8bit-min-8bit-size",
        .help = "adam8bit: units of fewer elements keep AdamW's fp32 moments (bitsandbytes' min_8bit_size,\n"
-               "per unit here; 0: every unit 8-bit)"},
+               "per unit here; 0: every unit 8-bit)",
+       .ds = {.path = "optimizer.params.min_8bit_size"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.min_8bit_size; },
       [](TrainConfig& c, uint64_t v) { c.engine.optimizer.adam.min_8bit_size = v; }, when(adam8bit)));
 }
@@ -176,12 +195,18 @@ void add_optimizer_rows(std::vector<SettingRow>& out) {
 // The learning-rate schedule and clipping.
 void add_schedule_rows(std::vector<SettingRow>& out) {
   out.push_back(kept<std::string>(
-      "schedule", {.spelling = "--schedule", .help = "LR schedule: constant, warmup, warmup-linear or warmup-cosine"},
+      "schedule",
+      {.spelling = "--schedule",
+       .help = "LR schedule: constant, warmup, warmup-linear or warmup-cosine",
+       .ds = {.path = "scheduler.type"}},
       [](const TrainConfig& c) { return std::string(optim::lr_schedule_kind_name(c.engine.lr_schedule.kind)); },
       [](TrainConfig& c, const std::string& v) { c.engine.lr_schedule.kind = optim::parse_lr_schedule_kind(v); },
       always));
   out.push_back(kept<int64_t>(
-      "warmup", {.spelling = "--warmup", .help = "Warm-up steps of the schedule"},
+      "warmup",
+      {.spelling = "--warmup",
+       .help = "Warm-up steps of the schedule",
+       .ds = {.path = "scheduler.params.warmup_num_steps"}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.warmup_steps; },
       [](TrainConfig& c, int64_t v) { c.engine.lr_schedule.warmup_steps = v; }, when(scheduled)));
   out.push_back(derived("warmup-type", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
@@ -190,7 +215,10 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
                  c.source_of("schedule")};
   }));
   out.push_back(kept<double>(
-      "min-lr-ratio", {.spelling = "--min-lr-ratio", .help = "warmup-cosine: final LR as a fraction of the peak"},
+      "min-lr-ratio",
+      {.spelling = "--min-lr-ratio",
+       .help = "warmup-cosine: final LR as a fraction of the peak",
+       .ds = {.path = "scheduler.params.cos_min_ratio"}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.cos_min_ratio; },
       [](TrainConfig& c, double v) { c.engine.lr_schedule.cos_min_ratio = v; },
       when([](const TrainConfig& c) { return c.engine.lr_schedule.kind == optim::LrScheduleKind::kWarmupCosine; })));
@@ -201,7 +229,10 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
                  lr.total_steps > 0 && lr.total_steps != c.steps ? c.source_of("schedule") : "the run's steps"};
   }));
   out.push_back(kept<double>(
-      "clip", {.spelling = "--clip", .help = "Global gradient-norm clipping (0 = off)"},
+      "clip",
+      {.spelling = "--clip",
+       .help = "Global gradient-norm clipping (0 = off)",
+       .ds = {.path = "gradient_clipping", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.clip_norm; }, [](TrainConfig& c, double v) { c.engine.clip_norm = v; },
       always));
 }

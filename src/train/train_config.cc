@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/settings.h"
 #include "train/value_checks.h"
 
 namespace zerodp::train {
@@ -59,8 +60,13 @@ std::string TrainConfig::spelled(const std::string& setting, const std::string& 
     case SourceKind::kConfig:
       return "--config's " + sources.at(setting).substr(7);
     default:
-      return fmt::format("--{} ({} in --config)", setting, key);
+      return key.empty() ? "--" + setting : fmt::format("--{} ({} in --config)", setting, key);
   }
+}
+
+std::string TrainConfig::spelled(const std::string& setting) const {
+  const SettingRow* row = find_setting(setting);
+  return spelled(setting, row != nullptr ? std::string(row->flag.ds.path) : std::string());
 }
 
 void apply_data_defaults(TrainConfig& c) {

@@ -111,7 +111,10 @@ struct TrainConfig {
   bool given(const std::string& setting) const;
   // How a message names the setting: the flag the user typed ("--lr"), the
   // key of the config file ("--config's optimizer.params.lr"), or for a
-  // setting not given "--SETTING (KEY in --config)".
+  // setting not given "--SETTING (KEY in --config)", KEY being the setting
+  // row's DeepSpeed key (settings.h), or `key` where a message means
+  // another one; "--SETTING" alone when DeepSpeed has none.
+  std::string spelled(const std::string& setting) const;
   std::string spelled(const std::string& setting, const std::string& key) const;
 
   static zero::EngineConfig default_engine();
