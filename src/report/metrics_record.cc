@@ -64,6 +64,17 @@ uint64_t byte_count(const json& v, const std::string& what, const RecordPlace& a
   return v.get<uint64_t>();
 }
 
+// An optional count: absent or null is nullopt; anything but a
+// non-negative integer is refused.
+std::optional<int64_t> count_or_null(const json& obj, const char* key, const RecordPlace& at) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+    record_error(at, fmt::format("\"{}\" must be a count (an integer >= 0), got {}", key, it->dump()));
+  }
+  return it->get<int64_t>();
+}
+
 bool flag(const json& obj, const char* key, const RecordPlace& at) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return false;
@@ -140,6 +151,8 @@ json to_json(const StepRecord& record) {
             {"memory", memory_json(record.memory)},
             {"comm", comm_json(record.comm)}};
   if (record.val_loss) j["val_loss"] = *record.val_loss;
+  if (record.trained_tokens) j["trained_tokens"] = *record.trained_tokens;
+  if (record.masked_tokens) j["masked_tokens"] = *record.masked_tokens;
   return j;
 }
 
@@ -178,6 +191,8 @@ StepRecord parse_step_record(const json& line, const RecordPlace& at) {
   s.step_seconds = number_or_null(line, "step_seconds", at);
   s.skipped = flag(line, "skipped", at);
   s.clipped = flag(line, "clipped", at);
+  s.trained_tokens = count_or_null(line, "trained_tokens", at);
+  s.masked_tokens = count_or_null(line, "masked_tokens", at);
   if (const auto m = line.find("memory"); m != line.end() && !m->is_null()) s.memory = parse_memory(*m, at);
   if (const auto c = line.find("comm"); c != line.end() && !c->is_null()) s.comm = parse_comm(*c, at);
   return s;

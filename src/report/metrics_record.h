@@ -72,6 +72,11 @@ struct StepRecord {
   bool clipped = false;
   std::optional<double> tokens_per_s;
   std::optional<double> step_seconds;
+  // The step's target tokens with a loss, and those masked (the ignore id:
+  // a chat record's prompt and padding), over every rank and micro-batch;
+  // absent in files from before they were counted.
+  std::optional<int64_t> trained_tokens;
+  std::optional<int64_t> masked_tokens;
   std::vector<RankMemoryRecord> memory;  // per rank
   std::vector<RankCommRecord> comm;      // per rank
   bool operator==(const StepRecord&) const = default;

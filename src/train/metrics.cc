@@ -107,8 +107,7 @@ std::vector<report::RankCommRecord> comm_records(const std::vector<comm::CommSta
 }
 
 report::StepRecord step_record(int64_t step, const zero::StepResult& r, double seconds, double tokens_per_step,
-                               double val_loss, const std::vector<RankMemory>& memory,
-                               const std::vector<comm::CommStats>& step_comm) {
+                               double val_loss, const AllRankFigures& figures) {
   report::StepRecord rec;
   rec.step = step;
   rec.loss = r.loss;
@@ -120,8 +119,11 @@ report::StepRecord step_record(int64_t step, const zero::StepResult& r, double s
   rec.clipped = r.clipped;
   rec.tokens_per_s = tokens_per_step / seconds;
   rec.step_seconds = seconds;
-  rec.memory = memory_records(memory);
-  rec.comm = comm_records(step_comm);
+  // Every position of the step's micro-batches has a target, masked or not.
+  rec.masked_tokens = static_cast<int64_t>(figures.masked_targets);
+  rec.trained_tokens = static_cast<int64_t>(tokens_per_step) - *rec.masked_tokens;
+  rec.memory = memory_records(figures.memory);
+  rec.comm = comm_records(figures.step_comm);
   return rec;
 }
 

@@ -25,6 +25,7 @@
 
 #include "comm/stats.h"
 #include "report/metrics_record.h"
+#include "train/rank_figures.h"
 #include "train/summary.h"
 
 namespace zerodp::zero {
@@ -60,10 +61,10 @@ std::vector<report::RankCommRecord> comm_records(const std::vector<comm::CommSta
 
 // The record of optimizer step `step` (counted from 1): its result `r`, its
 // `seconds`, its throughput (tokens_per_step / seconds), `val_loss` when the
-// step computed one (negative: none), and every rank's figures. grad_norm is
-// absent (null) on a skipped step.
+// step computed one (negative: none), every rank's figures, and of the
+// step's tokens_per_step targets those trained on and those masked.
+// grad_norm is absent (null) on a skipped step.
 report::StepRecord step_record(int64_t step, const zero::StepResult& r, double seconds, double tokens_per_step,
-                               double val_loss, const std::vector<RankMemory>& memory,
-                               const std::vector<comm::CommStats>& step_comm);
+                               double val_loss, const AllRankFigures& figures);
 
 }  // namespace zerodp::train

@@ -15,6 +15,7 @@ namespace {
 struct RankFigures {
   RankMemory memory;
   std::array<std::array<uint64_t, 3>, comm::kNumCollectives> comm{};
+  uint64_t masked_targets = 0;  // zero::Engine::last_step_masked_targets
 };
 static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
 
@@ -44,8 +45,10 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
     mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};
   }
+  mine.masked_targets = static_cast<uint64_t>(engine.last_step_masked_targets());
   AllRankFigures all;
   for (const RankFigures& r : comm.all_gather_value(mine)) {
+    all.masked_targets += r.masked_targets;
     all.memory.push_back(r.memory);
     comm::CommStats& c = all.step_comm.emplace_back();
     for (int k = 0; k < comm::kNumCollectives; ++k) {

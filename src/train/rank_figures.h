@@ -2,10 +2,12 @@
 // What every rank reports for the metrics file and the summary, gathered on
 // every rank in one collective: its ledger (current and peak bytes by
 // category, model states, owned elements) and its counters of the last step
-// (calls, bytes sent, bytes received per collective; not the seconds).
+// (calls, bytes sent, bytes received per collective; not the seconds) and
+// its masked targets in that step.
 // Thread-safety: collect_figures is collective (every rank calls it).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -17,6 +19,7 @@ namespace zerodp::train {
 struct AllRankFigures {
   std::vector<RankMemory> memory;          // per rank
   std::vector<comm::CommStats> step_comm;  // per rank
+  uint64_t masked_targets = 0;             // the last step's, over every rank (no loss at them)
 };
 
 // One all-gather of a fixed-size struct of integers.

@@ -111,8 +111,7 @@ MetricsLog::MetricsLog(zero::Engine& engine, comm::Communicator& comm, MetricsWr
 void MetricsLog::on_step(const StepEvent& event) {
   const AllRankFigures figures = collect_figures(comm_, engine_, event.comm);  // collective
   if (writer_ == nullptr) return;
-  writer_->write(step_record(event.step, event.result, event.seconds, event.tokens_per_step, event.val_loss,
-                             figures.memory, figures.step_comm));
+  writer_->write(step_record(event.step, event.result, event.seconds, event.tokens_per_step, event.val_loss, figures));
 }
 
 void ProgressLine::on_step(const StepEvent& event) {

@@ -606,8 +606,10 @@ StepResult Engine::train_step(const BatchFeeder& feed) {
   std::vector<double> losses;
   const float grad_scale =
       static_cast<float>(scaler_.scale() / (static_cast<double>(comm_.size()) * config_.grad_accum));
+  step_masked_targets_ = 0;
   for (int micro = 0; micro < config_.grad_accum; ++micro) {
     feed(*workspace_, micro);
+    step_masked_targets_ += workspace_->masked_targets();
     forward_pass(/*then_backward=*/true);
     losses.push_back(workspace_->loss());
     workspace_->set_loss_grad_scale(grad_scale);

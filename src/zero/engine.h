@@ -192,6 +192,9 @@ class Engine {
   std::chrono::milliseconds comm_timeout() const { return comm_.options().timeout; }
   int64_t steps_taken() const { return steps_; }
   double loss_scale() const { return scaler_.scale(); }
+  // This rank's targets that were the ignore id (no loss: a chat record's
+  // prompt, padding) in the last train_step, over its micro-batches.
+  int64_t last_step_masked_targets() const { return step_masked_targets_; }
 
  private:
   struct Gathered;  // stage 3: a unit's parameters gathered on the comm thread
@@ -326,6 +329,7 @@ class Engine {
   std::vector<ConvertedView> packed_views_;
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
+  int64_t step_masked_targets_ = 0;  // last_step_masked_targets()
 };
 
 // Raises an engine's collective timeout to at least `timeout` while it

@@ -5,6 +5,11 @@
 // their line.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
@@ -36,6 +41,30 @@ TEST(CliChat, TrainsALlamaOnChatRecordsInEitherTemplate) {
       run(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_llama3.json") + " --chat-template llama3");
   ASSERT_EQ(flag.code, 0) << flag.err;
   EXPECT_NE(flag.out.find("template llama3 (--chat-template)"), std::string::npos) << flag.out;
+}
+
+// The metrics count the step's targets with a loss and those masked (the
+// prompts and the padding): together every position of the step's windows
+// (2 ranks x 2 micro-batch x 64), both of them present.
+TEST(CliChat, MetricsCountTrainedAndMaskedTokens) {
+  const fs::path metrics = fs::temp_directory_path() / ("zerodp_cli_chat_metrics." + std::to_string(getpid()));
+  const Result r =
+      run(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --metrics " + metrics.string());
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  std::ifstream in(metrics);
+  int steps = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (!j.contains("step")) continue;
+    ++steps;
+    const int64_t trained = j.at("trained_tokens").get<int64_t>();
+    const int64_t masked = j.at("masked_tokens").get<int64_t>();
+    EXPECT_EQ(trained + masked, 2 * 2 * 64) << line;
+    EXPECT_GT(trained, 0) << line;
+    EXPECT_GT(masked, 0) << line;
+  }
+  EXPECT_EQ(steps, 4);
+  fs::remove(metrics);
 }
 
 TEST(CliChat, RefusesBadRecordsAndTemplatesInOneLine) {

@@ -32,6 +32,8 @@ StepRecord full_step() {
   s.loss_scale = 65536.0;
   s.skipped = false;
   s.clipped = true;
+  s.trained_tokens = 412;
+  s.masked_tokens = 100;
   s.tokens_per_s = 3302.7069821629593;
   s.step_seconds = 0.314893209;
   for (uint64_t r = 0; r < 2; ++r) {
@@ -73,6 +75,13 @@ TEST(MetricsRecord, StepRoundTripsWithOptionalFieldsAbsent) {
   StepRecord bare;
   bare.step = 1;
   EXPECT_EQ(parse_step_record(through_text(to_json(bare)), kAt), bare);
+}
+
+TEST(MetricsRecord, TokenCountsMustBeCounts) {
+  for (const char* bad : {R"({"step":1,"loss":1,"masked_tokens":-1})", R"({"step":1,"loss":1,"trained_tokens":2.5})",
+                          R"({"step":1,"loss":1,"masked_tokens":"many"})"}) {
+    EXPECT_THROW((void)parse_step_record(nlohmann::json::parse(bad), kAt), ConfigError) << bad;
+  }
 }
 
 TEST(MetricsRecord, StepLineIsTheTrainersLayout) {

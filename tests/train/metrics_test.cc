@@ -36,9 +36,13 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   step_comm[1][comm::Collective::kAllGather] = {2, 100, 200, 0.5};
   step_comm[1][comm::Collective::kReduceScatter] = {1, 50, 60, 0.25};
 
-  const report::StepRecord s = step_record(7, r, 0.5, 1000.0, -1.0, memory, step_comm);
+  const report::StepRecord s = step_record(
+      7, r, 0.5, 1000.0, -1.0, AllRankFigures{.memory = memory, .step_comm = step_comm, .masked_targets = 40});
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.loss, 2.5);
+  // Of the step's 1000 targets, 40 were masked over every rank.
+  EXPECT_EQ(s.masked_tokens, 40);
+  EXPECT_EQ(s.trained_tokens, 960);
   EXPECT_FALSE(s.val_loss.has_value());  // negative: not computed this step
   EXPECT_EQ(s.grad_norm, 0.75);
   EXPECT_EQ(s.lr, 0.001);
@@ -66,7 +70,7 @@ TEST(MetricsRecordFromTrainer, SkippedStepHasNoGradNormAndEvalStepHasValLoss) {
   r.loss = 3.0;
   r.grad_norm = 123.0;  // what an overflowed step measured: not written
   r.skipped = true;
-  const report::StepRecord s = step_record(1, r, 1.0, 10.0, 2.75, {}, {});
+  const report::StepRecord s = step_record(1, r, 1.0, 10.0, 2.75, {});
   EXPECT_TRUE(s.skipped);
   EXPECT_FALSE(s.grad_norm.has_value());
   EXPECT_EQ(s.val_loss, 2.75);
@@ -107,7 +111,7 @@ TEST_F(ResumedMetrics, KeepTheStepsUpToTheResumeAndAppend) {
     writer.write(nlohmann::json{{"config", {{"a", 2}}}});
     zero::StepResult r;
     r.loss = 1.5;
-    writer.write(step_record(3, r, 1.0, 10.0, -1.0, {}, {}));
+    writer.write(step_record(3, r, 1.0, 10.0, -1.0, {}));
   }
   std::istringstream lines(file_text(path));
   std::vector<nlohmann::json> records;
