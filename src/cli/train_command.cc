@@ -224,7 +224,9 @@ void add_report_flags(CLI::App* cmd, TrainFlags& f) {
   flag(
       cmd, f, "--prompt", d.prompt,
       "The sample's start (default: a held-out sum on the embedded corpus, else a\n"
-      "new document); text, through --tokenizer for GPT-2 ids",
+      "new document); text, through --tokenizer for GPT-2 ids. With chat data: a user\n"
+      "message in the data's template, which the sample answers as the assistant\n"
+      "(default: the first validation record's)",
       [&f](auto& c) { c.prompt = f.c.prompt; }, false);
   flag(cmd, f, "--temperature", d.temperature, "The sample's temperature (0 = greedy)",
        [&f](auto& c) { c.temperature = f.c.temperature; });

@@ -77,6 +77,7 @@ std::vector<int32_t> generate(const CausalLm& model, std::span<const float> para
     ws->set_batch(Batch{.tokens = tokens});
     model.next_token_logits(params, *ws, static_cast<int>(len) - 1, logits);
     out.push_back(sample_token(logits, gc.temperature, gc.top_k, rng.uniform()));
+    if (out.back() == gc.stop_token) break;
   }
   return out;
 }

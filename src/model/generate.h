@@ -29,6 +29,8 @@ struct GenerateConfig {
   // align = the record length keeps to what it learned.
   int context = 0;
   int align = 1;
+  // Generation ends after this id (a chat template's end of turn); -1: none.
+  int32_t stop_token = -1;
 };
 
 // Returns prompt + the generated tokens. The prompt must be non-empty with

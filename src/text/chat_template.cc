@@ -113,4 +113,13 @@ std::string render_chat_text(std::span<const ChatMessage> messages, ChatTemplate
   return out;
 }
 
+std::string render_generation_prompt(std::span<const ChatMessage> messages, ChatTemplate t) {
+  const char* const role = role_name(ChatRole::kAssistant);
+  return render_chat_text(messages, t) + (t == ChatTemplate::kChatMl
+                                              ? fmt::format("<|im_start|>{}\n", role)
+                                              : fmt::format("<|start_header_id|>{}<|end_header_id|>\n\n", role));
+}
+
+const char* end_of_turn(ChatTemplate t) { return t == ChatTemplate::kChatMl ? "<|im_end|>" : "<|eot_id|>"; }
+
 }  // namespace zerodp::text

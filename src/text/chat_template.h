@@ -61,5 +61,10 @@ struct ChatPiece {
 // the rendered text).
 std::vector<ChatPiece> render_chat(std::span<const ChatMessage> messages, ChatTemplate t);
 std::string render_chat_text(std::span<const ChatMessage> messages, ChatTemplate t);
+// The messages, then the header of an assistant turn that the model is to
+// write (Hugging Face's add_generation_prompt): what generation starts from.
+std::string render_generation_prompt(std::span<const ChatMessage> messages, ChatTemplate t);
+// The token that ends a turn: "<|im_end|>" (ChatML) or "<|eot_id|>" (Llama 3).
+const char* end_of_turn(ChatTemplate t);
 
 }  // namespace zerodp::text

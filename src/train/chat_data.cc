@@ -77,6 +77,7 @@ Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, c
   std::string how;
   const text::ChatTemplate chat = choose_chat_template(*bpe, template_name, how);
   std::vector<ChatTokens> records;
+  std::vector<std::string> first_user;  // each record's first user turn: the sample's default prompt
   std::string line;
   size_t trained = 0, positions = 0;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
@@ -84,6 +85,9 @@ Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, c
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
     const std::string where = fmt::format("{}:{}", path, line_no);
     const std::vector<text::ChatMessage> messages = text::parse_chat_record(line, where);
+    const auto user = std::find_if(messages.begin(), messages.end(),
+                                   [](const text::ChatMessage& m) { return m.role == text::ChatRole::kUser; });
+    first_user.push_back(user != messages.end() ? user->content : std::string());
     ChatTokens r = chat_tokens(*bpe, text::render_chat(messages, chat));
     ZDP_CHECK(r.tokens.size() <= static_cast<size_t>(seq_len), ConfigError,
               "[data] {}: the record is {} tokens in the {} template, longer than --seq-len {} + 1: raise --seq-len "
@@ -111,6 +115,8 @@ Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, c
   corpus.record_length = static_cast<int>(window);
   corpus.byte_level = false;
   corpus.tokenizer = bpe;
+  corpus.chat_template = chat;
+  corpus.chat_sample_prompt = first_user[cut];
   int32_t top = 0;
   for (const ChatTokens& r : records) {
     for (int32_t t : r.tokens) top = std::max(top, t);

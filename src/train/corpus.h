@@ -16,11 +16,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "text/bpe_tokenizer.h"
+#include "text/chat_template.h"
 
 namespace zerodp::train {
 
@@ -47,6 +49,11 @@ struct Corpus {
   // The tokenizer of the ids (--tokenizer), which turns the sample into
   // text; null for bytes, and for shards without --tokenizer.
   std::shared_ptr<const text::BpeTokenizer> tokenizer;
+  // Chat data only: its template, in which the sample is an assistant turn
+  // answering --prompt as a user message, and the default such message (the
+  // first validation record's first user turn).
+  std::optional<text::ChatTemplate> chat_template;
+  std::string chat_sample_prompt;
 };
 
 // The embedded corpus, generated from a fixed seed (the same on every rank

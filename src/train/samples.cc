@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/samples.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "core/error.h"
 #include "model/generate.h"
+#include "text/chat_template.h"
 
 namespace zerodp::train {
 namespace {
@@ -21,6 +24,19 @@ struct SamplePrompt {
 };
 SamplePrompt sample_prompt(const Corpus& corpus, const TrainConfig& config) {
   SamplePrompt p;
+  if (corpus.chat_template) {
+    // Chat data: --prompt (else a validation record's) as a user message in
+    // the template, then the assistant's header; none of it is printed.
+    const std::vector<text::ChatMessage> user = {
+        {.role = text::ChatRole::kUser, .content = config.prompt.empty() ? corpus.chat_sample_prompt : config.prompt}};
+    p.tokens = corpus.tokenizer->encode_uncached(text::render_generation_prompt(user, *corpus.chat_template));
+    p.hidden = p.tokens.size();
+    ZDP_CHECK(p.tokens.size() < static_cast<size_t>(config.seq_len), ConfigError,
+              "[train] the sample's prompt is {} tokens in the {} template, not shorter than --seq-len {}: give a "
+              "shorter --prompt",
+              p.tokens.size(), text::chat_template_name(*corpus.chat_template), config.seq_len);
+    return p;
+  }
   const bool document = corpus.tokenizer && corpus.tokenizer->document_start() >= 0;
   if (document) {
     p.tokens = {corpus.tokenizer->document_start()};
@@ -58,9 +74,22 @@ std::string sample_text(const model::CausalLm& lm, std::span<const float> params
   g.seed = config.seed;
   g.context = config.seq_len;      // the positions the model was trained at
   g.align = corpus.record_length;  // windows start on a record, as in training
+  if (corpus.chat_template) {
+    // A record starts its window, so the turn is written within one: the
+    // prompt at position 0, at most the window's remaining positions.
+    g.align = 1;
+    g.max_new_tokens = std::min<int>(g.max_new_tokens, config.seq_len - static_cast<int>(prompt.tokens.size()));
+    // The assistant's turn ends at its end-of-turn token, as in training.
+    // (One token: choose_chat_template checked each of the template's special tokens.)
+    g.stop_token = corpus.tokenizer->encode_uncached(text::end_of_turn(*corpus.chat_template)).front();
+  }
   auto out = model::generate(lm, params, prompt.tokens, g);
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(prompt.hidden));
-  return sample_to_text(corpus, out);
+  if (!corpus.chat_template) return sample_to_text(corpus, out);
+  const bool ended = !out.empty() && out.back() == g.stop_token;
+  if (ended) out.pop_back();
+  return fmt::format("user: {}\nassistant: {}{}", config.prompt.empty() ? corpus.chat_sample_prompt : config.prompt,
+                     sample_to_text(corpus, out), ended ? "" : " [no end of turn within the sample's tokens]");
 }
 
 double held_out_accuracy(const model::CausalLm& lm, std::span<const float> params, const Corpus& corpus, int count,

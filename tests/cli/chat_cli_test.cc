@@ -22,9 +22,10 @@ const std::string kFixtures = ZERODP_TRAIN_FIXTURE_DIR;
 const std::string kModel = R"('{"kind":"llama","vocab":264,"hidden":32,"layers":2,"heads":4,"kv_heads":2,"head_dim":8,)"
                            R"("intermediate":64,"max_seq_len":64}')";
 
-std::string chat_run(const std::string& data, const std::string& tokenizer) {
+std::string chat_run(const std::string& data, const std::string& tokenizer,
+                     const std::string& sample = "--sample-tokens 0") {
   return "train --model " + kModel + " --data " + data + " --tokenizer " + kFixtures + "/" + tokenizer +
-         " --seq-len 64 --micro-batch 2 --ranks 2 --steps 4 --eval-every 2 --sample-tokens 0 --held-out 0";
+         " --seq-len 64 --micro-batch 2 --ranks 2 --steps 4 --eval-every 2 --held-out 0 " + sample;
 }
 
 TEST(CliChat, TrainsALlamaOnChatRecordsInEitherTemplate) {
@@ -65,6 +66,26 @@ TEST(CliChat, MetricsCountTrainedAndMaskedTokens) {
   }
   EXPECT_EQ(steps, 4);
   fs::remove(metrics);
+}
+
+// The sample after training is an assistant turn answering --prompt as a
+// user message, in the data's template, ended by its end-of-turn token; the
+// template's tokens are not printed.
+TEST(CliChat, TheSampleAnswersThePromptAsAUserMessage) {
+  for (const char* tokenizer : {"chat_tokenizer_chatml.json", "chat_tokenizer_llama3.json"}) {
+    const Result r = run(chat_run(kFixtures + "/chat.jsonl", tokenizer, "--sample-tokens 12 --prompt 2+3"));
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const size_t at = r.out.find("\nuser: 2+3\nassistant: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string sample = r.out.substr(at, r.out.find("\nProcess memory", at) - at);
+    for (const char* special : {"<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|eot_id|>"}) {
+      EXPECT_EQ(sample.find(special), std::string::npos) << special << " in " << sample;
+    }
+  }
+  // A prompt that leaves the turn no room in the window is refused before training.
+  expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json",
+                          "--sample-tokens 4 --prompt " + std::string(80, '1')),
+                 "the sample's prompt is");
 }
 
 TEST(CliChat, RefusesBadRecordsAndTemplatesInOneLine) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "model/gpt.h"
 #include "model/llama.h"
@@ -97,6 +99,26 @@ void expect_learns_to_continue_a_pattern(const CausalLm& m) {
   EXPECT_EQ(generate(m, params, prompt, g), out);
   EXPECT_THROW(generate(m, params, std::vector<int32_t>{}, g), ConfigError);
   EXPECT_THROW(generate(m, params, std::vector<int32_t>{m.vocab()}, g), ConfigError);
+}
+
+// A stop token ends the generation right after it is sampled.
+TEST(Generate, StopsAfterTheStopToken) {
+  const GptConfig c{16, 8, 8, 1, 2, 16};
+  Gpt m(c);
+  std::vector<float> params(m.num_params());
+  m.init_params(params, 9);
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  GenerateConfig g;
+  g.temperature = 0.0f;
+  g.max_new_tokens = 6;
+  const std::vector<int32_t> free_run = generate(m, params, prompt, g);
+  ASSERT_EQ(free_run.size(), prompt.size() + 6);
+  g.stop_token = free_run[prompt.size() + 1];  // the second generated token
+  const std::vector<int32_t> stopped = generate(m, params, prompt, g);
+  // Up to the first occurrence of the stop token, and nothing after it.
+  const auto first =
+      std::find(free_run.begin() + static_cast<std::ptrdiff_t>(prompt.size()), free_run.end(), g.stop_token);
+  EXPECT_EQ(stopped, std::vector<int32_t>(free_run.begin(), first + 1));
 }
 
 TEST(Generate, GptLearnsToContinueAPattern) { expect_learns_to_continue_a_pattern(Gpt(GptConfig{16, 8, 8, 1, 2, 16})); }

@@ -30,6 +30,19 @@ TEST(ChatTemplate, Llama3RendersAsWrittenByHand) {
             "<|start_header_id|>assistant<|end_header_id|>\n\n5<|eot_id|>");
 }
 
+// Generation starts after the assistant's header (Hugging Face's
+// add_generation_prompt) and ends at the template's end-of-turn token.
+TEST(ChatTemplate, GenerationPromptEndsWithTheAssistantsHeader) {
+  const std::vector<ChatMessage> user = {{ChatRole::kUser, "2+3?"}};
+  EXPECT_EQ(render_generation_prompt(user, ChatTemplate::kChatMl),
+            "<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render_generation_prompt(user, ChatTemplate::kLlama3),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n2+3?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_STREQ(end_of_turn(ChatTemplate::kChatMl), "<|im_end|>");
+  EXPECT_STREQ(end_of_turn(ChatTemplate::kLlama3), "<|eot_id|>");
+}
+
 // Trained: the assistant's content and its end-of-turn token, nothing else.
 TEST(ChatTemplate, OnlyTheAssistantsContentAndEndOfTurnAreTrained) {
   for (ChatTemplate t : {ChatTemplate::kChatMl, ChatTemplate::kLlama3}) {
