@@ -59,6 +59,10 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
 }
 
 void GptWorkspace::set_batch(const Batch& batch) {
+  // GPT-2's attention has no segments: packed records would see each other.
+  ZDP_CHECK(batch.segments.empty(), ConfigError,
+            "[gpt] packed records need segment-aware attention, which GPT-2's lacks: train a Llama-family model, or "
+            "lay chat records out one per window (--chat-packing pad)");
   const detail::TokenBatchInfo info =
       detail::copy_token_batch(batch, batch_, seq_, config_.vocab, "gpt", tokens_, targets_);
   has_targets_ = info.has_targets;

@@ -80,9 +80,9 @@ void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, st
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, kernels::gqa_attention_flops(s.attention));
     // In place: backward needs only the rotated q and k.
-    kernels::rope_forward(a.q, a.q, ws.rope(), {}, s.rope_q);
-    kernels::rope_forward(a.k, a.k, ws.rope(), {}, s.rope_k);
-    kernels::gqa_attention_forward(a.y, a.att, a.q, a.k, a.v, {}, s.attention);
+    kernels::rope_forward(a.q, a.q, ws.rope(), ws.positions(), s.rope_q);
+    kernels::rope_forward(a.k, a.k, ws.rope(), ws.positions(), s.rope_k);
+    kernels::gqa_attention_forward(a.y, a.att, a.q, a.k, a.v, ws.seg_start(), s.attention);
   }
   linear(prof, a.h, a.y, p.subspan(lay.o, s.c * s.dq), {}, {s.N, s.Dq, s.C});
   {
@@ -132,10 +132,10 @@ void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, s
               {s.N, s.Dq, s.C}, false);
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, 2 * kernels::gqa_attention_flops(s.attention));
-    kernels::gqa_attention_backward(ws.dq(), ws.dk(), ws.dv(), ws.datt(), ws.dy(), a.q, a.k, a.v, a.att, {},
+    kernels::gqa_attention_backward(ws.dq(), ws.dk(), ws.dv(), ws.datt(), ws.dy(), a.q, a.k, a.v, a.att, ws.seg_start(),
                                     s.attention);
-    kernels::rope_backward(ws.dq(), ws.dq(), ws.rope(), {}, s.rope_q);
-    kernels::rope_backward(ws.dk(), ws.dk(), ws.rope(), {}, s.rope_k);
+    kernels::rope_backward(ws.dq(), ws.dq(), ws.rope(), ws.positions(), s.rope_q);
+    kernels::rope_backward(ws.dk(), ws.dk(), ws.rope(), ws.positions(), s.rope_k);
   }
   linear_back(prof, dn, g.subspan(lay.q, s.dq * s.c), bias(g, qb, lay.q_bias, s.dq), ws.dq(), a.n1,
               p.subspan(lay.q, s.dq * s.c), {s.N, s.C, s.Dq}, false);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kernels/gqa_attention.h"
 #include "model/workspace_arena.h"
 
 namespace zerodp::model {
@@ -81,6 +82,16 @@ void LlamaWorkspace::set_batch(const Batch& batch) {
       detail::copy_token_batch(batch, batch_, seq_, config_.vocab, "llama", tokens_, targets_);
   has_targets_ = info.has_targets;
   set_masked_targets(info.masked_targets);
+  if (batch.segments.empty()) {
+    seg_start_.clear();
+    positions_.clear();
+  } else {
+    ZDP_CHECK(batch.segments.size() == tokens_.size(), ShapeError,
+              "[llama] batch has {} segment ids, expected {} (one per token) or none", batch.segments.size(),
+              tokens_.size());
+    seg_start_ = kernels::segment_starts(batch.segments, batch_, seq_);
+    positions_ = kernels::segment_positions(seg_start_, batch_, seq_);
+  }
   loss_ = 0.0f;
   head_forward_done_ = false;
 }

@@ -56,6 +56,11 @@ class LlamaWorkspace final : public Workspace {
   std::span<const int32_t> targets() const { return targets_; }
   bool has_targets() const { return has_targets_; }
   const kernels::RopeTable& rope() const { return rope_; }
+  // Packed records (Batch::segments): each position's segment start and its
+  // position inside its record, [N]; empty without segments (plain causal
+  // attention, position t).
+  std::span<const int32_t> seg_start() const { return seg_start_; }
+  std::span<const int32_t> positions() const { return positions_; }
 
   // Residual stream: resid(0) = embeddings, resid(l+1) = output of block l.  [N, C]
   std::span<float> resid(int i) { return resid_[i]; }
@@ -87,6 +92,7 @@ class LlamaWorkspace final : public Workspace {
   bool checkpointing_;
   LlamaConfig config_;
   std::vector<int32_t> tokens_, targets_;
+  std::vector<int32_t> seg_start_, positions_;
   bool has_targets_ = false;
   float loss_ = 0.0f;
   bool head_forward_done_ = false;

@@ -80,6 +80,12 @@ struct Op {
 struct Batch {
   std::span<const int32_t> tokens = {};
   std::span<const int32_t> targets = {};
+  // Packed records ([B,T], language models with segment-aware attention:
+  // the Llama family): each position's record id. A maximal run of equal
+  // ids in a row is one record: its positions restart at 0 and its
+  // attention stays inside it. Empty: each row is one sequence. A model
+  // without segments refuses a non-empty one.
+  std::span<const int32_t> segments = {};
   std::span<const float> features = {};
   std::span<const float> values = {};
   std::span<const int32_t> labels = {};

@@ -295,5 +295,13 @@ TEST(Gpt, RejectsBadInputs) {
   EXPECT_THROW(GptConfig({8, 10, 16, 2, 3, 8}).validate(), ConfigError);  // C % NH
 }
 
+// GPT-2's attention has no segments: packed records are refused, not mixed.
+TEST(Gpt, PackedRecordsAreRefused) {
+  const Gpt m(small_config());
+  auto ws = m.make_workspace(1, 4, false);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4}, segments = {1, 1, 2, 2};
+  EXPECT_THROW(ws->set_batch({.tokens = tokens, .segments = segments}), ConfigError);
+}
+
 }  // namespace
 }  // namespace zerodp::model

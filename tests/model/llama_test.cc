@@ -6,6 +6,8 @@
 // estimate, and activation checkpointing's bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,9 +15,11 @@
 
 #include "../kernels/safetensors_fixture.h"
 #include "core/error.h"
+#include "kernels/softmax_xent.h"
 #include "model/llama.h"
 #include "model/llama_family.h"
 #include "model/presets.h"
+#include "model_test_util.h"
 
 namespace zerodp::model {
 namespace {
@@ -177,6 +181,50 @@ TEST(LlamaModel, CheckpointingGivesTheSameBits) {
   EXPECT_EQ(losses[0], losses[1]);
   EXPECT_EQ(grads[0], grads[1]);
   EXPECT_GT(losses[0], 3.0f);  // about log 37 at init
+}
+
+// Packed records never see each other: a row holding record A then record
+// B (segments), the loss on B's targets only, gives B's loss and the
+// parameters' gradients of B run alone at the start of its own row (the
+// rest padding), up to the order of the GEMMs' sums over rows; with
+// activation checkpointing too. Without segments, A changes B's loss.
+TEST(LlamaModel, PackedRecordsGiveEachRecordsOwnLossAndGradients) {
+  const Llama model(odd());
+  std::vector<float> params(model.num_params());
+  model.init_params(params, 5);
+  const int T = 13, a_len = 5, b_len = 7;  // A and B fill 12 of the 13 positions
+  std::vector<int32_t> packed(T, 0), packed_targets(T, kernels::kIgnoreTarget), segments(T, 3);
+  std::vector<int32_t> alone(T, 0), alone_targets(T, kernels::kIgnoreTarget);
+  for (int i = 0; i < a_len; ++i) packed[i] = (i * 5 + 2) % 37, segments[i] = 1;
+  for (int i = 0; i < b_len; ++i) {
+    const int32_t token = (i * 7 + 3) % 37, target = (i * 11 + 1) % 37;
+    packed[a_len + i] = alone[i] = token;
+    packed_targets[a_len + i] = alone_targets[i] = target;
+    segments[a_len + i] = 2;
+  }
+  for (bool checkpointing : {false, true}) {
+    auto ws = model.make_workspace(1, T, checkpointing);
+    std::vector<float> packed_grads(model.num_params(), 0.0f), alone_grads(model.num_params(), 0.0f);
+    const float packed_loss = testing::train_pass(model, params, packed_grads, *ws,
+                                                  {.tokens = packed, .targets = packed_targets, .segments = segments});
+    const float alone_loss =
+        testing::train_pass(model, params, alone_grads, *ws, {.tokens = alone, .targets = alone_targets});
+    EXPECT_NEAR(packed_loss, alone_loss, 1e-6f * std::abs(alone_loss)) << "checkpointing " << checkpointing;
+    double max_diff = 0, max_abs = 0;
+    for (size_t i = 0; i < alone_grads.size(); ++i) {
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(packed_grads[i] - alone_grads[i])));
+      max_abs = std::max(max_abs, static_cast<double>(std::abs(alone_grads[i])));
+    }
+    EXPECT_LT(max_diff, 1e-5 * max_abs) << "checkpointing " << checkpointing;
+    std::vector<float> unsegmented_grads(model.num_params(), 0.0f);
+    const float unsegmented =
+        testing::train_pass(model, params, unsegmented_grads, *ws, {.tokens = packed, .targets = packed_targets});
+    EXPECT_GT(std::abs(unsegmented - alone_loss), 1e-4f) << "A should reach B without segments";
+  }
+  // One segment id per token, or none.
+  auto ws = model.make_workspace(1, T, false);
+  const std::vector<int32_t> short_segments(T - 1, 0);
+  EXPECT_THROW(ws->set_batch({.tokens = packed, .segments = short_segments}), ShapeError);
 }
 
 }  // namespace
