@@ -25,6 +25,8 @@ class CausalLm : public Model {
   // `logits` (vocab() floats). `params` is the whole flat buffer.
   virtual void next_token_logits(std::span<const float> params, Workspace& ws, int pos,
                                  std::span<float> logits) const = 0;
+  // Whether its attention keeps packed records apart (Batch::segments).
+  virtual bool attends_within_segments() const { return false; }
 };
 
 }  // namespace zerodp::model

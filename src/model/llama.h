@@ -22,6 +22,7 @@ class Llama final : public CausalLm {
   explicit Llama(const LlamaConfig& config);
 
   std::string kind() const override { return "llama"; }
+  bool attends_within_segments() const override { return true; }
   ModelConfig config() const override;
   std::string describe() const override;
   size_t num_params() const override { return num_params_; }

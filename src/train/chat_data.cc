@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <span>
 
 #include "core/error.h"
 #include "kernels/softmax_xent.h"
@@ -22,6 +23,36 @@ void append_window(const ChatTokens& r, size_t window, std::vector<int32_t>& tok
   targets.insert(targets.end(), r.targets.begin(), r.targets.end());
   tokens.resize(tokens.size() + window - r.tokens.size(), 0);
   targets.resize(targets.size() + window - r.targets.size(), kernels::kIgnoreTarget);
+}
+
+// The windows of records [first, last): one a window (padded), or packed
+// in order, as many as fit in the window's seq_len inputs, each numbered in
+// its window from 1 in `segments` (the padding 0). Returns the windows.
+size_t lay_out(std::span<const ChatTokens> records, size_t window, bool pack, std::vector<int32_t>& tokens,
+               std::vector<int32_t>& targets, std::vector<int32_t>& segments) {
+  if (!pack) {
+    for (const ChatTokens& r : records) append_window(r, window, tokens, targets);
+    return records.size();
+  }
+  size_t windows = 0, used = window;  // used == window: no window open
+  int32_t id = 0;
+  auto close = [&] {
+    if (used == window) return;
+    tokens.resize(tokens.size() + window - used, 0);
+    targets.resize(targets.size() + window - used, kernels::kIgnoreTarget);
+    segments.resize(segments.size() + window - used, 0);
+    used = window;
+  };
+  for (const ChatTokens& r : records) {
+    if (used + r.tokens.size() > window - 1) close();  // the last place is never an input
+    if (used == window) used = 0, id = 0, ++windows;
+    tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end());
+    targets.insert(targets.end(), r.targets.begin(), r.targets.end());
+    segments.resize(segments.size() + r.tokens.size(), ++id);
+    used += r.tokens.size();
+  }
+  close();
+  return windows;
 }
 
 }  // namespace
@@ -68,7 +99,7 @@ text::ChatTemplate choose_chat_template(const text::BpeTokenizer& tokenizer, con
 bool is_chat_data(const std::string& path) { return ends_with(path, ".jsonl"); }
 
 Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, const std::string& template_name,
-                        int seq_len) {
+                        int seq_len, bool pack) {
   ZDP_CHECK(!tokenizer.empty(), ConfigError,
             "[data] chat data {} needs --tokenizer PATH/tokenizer.json (its chat template's special tokens)", path);
   std::ifstream in(path, std::ios::binary);
@@ -105,13 +136,11 @@ Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, c
   const size_t cut = records.size() - val_records;
   const size_t window = static_cast<size_t>(seq_len) + 1;
   Corpus corpus;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (i < cut) {
-      append_window(records[i], window, corpus.train, corpus.train_targets);
-    } else {
-      append_window(records[i], window, corpus.val, corpus.val_targets);
-    }
-  }
+  const std::span<const ChatTokens> all(records);
+  const size_t train_windows =
+      lay_out(all.first(cut), window, pack, corpus.train, corpus.train_targets, corpus.train_segments);
+  const size_t val_windows =
+      lay_out(all.subspan(cut), window, pack, corpus.val, corpus.val_targets, corpus.val_segments);
   corpus.record_length = static_cast<int>(window);
   corpus.byte_level = false;
   corpus.tokenizer = bpe;
@@ -125,11 +154,15 @@ Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, c
   corpus.vocab = static_cast<int>(top) + 1;
   corpus.train_name = fmt::format("the training records (the first {} of {})", cut, path);
   corpus.val_name = fmt::format("the validation records (the last {} of {})", val_records, path);
+  const std::string layout = pack
+                                 ? fmt::format("packed into {} + {} windows of {} (each record attends to itself only)",
+                                               train_windows, val_windows, seq_len)
+                                 : fmt::format("one per window of {}", seq_len);
   corpus.description = fmt::format(
-      "chat records {} with {}, template {} ({}): {} training record{}, {} validation record{} (last 10%), one per "
-      "window of {}; {} of {} target positions trained (the assistant's), the rest masked",
+      "chat records {} with {}, template {} ({}): {} training record{}, {} validation record{} (last 10%), {}; {} "
+      "of {} target positions trained (the assistant's), the rest masked",
       path, bpe->describe(), text::chat_template_name(chat), how, cut, cut == 1 ? "" : "s", val_records,
-      val_records == 1 ? "" : "s", seq_len, trained, positions);
+      val_records == 1 ? "" : "s", layout, trained, positions);
   return corpus;
 }
 

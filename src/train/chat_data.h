@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Supervised fine-tuning data: chat records (text/chat_template.h), one a
 // line of a .jsonl file, rendered in a chat template, tokenized with a
-// tokenizer.json and laid out one record per window of --seq-len: the
-// record's tokens, then padding. The targets are the next tokens where
-// they are the assistant's (its content and end-of-turn token) and -1 (no
-// loss) everywhere else, the padding included. A record is never split
-// across windows, and none attends to another (one record per window: the
-// model's attention has no segments yet). A record longer than
+// tokenizer.json and laid out one record per window of --seq-len (the
+// record's tokens, then padding) or packed (--chat-packing pack: records in
+// order, as many as fit in a window's inputs, then padding; each position
+// carries its record's number in the window, Corpus::train_segments, so
+// that the model keeps records apart). The targets are the next tokens
+// where they are the assistant's (its content and end-of-turn token) and
+// -1 (no loss) everywhere else, the padding included. A record is never
+// split across windows, and none attends to another. A record longer than
 // seq_len + 1 tokens is refused, naming its line.
 // Thread-safety: pure functions; the Corpus is immutable after loading.
 #pragma once
@@ -48,6 +50,6 @@ bool is_chat_data(const std::string& path);
 // than two records, or a record longer than the window; InputFileError,
 // naming the line, for a bad record.
 Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, const std::string& template_name,
-                        int seq_len);
+                        int seq_len, bool pack = false);
 
 }  // namespace zerodp::train

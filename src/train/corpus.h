@@ -43,6 +43,9 @@ struct Corpus {
   // Chat data (train/chat_data.h) only: each position's target, -1 where
   // there is no loss; empty = the next token of the stream.
   std::vector<int32_t> train_targets, val_targets;
+  // Packed chat data (--chat-packing pack) only: each position's record id
+  // within its window (model::Batch::segments); empty = one record a window.
+  std::vector<int32_t> train_segments, val_segments;
   // The two splits as messages name them: "the validation split (the last 10% of notes.txt)".
   std::string train_name = "the training split";
   std::string val_name = "the validation split";

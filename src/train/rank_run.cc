@@ -49,6 +49,7 @@ zero::BatchFeeder feed_from(const DistributedSampler& sampler, const int64_t& at
     model::Batch batch;
     batch.tokens = b.tokens;
     batch.targets = b.targets;
+    batch.segments = b.segments;
     ws.set_batch(batch);
   };
 }
@@ -138,9 +139,9 @@ class RankRun {
         engine_(*run.lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
                 config.activation_checkpointing),
         train_sampler_(run.corpus.train, config.seq_len, config.micro_batch, n_, config.seed, run.corpus.record_length,
-                       run.corpus.train_name, run.corpus.train_targets),
+                       run.corpus.train_name, run.corpus.train_targets, run.corpus.train_segments),
         val_sampler_(run.corpus.val, config.seq_len, config.micro_batch, n_, config.seed + 1, run.corpus.record_length,
-                     run.corpus.val_name, run.corpus.val_targets),
+                     run.corpus.val_name, run.corpus.val_targets, run.corpus.val_segments),
         train_feed_(feed_from(train_sampler_, step_, comm.rank())),
         val_feed_(feed_from(val_sampler_, val_index_, comm.rank())),
         settings_(effective_settings(config, n_)),

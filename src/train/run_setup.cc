@@ -79,6 +79,9 @@ Corpus load_run_corpus(const TrainConfig& config) {
                     "--data too",
                     config.val_data));
   }
+  ZDP_CHECK(!config.pack_chat || is_chat_data(config.data), ConfigError,
+            "[train] --chat-packing pack packs chat records (--data FILE.jsonl), not {}",
+            config.data.empty() ? std::string("the embedded corpus") : config.data);
   ZDP_CHECK(config.chat_template.empty() || is_chat_data(config.data), ConfigError,
             "[train] --chat-template {} applies to chat data (--data FILE.jsonl), not to {}", config.chat_template,
             config.data.empty() ? std::string("the embedded corpus") : config.data);
@@ -87,7 +90,7 @@ Corpus load_run_corpus(const TrainConfig& config) {
     ZDP_CHECK(config.val_data.empty(), ConfigError,
               "[train] --val-data {}: chat data validates on the last 10% of its records; leave --val-data out",
               config.val_data);
-    return load_chat_corpus(config.data, config.tokenizer, config.chat_template, config.seq_len);
+    return load_chat_corpus(config.data, config.tokenizer, config.chat_template, config.seq_len, config.pack_chat);
   }
   return load_corpus(config.data, config.val_data, config.tokenizer);
 }
@@ -104,6 +107,10 @@ void make_run_model(RunSetup& run) {
   ZDP_CHECK(run.lm != nullptr, ConfigError,
             "[train] model '{}' is a \"{}\" model, not a language model: zerodp train trains on token data; pick a "
             "gpt or llama preset (zerodp model list)",
+            config.model, run.model_config.kind());
+  ZDP_CHECK(run.corpus.train_segments.empty() || run.lm->attends_within_segments(), ConfigError,
+            "[train] --chat-packing pack needs a model whose attention keeps packed records apart (the Llama "
+            "family); model '{}' is a \"{}\": use --chat-packing pad",
             config.model, run.model_config.kind());
   ZDP_CHECK(run.corpus.vocab <= run.lm->vocab(), ConfigError,
             "[train] the data has token ids up to {} but the model's vocabulary is {}: use a model with vocab >= {}",

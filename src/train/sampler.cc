@@ -21,9 +21,10 @@ uint64_t mix(uint64_t x) {
 
 DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks,
                                        uint64_t seed, int alignment, std::string_view split,
-                                       std::span<const int32_t> targets)
+                                       std::span<const int32_t> targets, std::span<const int32_t> segments)
     : stream_(stream),
       targets_(targets),
+      segments_(segments),
       seq_len_(seq_len),
       micro_batch_(micro_batch),
       ranks_(ranks),
@@ -34,6 +35,8 @@ DistributedSampler::DistributedSampler(std::span<const int32_t> stream, int seq_
             split, stream.size(), seq_len);
   ZDP_CHECK(targets.empty() || targets.size() == stream.size(), ConfigError, "[data] {} has {} targets for {} tokens",
             split, targets.size(), stream.size());
+  ZDP_CHECK(segments.empty() || segments.size() == stream.size(), ConfigError,
+            "[data] {} has {} record ids for {} tokens", split, segments.size(), stream.size());
 }
 
 size_t DistributedSampler::window_start(int64_t step, int64_t sample) const {
@@ -48,12 +51,14 @@ TokenBatch DistributedSampler::batch(int64_t step, int micro, int rank) const {
   const size_t t = static_cast<size_t>(seq_len_);
   b.tokens.resize(static_cast<size_t>(micro_batch_) * t);
   b.targets.resize(b.tokens.size());
+  if (!segments_.empty()) b.segments.resize(b.tokens.size());
   const int64_t first = (static_cast<int64_t>(micro) * ranks_ + rank) * micro_batch_;
   for (int i = 0; i < micro_batch_; ++i) {
     const size_t start = window_start(step, first + i);
     for (size_t k = 0; k < t; ++k) {
       b.tokens[i * t + k] = stream_[start + k];
       b.targets[i * t + k] = targets_.empty() ? stream_[start + k + 1] : targets_[start + k];
+      if (!segments_.empty()) b.segments[i * t + k] = segments_[start + k];
     }
   }
   return b;

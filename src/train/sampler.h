@@ -18,8 +18,9 @@
 namespace zerodp::train {
 
 struct TokenBatch {
-  std::vector<int32_t> tokens;   // [B, T]
-  std::vector<int32_t> targets;  // [B, T]: the next token of each position (or the given target, -1 = no loss)
+  std::vector<int32_t> tokens;    // [B, T]
+  std::vector<int32_t> targets;   // [B, T]: the next token of each position (or the given target, -1 = no loss)
+  std::vector<int32_t> segments;  // [B, T] when the stream has them (packed records), else empty
 };
 
 class DistributedSampler {
@@ -31,9 +32,11 @@ class DistributedSampler {
   // position 0).
   // `targets`, when given (chat data, train/chat_data.h), is each
   // position's target, stream.size() long: a window's targets are read
-  // from it at the window's places instead of the next tokens.
+  // from it at the window's places instead of the next tokens; `segments`
+  // likewise each position's record id (packed records).
   DistributedSampler(std::span<const int32_t> stream, int seq_len, int micro_batch, int ranks, uint64_t seed,
-                     int alignment = 1, std::string_view split = "the data", std::span<const int32_t> targets = {});
+                     int alignment = 1, std::string_view split = "the data", std::span<const int32_t> targets = {},
+                     std::span<const int32_t> segments = {});
 
   // Rank r's micro-batch m of step s.
   TokenBatch batch(int64_t step, int micro, int rank) const;
@@ -41,7 +44,7 @@ class DistributedSampler {
   size_t window_start(int64_t step, int64_t sample) const;
 
  private:
-  std::span<const int32_t> stream_, targets_;
+  std::span<const int32_t> stream_, targets_, segments_;
   int seq_len_, micro_batch_, ranks_;
   size_t alignment_;
   uint64_t seed_;

@@ -104,6 +104,19 @@ void add_data_rows(std::vector<SettingRow>& out) {
       kMust, kOwn, [](const TrainConfig& c) { return c.chat_template; },
       [](TrainConfig& c, const std::string& v) { c.chat_template = v; },
       when([](const TrainConfig& c) { return !c.chat_template.empty(); })));
+  // Another layout is another stream of windows: a resume keeps it.
+  out.push_back(row<std::string>(
+      "chat-packing",
+      {.spelling = "--chat-packing",
+       .help = "Chat data: pad (one record per window of --seq-len, the rest padding) or pack (records\n"
+               "in order, as many as fit in a window, each attending only to itself and its positions from 0:\n"
+               "fewer windows and less padding; a Llama-family model)"},
+      kMust, kOwn, [](const TrainConfig& c) { return std::string(c.pack_chat ? "pack" : "pad"); },
+      [](TrainConfig& c, const std::string& v) {
+        ZDP_CHECK(v == "pad" || v == "pack", ConfigError, "[train] --chat-packing {}: use pad or pack", v);
+        c.pack_chat = v == "pack";
+      },
+      when([](const TrainConfig& c) { return c.pack_chat; })));
 }
 
 // How long, how saved and from which seed.

@@ -36,6 +36,9 @@ struct TrainConfig {
   std::string val_data;            // llm.c: the validation shard (default: *_val_* beside a *_train_* path)
   std::string tokenizer;      // "" = text as bytes; "gpt2", a directory or a tokenizer.json (text/tokenizer_lookup.h)
   std::string chat_template;  // chat data (.jsonl): "chatml", "llama3"; "" = from the tokenizer's special tokens
+  // Chat data: pack several records into a window (their attention and
+  // positions kept apart: a Llama-family model) instead of one per window.
+  bool pack_chat = false;
 
   // Ranks.
   comm::Backend backend = comm::Backend::kThread;

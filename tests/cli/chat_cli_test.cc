@@ -88,6 +88,23 @@ TEST(CliChat, TheSampleAnswersThePromptAsAUserMessage) {
                  "the sample's prompt is");
 }
 
+// --chat-packing pack: the log says how the records were packed; a model
+// whose attention cannot keep them apart (GPT-2) and data that are not
+// chat records are refused before training.
+TEST(CliChat, PackedRecordsTrainALlamaAndAreRefusedElsewhere) {
+  const Result r = run(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --chat-packing pack");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("packed into 3 + 1 windows of 64 (each record attends to itself only)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("chat-packing pack"), std::string::npos) << r.out;  // the effective configuration
+  expect_refused("train --data " + kFixtures + "/chat.jsonl --tokenizer " + kFixtures +
+                     "/chat_tokenizer_chatml.json --seq-len 64 --steps 1 --chat-packing pack",
+                 "needs a model whose attention keeps packed records apart");
+  expect_refused("train --steps 1 --chat-packing pack", "packs chat records");
+  expect_refused(chat_run(kFixtures + "/chat.jsonl", "chat_tokenizer_chatml.json") + " --chat-packing tight",
+                 "--chat-packing tight: use pad or pack");
+}
+
 TEST(CliChat, RefusesBadRecordsAndTemplatesInOneLine) {
   const fs::path bad = write_temp("zerodp_cli_chat_bad.jsonl",
                                   "{\"prompt\": \"1+1\", \"response\": \"2\"}\n"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "text/tokenizer_lookup.h"
@@ -85,6 +86,59 @@ std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
   std::ofstream(path) << text;
   return path;
+}
+
+// --chat-packing pack: the training records in order, as many as fit in a
+// window's T inputs, each numbered in its window from 1 (padding 0), never
+// split; the same tokens and targets as the one-a-window layout, less
+// padding; the sampler hands the record ids out with the window.
+TEST(ChatData, PackedRecordsFillWindowsInOrderAndCarryTheirIds) {
+  const int T = 64;
+  const Corpus padded = load_chat_corpus(kChat, kChatMlTokenizer, "", T);
+  const Corpus packed = load_chat_corpus(kChat, kChatMlTokenizer, "", T, /*pack=*/true);
+  EXPECT_TRUE(padded.train_segments.empty());
+  ASSERT_EQ(packed.train_segments.size(), packed.train.size());
+  ASSERT_EQ(packed.train.size() % (T + 1), 0u);
+  EXPECT_LT(packed.train.size(), padded.train.size());  // fewer windows
+  EXPECT_NE(packed.description.find("packed into 3 + 1 windows of 64"), std::string::npos) << packed.description;
+  // Each window's records, read back by their ids, are the padded layout's records in order.
+  std::vector<std::vector<int32_t>> records_padded, records_packed, targets_padded, targets_packed;
+  for (size_t w = 0; w < padded.train.size(); w += T + 1) {
+    size_t len = 0;
+    while (len < static_cast<size_t>(T) && (padded.train[w + len] != 0 || padded.train_targets[w + len] != -1)) ++len;
+    records_padded.emplace_back(padded.train.begin() + w, padded.train.begin() + w + len);
+    targets_padded.emplace_back(padded.train_targets.begin() + w, padded.train_targets.begin() + w + len);
+  }
+  for (size_t w = 0; w < packed.train.size(); w += T + 1) {
+    int32_t id = 0;
+    for (size_t k = 0; k < static_cast<size_t>(T) + 1; ++k) {
+      const int32_t seg = packed.train_segments[w + k];
+      if (seg == 0) {  // padding: to the end of the window, never an input of a record
+        EXPECT_EQ(packed.train[w + k], 0);
+        EXPECT_EQ(packed.train_targets[w + k], -1);
+        continue;
+      }
+      if (seg != id) {
+        EXPECT_EQ(seg, id + 1) << "records are numbered in order in their window";
+        id = seg;
+        records_packed.emplace_back();
+        targets_packed.emplace_back();
+      }
+      EXPECT_LT(k, static_cast<size_t>(T)) << "a record's tokens are inputs";
+      records_packed.back().push_back(packed.train[w + k]);
+      targets_packed.back().push_back(packed.train_targets[w + k]);
+    }
+  }
+  EXPECT_EQ(records_packed, records_padded);
+  EXPECT_EQ(targets_packed, targets_padded);
+  const DistributedSampler sampler(packed.train, T, 2, 1, 7, packed.record_length, "t", packed.train_targets,
+                                   packed.train_segments);
+  const TokenBatch b = sampler.batch(0, 0, 0);
+  ASSERT_EQ(b.segments.size(), b.tokens.size());
+  for (int i = 0; i < 2; ++i) {
+    const size_t start = sampler.window_start(0, i);
+    for (int k = 0; k < T; ++k) EXPECT_EQ(b.segments[i * T + k], packed.train_segments[start + k]);
+  }
 }
 
 TEST(ChatData, BadRecordsAndLongRecordsAreRefusedNamingTheirLine) {
