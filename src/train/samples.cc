@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -21,14 +22,15 @@ namespace {
 struct SamplePrompt {
   std::vector<int32_t> tokens;
   size_t hidden = 0;
+  std::string user;  // chat data: the user message the sample answers
 };
 SamplePrompt sample_prompt(const Corpus& corpus, const TrainConfig& config) {
   SamplePrompt p;
   if (corpus.chat_template) {
     // Chat data: --prompt (else a validation record's) as a user message in
     // the template, then the assistant's header; none of it is printed.
-    const std::vector<text::ChatMessage> user = {
-        {.role = text::ChatRole::kUser, .content = config.prompt.empty() ? corpus.chat_sample_prompt : config.prompt}};
+    p.user = config.prompt.empty() ? corpus.chat_sample_prompt : config.prompt;
+    const std::vector<text::ChatMessage> user = {{.role = text::ChatRole::kUser, .content = p.user}};
     p.tokens = corpus.tokenizer->encode_uncached(text::render_generation_prompt(user, *corpus.chat_template));
     p.hidden = p.tokens.size();
     ZDP_CHECK(p.tokens.size() < static_cast<size_t>(config.seq_len), ConfigError,
@@ -88,8 +90,8 @@ std::string sample_text(const model::CausalLm& lm, std::span<const float> params
   if (!corpus.chat_template) return sample_to_text(corpus, out);
   const bool ended = !out.empty() && out.back() == g.stop_token;
   if (ended) out.pop_back();
-  return fmt::format("user: {}\nassistant: {}{}", config.prompt.empty() ? corpus.chat_sample_prompt : config.prompt,
-                     sample_to_text(corpus, out), ended ? "" : " [no end of turn within the sample's tokens]");
+  return fmt::format("user: {}\nassistant: {}{}", prompt.user, sample_to_text(corpus, out),
+                     ended ? "" : " [no end of turn within the sample's tokens]");
 }
 
 double held_out_accuracy(const model::CausalLm& lm, std::span<const float> params, const Corpus& corpus, int count,

@@ -14,6 +14,27 @@
 namespace zerodp::train {
 namespace rows {
 
+SettingRow either(std::string_view name, FlagSpec flag, ResumePolicy resume, DefaultFrom defaults,
+                  bool TrainConfig::*field, std::string_view off, std::string_view on) {
+  SettingRow r;
+  r.name = name;
+  r.flag = flag;
+  r.type = ValueType::kString;
+  r.resume = resume;
+  r.defaults = defaults;
+  r.get = [field, off, on](const TrainConfig& c) { return json(c.*field ? on : off); };
+  r.set = [field, off, on, spelling = flag.spelling](TrainConfig& c, const json& v) {
+    const std::string word = v.get<std::string>();
+    ZDP_CHECK(word == off || word == on, ConfigError, "[train] {} {}: use {} or {}", spelling, word, off, on);
+    c.*field = word == on;
+  };
+  r.show = [field](const SettingRow& row, const TrainConfig& c, int /*ranks*/) -> std::optional<Shown> {
+    if (!(c.*field)) return std::nullopt;
+    return Shown{row.get(c), ""};
+  };
+  return r;
+}
+
 SettingRow derived(std::string_view name, ShowFn show) {
   SettingRow r;
   r.name = name;
@@ -105,18 +126,13 @@ void add_data_rows(std::vector<SettingRow>& out) {
       [](TrainConfig& c, const std::string& v) { c.chat_template = v; },
       when([](const TrainConfig& c) { return !c.chat_template.empty(); })));
   // Another layout is another stream of windows: a resume keeps it.
-  out.push_back(row<std::string>(
-      "chat-packing",
-      {.spelling = "--chat-packing",
-       .help = "Chat data: pad (one record per window of --seq-len, the rest padding) or pack (records\n"
-               "in order, as many as fit in a window, each attending only to itself and its positions from 0:\n"
-               "fewer windows and less padding; a Llama-family model)"},
-      kMust, kOwn, [](const TrainConfig& c) { return std::string(c.pack_chat ? "pack" : "pad"); },
-      [](TrainConfig& c, const std::string& v) {
-        ZDP_CHECK(v == "pad" || v == "pack", ConfigError, "[train] --chat-packing {}: use pad or pack", v);
-        c.pack_chat = v == "pack";
-      },
-      when([](const TrainConfig& c) { return c.pack_chat; })));
+  out.push_back(
+      either("chat-packing",
+             {.spelling = "--chat-packing",
+              .help = "Chat data: pad (one record per window of --seq-len, the rest padding) or pack (records\n"
+                      "in order, as many as fit in a window, each attending only to itself and its positions from 0:\n"
+                      "fewer windows and less padding; a Llama-family model)"},
+             kMust, kOwn, &TrainConfig::pack_chat, "pad", "pack"));
 }
 
 // How long, how saved and from which seed.
@@ -125,19 +141,14 @@ void add_length_rows(std::vector<SettingRow>& out) {
   out.push_back(row<int>(
       "steps", {.spelling = "--steps", .help = "Optimizer steps"}, ResumePolicy::kMayChange, kOwn,
       [](const TrainConfig& c) { return c.steps; }, [](TrainConfig& c, int v) { c.steps = v; }, always));
-  out.push_back(engine<std::string>(
+  out.push_back(either(
       "on-save-failure",
       {.spelling = "--on-save-failure",
        .help = "When a periodic save (--save-every) fails by a write error (a full disk, a read-only\n"
                "filesystem): stop (print the last complete checkpoint and the command that resumes it, exit 1)\n"
                "or continue (report it, train on and save again at the next save point; the final save must\n"
                "succeed). Either way the failed save leaves nothing behind"},
-      [](const TrainConfig& c) { return std::string(c.continue_after_failed_save ? "continue" : "stop"); },
-      [](TrainConfig& c, const std::string& v) {
-        ZDP_CHECK(v == "stop" || v == "continue", ConfigError, "[train] --on-save-failure {}: use stop or continue", v);
-        c.continue_after_failed_save = v == "continue";
-      },
-      when([](const TrainConfig& c) { return c.continue_after_failed_save; })));
+      ResumePolicy::kNotRecorded, DefaultFrom::kRun, &TrainConfig::continue_after_failed_save, "stop", "continue"));
   out.push_back(row<uint64_t>(
       "seed", {.spelling = "--seed", .help = "Seed of the initialisation and the data order"}, kMust, kOwn,
       [](const TrainConfig& c) { return c.seed; }, [](TrainConfig& c, uint64_t v) { c.seed = v; }, always));

@@ -72,6 +72,10 @@ SettingRow kept(std::string_view name, FlagSpec flag, Get<T> get, Set<T> set, Sh
 }
 // A value only the effective configuration shows, derived from others.
 SettingRow derived(std::string_view name, ShowFn show);
+// A switch of TrainConfig whose flag takes one of two words, `off` or `on`
+// ("pad" / "pack"), refusing any other; shown when on.
+SettingRow either(std::string_view name, FlagSpec flag, ResumePolicy resume, DefaultFrom defaults,
+                  bool TrainConfig::*field, std::string_view off, std::string_view on);
 
 // The effective configuration shows the value always, or for runs that use it.
 std::optional<Shown> always(const SettingRow& r, const TrainConfig& c, int ranks);
