@@ -32,7 +32,6 @@ void bench_step(benchmark::State& state, optim::OptimizerKind kind, SimdLevel le
   for (float& g : grads) g = normal(gen) * 1e-2f;
   optim::OptimizerConfig config;
   config.kind = kind;
-  config.adam.lr = config.lion.lr = 1e-3;
   optim::ShardOptions options;
   options.simd = level;
   const std::unique_ptr<optim::Optimizer> opt = optim::make_optimizer(config, kElements, options);

@@ -169,7 +169,7 @@ zero::BatchFeeder feeder(const int& step, int rank) {
 zero::EngineConfig engine_config(Stage stage) {
   zero::EngineConfig config;
   config.stage = stage;
-  config.optimizer.adam.lr = config.lr_schedule.max_lr = 1e-2;  // AdamW, constant rate
+  config.lr_schedule.max_lr = 1e-2;  // AdamW, constant rate
   return config;
 }
 

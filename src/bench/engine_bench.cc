@@ -22,7 +22,6 @@ StageTiming time_stage(const model::Model& m, int vocab, comm::Communicator& com
   zero::EngineConfig config;
   config.stage = stage;
   config.dtype = o.precision;
-  config.optimizer.adam.lr = 1e-4;
   config.lr_schedule.max_lr = 1e-4;
   zero::Engine engine(m, comm, config, 7, o.micro_batch, o.seq_len);
   std::mt19937 rng(1234 + comm.rank());

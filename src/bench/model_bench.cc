@@ -146,7 +146,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   AlignedBuffer<float> params(n), grads(n);
   // The engine's AdamW (optim/), PyTorch defaults, lr 3e-4, on the whole model.
   optim::OptimizerConfig opt_cfg;
-  opt_cfg.adam.lr = 3e-4;
+  constexpr double kLr = 3e-4;
   const auto adamw = optim::make_optimizer(opt_cfg, n);
   m->init_params(params, o.seed);
   auto ws = m->make_workspace(o.batch, r.seq_len, o.checkpointing);
@@ -185,7 +185,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
     const double f = t.lap();
     model::backward_all(*m, params, grads, *ws);
     const double b = t.lap();
-    adamw->step(params, grads, opt_cfg.adam.lr);
+    adamw->step(params, grads, kLr);
     const double a = t.lap();
     if (timed) {
       r.forward_s += f, r.backward_s += b, r.adamw_s += a;

@@ -115,12 +115,10 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
   Json j;
   j["kind"] = std::string(optim::optimizer_kind_name(c.kind));
   if (c.kind == optim::OptimizerKind::kSgd) {
-    j["lr"] = c.sgd.lr;
     j["momentum"] = c.sgd.momentum;
     j["weight_decay"] = c.sgd.weight_decay;
     j["nesterov"] = c.sgd.nesterov;
   } else if (c.kind == optim::OptimizerKind::kLion) {
-    j["lr"] = c.lion.lr;
     j["beta1"] = c.lion.beta1;
     j["beta2"] = c.lion.beta2;
     j["weight_decay"] = c.lion.weight_decay;
@@ -130,7 +128,6 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     }
   } else if (c.kind == optim::OptimizerKind::kAdafactor) {
     const optim::AdafactorConfig& a = c.adafactor;
-    j["lr"] = a.lr;
     j["beta1"] = a.beta1;
     j["eps"] = Json::array({a.eps1, a.eps2});
     j["clip_threshold"] = a.clip_threshold;
@@ -140,7 +137,6 @@ Json optimizer_json(const optim::OptimizerConfig& c) {
     j["relative_step"] = a.relative_step;
     j["warmup_init"] = a.warmup_init;
   } else {
-    j["lr"] = c.adam.lr;
     j["beta1"] = c.adam.beta1;
     j["beta2"] = c.adam.beta2;
     j["eps"] = c.adam.eps;
@@ -162,16 +158,13 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
       InputFileError, "[ckpt] {}: optimizer kind \"{}\" is not adamw, adam, sgd, lion, adam8bit or adafactor", path,
       kind);
   c.kind = optim::parse_optimizer_kind(kind);
+  // An "lr" here (written before a run had one learning rate) is not read:
+  // the rate is the engine record's lr_schedule (engine_ckpt/).
   if (c.kind == optim::OptimizerKind::kSgd) {
-    c.sgd = {.lr = f.number("lr"),
-             .momentum = f.number("momentum"),
-             .weight_decay = f.number("weight_decay"),
-             .nesterov = f.boolean("nesterov")};
+    c.sgd = {
+        .momentum = f.number("momentum"), .weight_decay = f.number("weight_decay"), .nesterov = f.boolean("nesterov")};
   } else if (c.kind == optim::OptimizerKind::kLion) {
-    c.lion = {.lr = f.number("lr"),
-              .beta1 = f.number("beta1"),
-              .beta2 = f.number("beta2"),
-              .weight_decay = f.number("weight_decay")};
+    c.lion = {.beta1 = f.number("beta1"), .beta2 = f.number("beta2"), .weight_decay = f.number("weight_decay")};
     if (f.has("momentum_dtype")) {
       const std::string dtype = f.string("momentum_dtype");
       ZDP_CHECK(dtype == "bf16" || dtype == "fp32", InputFileError,
@@ -189,8 +182,7 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
     const Json& eps = f.array("eps", 2);
     ZDP_CHECK(eps.size() == 2 && eps[0].is_number() && eps[1].is_number(), InputFileError,
               "[ckpt] {}: optimizer.eps must be two numbers [eps1, eps2]", path);
-    c.adafactor = {.lr = f.number("lr"),
-                   .beta1 = f.number("beta1"),
+    c.adafactor = {.beta1 = f.number("beta1"),
                    .eps1 = eps[0].get<double>(),
                    .eps2 = eps[1].get<double>(),
                    .clip_threshold = f.number("clip_threshold"),
@@ -200,8 +192,7 @@ optim::OptimizerConfig optimizer_from(const Fields& f, const std::string& path) 
                    .relative_step = f.boolean("relative_step"),
                    .warmup_init = f.boolean("warmup_init")};
   } else {
-    c.adam = {.lr = f.number("lr"),
-              .beta1 = f.number("beta1"),
+    c.adam = {.beta1 = f.number("beta1"),
               .beta2 = f.number("beta2"),
               .eps = f.number("eps"),
               .weight_decay = f.number("weight_decay")};

@@ -32,7 +32,7 @@ using FlagValue = std::variant<bool, int, int64_t, uint32_t, uint64_t, double, s
 struct TrainFlags {
   train::TrainConfig c;
   std::string config_path, backend = "thread", max_memory;
-  double lr = 1.5e-3, loss_scale = 0.0;
+  double loss_scale = 0.0;
   std::vector<double> betas, adafactor_eps;
   std::string lion_momentum_dtype = "fp32", lion_momentum_rounding = "nearest";
   bool no_prefetch = false, no_overlap = false, quantize_weights = false, quantize_grads = false;
@@ -146,16 +146,6 @@ void add_layout_flags(CLI::App* cmd, TrainFlags& f) {
 
 // The optimizer's flags that are not a registry row's own (one value sets several fields).
 void add_optimizer_flags(CLI::App* cmd, TrainFlags& f) {
-  flag(cmd, f, "--lr", f.lr,
-       "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4; Adafactor: only with\n"
-       "--relative-step false, as Hugging Face's)",
-       [&f](auto& c) {
-         c.engine.optimizer.adam.lr = f.lr;
-         c.engine.optimizer.sgd.lr = f.lr;
-         c.engine.optimizer.lion.lr = f.lr;
-         c.engine.optimizer.adafactor.lr = f.lr;
-         c.engine.lr_schedule.max_lr = f.lr;
-       });
   flag(
       cmd, f, "--betas", f.betas,
       "AdamW/Adam/adam8bit/Lion betas B1,B2 (default 0.9,0.999; Lion 0.9,0.99: the paper's); Lion's update\n"

@@ -88,7 +88,6 @@ class Adafactor final : public Optimizer {
   Adafactor(const AdafactorConfig& config, size_t shard_size, ShardOptions options = {});
 
   OptimizerKind kind() const override { return OptimizerKind::kAdafactor; }
-  double base_lr() const override { return config_.lr; }
   const AdafactorConfig& config() const { return config_; }
 
   size_t tensor_stats_size(int round) const override;

@@ -31,7 +31,6 @@ class Adam final : public Optimizer {
   Adam(const AdamConfig& config, AdamVariant variant, size_t shard_size, ShardOptions options = {});
 
   OptimizerKind kind() const override;
-  double base_lr() const override { return config_.lr; }
   const AdamConfig& config() const { return config_; }
 
   std::span<float> exp_avg() { return {state_data(0), size()}; }

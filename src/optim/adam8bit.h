@@ -44,7 +44,6 @@ class Adam8bit final : public Optimizer {
   Adam8bit(const AdamConfig& config, size_t shard_size, ShardOptions options = {});
 
   OptimizerKind kind() const override { return OptimizerKind::kAdam8bit; }
-  double base_lr() const override { return config_.lr; }
   const AdamConfig& config() const { return config_; }
   size_t quant_block_size() const override { return quant8::kBlockSize; }
   void share_block_end_maxima(const BlockEndMaxima& combined) override;

@@ -40,7 +40,6 @@ class Lion final : public Optimizer {
   Lion(const LionConfig& config, size_t shard_size, ShardOptions options = {});
 
   OptimizerKind kind() const override { return OptimizerKind::kLion; }
-  double base_lr() const override { return config_.lr; }
   const LionConfig& config() const { return config_; }
 
   // fp32 momentum only.

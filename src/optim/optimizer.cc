@@ -64,22 +64,6 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
   return "?";
 }
 
-double config_lr(const OptimizerConfig& config) {
-  switch (config.kind) {
-    case OptimizerKind::kSgd:
-      return config.sgd.lr;
-    case OptimizerKind::kLion:
-      return config.lion.lr;
-    case OptimizerKind::kAdafactor:
-      return config.adafactor.lr;
-    case OptimizerKind::kAdamW:
-    case OptimizerKind::kAdam:
-    case OptimizerKind::kAdam8bit:
-      break;
-  }
-  return config.adam.lr;
-}
-
 double config_weight_decay(const OptimizerConfig& config) {
   switch (config.kind) {
     case OptimizerKind::kSgd:
@@ -160,7 +144,6 @@ void validate(const OptimizerConfig& config) {
   const std::string_view op = optimizer_kind_name(config.kind);
   if (config.kind == OptimizerKind::kSgd) {
     const SgdConfig& c = config.sgd;
-    check_non_negative(c.lr, op, "lr", "use a learning rate like 0.01");
     check_range(c.momentum, 0.0, 1.0, true, op, "momentum", "use a value like 0.9, or 0 for plain SGD");
     check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
     ZDP_CHECK(!c.nesterov || c.momentum > 0.0, ConfigError,
@@ -169,7 +152,6 @@ void validate(const OptimizerConfig& config) {
   }
   if (config.kind == OptimizerKind::kLion) {
     const LionConfig& c = config.lion;
-    check_non_negative(c.lr, op, "lr", "use a learning rate like 1e-4 (3-10x below AdamW's)");
     check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
     check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.99");
     check_non_negative(c.weight_decay, op, "weight_decay", "use 0 to disable weight decay");
@@ -181,13 +163,6 @@ void validate(const OptimizerConfig& config) {
   }
   if (config.kind == OptimizerKind::kAdafactor) {
     const AdafactorConfig& c = config.adafactor;
-    check_non_negative(c.lr, op, "lr", "use 0 with relative_step, or a learning rate like 1e-3 without");
-    ZDP_CHECK(!(c.relative_step && c.lr > 0.0), ConfigError,
-              "[{}] an explicit lr {} and relative_step cannot be combined (as Hugging Face's Adafactor); turn "
-              "relative_step off to use the lr, or drop the lr",
-              op, c.lr);
-    ZDP_CHECK(c.relative_step || c.lr > 0.0, ConfigError,
-              "[{}] relative_step is off, so an lr > 0 is needed; give one like 1e-3, or turn relative_step on", op);
     ZDP_CHECK(!c.warmup_init || c.relative_step, ConfigError,
               "[{}] warmup_init needs relative_step; turn relative_step on or warmup_init off", op);
     check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use 0 for no first moment (the default) or a value like 0.9");
@@ -200,7 +175,6 @@ void validate(const OptimizerConfig& config) {
     return;
   }
   const AdamConfig& c = config.adam;
-  check_non_negative(c.lr, op, "lr", "use a learning rate like 3e-4");
   check_range(c.beta1, 0.0, 1.0, true, op, "beta1", "use a value like 0.9");
   check_range(c.beta2, 0.0, 1.0, true, op, "beta2", "use a value like 0.999");
   check_non_negative(c.eps, op, "eps", "use a value like 1e-8");

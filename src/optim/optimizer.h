@@ -187,9 +187,6 @@ class Optimizer {
   size_t size() const { return size_; }
   const std::vector<ElementRange>& no_decay() const { return no_decay_; }
   SimdLevel simd() const { return simd_; }
-  // The config's learning rate: what step() uses when no lr is given.
-  virtual double base_lr() const = 0;
-
   // One update of the shard: params[i] from grads[i] * grad_scale. lr is this
   // step's learning rate (from the schedule). grad_scale is the combined
   // unscale/clip coefficient (grad_utils.h), applied as one float multiply per

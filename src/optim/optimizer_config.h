@@ -2,7 +2,9 @@
 // The optimizer configs as plain values: which optimizer, its
 // hyperparameters (DeepSpeed's names, docs/optim.md), their names and
 // validation. A header of its own so that code recording a config (a
-// checkpoint manifest) needs nothing of the optimizer itself.
+// checkpoint manifest) needs nothing of the optimizer itself. The learning
+// rate is not among them: a run has one, its schedule's (optim/lr_schedule.h),
+// and Optimizer::step takes each step's rate as an argument.
 // Thread-safety: plain values and pure functions.
 #pragma once
 
@@ -26,7 +28,6 @@ std::string_view optimizer_kind_name(OptimizerKind kind);
 // 8-bit Adam (kAdam8bit, optim/adam8bit.h) takes the same values: AdamW's
 // update with both moments stored block-wise quantized to 8 bits.
 struct AdamConfig {
-  double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
@@ -42,7 +43,6 @@ struct AdamConfig {
 // into the gradient; momentum buffer b = g on the first step, then
 // b = momentum*b + g; update d = b, or g + momentum*b with nesterov.
 struct SgdConfig {
-  double lr = 1e-2;
   double momentum = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
@@ -66,7 +66,6 @@ using zerodp::parse_rounding_mode;
 using zerodp::rounding_mode_name;
 using zerodp::RoundingMode;
 struct LionConfig {
-  double lr = 1e-4;
   double beta1 = 0.9;
   double beta2 = 0.99;
   double weight_decay = 0.0;
@@ -77,12 +76,10 @@ struct LionConfig {
 // Adafactor (Shazeer & Stern 2018; optim/adafactor.h) with Hugging Face
 // transformers' names and defaults: no first moment (beta1 None there, 0
 // here), relative step sizes 1/sqrt(t) capped at 1e-2 scaled by the
-// parameter's RMS, update clipping at RMS 1, b2t = 1 - t^-0.8. An explicit
-// lr (with relative_step off) takes the learning rate schedule's lr at each
-// step; with relative_step on the schedule is not read. DeepSpeed has no
-// Adafactor.
+// parameter's RMS, update clipping at RMS 1, b2t = 1 - t^-0.8. With
+// relative_step off the step's lr (the schedule's) is the base rate; with it
+// on the lr passed to step() is not read. DeepSpeed has no Adafactor.
 struct AdafactorConfig {
-  double lr = 0.0;              // with relative_step off: the base learning rate (HF's lr; None there, 0 here)
   double beta1 = 0.0;           // > 0: a first moment m (4 bytes per parameter)
   double eps1 = 1e-30;          // eps[0]: added to g^2
   double eps2 = 1e-3;           // eps[1]: the least parameter scale
@@ -114,11 +111,10 @@ OptimizerConfig unit_optimizer_config(const OptimizerConfig& config, uint64_t un
 // Whether unit_optimizer_config keeps that unit's moments in fp32 for 8-bit Adam.
 bool keeps_fp32_moments(const OptimizerConfig& config, uint64_t unit_count, bool holds_token_embedding);
 
-// The learning rate and the weight decay of config.kind's config.
-double config_lr(const OptimizerConfig& config);
+// The weight decay of config.kind's config.
 double config_weight_decay(const OptimizerConfig& config);
 
-// Throws ConfigError for out-of-range hyperparameters (negative lr, betas
+// Throws ConfigError for out-of-range hyperparameters (betas
 // outside [0, 1), negative eps or weight decay, nesterov without momentum).
 void validate(const OptimizerConfig& config);
 

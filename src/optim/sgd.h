@@ -23,7 +23,6 @@ class Sgd final : public Optimizer {
   Sgd(const SgdConfig& config, size_t shard_size, ShardOptions options = {});
 
   OptimizerKind kind() const override { return OptimizerKind::kSgd; }
-  double base_lr() const override { return config_.lr; }
   const SgdConfig& config() const { return config_; }
 
   // Empty when momentum is 0.

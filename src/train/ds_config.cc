@@ -231,7 +231,6 @@ void apply_deepspeed_defaults(TrainConfig& c) {
   c.log_every = 10;                // steps_per_print
   auto& opt = c.engine.optimizer;  // no optimizer section: AdamW with DeepSpeed's Adam defaults
   opt.kind = optim::OptimizerKind::kAdamW;
-  opt.adam.lr = opt.sgd.lr = opt.lion.lr = 1e-3;
   // DeepSpeed's Lion (FusedLion, DeepSpeedCPULion) has Adam's defaults too:
   // lr 1e-3, betas (0.9, 0.999), not the paper's (0.9, 0.99).
   opt.adam.beta1 = opt.lion.beta1 = 0.9;
@@ -240,7 +239,7 @@ void apply_deepspeed_defaults(TrainConfig& c) {
   opt.adam.weight_decay = opt.sgd.weight_decay = opt.lion.weight_decay = 0.0;
   c.engine.lr_schedule = optim::LrScheduleConfig{};  // no scheduler: the optimizer's lr throughout
   c.engine.lr_schedule.kind = optim::LrScheduleKind::kConstant;
-  c.engine.lr_schedule.max_lr = opt.adam.lr;
+  c.engine.lr_schedule.max_lr = 1e-3;  // DeepSpeed's Adam (and Lion) lr
   // Where zerodp keeps its own default (docs/train.md): these change the
   // speed, never the bits.
   c.sources["overlap"] = "zerodp default; DeepSpeed's overlap_comm is off below stage 3: speed only";

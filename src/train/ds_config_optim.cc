@@ -32,8 +32,7 @@ void apply_adafactor(Section& o, TrainConfig& c) {
             "warmup_init"},
            "Adafactor");
     if (!p.derive("lr", c, "lr") && p.has("lr")) {  // null: HF's None
-      a.lr = p.number("lr");
-      c.engine.lr_schedule.max_lr = a.lr;
+      c.engine.lr_schedule.max_lr = p.number("lr");
       c.sources["lr"] = p.from("lr");
     }
     if (p.has("eps")) {
@@ -97,8 +96,7 @@ void apply_shared_params(Section& p, TrainConfig& c) {
   // from the flags (--lr, --betas, --eps has none, --weight-decay), else
   // DeepSpeed's defaults.
   if (!p.derive("lr", c, "lr") && p.has("lr")) {
-    opt.adam.lr = opt.sgd.lr = opt.lion.lr = p.number("lr");
-    c.engine.lr_schedule.max_lr = opt.adam.lr;
+    c.engine.lr_schedule.max_lr = p.number("lr");
     c.sources["lr"] = p.from("lr");
   }
   if (!p.derive("betas", c, "betas") && p.has("betas")) {

@@ -47,18 +47,17 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "optimizer.params.relative_step"}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.relative_step; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.relative_step = v; }, when(adafactor)));
-  // One learning rate: the schedule's peak, and every optimizer's.
+  // The run's one learning rate: the schedule's peak (each step's rate is
+  // the schedule's at that step). Adafactor's relative steps do not read it.
   out.push_back(kept<double>(
-      "lr", {.ds = {.path = "optimizer.params.lr"}}, [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
-      [](TrainConfig& c, double v) {
-        optim::OptimizerConfig& o = c.engine.optimizer;
-        c.engine.lr_schedule.max_lr = o.adam.lr = o.sgd.lr = o.lion.lr = v;
-        if (!o.adafactor.relative_step) o.adafactor.lr = v;
-      },
-      [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
-        if (adafactor(c) && c.engine.optimizer.adafactor.relative_step) return std::nullopt;
-        return Shown{optim::config_lr(c.engine.optimizer), ""};
-      }));
+      "lr",
+      {.spelling = "--lr",
+       .help = "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4; Adafactor: only with\n"
+               "--relative-step false, as Hugging Face's)",
+       .ds = {.path = "optimizer.params.lr"}},
+      [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
+      [](TrainConfig& c, double v) { c.engine.lr_schedule.max_lr = v; },
+      when([](const TrainConfig& c) { return !adafactor(c) || !c.engine.optimizer.adafactor.relative_step; })));
   out.push_back(kept<double>(
       "momentum",
       {.spelling = "--momentum",

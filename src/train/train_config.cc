@@ -17,9 +17,6 @@ zero::EngineConfig TrainConfig::default_engine() {
   e.dtype = Dtype::bf16();
   e.clip_norm = 1.0;
   e.optimizer.kind = optim::OptimizerKind::kAdamW;
-  // Every kind's lr is the schedule's peak, so the effective configuration
-  // and the checkpoint's optimizer record show the rate the run uses.
-  e.optimizer.adam.lr = e.optimizer.sgd.lr = e.optimizer.lion.lr = 1.5e-3;
   e.optimizer.adam.weight_decay = 0.0;
   e.lr_schedule.kind = optim::LrScheduleKind::kWarmupCosine;
   e.lr_schedule.max_lr = 1.5e-3;

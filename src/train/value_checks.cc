@@ -19,12 +19,15 @@ bool below_one(double v) { return std::isfinite(v) && v >= 0.0 && v < 1.0; }
 
 void check_adafactor(const TrainConfig& c, const optim::AdafactorConfig& a) {
   const std::string relative = c.spelled("relative-step");
-  ZDP_CHECK(!(a.relative_step && a.lr > 0.0), ConfigError,
+  // The run's lr is the schedule's; relative steps replace it, so one given
+  // (a flag, the config file or the checkpoint) would be ignored.
+  const bool lr_given = c.source_kind("lr") != SourceKind::kDefault;
+  ZDP_CHECK(!(a.relative_step && lr_given), ConfigError,
             "[train] {} {} and Adafactor's relative step sizes cannot be combined (as Hugging Face's): set {} "
             "false to use the lr, or drop it",
-            c.spelled("lr"), a.lr, relative);
-  ZDP_CHECK(a.relative_step || a.lr > 0.0, ConfigError, "[train] {} false needs an explicit {} > 0, e.g. 1e-3",
-            relative, c.spelled("lr"));
+            c.spelled("lr"), c.engine.lr_schedule.max_lr, relative);
+  ZDP_CHECK(a.relative_step || (lr_given && c.engine.lr_schedule.max_lr > 0.0), ConfigError,
+            "[train] {} false needs an explicit {} > 0, e.g. 1e-3", relative, c.spelled("lr"));
   ZDP_CHECK(!a.warmup_init || a.relative_step, ConfigError, "[train] {} needs {} true", c.spelled("warmup-init"),
             relative);
   ZDP_CHECK(below_one(a.beta1), ConfigError, "[train] {} {} must be in [0, 1), e.g. 0.9 (0: no first moment)",
@@ -42,9 +45,6 @@ void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
   if (o.kind == optim::OptimizerKind::kAdafactor) check_adafactor(c, o.adafactor);
   const bool sgd = o.kind == optim::OptimizerKind::kSgd;
   const bool lion = o.kind == optim::OptimizerKind::kLion;
-  const double lr = optim::config_lr(o);
-  ZDP_CHECK(non_negative(lr), ConfigError, "[train] {} {} must be a finite number >= 0, e.g. 1.5e-3", c.spelled("lr"),
-            lr);
   const double decay = optim::config_weight_decay(o);
   ZDP_CHECK(non_negative(decay), ConfigError, "[train] {} {} must be >= 0 (0 turns it off)", c.spelled("weight-decay"),
             decay);

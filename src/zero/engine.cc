@@ -101,6 +101,11 @@ void validate(const EngineConfig& config) {
   ZDP_CHECK(config.clip_norm >= 0.0 && std::isfinite(config.clip_norm), ConfigError,
             "[engine] gradient clipping {} must be >= 0 (0 turns it off)", config.clip_norm);
   optim::validate(config.optimizer);
+  const optim::OptimizerConfig& o = config.optimizer;
+  ZDP_CHECK(o.kind != optim::OptimizerKind::kAdafactor || o.adafactor.relative_step || config.lr_schedule.max_lr > 0.0,
+            ConfigError,
+            "[engine] Adafactor without relative steps takes the schedule's rate, so it needs a max_lr > 0; give one "
+            "like 1e-3, or turn relative_step on");
   if (config.dtype == Dtype::fp16()) optim::validate(config.loss_scaler);
   const StageTraits& stage = traits(config.stage);
   ZDP_CHECK(config.quantize_weights == comm::Quantization::kNone || stage.gathers_on_acquire, ConfigError,

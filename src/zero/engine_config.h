@@ -50,6 +50,8 @@ struct EngineConfig {
   // 0 = N (the flat layout). Stages 1-3; must divide N.
   int shard_group_size = 0;
   optim::OptimizerConfig optimizer = {};
+  // The run's one learning rate: lr_schedule.max_lr is its peak, and each
+  // optimizer step takes lr_schedule.lr_at(step).
   optim::LrScheduleConfig lr_schedule = {};
   optim::LossScalerConfig loss_scaler = {};  // used for fp16 only
 };
@@ -75,7 +77,8 @@ inline comm::QuantFormat grads_format(const EngineConfig& c) {
 }
 
 // Throws ConfigError for grad_accum < 1, shard_group_size < 0, clip < 0, bad optimizer or
-// loss-scaler values, quantize_weights below stage 3 (or other than int8)
+// loss-scaler values, Adafactor without relative steps and without a rate
+// (lr_schedule.max_lr 0), quantize_weights below stage 3 (or other than int8)
 // quantize_grads at stage 0 (its all-reduce is not quantized) and a
 // quantize_block not offered.
 void validate(const EngineConfig& config);

@@ -172,11 +172,11 @@ inline zero::EngineConfig test_config(int stage, Dtype dtype = Dtype::fp32()) {
   return c;
 }
 
-// test_config with Lion (and its lr at the schedule's peak, 3x below AdamW's).
+// test_config with Lion (and the schedule's peak 3x below AdamW's).
 inline zero::EngineConfig lion_config(int stage, Dtype dtype = Dtype::fp32()) {
   zero::EngineConfig c = test_config(stage, dtype);
   c.optimizer.kind = optim::OptimizerKind::kLion;
-  c.optimizer.lion = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
+  c.optimizer.lion = {.beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1};
   c.lr_schedule.max_lr = 3e-3;
   return c;
 }
@@ -199,12 +199,12 @@ inline zero::EngineConfig adam8bit_mixed_config(int stage, Dtype dtype = Dtype::
 }
 
 // test_config with Adafactor: Hugging Face's defaults (relative steps, no
-// m; the schedule is not read), or an explicit lr with beta1's m.
+// m; the schedule is not read), or the schedule's rate with beta1's m.
 inline zero::EngineConfig adafactor_config(int stage, Dtype dtype = Dtype::fp32(), bool with_m = false) {
   zero::EngineConfig c = test_config(stage, dtype);
   c.optimizer.kind = optim::OptimizerKind::kAdafactor;
   if (with_m) {
-    c.optimizer.adafactor = {.lr = 1e-2, .beta1 = 0.9, .weight_decay = 0.01, .relative_step = false};
+    c.optimizer.adafactor = {.beta1 = 0.9, .weight_decay = 0.01, .relative_step = false};
   }
   return c;
 }

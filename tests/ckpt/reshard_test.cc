@@ -179,7 +179,7 @@ TEST(Reshard, SgdMomentumTwoToThreeStage2To0) {
   expect_reshard({2, 2, 3, 0, Dtype::fp32(), [](int stage, Dtype dtype) {
                     zero::EngineConfig c = test_config(stage, dtype);
                     c.optimizer.kind = optim::OptimizerKind::kSgd;
-                    c.optimizer.sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.001};
+                    c.optimizer.sgd = {.momentum = 0.9, .weight_decay = 0.001};
                     return c;
                   }});
 }

@@ -200,7 +200,7 @@ TEST(ExactResume, Fp16ScalerActuallyMoved) {
 TEST(ExactResume, SgdMomentumWithAccumulation) {
   zero::EngineConfig c = test_config(1);
   c.optimizer.kind = optim::OptimizerKind::kSgd;
-  c.optimizer.sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.001, .nesterov = true};
+  c.optimizer.sgd = {.momentum = 0.9, .weight_decay = 0.001, .nesterov = true};
   c.grad_accum = 2;
   c.clip_norm = 0.5;
   expect_exact_resume({"sgd stage 1 accum 2", 3, c}, 3);
@@ -209,7 +209,6 @@ TEST(ExactResume, SgdMomentumWithAccumulation) {
 TEST(ExactResume, PlainSgdHasOnlyMaster) {
   zero::EngineConfig c = test_config(2);
   c.optimizer.kind = optim::OptimizerKind::kSgd;
-  c.optimizer.sgd = {.lr = 0.05};
   expect_exact_resume({"plain sgd stage 2", 2, c}, 2);
 }
 

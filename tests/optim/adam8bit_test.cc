@@ -255,7 +255,7 @@ std::vector<float> floats(std::span<const float> s) { return {s.begin(), s.end()
 // outlier, and tiny gradients.
 TEST(Adam8bit, EveryStepMatchesTheDoubleReference) {
   constexpr size_t kN = 3 * kBlockSize + 777, kOrigin = 1000;
-  const AdamConfig config{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1};
+  const AdamConfig config{.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1};
   std::vector<float> params = random_vector(kN, 1);
   Adam8bit opt(config, kN, {.no_decay = {{300, 500}}, .unit_offset = kOrigin});
   std::vector<bool> decays(kN, true);
@@ -307,7 +307,7 @@ TEST(Adam8bit, EveryStepMatchesTheDoubleReference) {
 TEST(Adam8bit, NonFiniteGradientsLeaveTheParameterAndNeverANanScale) {
   constexpr size_t kN = 100;
   std::vector<float> params = random_vector(kN, 2);
-  Adam8bit opt({.lr = 1e-2, .weight_decay = 0.1}, kN);
+  Adam8bit opt({.weight_decay = 0.1}, kN);
   std::vector<float> grads = random_vector(kN, 3);
   opt.step(params, grads, 1e-2);
   const std::vector<float> before = params;
@@ -331,7 +331,7 @@ TEST(Adam8bit, ZeroGradientsGiveZeroScalesAndOnlyDecay) {
   constexpr size_t kN = 3000;
   std::vector<float> params = random_vector(kN, 2);
   const std::vector<float> start = params;
-  Adam8bit opt({.lr = 1e-2, .weight_decay = 0.5}, kN);
+  Adam8bit opt({.weight_decay = 0.5}, kN);
   const std::vector<float> grads(kN, 0.0f);
   opt.step(params, grads, 1e-2);
   for (float s : opt.exp_avg_absmax()) EXPECT_EQ(s, 0.0f);
@@ -344,7 +344,7 @@ TEST(Adam8bit, ZeroGradientsGiveZeroScalesAndOnlyDecay) {
 // as the engine shares them: the same bits as one optimizer over the unit.
 template <typename G>
 void expect_shards_equal_whole(const std::vector<size_t>& cuts, size_t origin, size_t n) {
-  const AdamConfig config{.lr = 1e-3, .weight_decay = 0.01};
+  const AdamConfig config{.weight_decay = 0.01};
   std::vector<float> whole = random_vector(n, 5);
   std::vector<float> sharded = whole;
   Adam8bit one(config, n, {.no_decay = {{10, 4000}}, .unit_offset = origin});
@@ -427,8 +427,7 @@ TEST(Adam8bit, EverySimdLevelGivesTheScalarBits) {
     };
     auto run = [n](SimdLevel level) {
       Run r{random_vector(n, 7), {}, {}, {}, {}};
-      Adam8bit opt({.lr = 1e-2, .weight_decay = 0.1}, n,
-                   {.no_decay = {{n / 3, n / 4 + 1}}, .simd = level, .unit_offset = 1500});
+      Adam8bit opt({.weight_decay = 0.1}, n, {.no_decay = {{n / 3, n / 4 + 1}}, .simd = level, .unit_offset = 1500});
       for (int t = 0; t < 6; ++t) {
         std::vector<float> g = random_vector(n, 30 + static_cast<uint32_t>(t), t == 1 ? 1e-20f : 1.0f);
         if (n > 1000) {
@@ -497,8 +496,8 @@ TEST(Adam8bit, TracksAdamWOnAQuadratic) {
   constexpr size_t kN = 5000;
   const std::vector<float> target = random_vector(kN, 9);
   std::vector<float> a(kN, 0.0f), b(kN, 0.0f);
-  auto adamw = make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.lr = 1e-2}}, kN);
-  auto q8 = make_optimizer({.kind = OptimizerKind::kAdam8bit, .adam = {.lr = 1e-2}}, kN);
+  auto adamw = make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {}}, kN);
+  auto q8 = make_optimizer({.kind = OptimizerKind::kAdam8bit, .adam = {}}, kN);
   std::vector<float> g(kN);
   double loss_a = 0, loss_b = 0;
   for (int t = 0; t < 200; ++t) {

@@ -41,7 +41,7 @@ struct RefAdam {
 void expect_close_to_reference(OptimizerKind kind, double weight_decay) {
   constexpr size_t kN = 777;
   constexpr int kSteps = 12;
-  AdamConfig config{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = weight_decay};
+  AdamConfig config{.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = weight_decay};
   const std::vector<ElementRange> no_decay = {{10, 50}, {700, 77}};
   auto in_no_decay = [&](size_t i) { return (i >= 10 && i < 60) || i >= 700; };
 
@@ -51,7 +51,7 @@ void expect_close_to_reference(OptimizerKind kind, double weight_decay) {
   auto opt = make_optimizer({.kind = kind, .adam = config}, kN, {.no_decay = no_decay});
   for (int t = 1; t <= kSteps; ++t) {
     const std::vector<float> grads = random_vector(kN, 100 + t, 0.1f);
-    const double lr = config.lr * (1.0 - 0.05 * t);  // the schedule's lr, varying per step
+    const double lr = 1e-2 * (1.0 - 0.05 * t);  // the schedule's lr, varying per step
     opt->step(params, grads, lr);
     for (size_t i = 0; i < kN; ++i) {
       ref[i].step(grads[i], t, lr, config, kind == OptimizerKind::kAdamW, !in_no_decay(i));
@@ -75,7 +75,7 @@ TEST(Adam, FirstStepMovesEachParameterByLrTimesSign) {
   // With m_hat = g and v_hat = g^2 on step 1 the update is lr*g/(|g|+eps).
   std::vector<float> params = {1.0f, -2.0f, 0.5f};
   const std::vector<float> grads = {0.3f, -0.02f, 4.0f};
-  auto opt = make_optimizer({.kind = OptimizerKind::kAdam, .adam = {.lr = 0.01}}, 3);
+  auto opt = make_optimizer({.kind = OptimizerKind::kAdam, .adam = {}}, 3);
   opt->step(params, grads, 0.01);
   EXPECT_NEAR(params[0], 0.99f, 1e-6);
   EXPECT_NEAR(params[1], -1.99f, 1e-6);
@@ -88,7 +88,7 @@ TEST(Adam, NoDecayRangesSkipOnlyTheDecay) {
   constexpr size_t kN = 100;
   std::vector<float> params(kN, 2.0f);
   const std::vector<float> grads(kN, 0.0f);
-  auto opt = make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.lr = 0.1, .weight_decay = 0.5}}, kN,
+  auto opt = make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.weight_decay = 0.5}}, kN,
                             {.no_decay = {{20, 10}, {25, 10}, {90, 10}}});
   EXPECT_EQ(opt->no_decay(), (std::vector<ElementRange>{{20, 15}, {90, 10}}));
   opt->step(params, grads, 0.1);
@@ -111,7 +111,7 @@ std::vector<float> run_sharded(const std::vector<size_t>& cuts, SimdLevel level,
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
     const size_t size = bounds[s + 1] - bounds[s];
     shards.push_back(
-        make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.lr = 1e-3, .weight_decay = 0.01}}, size,
+        make_optimizer({.kind = OptimizerKind::kAdamW, .adam = {.weight_decay = 0.01}}, size,
                        {.no_decay = ranges_within_shard(global_no_decay, bounds[s], size), .simd = level}));
   }
   for (int t = 0; t < steps; ++t) {

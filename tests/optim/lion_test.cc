@@ -59,7 +59,7 @@ struct RefLion {
 // m); they hold as long as float and double take the same sign at every step,
 // which is asserted (no element's c comes within its rounding bound of 0 with
 // these seeds), so the comparison is exact up to rounding, not "close".
-void expect_close_to_reference(const LionConfig& config, int steps) {
+void expect_close_to_reference(const LionConfig& config, double base_lr, int steps) {
   constexpr size_t kN = 777;
   const std::vector<ElementRange> no_decay = {{10, 50}, {700, 77}};
   auto in_no_decay = [&](size_t i) { return (i >= 10 && i < 60) || i >= 700; };
@@ -69,8 +69,8 @@ void expect_close_to_reference(const LionConfig& config, int steps) {
   auto opt = make_optimizer({.kind = OptimizerKind::kLion, .lion = config}, kN, {.no_decay = no_decay});
   for (int t = 1; t <= steps; ++t) {
     std::vector<float> grads = random_vector(kN, 100 + t, 0.1f);
-    const double lr = config.lr * (1.0 - 0.5 * t / steps);  // the schedule's lr, varying per step
-    opt->step(params, grads, lr, 0.5f);                     // grad_scale 0.5: exact, so g = grads/2
+    const double lr = base_lr * (1.0 - 0.5 * t / steps);  // the schedule's lr, varying per step
+    opt->step(params, grads, lr, 0.5f);                   // grad_scale 0.5: exact, so g = grads/2
     for (size_t i = 0; i < kN; ++i) ref[i].step(0.5 * grads[i], lr, config, !in_no_decay(i));
   }
   EXPECT_EQ(opt->step_count(), steps);
@@ -87,18 +87,18 @@ void expect_close_to_reference(const LionConfig& config, int steps) {
     moved += std::abs(params[i] - initial[i]);
   }
   // The parameters moved by lr-sized steps, far beyond the rounding left.
-  EXPECT_GT(moved, static_cast<double>(kN) * config.lr);
+  EXPECT_GT(moved, static_cast<double>(kN) * base_lr);
   EXPECT_LT(worst_p, 1e-5);
 }
 
 TEST(Lion, MatchesDoubleReferenceOver100Steps) {
-  expect_close_to_reference({.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.0}, 100);
+  expect_close_to_reference({.beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.0}, 1e-3, 100);
 }
 TEST(Lion, WithWeightDecayMatchesDoubleReference) {
-  expect_close_to_reference({.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 1.0}, 100);
+  expect_close_to_reference({.beta1 = 0.9, .beta2 = 0.99, .weight_decay = 1.0}, 1e-3, 100);
 }
 TEST(Lion, OtherBetasMatchDoubleReference) {
-  expect_close_to_reference({.lr = 3e-4, .beta1 = 0.95, .beta2 = 0.98, .weight_decay = 0.1}, 60);
+  expect_close_to_reference({.beta1 = 0.95, .beta2 = 0.98, .weight_decay = 0.1}, 3e-4, 60);
 }
 
 // bf16 momentum: the test's own rounding (the nearer of the two bf16
@@ -116,7 +116,7 @@ uint16_t nearest_bf16(float x) {
 
 TEST(Lion, Bf16MomentumRoundsToNearestEvenAndKIsSix) {
   constexpr size_t kN = 531;
-  const LionConfig config{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1, .bf16_momentum = true};
+  const LionConfig config{.beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1, .bf16_momentum = true};
   std::vector<float> params = random_vector(kN, 21), ref_p = params;
   std::vector<uint16_t> ref_m(kN, 0);
   for (SimdLevel level : supported_simd_levels()) {
@@ -160,8 +160,7 @@ TEST(Lion, Bf16MomentumRoundsToNearestEvenAndKIsSix) {
 }
 
 TEST(Lion, Bf16MomentumShardCutsAndLowPrecisionGradients) {
-  const OptimizerConfig config{.kind = OptimizerKind::kLion,
-                               .lion = {.lr = 1e-3, .weight_decay = 0.1, .bf16_momentum = true}};
+  const OptimizerConfig config{.kind = OptimizerKind::kLion, .lion = {.weight_decay = 0.1, .bf16_momentum = true}};
   constexpr size_t kN = 1031;
   auto run = [&](const std::vector<size_t>& cuts) {
     std::vector<float> p = random_vector(kN, 5);
@@ -181,7 +180,7 @@ TEST(Lion, Bf16MomentumShardCutsAndLowPrecisionGradients) {
   const std::vector<float> whole = run({});
   for (const std::vector<size_t>& cuts : testing::shard_cuts()) EXPECT_EQ(first_bit_difference(run(cuts), whole), -1);
   testing::expect_low_precision_grads_equal_their_widening(
-      {.kind = OptimizerKind::kLion, .lion = {.lr = 1e-3, .bf16_momentum = true}});
+      {.kind = OptimizerKind::kLion, .lion = {.bf16_momentum = true}});
 }
 
 // Stochastic rounding of the bf16 momentum: the random bits of an element
@@ -193,7 +192,7 @@ TEST(Lion, Bf16MomentumShardCutsAndLowPrecisionGradients) {
 TEST(Lion, Bf16MomentumStochasticRoundingIsTheSameAtEveryCut) {
   const OptimizerConfig config{
       .kind = OptimizerKind::kLion,
-      .lion = {.lr = 1e-3, .weight_decay = 0.1, .bf16_momentum = true, .momentum_rounding = RoundingMode::kStochastic}};
+      .lion = {.weight_decay = 0.1, .bf16_momentum = true, .momentum_rounding = RoundingMode::kStochastic}};
   constexpr size_t kN = 1031;
   auto run = [&](const OptimizerConfig& c, const std::vector<size_t>& cuts, uint64_t unit_flat_offset) {
     std::vector<float> p = random_vector(kN, 5);
@@ -254,7 +253,6 @@ TEST(Lion, StochasticRoundingNeedsTheBf16Momentum) {
 
 TEST(Lion, DefaultsAreThePapers) {
   const LionConfig c;
-  EXPECT_EQ(c.lr, 1e-4);
   EXPECT_EQ(c.beta1, 0.9);
   EXPECT_EQ(c.beta2, 0.99);
   EXPECT_EQ(c.weight_decay, 0.0);
@@ -265,7 +263,7 @@ TEST(Lion, FirstStepMovesEachParameterByExactlyLr) {
   // in float, so the result is exact too.
   std::vector<float> params = {1.0f, -2.0f, 0.5f, 3.0f};
   const std::vector<float> grads = {0.3f, -0.02f, 4.0f, -1e-30f};
-  Lion opt({.lr = 0.25}, 4);
+  Lion opt({}, 4);
   opt.step(params, grads, 0.25);
   EXPECT_EQ(params, (std::vector<float>{0.75f, -1.75f, 0.25f, 3.25f}));
   const float one_minus_beta2 = static_cast<float>(1.0 - 0.99);
@@ -276,7 +274,7 @@ TEST(Lion, SignOfZeroIsZero) {
   // c = 0 in three ways: zero gradient with zero momentum, a negative zero,
   // and an exact cancellation (b1 = 0.5: 0.5*1 + 0.5*(-1) = 0). The parameter
   // does not move (no decay) or only decays; the momentum still updates.
-  const LionConfig config{.lr = 0.125, .beta1 = 0.5, .beta2 = 0.5, .weight_decay = 0.0};
+  const LionConfig config{.beta1 = 0.5, .beta2 = 0.5, .weight_decay = 0.0};
   for (SimdLevel level : supported_simd_levels()) {
     SCOPED_TRACE(simd_level_name(level));
     std::vector<float> params(40, 2.0f);  // more than a vector, with a tail
@@ -301,7 +299,7 @@ TEST(Lion, SignOfZeroIsZero) {
   }
   // With decay, a zero c leaves only the decay: p * float(1 - lr*wd).
   std::vector<float> params(3, 2.0f);
-  Lion decaying({.lr = 0.125, .weight_decay = 0.5}, 3, {.no_decay = {{2, 1}}});
+  Lion decaying({.weight_decay = 0.5}, 3, {.no_decay = {{2, 1}}});
   decaying.step(params, std::vector<float>(3, 0.0f), 0.125);
   const float decayed = 2.0f * static_cast<float>(1.0 - 0.125 * 0.5);
   EXPECT_EQ(params, (std::vector<float>{decayed, decayed, 2.0f}));
@@ -313,7 +311,7 @@ TEST(Lion, WeightDecayIsTheDecoupledMultiplyBeforeTheSignStep) {
   std::vector<float> params = {1.5f, -0.7f};
   const std::vector<float> before = params;
   const std::vector<float> grads = {1.0f, 1.0f};
-  Lion opt({.lr = lr, .weight_decay = wd}, 2);
+  Lion opt({.weight_decay = wd}, 2);
   opt.step(params, grads, lr);
   const float factor = static_cast<float>(1.0 - lr * wd);
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(params[i], before[i] * factor + static_cast<float>(-lr)) << i;
@@ -335,7 +333,7 @@ TEST(Lion, NonFiniteGradientsMakeTheParameterNaNAtEveryLevel) {
     grads[3] = nan;
     grads[20] = inf;
     grads[36] = -inf;
-    Lion opt({.lr = 0.125, .weight_decay = 0.1}, kN, {.simd = level});
+    Lion opt({.weight_decay = 0.1}, kN, {.simd = level});
     opt.step(params, grads, 0.125);
     for (size_t i : {size_t{3}, size_t{20}, size_t{36}}) EXPECT_TRUE(std::isnan(params[i])) << i;
     EXPECT_TRUE(std::isnan(opt.exp_avg()[3]));
@@ -360,7 +358,7 @@ TEST(Lion, NonFiniteGradientsMakeTheParameterNaNAtEveryLevel) {
 // pairs make the two rounded products cancel exactly (c = 0: no move) where
 // the exact b1*m + float((1-b1)*g) is not 0, so such a level would move them.
 TEST(Lion, ExactlyCancellingProductsGiveSignZeroAtEveryLevel) {
-  const LionConfig config{.lr = 0.125, .beta1 = 0.9, .beta2 = 0.99};
+  const LionConfig config{.beta1 = 0.9, .beta2 = 0.99};
   const float b1 = static_cast<float>(config.beta1);
   const float omb1 = static_cast<float>(1.0 - config.beta1);
   std::vector<float> m, g;
@@ -409,7 +407,7 @@ std::vector<float> run_sharded(const std::vector<size_t>& cuts, SimdLevel level,
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
     const size_t size = bounds[s + 1] - bounds[s];
     shards.push_back(
-        make_optimizer({.kind = OptimizerKind::kLion, .lion = {.lr = 1e-3, .weight_decay = 0.1}}, size,
+        make_optimizer({.kind = OptimizerKind::kLion, .lion = {.weight_decay = 0.1}}, size,
                        {.no_decay = ranges_within_shard(global_no_decay, bounds[s], size), .simd = level}));
   }
   for (int t = 0; t < steps; ++t) {
@@ -447,7 +445,7 @@ TEST(Lion, LowPrecisionGradientsEqualTheirFp32Widening) {
 
 TEST(Lion, SavedStateResumesBitwise) {
   constexpr size_t kN = 257;
-  const OptimizerConfig config{.kind = OptimizerKind::kLion, .lion = {.lr = 1e-3, .weight_decay = 0.1}};
+  const OptimizerConfig config{.kind = OptimizerKind::kLion, .lion = {.weight_decay = 0.1}};
   std::vector<float> params = random_vector(kN, 21);
   auto first = make_optimizer(config, kN);
   for (int t = 0; t < 3; ++t) first->step(params, random_vector(kN, 30 + t), 1e-3);

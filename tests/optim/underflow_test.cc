@@ -32,7 +32,7 @@ TEST(UnderflowLesson, Fp32MasterCopyAccumulatesAndMovesTheFp16Weights) {
   std::vector<float> master(kN);
   convert(weights, std::span<float>(master));
   const std::vector<float> grads(kN, 1.0f);
-  auto sgd = make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {.lr = kLr}}, kN);
+  auto sgd = make_optimizer({.kind = OptimizerKind::kSgd, .sgd = {}}, kN);
   for (int t = 0; t < kSteps; ++t) {
     sgd->step(master, grads, kLr);
     convert(master, std::span<Half>(weights));  // refresh the fp16 copy from the master

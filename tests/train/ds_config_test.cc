@@ -65,7 +65,7 @@ TEST(DeepSpeedConfig, MapsTheKeysThatMeanSomethingHere) {
   EXPECT_EQ(c.engine.loss_scaler.hysteresis, 3);
   EXPECT_EQ(c.engine.loss_scaler.min_scale, 2.0);
   EXPECT_EQ(c.engine.optimizer.kind, optim::OptimizerKind::kAdamW);
-  EXPECT_EQ(c.engine.optimizer.adam.lr, 0.002);
+  EXPECT_EQ(c.engine.lr_schedule.max_lr, 0.002);
   EXPECT_EQ(c.engine.optimizer.adam.beta2, 0.95);
   EXPECT_EQ(c.engine.optimizer.adam.weight_decay, 0.1);
   EXPECT_EQ(c.engine.lr_schedule.kind, optim::LrScheduleKind::kWarmupCosine);
@@ -91,26 +91,25 @@ TEST(DeepSpeedConfig, LionTakesItsParamsAndDeepSpeedsDefaults) {
       apply(R"({"optimizer": {"type": "Lion", "params": {"lr": 3e-4, "betas": [0.95, 0.98], "weight_decay": 0.5}}})");
   const optim::OptimizerConfig& o = a.config.engine.optimizer;
   EXPECT_EQ(o.kind, optim::OptimizerKind::kLion);
-  EXPECT_EQ(o.lion.lr, 3e-4);
   EXPECT_EQ(a.config.engine.lr_schedule.max_lr, 3e-4);
   EXPECT_EQ(o.lion.beta1, 0.95);
   EXPECT_EQ(o.lion.beta2, 0.98);
   EXPECT_EQ(o.lion.weight_decay, 0.5);
   EXPECT_EQ(a.config.sources.at("optimizer"), "config optimizer.type");
   EXPECT_TRUE(a.warnings.empty());
-  const optim::OptimizerConfig d = apply(R"({"optimizer": {"type": "lion"}})").config.engine.optimizer;
+  const Applied lion_defaults = apply(R"({"optimizer": {"type": "lion"}})");
+  const optim::OptimizerConfig& d = lion_defaults.config.engine.optimizer;
   EXPECT_EQ(d.kind, optim::OptimizerKind::kLion);
-  EXPECT_EQ(d.lion.lr, 1e-3);
+  EXPECT_EQ(lion_defaults.config.engine.lr_schedule.max_lr, 1e-3);
   EXPECT_EQ(d.lion.beta1, 0.9);
   EXPECT_EQ(d.lion.beta2, 0.999);
   EXPECT_EQ(d.lion.weight_decay, 0.0);
   // SGD with momentum: its DeepSpeed/PyTorch names, with nesterov and decay.
-  const optim::OptimizerConfig s =
-      apply(R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9, "nesterov": true,
-                "weight_decay": 0.01}}})")
-          .config.engine.optimizer;
+  const Applied sgd = apply(R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9, "nesterov": true,
+                "weight_decay": 0.01}}})");
+  const optim::OptimizerConfig& s = sgd.config.engine.optimizer;
   EXPECT_EQ(s.kind, optim::OptimizerKind::kSgd);
-  EXPECT_EQ(s.sgd.lr, 0.1);
+  EXPECT_EQ(sgd.config.engine.lr_schedule.max_lr, 0.1);
   EXPECT_EQ(s.sgd.momentum, 0.9);
   EXPECT_TRUE(s.sgd.nesterov);
   EXPECT_EQ(s.sgd.weight_decay, 0.01);
@@ -124,7 +123,6 @@ TEST(DeepSpeedConfig, Adam8bitTakesBitsandbytesNamesAndAdamsParams) {
           "weight_decay": 0.1}}})");
   const optim::OptimizerConfig& o = a.config.engine.optimizer;
   EXPECT_EQ(o.kind, optim::OptimizerKind::kAdam8bit);
-  EXPECT_EQ(o.adam.lr, 2e-4);
   EXPECT_EQ(a.config.engine.lr_schedule.max_lr, 2e-4);
   EXPECT_EQ(o.adam.beta2, 0.95);
   EXPECT_EQ(o.adam.eps, 1e-6);
@@ -157,7 +155,7 @@ TEST(DeepSpeedConfig, AdafactorTakesHuggingFacesNamesAndDefaults) {
   const Applied d = apply(R"({"optimizer": {"type": "Adafactor"}})");
   const optim::AdafactorConfig& def = d.config.engine.optimizer.adafactor;
   EXPECT_EQ(d.config.engine.optimizer.kind, optim::OptimizerKind::kAdafactor);
-  EXPECT_EQ(def.lr, 0.0);
+  EXPECT_EQ(d.config.source_kind("lr"), SourceKind::kDefault);  // relative steps: no rate given
   EXPECT_EQ(def.beta1, 0.0);
   EXPECT_EQ(def.eps1, 1e-30);
   EXPECT_EQ(def.eps2, 1e-3);
@@ -172,7 +170,6 @@ TEST(DeepSpeedConfig, AdafactorTakesHuggingFacesNamesAndDefaults) {
           "decay_rate": -0.7, "beta1": 0.9, "weight_decay": 0.01, "scale_parameter": false,
           "relative_step": false, "warmup_init": false}}})");
   const optim::AdafactorConfig& o = a.config.engine.optimizer.adafactor;
-  EXPECT_EQ(o.lr, 1e-3);
   EXPECT_EQ(a.config.engine.lr_schedule.max_lr, 1e-3);
   EXPECT_EQ(o.eps1, 1e-29);
   EXPECT_EQ(o.eps2, 2e-3);
@@ -185,7 +182,7 @@ TEST(DeepSpeedConfig, AdafactorTakesHuggingFacesNamesAndDefaults) {
   EXPECT_TRUE(a.warnings.empty());
   // HF's None for lr and beta1.
   const Applied n = apply(R"({"optimizer": {"type": "Adafactor", "params": {"lr": null, "beta1": null}}})");
-  EXPECT_EQ(n.config.engine.optimizer.adafactor.lr, 0.0);
+  EXPECT_EQ(n.config.source_kind("lr"), SourceKind::kDefault);
   EXPECT_EQ(n.config.engine.optimizer.adafactor.beta1, 0.0);
   EXPECT_NE(error_of(R"({"optimizer": {"type": "Adafactor", "params": {"betas": [0.9, 0.99]}}})").find("betas"),
             std::string::npos);
@@ -233,7 +230,7 @@ TEST(DeepSpeedConfig, DefaultsAreDeepSpeedsWhenAConfigIsGiven) {
   EXPECT_EQ(c.engine.dtype, Dtype::fp32());
   EXPECT_EQ(c.engine.clip_norm, 0.0);
   EXPECT_EQ(c.engine.lr_schedule.kind, optim::LrScheduleKind::kConstant);
-  EXPECT_EQ(c.engine.optimizer.adam.lr, 1e-3);
+  EXPECT_EQ(c.engine.lr_schedule.max_lr, 1e-3);
   EXPECT_EQ(c.log_every, 10);
   EXPECT_EQ(c.source_of("stage"), "DeepSpeed default");
   // A WarmupLR section without params: DeepSpeed's 1000 log warm-up steps to 0.001.
@@ -327,7 +324,6 @@ TEST(DeepSpeedConfig, HuggingFaceAutoValuesAreDerived) {
   TrainConfig c = a.config;
   EXPECT_EQ(c.engine.stage, Stage::k3);
   EXPECT_EQ(c.engine.dtype, Dtype::fp32());  // both "auto", no --precision: DeepSpeed's off
-  EXPECT_EQ(c.engine.optimizer.adam.lr, 1e-3);
   EXPECT_EQ(c.engine.lr_schedule.max_lr, 1e-3);
   EXPECT_EQ(c.engine.lr_schedule.warmup_steps, 1000);
   EXPECT_EQ(c.engine.lr_schedule.total_steps, 0);  // the run's --steps
@@ -339,7 +335,7 @@ TEST(DeepSpeedConfig, HuggingFaceAutoValuesAreDerived) {
   EXPECT_EQ(c.auto_keys.at("bucket"), "zero_optimization.reduce_bucket_size");
   EXPECT_EQ(c.auto_keys.at("precision"), "bf16.enabled");
   // A flag fills its "auto"; the rest are derived, named as such.
-  c.engine.optimizer.adam.lr = c.engine.lr_schedule.max_lr = 2e-4;
+  c.engine.lr_schedule.max_lr = 2e-4;
   c.sources["lr"] = "flag --lr";
   apply_data_defaults(c);
   resolve_batch(c, 2);

@@ -83,7 +83,7 @@ std::vector<Case> cases() {
     optim::AdafactorConfig& a = c.engine.optimizer.adafactor;
     c.engine.optimizer.kind = optim::OptimizerKind::kAdafactor;
     a.relative_step = false;
-    a.lr = c.engine.lr_schedule.max_lr = 1e-3;
+    c.engine.lr_schedule.max_lr = 1e-3;
     a.beta1 = 0.5;
     a.eps1 = 1e-29;
     c.engine.lr_schedule.kind = optim::LrScheduleKind::kConstant;

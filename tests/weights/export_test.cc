@@ -126,7 +126,7 @@ TEST(Consolidate, LionAndSgdMomentumWriteTheirOneStateTensor) {
   expect_one_state_file(lion_config(3, Dtype::bf16()), "exp_avg");
   zero::EngineConfig sgd = test_config(1);
   sgd.optimizer.kind = optim::OptimizerKind::kSgd;
-  sgd.optimizer.sgd = {.lr = 0.05, .momentum = 0.9};
+  sgd.optimizer.sgd = {.momentum = 0.9};
   expect_one_state_file(sgd, "momentum_buffer");
 }
 

@@ -97,7 +97,7 @@ TEST(HybridQuantized, BlockAlignedShardsGiveTheFlatQuantizedBits) {
 TEST(HybridQuantized, OtherShardsStayCloseToTheFlatQuantizedRun) {
   for (int stage = 1; stage <= 3; ++stage) {
     EngineConfig c = config_for(stage, Dtype::bf16(), 0, true);
-    c.optimizer.adam.lr = c.lr_schedule.max_lr = 2e-2;
+    c.lr_schedule.max_lr = 2e-2;
     const RunResult flat = train_mlp(4, c, 60, 8);
     c.shard_group_size = 2;
     const RunResult hybrid = train_mlp(4, c, 60, 8);

@@ -87,7 +87,7 @@ EngineConfig config(Stage stage, Dtype dtype, kernels::Compute compute = kernels
   c.stage = stage;
   c.dtype = dtype;
   c.compute = compute;
-  c.optimizer.adam.lr = c.lr_schedule.max_lr = 3e-3;
+  c.lr_schedule.max_lr = 3e-3;
   c.optimizer.adam.weight_decay = 0.01;
   c.clip_norm = 0.0;
   return c;

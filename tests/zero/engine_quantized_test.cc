@@ -32,7 +32,6 @@ EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quan
   c.stage = parse_stage(stage, "test");
   c.dtype = dtype;
   c.optimizer.kind = optim::OptimizerKind::kAdamW;
-  c.optimizer.adam.lr = 3e-3;
   c.lr_schedule.max_lr = 3e-3;
   c.loss_scaler.initial_scale = 1024.0;
   c.quantize_weights = weights;
@@ -194,7 +193,7 @@ TEST(QuantizedEngine, DelayRunsPlainThenQuantizes) {
 TEST(QuantizedEngine, LossStaysCloseToThePlainRun) {
   for (int stage : {2, 3}) {
     EngineConfig plain = quantized_config(stage, Dtype::bf16(), Quantization::kNone, Quantization::kNone);
-    plain.optimizer.adam.lr = plain.lr_schedule.max_lr = 2e-2;
+    plain.lr_schedule.max_lr = 2e-2;
     const RunResult reference = train_mlp(2, plain, 60, 8);
     for (Quantization grads : {Quantization::kInt8, Quantization::kInt4}) {
       EngineConfig c = plain;

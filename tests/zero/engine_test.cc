@@ -28,7 +28,6 @@ EngineConfig config_for(int stage, Dtype dtype) {
   c.stage = parse_stage(stage, "test");
   c.dtype = dtype;
   c.optimizer.kind = optim::OptimizerKind::kAdamW;
-  c.optimizer.adam.lr = 3e-3;
   c.optimizer.adam.weight_decay = 0.01;
   c.lr_schedule.max_lr = 3e-3;
   c.loss_scaler.initial_scale = 1024.0;  // fp16: few early overflow skips
@@ -99,13 +98,11 @@ EngineConfig optimizer_config(const std::string& optimizer, int stage, Dtype dty
     c.optimizer.kind = optim::OptimizerKind::kAdafactor;  // HF's defaults: relative steps, no m
   } else if (optimizer == "adafactor_lr") {
     c.optimizer.kind = optim::OptimizerKind::kAdafactor;
-    c.optimizer.adafactor = {
-        .lr = 1e-2, .beta1 = 0.9, .weight_decay = 0.01, .scale_parameter = false, .relative_step = false};
+    c.optimizer.adafactor = {.beta1 = 0.9, .weight_decay = 0.01, .scale_parameter = false, .relative_step = false};
     c.lr_schedule.max_lr = 1e-2;
   } else if (optimizer == "lion" || optimizer.starts_with("lion_bf16")) {
     c.optimizer.kind = optim::OptimizerKind::kLion;
-    c.optimizer.lion = {.lr = 1e-3,
-                        .beta1 = 0.9,
+    c.optimizer.lion = {.beta1 = 0.9,
                         .beta2 = 0.99,
                         .weight_decay = 0.1,
                         .bf16_momentum = optimizer != "lion",
@@ -114,7 +111,7 @@ EngineConfig optimizer_config(const std::string& optimizer, int stage, Dtype dty
     c.lr_schedule.max_lr = 1e-3;
   } else {
     c.optimizer.kind = optim::OptimizerKind::kSgd;
-    c.optimizer.sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = optimizer == "nesterov"};
+    c.optimizer.sgd = {.momentum = 0.9, .weight_decay = 0.01, .nesterov = optimizer == "nesterov"};
     c.lr_schedule.max_lr = 0.05;
   }
   c.clip_norm = 1.0;
@@ -202,6 +199,22 @@ TEST(Engine, AdafactorSplitMatricesGiveTheSameBitsAtEveryStage) {
       }
     }
   }
+}
+
+// The run has one learning rate, the schedule's: Adafactor without relative
+// steps takes it, so a schedule without one is refused before any work.
+TEST(Engine, AdafactorWithoutRelativeStepsNeedsTheSchedulesRate) {
+  EngineConfig c = optimizer_config("adafactor_lr", 1, Dtype::fp32());
+  EXPECT_NO_THROW(validate(c));
+  c.lr_schedule.max_lr = 0.0;
+  try {
+    validate(c);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("max_lr > 0"), std::string::npos) << e.message();
+  }
+  c.optimizer.adafactor.relative_step = true;  // the rate is not read
+  EXPECT_NO_THROW(validate(c));
 }
 
 // Adafactor's state: the full row and column statistics of each matrix a
@@ -459,7 +472,6 @@ TEST(Engine, CommunicationVolumeMatchesThePaper) {
 TEST(Engine, LossFallsAtEveryStage) {
   for (int stage = 0; stage <= 3; ++stage) {
     EngineConfig c = config_for(stage, Dtype::bf16());
-    c.optimizer.adam.lr = 2e-2;
     c.lr_schedule.max_lr = 2e-2;
     const RunResult run = train_mlp(2, c, 60, 8);
     double first = 0, last = 0;
@@ -473,7 +485,7 @@ TEST(Engine, LionLossFallsAtEveryStage) {
   // Lion's rate is about AdamW's (2e-2 above) / 3: the paper advises 3-10x less.
   for (int stage = 0; stage <= 3; ++stage) {
     EngineConfig c = optimizer_config("lion", stage, Dtype::bf16());
-    c.optimizer.lion.lr = c.lr_schedule.max_lr = 7e-3;
+    c.lr_schedule.max_lr = 7e-3;
     const RunResult run = train_mlp(2, c, 60, 8);
     double first = 0, last = 0;
     for (int i = 0; i < 10; ++i) first += run.losses[i], last += run.losses[run.losses.size() - 1 - i];

@@ -162,7 +162,6 @@ inline EngineConfig hybrid_config(int stage, Dtype dtype, int group, int grad_ac
   c.grad_accum = grad_accum;
   c.shard_group_size = group;
   c.optimizer.kind = optim::OptimizerKind::kAdamW;
-  c.optimizer.adam.lr = 3e-3;
   c.optimizer.adam.weight_decay = 0.01;
   c.lr_schedule.max_lr = 3e-3;
   c.loss_scaler.initial_scale = 1024.0;
