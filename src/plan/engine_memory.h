@@ -102,7 +102,9 @@ struct EngineRun {
   bool prefetch = true;                 // stage 3
   uint64_t bucket_elements = 25 << 20;  // stage 0 (zero::EngineConfig::bucket_elements)
   bool consolidated_copy = false;       // rank 0 gathers an fp32 copy of the model at the end
-  uint64_t load_scratch = 0;            // a resume's checkpoint read buffer (ckpt::read_scratch_bytes), 0 = none
+  // A resume's read buffer (ckpt::read_scratch_bytes) or --init-from's
+  // (weights::InitWeights::scratch_bytes); 0 = none.
+  uint64_t load_scratch = 0;
   // The compressed collectives (zero::EngineConfig): used where the stage
   // has the collective (weights: stage 3's gathers; grads: the
   // reduce-scatter of stages 1-3), ignored elsewhere.
@@ -137,8 +139,9 @@ struct RankPrediction {
   uint64_t compute_copy = 0;   // the part of `gathered` the constructor allocates (fp16/bf16)
   uint64_t init_scratch = 0;   // the constructor's fill chunk
   uint64_t final_scratch = 0;  // the end's consolidated copy and gather buffer
-  // Not booked in the ledger: a resume's checkpoint read buffer, while the
-  // constructor's buffers and the workspace exist.
+  // Not booked in the ledger: a resume's checkpoint read buffer, or the
+  // reader's buffer of --init-from, while the constructor's buffers and the
+  // workspace exist.
   uint64_t load_scratch = 0;
   // Not booked in the ledger: rank 0's workspace for the sample and the
   // held-out answers (one sequence), beside the consolidated copy.

@@ -43,7 +43,9 @@ struct RunShape {
   bool prefetch = true;                 // zero::EngineConfig::prefetch
   uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)
   bool consolidated_copy = false;       // rank 0 gathers an fp32 copy at the end (sample, held-out answers)
-  uint64_t load_scratch = 0;            // a resume's checkpoint read buffer (ckpt::read_scratch_bytes)
+  // A resume's read buffer (ckpt::read_scratch_bytes) or --init-from's
+  // (weights::InitWeights::scratch_bytes).
+  uint64_t load_scratch = 0;
   // zero::EngineConfig's compressed collectives (their scratch, "comm").
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;

@@ -16,7 +16,7 @@
 namespace zerodp::train {
 
 // The planner's view of this run on `ranks` ranks; consolidated_copy: rank 0
-// gathers one fp32 copy of the model; load_scratch: a resume's read buffer.
+// gathers one fp32 copy of the model; load_scratch: a resume's or --init-from's read buffer.
 plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated_copy, uint64_t load_scratch);
 
 struct MemoryLimit {

@@ -135,13 +135,18 @@ RunSetup prepare_run(const TrainConfig& input) {
   check_train_outputs(config, run.model_config);
   // Checked once per process, before any rank allocates: a bad file is
   // refused first. Each rank then reads only the parameters it holds.
-  if (!config.init_from.empty()) (void)weights::open_init_weights(config.init_from, run.model_config);
+  uint64_t init_scratch = 0;  // each rank's reader of --init-from holds this much while it reads
+  if (!config.init_from.empty()) {
+    init_scratch = weights::open_init_weights(config.init_from, run.model_config)->scratch_bytes();
+  }
   // Rank 0 answers the held-out sums and writes the sample from one fp32
   // copy of the model; with neither, no rank ever holds the whole model.
   run.held_out = config.held_out > 0 && !run.corpus.held_out.empty();
   run.consolidate = run.held_out || config.sample_tokens > 0;
-  // A resume reads each record through one buffer of whole chunks.
-  run.load_scratch = run.resumed ? ckpt::read_scratch_bytes(run.resumed->chunk_bytes) : 0;
+  // A resume reads each record through one buffer of whole chunks, the
+  // reader of --init-from through its own; the two exclude each other
+  // (check_start_point).
+  run.load_scratch = run.resumed ? ckpt::read_scratch_bytes(run.resumed->chunk_bytes) : init_scratch;
   // What a checkpoint records of the data, to name a changed file at resume:
   // read once, for that check and for the saves.
   run.data_fingerprint = config.save_dir.empty() && !run.resumed ? DataFingerprint{} : fingerprint_data(config.data);

@@ -36,7 +36,7 @@ struct RunSetup {
   DataFingerprint data_fingerprint;  // what a save records of the data; empty when nothing is saved
   bool held_out = false;             // rank 0 answers the held-out sums (embedded corpus)
   bool consolidate = false;          // rank 0 gathers one fp32 copy of the model (held-out sums or the sample)
-  uint64_t load_scratch = 0;         // a resume's read buffer, for the memory plan
+  uint64_t load_scratch = 0;         // a resume's or --init-from's read buffer, for the memory plan
 };
 
 // ConfigError / InputFileError for anything that cannot work, before any

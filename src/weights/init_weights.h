@@ -8,6 +8,7 @@
 // Thread-safety: one reader per thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,10 @@ class InitWeights {
   virtual std::string description() const = 0;
   // Fills `out` with flat parameters [first, first + out.size()).
   virtual void read(size_t first, std::span<float> out) = 0;
+  // The most bytes read() holds besides `out` (its conversion or transpose
+  // buffer): what --init-from adds to a rank's memory plan
+  // (plan::EngineRun::load_scratch).
+  virtual uint64_t scratch_bytes() const = 0;
 };
 
 // Opens and checks PATH against the run's model (InputFileError for the

@@ -250,8 +250,17 @@ LlamaHfReader::~LlamaHfReader() = default;
 
 std::string LlamaHfReader::description() const { return impl_->description; }
 
+uint64_t LlamaHfReader::scratch_bytes() const {
+  size_t widest = 0;
+  for (const Impl::Source& s : impl_->sources) {
+    if (s.dtype != Dtype::fp32()) widest = std::max(widest, s.dtype.size());
+  }
+  return uint64_t{kSliceElements} * widest;
+}
+
 void LlamaHfReader::read(size_t first, std::span<float> out) {
-  constexpr size_t kSlice = size_t{1} << 18;  // elements converted at a time (512 KiB of BF16)
+  constexpr size_t kSlice = kSliceElements;
+  impl_->buffer.reserve(scratch_bytes());  // once, exactly: the plan's load_scratch
   const size_t last = first + out.size();
   for (size_t i = 0; i < impl_->tensors.size(); ++i) {
     const model::TensorInfo& t = impl_->tensors[i];

@@ -56,6 +56,10 @@ class LlamaHfReader final : public InitWeights {
   std::string description() const override;
   // Fills `out` with flat parameters [first, first + out.size()).
   void read(size_t first, std::span<float> out) override;
+  // One slice of kSliceElements in the widest non-F32 dtype; 0 when all is F32.
+  uint64_t scratch_bytes() const override;
+
+  static constexpr size_t kSliceElements = size_t{1} << 18;  // converted at a time (512 KiB of BF16)
 
  private:
   struct Impl;

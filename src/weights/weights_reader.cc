@@ -44,7 +44,17 @@ class PieceFileReader {
   PieceFileReader(const std::string& path, std::vector<FilePiece> pieces, size_t num_params)
       : file_(path, File::Mode::kRead), pieces_(std::move(pieces)), n_(num_params) {
     std::sort(pieces_.begin(), pieces_.end(), [](const FilePiece& a, const FilePiece& b) { return a.flat < b.flat; });
+    for (const FilePiece& p : pieces_) {
+      if (p.rows == 0) continue;
+      const size_t nrows = cache_rows(p, 0);
+      most_cache_ = std::max(most_cache_, nrows * (p.count / p.rows));
+      most_run_ = std::max(most_run_, nrows);
+    }
   }
+
+  // The cache and the file run of fill_cache, each at its largest over the
+  // transposed pieces (reserved at the first fill, so never more).
+  uint64_t scratch_bytes() const { return sizeof(float) * (most_cache_ + most_run_); }
 
   void read(size_t first, std::span<float> out) {
     ZDP_CHECK(first <= n_ && out.size() <= n_ - first, ShapeError,
@@ -90,10 +100,17 @@ class PieceFileReader {
     }
   }
 
+  // Rows of a cache block from `row` on: a block of about kCacheElements.
+  static size_t cache_rows(const FilePiece& p, size_t row) {
+    return std::min(p.rows - row, std::max<size_t>(1, kCacheElements / (p.count / p.rows)));
+  }
+
   void fill_cache(const FilePiece& p, size_t row) {
     const size_t K = p.count / p.rows;
+    cache_.reserve(most_cache_);
+    run_.reserve(most_run_);
     row0_ = row;
-    nrows_ = std::min(p.rows - row, std::max<size_t>(1, kCacheElements / K));
+    nrows_ = cache_rows(p, row);
     cache_.resize(nrows_ * K);
     run_.resize(nrows_);
     for (size_t k = 0; k < K; ++k) {
@@ -107,6 +124,7 @@ class PieceFileReader {
   std::vector<FilePiece> pieces_;
   size_t n_;
   std::vector<float> cache_, run_;
+  size_t most_cache_ = 0, most_run_ = 0;
   const FilePiece* cached_ = nullptr;
   size_t row0_ = 0, nrows_ = 0;
 };
@@ -299,6 +317,8 @@ std::string GptWeightsReader::description() const {
   if (!impl_->note.empty()) d += ", " + impl_->note;
   return d;
 }
+
+uint64_t GptWeightsReader::scratch_bytes() const { return impl_->pieces ? impl_->pieces->scratch_bytes() : 0; }
 
 void GptWeightsReader::read(size_t first, std::span<float> out) {
   if (impl_->llmc) {

@@ -48,6 +48,9 @@ class GptWeightsReader final : public InitWeights {
   std::string description() const override;
   // Fills `out` with flat parameters [first, first + out.size()).
   void read(size_t first, std::span<float> out) override;
+  // A Hugging Face file's transpose cache (blocks of whole rows of its
+  // largest Conv1D matrix); llm.c and zerodp files are read in place (0).
+  uint64_t scratch_bytes() const override;
 
  private:
   struct Impl;

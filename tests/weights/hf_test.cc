@@ -172,6 +172,11 @@ TEST(HfImport, EveryFormatReadsBackEveryRange) {
   for (const auto& f : files) {
     GptWeightsReader r(f.path, g);
     EXPECT_EQ(r.format(), f.format) << f.path;
+    // The memory plan's load_scratch: an HF file's transpose cache holds a
+    // whole Conv1D matrix this small (c_fc's 4C x C, the largest, as the
+    // MLP's c_proj) and the file run of its 4C rows; the others read in place.
+    const uint64_t C = g.channels;
+    EXPECT_EQ(r.scratch_bytes(), f.format == WeightsFormat::kHfSafetensors ? 4 * (4 * C * C + 4 * C) : 0) << f.path;
     EXPECT_TRUE(bitwise_equal(read_all(r), flat)) << f.path;
     std::vector<float> one(1), got(flat.size());
     for (size_t i = flat.size(); i-- > 0;) {  // backwards: every cache miss

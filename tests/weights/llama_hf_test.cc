@@ -139,6 +139,7 @@ TEST(LlamaHf, F32FileReadsExactlyAtEveryRange) {
       EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << dir << " step " << step;
     }
     EXPECT_NE(r.description().find("F32, 1 safetensors file"), std::string::npos) << r.description();
+    EXPECT_EQ(r.scratch_bytes(), 0u);  // F32 reads in place
   }
 }
 
@@ -153,6 +154,7 @@ TEST(LlamaHf, Bf16AndF16ShardsReadAsTheirValues) {
       LlamaHfReader r(tmp.path(), config_of(kQwen2));
       const std::vector<float> got = read_all(r, want.size(), 101);
       EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << dtype << " in " << shards;
+      EXPECT_EQ(r.scratch_bytes(), LlamaHfReader::kSliceElements * 2);  // one slice of 2-byte values
       EXPECT_NE(r.description().find(dtype + ", " + std::to_string(shards) + " safetensors file"), std::string::npos)
           << r.description();
     }
