@@ -141,11 +141,11 @@ void add_ckpt_command(CLI::App& app) {
   consolidate->add_flag("--no-hf", *no_hf, "Skip the Hugging Face layout (OUT/hf/)");
   consolidate
       ->add_option("--hf-dtype", *hf_dtype,
-                   "The Llama family's OUT/hf/ tensors in fp32, bf16 or fp16 (torch_dtype in its config.json)")
+                   "OUT/hf/'s tensors in fp32, bf16 or fp16 (torch_dtype in its config.json)")
       ->default_str("fp32");
   consolidate
       ->add_option("--hf-max-shard-size", *hf_shard,
-                   "The Llama family's OUT/hf/ in files of at most this size (e.g. 5GB, 500MiB) with "
+                   "OUT/hf/ in files of at most this size (e.g. 5GB, 500MiB) with "
                    "model.safetensors.index.json, as save_pretrained's max_shard_size; 0: one file")
       ->default_str("0");
   consolidate->callback([path, out, states, no_llmc, no_hf, hf_dtype, hf_shard] {

@@ -103,11 +103,6 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
   const std::string manifest_path = join_path(result.checkpoint, kManifestName);
   const model::ModelConfig config = manifest_model_config(manifest, manifest_path);
   const std::vector<ExportTensor> tensors = export_tensors(config);
-  ZDP_CHECK(config.as<model::GptSpec>() == nullptr || !options.hf ||
-                (options.hf_dtype == Dtype::fp32() && options.hf_max_shard_bytes == 0),
-            ConfigError,
-            "[ckpt consolidate] GPT-2's Hugging Face layout is written in F32, one file: leave out --hf-dtype and "
-            "--hf-max-shard-size (they are the Llama family's)");
 
   StagedOutput staged(without_trailing_slashes(out_dir), "consolidate");
   const std::map<std::string, std::string> metadata = {{"format", "pt"},
@@ -164,14 +159,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
       std::filesystem::create_directory(hf, ec);
       ZDP_CHECK(!ec, IoError, "[ckpt consolidate] cannot create {} ({})", hf, ec.message());
       std::vector<std::string> written;
-      uint64_t buffers = 0;
-      if (gpt != nullptr) {
-        buffers = write_hf_gpt2(hf, gpt->config(), read);
-        written = {kHfWeightsName, kHfConfigName};
-      } else {
-        buffers = write_hf_llama(hf, llama->config(), tensors, read,
-                                 {.dtype = options.hf_dtype, .max_shard_bytes = options.hf_max_shard_bytes}, written);
-      }
+      const HfWriteOptions hf_options = {.dtype = options.hf_dtype, .max_shard_bytes = options.hf_max_shard_bytes};
+      const uint64_t buffers = gpt != nullptr ? write_hf_gpt2(hf, gpt->config(), read, hf_options, written)
+                                              : write_hf_llama(hf, llama->config(), tensors, read, hf_options, written);
       result.stream_buffer_bytes = std::max(result.stream_buffer_bytes, buffers);
       sync_directory(hf);
       for (const std::string& name : written) result.files.push_back(join_path(out_dir, "hf/" + name));

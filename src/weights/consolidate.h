@@ -21,8 +21,7 @@ struct ConsolidateOptions {
   bool llmc = true;               // also model.bin in llm.c's format (GPT only)
   bool hf = true;                 // also hf/model.safetensors + hf/config.json (GPT-2 and the Llama family)
   bool optimizer_states = false;  // also <state>.safetensors for every optimizer tensor
-  // The Llama family's OUT/hf/: its dtype and shard size (llama_hf_writer.h).
-  // GPT-2's Hugging Face layout is F32 in one file (ConfigError otherwise).
+  // OUT/hf/'s tensor dtype and shard size, for every family (hf_checkpoint.h).
   Dtype hf_dtype = Dtype::fp32();
   uint64_t hf_max_shard_bytes = 0;  // 0: one file
 };

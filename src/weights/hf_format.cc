@@ -76,7 +76,7 @@ std::vector<ExportTensor> hf_gpt2_tensors(const model::GptConfig& g, const std::
   return out;
 }
 
-std::string hf_gpt2_config_json(const model::GptConfig& g) {
+std::string hf_gpt2_config_json(const model::GptConfig& g, Dtype dtype) {
   const nlohmann::ordered_json token = g.vocab == kGpt2Vocab ? nlohmann::ordered_json(kGpt2Vocab - 1) : nullptr;
   nlohmann::ordered_json j;
   j["activation_function"] = "gelu_new";
@@ -99,23 +99,16 @@ std::string hf_gpt2_config_json(const model::GptConfig& g) {
   j["scale_attn_by_inverse_layer_idx"] = false;
   j["scale_attn_weights"] = true;
   j["tie_word_embeddings"] = true;
-  j["torch_dtype"] = "float32";
+  j["torch_dtype"] = hf_torch_dtype(dtype);
   j["use_cache"] = true;
   j["vocab_size"] = g.vocab;
   return j.dump(2) + "\n";
 }
 
 uint64_t write_hf_gpt2(const std::string& dir, const model::GptConfig& config, const PieceReader& read,
-                       size_t slice_elements) {
-  const std::vector<ExportTensor> tensors = hf_gpt2_tensors(config);
-  const uint64_t buffers =
-      write_safetensors(join_path(dir, kHfWeightsName), tensors, read, {{"format", "pt"}}, "", slice_elements);
-  const std::string text = hf_gpt2_config_json(config);
-  File f(join_path(dir, kHfConfigName), File::Mode::kCreate);
-  f.append(std::as_bytes(std::span(text.data(), text.size())));
-  f.sync();
-  f.close();
-  return buffers;
+                       const HfWriteOptions& options, std::vector<std::string>& written, size_t slice_elements) {
+  return write_hf_checkpoint(dir, hf_gpt2_config_json(config, options.dtype), hf_gpt2_tensors(config), read, options,
+                             written, slice_elements);
 }
 
 HfGpt2Config read_hf_gpt2_config(const std::string& path) {

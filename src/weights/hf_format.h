@@ -2,7 +2,7 @@
 // Hugging Face transformers' GPT-2 layout (GPT2LMHeadModel): the names,
 // shapes and orientation of its safetensors weights and its config.json.
 //
-// Tensors (hf_gpt2_tensors), `prefix` + name, all F32:
+// Tensors (hf_gpt2_tensors), `prefix` + name (F32, or BF16/F16 as written):
 //   wte.weight [V, C]             the real vocabulary: zerodp's padded rows
 //                                 (ids V..Vp-1) are not written
 //   wpe.weight [maxT, C]
@@ -28,15 +28,11 @@
 #include <vector>
 
 #include "model/gpt_config.h"
-#include "weights/export_format.h"
+#include "weights/hf_checkpoint.h"
 
 namespace zerodp::weights {
 
 inline constexpr const char* kHfPrefix = "transformer.";
-inline constexpr const char* kHfWeightsName = "model.safetensors";
-inline constexpr const char* kHfConfigName = "config.json";
-// The index that names a sharded checkpoint's files (Llama family).
-inline constexpr const char* kHfIndexName = "model.safetensors.index.json";
 
 // The tensors in file order; their pieces cover the flat buffer except wte's
 // padded rows.
@@ -44,12 +40,16 @@ std::vector<ExportTensor> hf_gpt2_tensors(const model::GptConfig& config, const 
 
 // config.json for transformers' GPT2Config (model_type "gpt2", architectures
 // ["GPT2LMHeadModel"], gelu_new = GELU's tanh form, layer_norm_epsilon 1e-5,
-// tied embeddings, no dropout: zerodp trains without it). Ends in a newline.
-std::string hf_gpt2_config_json(const model::GptConfig& config);
+// tied embeddings, no dropout: zerodp trains without it; torch_dtype from
+// `dtype`). Ends in a newline.
+std::string hf_gpt2_config_json(const model::GptConfig& config, Dtype dtype = Dtype::fp32());
 
-// Writes dir/model.safetensors and dir/config.json (dir exists). Returns the
-// bytes of the buffers the tensors streamed through.
+// Writes dir/config.json and dir/model.safetensors, or the shards and their
+// index, in options.dtype (dir exists; hf_checkpoint.h); appends the files'
+// names to `written`. Returns the bytes of the buffers the tensors streamed
+// through.
 uint64_t write_hf_gpt2(const std::string& dir, const model::GptConfig& config, const PieceReader& read,
+                       const HfWriteOptions& options, std::vector<std::string>& written,
                        size_t slice_elements = kExportSliceElements);
 
 // What a config.json beside an HF weights file says, checked against what

@@ -18,10 +18,9 @@ std::unique_ptr<InitWeights> open_init_weights(const std::string& path, const mo
               "[train] --init-from {} is a Llama-family checkpoint (its config.json says so) and --model is a gpt "
               "model: leave out --model to train the checkpoint's own shape",
               path);
-    // A Hugging Face directory (config.json and model.safetensors, as
-    // `ckpt consolidate` writes OUT/hf/) stands for its weights file.
-    const std::string file = std::filesystem::is_directory(path) ? path + "/" + kHfWeightsName : path;
-    return std::make_unique<GptWeightsReader>(file, gpt->config());
+    // A directory is a Hugging Face checkpoint (config.json and
+    // model.safetensors or its shards, as `ckpt consolidate` writes OUT/hf/).
+    return std::make_unique<GptWeightsReader>(path, gpt->config());
   }
   if (const auto* llama = config.as<model::LlamaSpec>()) return std::make_unique<LlamaHfReader>(path, llama->config());
   ZDP_THROW(ConfigError,

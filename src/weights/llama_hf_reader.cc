@@ -51,21 +51,7 @@ int int_field(const json& j, const char* key, const std::string& path) {
   return j[key].get<int>();
 }
 
-// "F32" / "BF16" / "F16" as the Dtype of its elements.
-Dtype dtype_of_safetensors(const std::string& name, const std::string& tensor, const std::string& file) {
-  if (name == "F32") return Dtype::fp32();
-  if (name == "BF16") return Dtype::bf16();
-  if (name == "F16") return Dtype::fp16();
-  ZDP_THROW(InputFileError, "[init-from] {}: tensor {} is {}; zerodp reads F32, BF16 and F16 weights", file, tensor,
-            name);
-}
-
 }  // namespace
-
-std::string hf_config_path(const std::string& path) {
-  return fs::is_directory(path) ? (fs::path(path) / "config.json").string()
-                                : (fs::path(path).parent_path() / "config.json").string();
-}
 
 std::optional<json> llama_hf_config_json(const std::string& path) {
   std::error_code ec;
@@ -183,67 +169,28 @@ LlamaHfReader::LlamaHfReader(const std::string& path, const model::LlamaConfig& 
             "shape",
             config_path, differences);
 
-  // The files and which one holds each tensor.
-  std::vector<std::string> file_paths;
-  std::map<std::string, size_t> file_of_tensor;  // empty: every tensor in file 0
-  const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
-  if (!fs::is_directory(path)) {
-    file_paths.push_back(path);
-  } else if (fs::is_regular_file(dir / kHfIndexName)) {
-    const std::string index_path = (dir / kHfIndexName).string();
-    const json index = read_json(index_path);
-    ZDP_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), InputFileError,
-              "[init-from] {} has no \"weight_map\" object", index_path);
-    std::map<std::string, size_t> file_index;
-    for (const auto& [tensor, file] : index["weight_map"].items()) {
-      ZDP_CHECK(file.is_string(), InputFileError, "[init-from] {}: the file of {} is not a string", index_path, tensor);
-      const std::string name = file.get<std::string>();
-      ZDP_CHECK(name.find('/') == std::string::npos && name != ".." && name != ".", InputFileError,
-                "[init-from] {}: shard '{}' must be a file name in the checkpoint's directory", index_path, name);
-      const auto [it, added] = file_index.emplace(name, file_paths.size());
-      if (added) file_paths.push_back((dir / name).string());
-      file_of_tensor[tensor] = it->second;
-    }
-  } else {
-    ZDP_CHECK(fs::is_regular_file(dir / "model.safetensors"), InputFileError,
-              "[init-from] {} has neither model.safetensors nor model.safetensors.index.json", path);
-    file_paths.push_back((dir / "model.safetensors").string());
-  }
-  std::vector<SafetensorsHeader> headers;
-  headers.reserve(file_paths.size());
-  for (const std::string& p : file_paths) {
-    ZDP_CHECK(fs::is_regular_file(p), InputFileError, "[init-from] shard {} is missing (named by the index)", p);
-    headers.push_back(read_safetensors_header(p));
-  }
-
+  const HfFiles files = open_hf_files(path);
   const model::Llama model(expected);
   impl_->tensors = model.tensors();
   std::set<std::string> dtypes;
   for (const model::TensorInfo& t : impl_->tensors) {
-    size_t file = 0;
-    if (!file_of_tensor.empty()) {
-      const auto it = file_of_tensor.find(t.name);
-      ZDP_CHECK(it != file_of_tensor.end(), InputFileError,
-                "[init-from] the checkpoint lacks tensor {} (not in model.safetensors.index.json)", t.name);
-      file = it->second;
-    }
-    const SafetensorsHeader& h = headers[file];
-    const auto entry = h.tensors.find(t.name);
-    ZDP_CHECK(entry != h.tensors.end(), InputFileError, "[init-from] {} lacks tensor {}", h.path, t.name);
+    const SafetensorsEntry& entry = files.entry(t.name);
+    const size_t file = files.file_of.at(t.name);
+    const std::string& file_path = files.headers[file].path;
     const std::vector<int64_t> want(t.shape.begin(), t.shape.end());
-    ZDP_CHECK(entry->second.shape == want, InputFileError,
-              "[init-from] {}: tensor {} has shape {}, config.json's shape needs {}", h.path, t.name,
-              shape_text(entry->second.shape), shape_text(want));
-    const Dtype dtype = dtype_of_safetensors(entry->second.dtype, t.name, h.path);
-    dtypes.insert(entry->second.dtype);
-    impl_->sources.push_back({file, entry->second.begin, dtype});
+    ZDP_CHECK(entry.shape == want, InputFileError,
+              "[init-from] {}: tensor {} has shape {}, config.json's shape needs {}", file_path, t.name,
+              shape_text(entry.shape), shape_text(want));
+    const Dtype dtype = hf_tensor_dtype(entry, t.name, file_path);
+    dtypes.insert(entry.dtype);
+    impl_->sources.push_back({file, entry.begin, dtype});
   }
-  for (const std::string& p : file_paths) impl_->files.emplace_back(p, ckpt::File::Mode::kRead);
+  for (const SafetensorsHeader& h : files.headers) impl_->files.emplace_back(h.path, ckpt::File::Mode::kRead);
   std::string dtype_list;
   for (const std::string& d : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
   impl_->description = fmt::format("Hugging Face {}, {}, {} safetensors file{}",
                                    file_config.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM", dtype_list,
-                                   file_paths.size(), file_paths.size() == 1 ? "" : "s");
+                                   files.headers.size(), files.headers.size() == 1 ? "" : "s");
 }
 
 LlamaHfReader::~LlamaHfReader() = default;

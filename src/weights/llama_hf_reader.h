@@ -30,10 +30,6 @@
 
 namespace zerodp::weights {
 
-// Where a checkpoint's config.json lies: in PATH when it is a directory,
-// else beside the file.
-std::string hf_config_path(const std::string& path);
-
 // The config.json of a Hugging Face checkpoint directory or file at `path`
 // when it parses and names a Llama-family architecture zerodp reads; nullopt
 // otherwise (no config.json, not JSON, another architecture).

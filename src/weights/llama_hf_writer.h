@@ -15,20 +15,12 @@
 #include <vector>
 
 #include "model/llama_config.h"
-#include "weights/export_format.h"
+#include "weights/hf_checkpoint.h"
 
 namespace zerodp::weights {
 
 // config.json for `config` (llama_config_from_hf reads it back equal).
 nlohmann::ordered_json llama_config_to_hf(const model::LlamaConfig& config, Dtype dtype = Dtype::fp32());
-
-struct HfWriteOptions {
-  Dtype dtype = Dtype::fp32();  // the tensors' element type (torch_dtype in config.json)
-  // A file holds at most this many bytes of tensors (one larger tensor
-  // alone); 0: one file. More than one file: model-0000K-of-0000M.safetensors
-  // and model.safetensors.index.json, as save_pretrained's max_shard_size.
-  uint64_t max_shard_bytes = 0;
-};
 
 // Writes dir/config.json and dir/model.safetensors, or the shards and their
 // index (dir exists); appends the files' names to `written`. Returns the

@@ -5,6 +5,7 @@
 // of the three formats, the refusals, and the committed fixture
 // (tools/make_hf_fixture.py): its weights load bitwise, zerodp's logits match
 // torch's, and HF -> zerodp -> HF gives the same bytes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -156,9 +157,12 @@ TEST(HfImport, EveryFormatReadsBackEveryRange) {
   write_safetensors(dir / "zerodp.safetensors", export_tensors(gpt_model(g)), flat,
                     {{"model", model_config_json(gpt_model(g))}});
   fs::create_directories(dir / "hf");
-  write_hf_gpt2(dir / "hf", g, [&](size_t at, std::span<float> out) {
-    std::copy_n(flat.begin() + long(at), out.size(), out.begin());
-  });
+  std::vector<std::string> written;
+  write_hf_gpt2(
+      dir / "hf", g,
+      [&](size_t at, std::span<float> out) { std::copy_n(flat.begin() + long(at), out.size(), out.begin()); }, {},
+      written);
+  EXPECT_EQ(written, (std::vector<std::string>{"model.safetensors", "config.json"}));
   fs::create_directories(dir / "bare");  // GPT2Model's names, no config.json
   write_safetensors(dir / "bare/weights", hf_gpt2_tensors(g, ""), flat, {{"format", "pt"}});
 
@@ -196,6 +200,47 @@ TEST(HfImport, EveryFormatReadsBackEveryRange) {
   EXPECT_NE(GptWeightsReader(dir / "bare/weights", g).description().find("heads as --model's"), std::string::npos);
 }
 
+// GPT-2's Hugging Face layout through the writer and reader every family
+// shares (hf_checkpoint.h): BF16 and F16, in one file and in shards with
+// an index, read from the directory as the rounded values at every range,
+// through the 16-bit transpose cache the memory plan counts.
+TEST(HfImport, Bf16AndF16ShardsReadAsTheirValues) {
+  const model::GptConfig& g = kSmall;
+  const std::vector<float> flat = distinct_params(g);
+  const PieceReader read = [&](size_t at, std::span<float> out) {
+    std::copy_n(flat.begin() + long(at), out.size(), out.begin());
+  };
+  for (Dtype dtype : {Dtype::bf16(), Dtype::fp16()}) {
+    for (uint64_t shard_bytes : {uint64_t{0}, uint64_t{2000}}) {
+      SCOPED_TRACE(fmt::format("{} in shards of {} bytes", dtype.name(), shard_bytes));
+      TempDir dir;
+      std::vector<std::string> written;
+      write_hf_gpt2(dir.path(), g, read, {.dtype = dtype, .max_shard_bytes = shard_bytes}, written);
+      EXPECT_EQ(fs::exists(dir / "model.safetensors.index.json"), shard_bytes > 0);
+      EXPECT_GT(written.size(), shard_bytes > 0 ? 3u : 1u);
+      const std::vector<char> config = read_bytes(dir / "config.json");
+      EXPECT_NE(std::string(config.begin(), config.end()).find(dtype == Dtype::bf16() ? "bfloat16" : "float16"),
+                std::string::npos);
+      std::vector<float> want = flat;
+      for (float& f : want)
+        f = dtype == Dtype::bf16() ? bfloat16_to_float(float_to_bfloat16(f)) : half_to_float(float_to_half(f));
+      GptWeightsReader r(dir.path(), g);
+      EXPECT_EQ(r.format(), WeightsFormat::kHfSafetensors);
+      EXPECT_TRUE(bitwise_equal(read_all(r), want));
+      std::vector<float> one(1), got(flat.size());
+      for (size_t i = flat.size(); i-- > 0;) {  // backwards: every cache miss
+        r.read(i, one);
+        got[i] = one[0];
+      }
+      EXPECT_TRUE(bitwise_equal(got, want));
+      // F32's transpose cache and run, and the 2-byte values of the largest
+      // read in one go: wte's V x C (up to the cache's size), past 4C rows.
+      const uint64_t C = g.channels, V = g.vocab;
+      EXPECT_EQ(r.scratch_bytes(), 4 * (4 * C * C + 4 * C) + 2 * std::max(V * C, 4 * C));
+    }
+  }
+}
+
 // Expects `what` thrown with a message that has every needle and no newline.
 template <typename E>
 void expect_refused(const std::function<void()>& f, std::initializer_list<std::string> needles) {
@@ -216,7 +261,8 @@ TEST(HfImport, Refusals) {
   const PieceReader read = [&](size_t at, std::span<float> out) {
     std::copy_n(flat.begin() + long(at), out.size(), out.begin());
   };
-  write_hf_gpt2(dir / "hf", g, read);
+  std::vector<std::string> written;
+  write_hf_gpt2(dir / "hf", g, read, {}, written);
   const std::string hf = dir / "hf/model.safetensors";
 
   // Another model than --model: ConfigError naming the file, both models and the --model that fits.
@@ -312,9 +358,11 @@ TEST(HfExport, ConsolidateWritesTheHfLayout) {
   EXPECT_EQ(r.files[2], dir / "out/hf/model.safetensors");
   EXPECT_LE(r.stream_buffer_bytes, 4 * (largest_piece(export_tensors(gpt_model(g))) + 4 * 8));
   fs::create_directories(dir / "flat");
-  write_hf_gpt2(dir / "flat", g, [&](size_t at, std::span<float> out) {
-    std::copy_n(master.begin() + long(at), out.size(), out.begin());
-  });
+  std::vector<std::string> written;
+  write_hf_gpt2(
+      dir / "flat", g,
+      [&](size_t at, std::span<float> out) { std::copy_n(master.begin() + long(at), out.size(), out.begin()); }, {},
+      written);
   EXPECT_EQ(read_bytes(dir / "out/hf/model.safetensors"), read_bytes(dir / "flat/model.safetensors"));
   EXPECT_EQ(read_bytes(dir / "out/hf/config.json"), read_bytes(dir / "flat/config.json"));
   EXPECT_TRUE(bitwise_equal(hf_to_flat(g, parse_safetensors(dir / "out/hf/model.safetensors")), master));
