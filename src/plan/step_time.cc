@@ -137,6 +137,7 @@ class StepSimulation {
     t.link_bytes = link_;
     t.flops = flops_per_micro_ * run_.grad_accum;
     t.collectives = collectives_;
+    t.comm_terms = terms_;
     return t;
   }
 
@@ -155,7 +156,22 @@ class StepSimulation {
     ++collectives_;
     sent_ += sent_bytes(op, buffer_bytes, p.ranks);
     link_ += exchange_steps(op) * (p.ranks > 1 ? link_bytes_per_exchange(buffer_bytes, p, hw_) : 0);
-    return collective_seconds(op, buffer_bytes, p, hw_);
+    const double seconds = collective_seconds(op, buffer_bytes, p, hw_);
+    switch (op) {
+      case CollectiveOp::kAllReduce:
+        terms_.all_reduce_s += seconds;
+        break;
+      case CollectiveOp::kReduceScatter:
+        terms_.reduce_scatter_s += seconds;
+        break;
+      case CollectiveOp::kAllGather:
+        terms_.all_gather_s += seconds;
+        break;
+      case CollectiveOp::kSmall:
+        terms_.small_s += seconds;
+        break;
+    }
+    return seconds;
   }
 
   // A collective over the shard group that may be quantized: its packed
@@ -168,7 +184,9 @@ class StepSimulation {
     if (q == comm::Quantization::kNone || shard_.ranks <= 1) return seconds;
     const CodecCost& codec = hw_.codec(q);
     const double packed = op == CollectiveOp::kAllGather ? std::ceil(elements / shard_.ranks) : elements;
-    return seconds + packed * codec.quantize_s + elements * codec.dequantize_s;
+    const double codec_s = packed * codec.quantize_s + elements * codec.dequantize_s;
+    terms_.codec_s += codec_s;
+    return seconds + codec_s;
   }
 
   double gather(int op) {
@@ -266,6 +284,7 @@ class StepSimulation {
   double bucket_capacity_ = 0, bucket_filled_ = 0, bucket_lo_ = 0;
   double flops_per_micro_ = 0, optimizer_s_ = 0, sent_ = 0, link_ = 0;
   int collectives_ = 0;
+  CommTerms terms_;
 };
 
 void check_run(const StepTimeRun& run, const Hardware& hw) {

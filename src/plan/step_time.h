@@ -79,6 +79,21 @@ struct StepTimeRun {
   int shard_group = 0;
 };
 
+// comm_s by what it is made of: the seconds of each kind of collective
+// (hybrid sharding's cross-group all-reduces among the all-reduces; the
+// small ones: the losses, the overflow flag and the norm) and the compressed
+// collectives' packing and unpacking on the comm thread. They add up to
+// comm_s; `plan --predict` prints them beside each step time.
+struct CommTerms {
+  double all_reduce_s = 0;
+  double reduce_scatter_s = 0;
+  double all_gather_s = 0;
+  double small_s = 0;
+  double codec_s = 0;
+
+  double total() const { return all_reduce_s + reduce_scatter_s + all_gather_s + small_s + codec_s; }
+};
+
 struct StepTime {
   double compute_s = 0;    // forward + backward of every micro-batch
   double optimizer_s = 0;  // the optimizer on the elements this rank updates
@@ -90,8 +105,11 @@ struct StepTime {
   double link_bytes = 0;   // on a host's link per direction per step
   double flops = 0;        // model FLOPs per rank (per GPU with model parallelism) per step
   int collectives = 0;     // calls per step, the small ones included
+  CommTerms comm_terms;    // comm_s, term by term
 
   double hidden_fraction() const { return comm_s > 0 ? (serial_s - step_s) / comm_s : 0; }
+  // The communication the prediction hides: step = serial - hidden_s.
+  double hidden_s() const { return serial_s - step_s; }
   // Achieved model FLOP/s per rank (per GPU).
   double flops_per_s() const { return step_s > 0 ? flops / step_s : 0; }
 };

@@ -30,6 +30,46 @@ double tokens_per_step(const StepTimeRun& run) {
   return static_cast<double>(run.ranks) * run.micro_batch * run.seq_len * run.grad_accum;
 }
 
+using Out = std::back_insert_iterator<std::string>;
+
+// One row per stage and N: the step time and what decides it.
+void format_step_table(Out add, const StepTimePrediction& p) {
+  int last_n = -1;
+  for (const StepTimeRow& row : p.rows) {
+    const StepTime& t = row.time;
+    if (row.run.ranks != last_n) {
+      last_n = row.run.ranks;
+      fmt::format_to(add, "\nN = {}\n{:<6}{:>11}{:>10}{:>10}{:>10}{:>12}{:>10}{:>8}{:>12}{:>12}{:>13}{:>14}\n", last_n,
+                     "stage", "compute s", "optim s", "comm s", "serial s", "scheduled s", "step s", "hidden",
+                     "sent MB", "link MB", "tokens/s", "TFLOP/s/rank");
+    }
+    fmt::format_to(
+        add,
+        "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
+        static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, t.comm_s, t.serial_s, t.scheduled_s, t.step_s,
+        100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6, tokens_per_step(row.run) / t.step_s,
+        t.flops_per_s() / 1e12);
+  }
+}
+
+// Each step time's terms, so that a miss can be traced to the assumption it
+// comes from (issue: which collective, or the overlap): step = compute +
+// optimizer + each kind of collective + the codec - what the schedule hides.
+void format_terms_table(Out add, const StepTimePrediction& p) {
+  fmt::format_to(add,
+                 "\nThe terms (seconds per step): step = compute + optim + all-reduce + reduce-scatter + all-gather + "
+                 "small + codec - hidden\n{:<4}{:<6}{:>11}{:>10}{:>12}{:>16}{:>12}{:>10}{:>10}{:>10}{:>10}\n",
+                 "N", "stage", "compute", "optim", "all-reduce", "reduce-scatter", "all-gather", "small", "codec",
+                 "hidden", "step");
+  for (const StepTimeRow& row : p.rows) {
+    const StepTime& t = row.time;
+    const CommTerms& c = t.comm_terms;
+    fmt::format_to(add, "{:<4}{:<6}{:>11.4f}{:>10.4f}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>10.4f}\n",
+                   row.run.ranks, static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, c.all_reduce_s,
+                   c.reduce_scatter_s, c.all_gather_s, c.small_s, c.codec_s, t.hidden_s(), t.step_s);
+  }
+}
+
 }  // namespace
 
 StepTimePrediction predict_step_times(const GptShape& shape, std::string model_name, const StepTimeRun& base,
@@ -84,22 +124,8 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                  "  serial = compute + optimizer + comm (overlap off); scheduled = the engine's schedule with its comm "
                  "thread;\n  step = serial - overlap efficiency x (serial - scheduled); hidden = (serial - step) / "
                  "comm\n");
-  int last_n = -1;
-  for (const StepTimeRow& row : p.rows) {
-    const StepTime& t = row.time;
-    if (row.run.ranks != last_n) {
-      last_n = row.run.ranks;
-      fmt::format_to(add, "\nN = {}\n{:<6}{:>11}{:>10}{:>10}{:>10}{:>12}{:>10}{:>8}{:>12}{:>12}{:>13}{:>14}\n", last_n,
-                     "stage", "compute s", "optim s", "comm s", "serial s", "scheduled s", "step s", "hidden",
-                     "sent MB", "link MB", "tokens/s", "TFLOP/s/rank");
-    }
-    fmt::format_to(
-        add,
-        "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
-        static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, t.comm_s, t.serial_s, t.scheduled_s, t.step_s,
-        100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6, tokens_per_step(row.run) / t.step_s,
-        t.flops_per_s() / 1e12);
-  }
+  format_step_table(add, p);
+  format_terms_table(add, p);
   return out;
 }
 
@@ -150,6 +176,13 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
          {"sent_bytes", t.sent_bytes},
          {"link_bytes", t.link_bytes},
          {"collectives", t.collectives},
+         {"comm_terms",
+          {{"all_reduce_s", t.comm_terms.all_reduce_s},
+           {"reduce_scatter_s", t.comm_terms.reduce_scatter_s},
+           {"all_gather_s", t.comm_terms.all_gather_s},
+           {"small_s", t.comm_terms.small_s},
+           {"codec_s", t.comm_terms.codec_s}}},
+         {"hidden_s", t.hidden_s()},
          {"flops_per_rank", t.flops},
          {"tokens_per_s", tokens_per_step(row.run) / t.step_s},
          {"tflops_per_rank", t.flops_per_s() / 1e12}});

@@ -109,6 +109,12 @@ TEST(HybridStepTime, OnlyTheShardsAllReduceCrossesHostsByHand) {
   // link's 2 x 146 x 4 / 1e6 s (and the small ones), less than half the flat's.
   EXPECT_NEAR(hybrid.comm_s, 1.2e-3, 1e-5);
   EXPECT_GT(flat.comm_s, 2 * hybrid.comm_s);
+  // The cross-group all-reduces are the hybrid step's all-reduce term (the
+  // flat stage 2 has none); the terms add up to comm_s in both.
+  EXPECT_NEAR(hybrid.comm_terms.all_reduce_s, 2 * 146 * 4 / 1e6, 1e-5);
+  EXPECT_EQ(flat.comm_terms.all_reduce_s, 0.0);
+  EXPECT_NEAR(hybrid.comm_terms.total(), hybrid.comm_s, 1e-15);
+  EXPECT_NEAR(flat.comm_terms.total(), flat.comm_s, 1e-15);
   // The optimizer updates the group's shards, as at N = G = 2.
   EXPECT_DOUBLE_EQ(hybrid.optimizer_s, 146e-6);
 }
@@ -159,6 +165,9 @@ TEST(QuantizedStepTime, GradientCodecCostsThePackedBufferAndItsUnpacking) {
   // 292 x (1 + 2) us in all.
   EXPECT_NEAR(with.serial_s - without.serial_s, 292 * 3e-6, 1e-12);
   EXPECT_NEAR(with.comm_s - without.comm_s, 292 * 3e-6, 1e-12);
+  EXPECT_NEAR(with.comm_terms.codec_s, 292 * 3e-6, 1e-12);  // its own term
+  EXPECT_EQ(without.comm_terms.codec_s, 0.0);
+  EXPECT_NEAR(with.comm_terms.total(), with.comm_s, 1e-15);
   EXPECT_DOUBLE_EQ(with.sent_bytes, without.sent_bytes);
   // Packed: the link moves half of Q(c) = 4 ceil(c/256) + c per unit,
   // against half of 4c plain.

@@ -87,6 +87,15 @@ TEST(StepTime, Stage2OnTwoRanksByHand) {
   EXPECT_NEAR(t.hidden_fraction(), 1.6e-5 / t.comm_s, 1e-9);
   EXPECT_NEAR(t.sent_bytes, 2 * 584 + 3 * 8, 1e-9);
   EXPECT_EQ(t.collectives, 3 + 3 + 3);
+  // The terms plan --predict prints: each kind of collective apart, adding
+  // up to comm_s; the step is serial less what the schedule hides.
+  EXPECT_NEAR(t.comm_terms.reduce_scatter_s, 5.84e-4, 1e-12);
+  EXPECT_NEAR(t.comm_terms.all_gather_s, 5.84e-4, 1e-12);
+  EXPECT_NEAR(t.comm_terms.small_s, 3 * 8e-6, 1e-12);
+  EXPECT_EQ(t.comm_terms.all_reduce_s, 0.0);
+  EXPECT_EQ(t.comm_terms.codec_s, 0.0);
+  EXPECT_NEAR(t.comm_terms.total(), t.comm_s, 1e-15);
+  EXPECT_NEAR(t.compute_s + t.optimizer_s + t.comm_terms.total() - t.hidden_s(), t.step_s, 1e-15);
 }
 
 TEST(StepTime, Stage0OneBucketHidesNothing) {
@@ -97,6 +106,10 @@ TEST(StepTime, Stage0OneBucketHidesNothing) {
   EXPECT_NEAR(t.serial_s, 2.88e-3 + 2.92e-4 + 1.192e-3, 1e-12);
   EXPECT_NEAR(t.scheduled_s, t.serial_s, 1e-12);
   EXPECT_EQ(t.collectives, 1 + 3);
+  EXPECT_NEAR(t.comm_terms.all_reduce_s, 1.168e-3, 1e-12);  // all of it but the small ones
+  EXPECT_EQ(t.comm_terms.reduce_scatter_s + t.comm_terms.all_gather_s, 0.0);
+  EXPECT_NEAR(t.comm_terms.total(), t.comm_s, 1e-15);
+  EXPECT_EQ(t.hidden_s(), 0.0);
 }
 
 TEST(StepTime, Stage3PrefetchByHand) {
