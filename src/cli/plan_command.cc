@@ -57,6 +57,7 @@ struct PlanOptions {
   std::string calibrate_model;
   std::optional<int> ranks_per_host;
   std::optional<int> model_parallel;
+  std::optional<int> cores_per_host;
   std::string link_bandwidth, link_latency, local_bandwidth, local_latency, gemm_rate;
   std::optional<double> model_efficiency, overlap_efficiency, optimizer_ns;
 };
@@ -67,8 +68,9 @@ plan::Hardware to_hardware(const PlanOptions& o) {
   if (!o.hardware.empty()) plan::read_hardware_file(o.hardware, hw);
   if (o.ranks_per_host) hw.ranks_per_host = *o.ranks_per_host;
   if (o.model_parallel) hw.model_parallel = *o.model_parallel;
-  ZDP_CHECK(hw.ranks_per_host >= 1 && hw.model_parallel >= 1, ConfigError,
-            "[plan] --ranks-per-host and --model-parallel must be at least 1");
+  if (o.cores_per_host) hw.cores_per_host = *o.cores_per_host;
+  ZDP_CHECK(hw.ranks_per_host >= 1 && hw.model_parallel >= 1 && hw.cores_per_host >= 0, ConfigError,
+            "[plan] --ranks-per-host and --model-parallel must be at least 1, --cores-per-host at least 0");
   for (const std::string& path : o.calibrate_comm) {
     const std::string what = "--calibrate-comm " + path;
     plan::calibrate_comm(plan::comm_measurements_from_json(plan::read_json_file(path, what), what), hw,
@@ -222,11 +224,12 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
                 "collective as zerodp's comm layer runs it, the model's FLOPs at a GEMM rate, and the engine's overlap "
                 "(docs/plan.md, Step time); --shard-group-size and the --quantize flags are modelled too (the codec's "
                 "cost from --calibrate-comm of bench comm --codec, or codec in --hardware)");
-  cmd->add_option("--hardware", o.hardware,
-                  "A JSON file describing the machine: ranks_per_host, model_parallel, link {bandwidth_GBps, "
-                  "latency_us}, local {...}, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
-                  "overlap_efficiency, codec {int8, int4: {quantize_ns, dequantize_ns}} (docs/plan.md); measurements "
-                  "and flags override it");
+  cmd->add_option(
+      "--hardware", o.hardware,
+      "A JSON file describing the machine: ranks_per_host, model_parallel, cores_per_host, link {bandwidth_GBps, "
+      "latency_us}, local {...}, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
+      "overlap_efficiency, codec {int8, int4: {quantize_ns, dequantize_ns}} (docs/plan.md); measurements "
+      "and flags override it");
   cmd->add_option("--calibrate-comm", o.calibrate_comm,
                   "Output of zerodp bench comm --json: fits the link's latency and bandwidth (across hosts when its "
                   "ranks exceed --ranks-per-host, else shared memory), and with --codec the compressed collectives' "
@@ -236,6 +239,9 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
                   "cost per parameter");
   cmd->add_option("--ranks-per-host", o.ranks_per_host,
                   "Ranks of one data-parallel group on a host (consecutive ranks share a host; default 1)");
+  cmd->add_option("--cores-per-host", o.cores_per_host,
+                  "CPU cores of a host that run ranks (default: not given). More ranks on a host than cores: the "
+                  "step time is not predicted (the model gives each rank a core), and the row says so");
   cmd->add_option("--model-parallel", o.model_parallel,
                   "GPUs per data-parallel rank (model parallelism inside a host; default 1): each holds and computes "
                   "1/M of the model and runs its slice's collectives over the host's link");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -117,6 +118,13 @@ void Hardware::validate() const {
   ZDP_CHECK(optimizer_s_per_param >= 0, ConfigError, "[plan] optimizer cost per parameter must not be negative");
 }
 
+std::string Hardware::oversubscribed(int ranks) const {
+  const int on_host = std::min(ranks, ranks_per_host) * model_parallel;
+  if (cores_per_host == 0 || on_host <= cores_per_host) return "";
+  return fmt::format("{} ranks on a host of {} cores: the model gives each its own core (oversubscribed)", on_host,
+                     cores_per_host);
+}
+
 void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view what) {
   ZDP_CHECK(j.is_object(), InputFileError, "[plan] {}: expected a JSON object, got {}", what, j.type_name());
   for (const auto& [k, v] : j.items()) {
@@ -124,6 +132,8 @@ void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view
       hw.ranks_per_host = static_cast<int>(number(v, k, what, 1, 1 << 20));
     } else if (k == "model_parallel") {
       hw.model_parallel = static_cast<int>(number(v, k, what, 1, 1 << 20));
+    } else if (k == "cores_per_host") {
+      hw.cores_per_host = static_cast<int>(number(v, k, what, 1, 1 << 20));
     } else if (k == "link") {
       apply_link_json(v, hw.link, k, what);
     } else if (k == "local") {
@@ -143,7 +153,8 @@ void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view
       // free text, for the reader of the file
     } else {
       ZDP_THROW(InputFileError,
-                "[plan] {}: unknown key \"{}\" (known: ranks_per_host, model_parallel, link, local, gemm_tflops, "
+                "[plan] {}: unknown key \"{}\" (known: ranks_per_host, model_parallel, cores_per_host, link, local, "
+                "gemm_tflops, "
                 "model_efficiency, optimizer_ns_per_param, overlap_efficiency, codec, comment)",
                 what, k);
     }

@@ -55,6 +55,11 @@ struct Hardware {
   // data-parallel collectives on its slice, all of them through the host's
   // link at once.
   int model_parallel = 1;
+  // CPU cores of a host that run its ranks (0: not given). The model gives
+  // each rank (each rank x model_parallel) a core of its own at the compute
+  // rate; a host with more of them than cores is oversubscribed, and the
+  // prediction says so instead of giving a number (oversubscribed).
+  int cores_per_host = 0;
   Link link;                      // between hosts: the host's NIC, shared by all its ranks
   Link local;                     // between ranks of one host (shared memory), per rank
   double gemm_flops = 0;          // FLOP/s of one rank's GEMM
@@ -67,6 +72,9 @@ struct Hardware {
   CodecCost int8_codec, int4_codec;
 
   double compute_flops() const { return gemm_flops * model_efficiency; }
+  // Why the model cannot predict a run of `ranks` ranks on this machine
+  // (more of them on a host than its cores), or "" when it can.
+  std::string oversubscribed(int ranks) const;
   // The codec of `q`; REQUIRES q != kNone.
   const CodecCost& codec(comm::Quantization q) const;
   CodecCost& codec(comm::Quantization q);
@@ -75,7 +83,7 @@ struct Hardware {
 };
 
 // Reads the keys present in `j` into `hw` (others keep their values):
-// ranks_per_host, model_parallel, link {bandwidth_GBps, latency_us},
+// ranks_per_host, model_parallel, cores_per_host, link {bandwidth_GBps, latency_us},
 // local {bandwidth_GBps, latency_us}, gemm_tflops, model_efficiency,
 // optimizer_ns_per_param, overlap_efficiency, codec {int8, int4: {quantize_ns,
 // dequantize_ns}} (per element). InputFileError naming `what`

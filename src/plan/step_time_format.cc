@@ -43,6 +43,10 @@ void format_step_table(Out add, const StepTimePrediction& p) {
                      "stage", "compute s", "optim s", "comm s", "serial s", "scheduled s", "step s", "hidden",
                      "sent MB", "link MB", "tokens/s", "TFLOP/s/rank");
     }
+    if (!row.not_predicted.empty()) {
+      fmt::format_to(add, "{:<6}not predicted: {}\n", static_cast<int>(row.run.stage), row.not_predicted);
+      continue;
+    }
     fmt::format_to(
         add,
         "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
@@ -62,6 +66,7 @@ void format_terms_table(Out add, const StepTimePrediction& p) {
                  "N", "stage", "compute", "optim", "all-reduce", "reduce-scatter", "all-gather", "small", "codec",
                  "hidden", "step");
   for (const StepTimeRow& row : p.rows) {
+    if (!row.not_predicted.empty()) continue;  // said in the table above
     const StepTime& t = row.time;
     const CommTerms& c = t.comm_terms;
     fmt::format_to(add, "{:<4}{:<6}{:>11.4f}{:>10.4f}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>10.4f}\n",
@@ -80,7 +85,8 @@ StepTimePrediction predict_step_times(const GptShape& shape, std::string model_n
       StepTimeRun run = base;
       run.ranks = n;
       run.stage = t.stage;
-      p.rows.push_back({run, predict_step_time(shape, run, hw)});
+      const std::string why = hw.oversubscribed(n);
+      p.rows.push_back({run, why.empty() ? predict_step_time(shape, run, hw) : StepTime{}, why});
     }
   }
   return p;
@@ -95,7 +101,8 @@ std::string format_step_time_text(const StepTimePrediction& p) {
   fmt::format_to(add, "\nStep time (--predict): {}, {}, micro-batch {} x {} tokens per rank, grad-accum {}{}\n",
                  p.model_name, r0.dtype.name(), r0.micro_batch, r0.seq_len, r0.grad_accum,
                  r0.checkpointing ? ", activation checkpointing" : "");
-  fmt::format_to(add, "  layout              {} rank(s) of a data-parallel group per host{}\n", hw.ranks_per_host,
+  fmt::format_to(add, "  layout              {} rank(s) of a data-parallel group per host{}{}\n", hw.ranks_per_host,
+                 hw.cores_per_host > 0 ? fmt::format(", {} cores per host", hw.cores_per_host) : "",
                  hw.model_parallel > 1
                      ? fmt::format(", model parallel {} inside a host (each of its GPUs holds 1/{} of the model)",
                                    hw.model_parallel, hw.model_parallel)
@@ -140,6 +147,7 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
   };
   json j;
   j["hardware"] = {{"ranks_per_host", hw.ranks_per_host},
+                   {"cores_per_host", hw.cores_per_host},
                    {"model_parallel", hw.model_parallel},
                    {"link", link(hw.link)},
                    {"local", link(hw.local)},
@@ -186,6 +194,15 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
          {"flops_per_rank", t.flops},
          {"tokens_per_s", tokens_per_step(row.run) / t.step_s},
          {"tflops_per_rank", t.flops_per_s() / 1e12}});
+    if (!row.not_predicted.empty()) {  // the run's fields and why, no number
+      json& r = rows.back();
+      for (const char* key : {"compute_s", "optimizer_s", "comm_s", "serial_s", "scheduled_s", "step_s",
+                              "hidden_fraction", "sent_bytes", "link_bytes", "collectives", "comm_terms", "hidden_s",
+                              "flops_per_rank", "tokens_per_s", "tflops_per_rank"}) {
+        r.erase(key);
+      }
+      r["not_predicted"] = row.not_predicted;
+    }
   }
   j["rows"] = rows;
   return j;

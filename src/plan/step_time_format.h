@@ -19,6 +19,9 @@ namespace zerodp::plan {
 struct StepTimeRow {
   StepTimeRun run;
   StepTime time;
+  // Why the model gives no time for this run (Hardware::oversubscribed);
+  // "" when `time` is its prediction.
+  std::string not_predicted = {};
 };
 
 struct StepTimePrediction {

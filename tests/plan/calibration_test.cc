@@ -134,13 +134,14 @@ TEST(Calibration, ReadsBenchModel) {
 
 TEST(Hardware, ReadsEveryKey) {
   Hardware hw;
-  apply_hardware_json(nlohmann::json::parse(R"({"ranks_per_host": 2, "model_parallel": 16,
+  apply_hardware_json(nlohmann::json::parse(R"({"ranks_per_host": 2, "model_parallel": 16, "cores_per_host": 48,
       "link": {"bandwidth_GBps": 100, "latency_us": 5}, "local": {"bandwidth_GBps": 150, "latency_us": 1},
       "gemm_tflops": 90, "model_efficiency": 0.5, "optimizer_ns_per_param": 0.1, "overlap_efficiency": 0.8,
       "comment": "DGX-2"})"),
                       hw, "test");
   EXPECT_EQ(hw.ranks_per_host, 2);
   EXPECT_EQ(hw.model_parallel, 16);
+  EXPECT_EQ(hw.cores_per_host, 48);
   EXPECT_DOUBLE_EQ(hw.link.bandwidth, 1e11);
   EXPECT_DOUBLE_EQ(hw.link.latency_s, 5e-6);
   EXPECT_DOUBLE_EQ(hw.local.bandwidth, 1.5e11);

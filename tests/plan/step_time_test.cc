@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "plan/collective_cost.h"
+#include "plan/step_time_format.h"
 
 namespace zerodp::plan {
 namespace {
@@ -168,6 +169,36 @@ TEST(StepTime, RefusesAMachineWithoutTheLinkItNeeds) {
   StepTimeRun run = tiny_run(Stage::k0);
   run.micro_batch = 0;
   EXPECT_THROW(predict_step_time(tiny(), run, slow_link()), ConfigError);
+}
+
+// More ranks on a host than its cores: the model's one core per rank does
+// not hold, so those rows say why instead of giving a time (text and JSON);
+// the runs that fit are predicted as before.
+TEST(StepTime, OversubscribedHostsAreNotPredicted) {
+  Hardware hw = slow_link();
+  hw.ranks_per_host = 4;
+  hw.local = {.latency_s = 0, .bandwidth = 1e9, .source = "test"};
+  hw.cores_per_host = 2;
+  const StepTimePrediction p = predict_step_times(tiny(), "tiny", tiny_run(Stage::k0), {2, 4}, hw);
+  ASSERT_EQ(p.rows.size(), 8u);
+  for (const StepTimeRow& row : p.rows) {
+    SCOPED_TRACE(row.run.ranks);
+    EXPECT_EQ(row.not_predicted.empty(), row.run.ranks == 2);
+    if (row.run.ranks == 2) {
+      EXPECT_GT(row.time.step_s, 0.0);
+    }
+  }
+  EXPECT_NE(p.rows.back().not_predicted.find("4 ranks on a host of 2 cores"), std::string::npos);
+  const std::string text = format_step_time_text(p);
+  EXPECT_NE(text.find("3     not predicted: 4 ranks on a host of 2 cores"), std::string::npos) << text;
+  const nlohmann::json j = step_time_to_json(p);
+  EXPECT_TRUE(j["rows"][0].contains("step_s"));
+  EXPECT_FALSE(j["rows"][7].contains("step_s"));
+  EXPECT_EQ(j["rows"][7]["not_predicted"], p.rows.back().not_predicted);
+  hw.cores_per_host = 4;  // a core each: predicted
+  EXPECT_TRUE(hw.oversubscribed(4).empty());
+  hw.cores_per_host = 0;  // not given: assumed
+  EXPECT_TRUE(hw.oversubscribed(4).empty());
 }
 
 }  // namespace
