@@ -195,6 +195,21 @@ TEST_F(DamagedCheckpoints, InitFromEveryWeightsFormat) {
     EXPECT_NE(r.out.find("initialised from " + f.file.string() + " " + f.format), std::string::npos) << r.out;
     EXPECT_EQ(validation_line(r.out), good_validation_) << f.file << "\n" << r.out;
   }
+  // GPT-2's layout in BF16 shards with their index, as the Llama family's:
+  // --init-from takes the directory.
+  const fs::path out16 = root_ / "weights16";
+  fs::remove_all(out16);
+  ASSERT_EQ(run("ckpt consolidate " + (root_ / "good").string() + " " + out16.string() +
+                " --no-llmc --hf-dtype bf16 --hf-max-shard-size 100KB")
+                .code,
+            0);
+  EXPECT_TRUE(fs::exists(out16 / "hf/model.safetensors.index.json"));
+  const auto from16 =
+      run("train " + std::string(kRun) + " --steps 1 --lr 1e-12 --init-from " + (out16 / "hf").string());
+  EXPECT_EQ(from16.code, 0) << from16.err;
+  EXPECT_NE(from16.out.find("initialised from " + (out16 / "hf").string() + " (Hugging Face GPT-2 safetensors, with "),
+            std::string::npos)
+      << from16.out;
 
   const fs::path metrics = root_ / "never.init.jsonl";
   const std::string m = " --metrics " + metrics.string();
