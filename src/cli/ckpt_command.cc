@@ -140,8 +140,7 @@ void add_ckpt_command(CLI::App& app) {
   consolidate->add_flag("--no-llmc", *no_llmc, "Skip the llm.c model file for GPT models");
   consolidate->add_flag("--no-hf", *no_hf, "Skip the Hugging Face layout (OUT/hf/)");
   consolidate
-      ->add_option("--hf-dtype", *hf_dtype,
-                   "OUT/hf/'s tensors in fp32, bf16 or fp16 (torch_dtype in its config.json)")
+      ->add_option("--hf-dtype", *hf_dtype, "OUT/hf/'s tensors in fp32, bf16 or fp16 (torch_dtype in its config.json)")
       ->default_str("fp32");
   consolidate
       ->add_option("--hf-max-shard-size", *hf_shard,
