@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/comm_bench_parse.h"
+#include "core/build_info.h"
 #include "plan/calibration.h"
 
 namespace zerodp::bench {
@@ -24,7 +25,8 @@ std::string format_comm_json(const CommBenchOptions& o, const std::vector<CommBe
                            .ranks = o.ranks,
                            .dtype = std::string(o.dtype.name()),
                            .samples = {},
-                           .codec = {}};
+                           .codec = {},
+                           .build = build_info().commit};
   for (const CommBenchRow& r : rows) {
     m.samples.push_back({.collective = r.collective, .bytes = r.bytes, .count = r.count, .seconds = r.seconds});
   }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/build_info.h"
 #include "core/error.h"
 #include "plan/collective_cost.h"
 
@@ -86,6 +87,7 @@ nlohmann::json comm_measurements_to_json(const CommMeasurements& m) {
   }
   nlohmann::json j = {{"format", kCommFormat}, {"version", kCommVersion}, {"backend", m.backend},
                       {"ranks", m.ranks},      {"dtype", m.dtype},        {"rows", rows}};
+  if (!m.build.empty()) j["build"] = m.build;
   if (!m.codec.empty()) {
     nlohmann::json codec = nlohmann::json::array();
     for (const CodecSample& c : m.codec) {
@@ -109,6 +111,7 @@ CommMeasurements comm_measurements_from_json(const nlohmann::json& j, std::strin
   m.backend = text(j, "backend", what);
   m.ranks = static_cast<int>(positive(j, "ranks", what));
   m.dtype = text(j, "dtype", what);
+  if (j.contains("build")) m.build = text(j, "build", what);
   const nlohmann::json& rows = field(j, "rows", what);
   ZDP_CHECK(rows.is_array(), InputFileError, "[plan] {}: \"rows\" must be an array", what);
   for (const nlohmann::json& r : rows) {
@@ -222,7 +225,10 @@ void calibrate_comm(const CommMeasurements& m, Hardware& hw, std::string_view so
   const Link link = fit_link(m, hw, source);
   (m.ranks > hw.ranks_per_host ? hw.link : hw.local) = link;
   for (const comm::Quantization q : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
-    const CodecCost codec = fit_codec(m, q, source);
+    CodecCost codec = fit_codec(m, q, source);
+    // The codec is our code: its cost is this build's only if this build
+    // measured it (a link's bandwidth is the machine's).
+    if (!m.build.empty() && m.build != build_info().commit) codec.measured_by = m.build;
     if (codec.known()) hw.codec(q) = codec;
   }
 }

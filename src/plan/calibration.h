@@ -58,6 +58,9 @@ struct CommMeasurements {
   std::string dtype;
   std::vector<CommSample> samples;
   std::vector<CodecSample> codec;  // JSON "codec", present only when measured
+  // The commit of the zerodp that measured (core/build_info.h); JSON
+  // "build", absent from files written before it was recorded ("").
+  std::string build = {};
 };
 
 // busbw / algbw, nccl-tests' convention: all_reduce 2(n-1)/n,
@@ -67,7 +70,7 @@ double bus_factor(comm::Collective kind, int ranks);
 // {"format":"zerodp-bench-comm","version":1,"backend":..,"ranks":..,"dtype":..,
 //  "rows":[{"collective":"all_gather","bytes":..,"count":..,"seconds":..,
 //           "algbw_GBps":..,"busbw_GBps":..}]} (algbw and busbw for readers;
-// the reader ignores them).
+// the reader ignores them), and "build" when known.
 nlohmann::json comm_measurements_to_json(const CommMeasurements& m);
 CommMeasurements comm_measurements_from_json(const nlohmann::json& j, std::string_view what);
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/build_info.h"
 #include "core/error.h"
 
 namespace zerodp::plan {
@@ -123,6 +124,14 @@ std::string Hardware::oversubscribed(int ranks) const {
   if (cores_per_host == 0 || on_host <= cores_per_host) return "";
   return fmt::format("{} ranks on a host of {} cores: the model gives each its own core (oversubscribed)", on_host,
                      cores_per_host);
+}
+
+std::string Hardware::codec_from_another_build(comm::Quantization q) const {
+  if (q == comm::Quantization::kNone || codec(q).measured_by.empty()) return "";
+  return fmt::format(
+      "the {} codec's cost was measured by another build ({}; this is {}): run zerodp bench comm "
+      "--codec --json with this binary",
+      comm::quantization_name(q), codec(q).measured_by, build_info().commit);
 }
 
 void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view what) {

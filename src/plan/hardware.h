@@ -41,6 +41,9 @@ struct CodecCost {
   double quantize_s = 0;
   double dequantize_s = 0;
   std::string source;
+  // The build (commit) that measured it when that is not this one: the
+  // prediction then does not use it (Hardware::cannot_predict).
+  std::string measured_by = {};
 
   bool known() const { return quantize_s > 0 || dequantize_s > 0; }
 };
@@ -75,6 +78,9 @@ struct Hardware {
   // Why the model cannot predict a run of `ranks` ranks on this machine
   // (more of them on a host than its cores), or "" when it can.
   std::string oversubscribed(int ranks) const;
+  // Why a run whose collectives use the codec of `q` (kNone: none) cannot be
+  // predicted: that codec's cost measured by another build. "" otherwise.
+  std::string codec_from_another_build(comm::Quantization q) const;
   // The codec of `q`; REQUIRES q != kNone.
   const CodecCost& codec(comm::Quantization q) const;
   CodecCost& codec(comm::Quantization q);

@@ -85,7 +85,14 @@ StepTimePrediction predict_step_times(const GptShape& shape, std::string model_n
       StepTimeRun run = base;
       run.ranks = n;
       run.stage = t.stage;
-      const std::string why = hw.oversubscribed(n);
+      // The codecs this stage's collectives use (comm/quantize.h): stage 3's
+      // gathers, stages 1-3's gradient reduce-scatter.
+      const comm::Quantization weights = t.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone;
+      const comm::Quantization grads =
+          t.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone;
+      std::string why = hw.oversubscribed(n);
+      if (why.empty()) why = hw.codec_from_another_build(weights);
+      if (why.empty()) why = hw.codec_from_another_build(grads);
       p.rows.push_back({run, why.empty() ? predict_step_time(shape, run, hw) : StepTime{}, why});
     }
   }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/build_info.h"
 #include "core/error.h"
 #include "plan/hardware.h"
 
@@ -105,6 +106,24 @@ TEST(Calibration, CodecFitsPerElementAndRoundTrips) {
   calibrate_comm(back, hw, "test");
   EXPECT_NEAR(hw.int8_codec.dequantize_s, 3e-9, 1e-15);
   EXPECT_FALSE(hw.int4_codec.known());
+  EXPECT_TRUE(hw.int8_codec.measured_by.empty());  // a file without "build": taken as it is
+  EXPECT_TRUE(hw.codec_from_another_build(comm::Quantization::kInt8).empty());
+  // Measured by this build: used. By another: kept, named, and the runs
+  // that use the codec are not predicted (step_time_format's rows).
+  m.build = build_info().commit;
+  Hardware same;
+  calibrate_comm(comm_measurements_from_json(comm_measurements_to_json(m), "test"), same, "test");
+  EXPECT_TRUE(same.codec_from_another_build(comm::Quantization::kInt8).empty());
+  m.build = "0123abc";
+  Hardware other;
+  calibrate_comm(comm_measurements_from_json(comm_measurements_to_json(m), "test"), other, "test");
+  EXPECT_EQ(other.int8_codec.measured_by, "0123abc");
+  const std::string why = other.codec_from_another_build(comm::Quantization::kInt8);
+  EXPECT_NE(why.find("int8 codec's cost was measured by another build (0123abc; this is " + build_info().commit),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(other.codec_from_another_build(comm::Quantization::kNone).empty());
+  EXPECT_TRUE(other.link.known());  // the link is the machine's: calibrated as before
   // A run without --codec has no "codec" key and calibrates none.
   EXPECT_FALSE(comm_measurements_to_json(two_hosts()).contains("codec"));
   nlohmann::json bad = comm_measurements_to_json(m);

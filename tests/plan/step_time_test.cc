@@ -195,6 +195,19 @@ TEST(StepTime, OversubscribedHostsAreNotPredicted) {
   EXPECT_TRUE(j["rows"][0].contains("step_s"));
   EXPECT_FALSE(j["rows"][7].contains("step_s"));
   EXPECT_EQ(j["rows"][7]["not_predicted"], p.rows.back().not_predicted);
+  // A codec measured by another build: the quantized stages' rows are not
+  // predicted, the others are.
+  hw.cores_per_host = 0;
+  hw.int8_codec = {.quantize_s = 1e-9, .dequantize_s = 1e-9, .source = "test", .measured_by = "0123abc"};
+  StepTimeRun quantized = tiny_run(Stage::k0);
+  quantized.quantize_grads = comm::Quantization::kInt8;
+  const StepTimePrediction q = predict_step_times(tiny(), "tiny", quantized, {2}, hw);
+  ASSERT_EQ(q.rows.size(), 4u);
+  EXPECT_TRUE(q.rows[0].not_predicted.empty());  // stage 0 all-reduces plainly
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_NE(q.rows[i].not_predicted.find("measured by another build (0123abc"), std::string::npos) << i;
+  }
+  hw.int8_codec.measured_by.clear();
   hw.cores_per_host = 4;  // a core each: predicted
   EXPECT_TRUE(hw.oversubscribed(4).empty());
   hw.cores_per_host = 0;  // not given: assumed
