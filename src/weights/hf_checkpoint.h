@@ -49,7 +49,6 @@ struct HfFiles {
   // The entry of tensor `name` (InputFileError naming the file, or the
   // index, when no file has it).
   const SafetensorsEntry& entry(const std::string& name) const;
-  const SafetensorsHeader& header_of(const std::string& name) const { return headers[file_of.at(name)]; }
   bool has(const std::string& name) const { return file_of.count(name) != 0; }
 };
 
