@@ -65,7 +65,7 @@ std::string wrapped(const std::vector<std::string>& names) {
 }
 
 // The setting a flag sets, as TrainConfig::sources names it: the flag
-// without dashes ("--micro-batch" -> "micro-batch"; "--no-overlap" -> "overlap").
+// without dashes ("--seq-len" -> "seq-len"; "--no-overlap" -> "overlap").
 std::string setting_of(const std::string& flag) {
   std::string name = flag.substr(flag.find_first_not_of('-'));
   if (name.rfind("no-", 0) == 0) name = name.substr(3);

@@ -51,7 +51,7 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"checkpoint-dir", "--save"},
 };
 
-// "--Micro_Batch=4" -> "micro-batch": no leading dashes, no value, lower
+// "--Seq_Len=4" -> "seq-len": no leading dashes, no value, lower
 // case, '_' as '-'.
 std::string normalize(std::string_view flag) {
   flag.remove_prefix(std::min(flag.find_first_not_of('-'), flag.size()));

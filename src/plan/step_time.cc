@@ -157,20 +157,7 @@ class StepSimulation {
     sent_ += sent_bytes(op, buffer_bytes, p.ranks);
     link_ += exchange_steps(op) * (p.ranks > 1 ? link_bytes_per_exchange(buffer_bytes, p, hw_) : 0);
     const double seconds = collective_seconds(op, buffer_bytes, p, hw_);
-    switch (op) {
-      case CollectiveOp::kAllReduce:
-        terms_.all_reduce_s += seconds;
-        break;
-      case CollectiveOp::kReduceScatter:
-        terms_.reduce_scatter_s += seconds;
-        break;
-      case CollectiveOp::kAllGather:
-        terms_.all_gather_s += seconds;
-        break;
-      case CollectiveOp::kSmall:
-        terms_.small_s += seconds;
-        break;
-    }
+    terms_.of(op) += seconds;
     return seconds;
   }
 
@@ -314,6 +301,20 @@ void check_run(const StepTimeRun& run, const Hardware& hw) {
 }
 
 }  // namespace
+
+double& CommTerms::of(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return all_reduce_s;
+    case CollectiveOp::kReduceScatter:
+      return reduce_scatter_s;
+    case CollectiveOp::kAllGather:
+      return all_gather_s;
+    case CollectiveOp::kSmall:
+      break;
+  }
+  return small_s;
+}
 
 StepTime predict_step_time(const GptShape& shape, const StepTimeRun& run, const Hardware& hw) {
   check_run(run, hw);

@@ -42,6 +42,7 @@
 #include "comm/quantize.h"
 #include "core/dtype.h"
 #include "core/stage.h"
+#include "plan/collective_cost.h"
 #include "plan/hardware.h"
 #include "plan/model_shape.h"
 
@@ -92,6 +93,8 @@ struct CommTerms {
   double codec_s = 0;
 
   double total() const { return all_reduce_s + reduce_scatter_s + all_gather_s + small_s + codec_s; }
+  // The term a collective of kind `op` adds to.
+  double& of(CollectiveOp op);
 };
 
 struct StepTime {

@@ -17,7 +17,7 @@
 namespace zerodp::train {
 
 struct Setting {
-  std::string name;      // the train flag's name without dashes: "stage", "micro-batch", "lr"
+  std::string name;      // the train flag's name without dashes: "stage", "lr"
   nlohmann::json value;  // a number, string, bool or array
   std::string source;    // TrainConfig::source_of(name), or how it was derived
 };

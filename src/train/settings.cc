@@ -198,7 +198,7 @@ void add_layout_rows(std::vector<SettingRow>& out) {
       },
       when([](const TrainConfig& c) { return c.engine.compute != kernels::Compute::kFp32; })));
   out.push_back(kept<int>(
-      "micro-batch",
+      kMicroBatchSetting,
       {.spelling = "--micro-batch",
        .help = "Sequences per rank per micro-batch (default: 26 on the embedded arithmetic corpus, 8 on other data)",
        .show_default = false,

@@ -78,8 +78,12 @@ struct SettingRow;
 // `ranks` ranks (REQUIRES the batch resolved); nullopt: not shown for this run.
 using ShowFn = std::function<std::optional<Shown>(const SettingRow&, const TrainConfig&, int ranks)>;
 
+// The micro-batch setting's name: its row's, and the key under which the
+// batch rule (train_config.cc) names where a derived micro-batch came from.
+inline constexpr const char* kMicroBatchSetting = "micro-batch";
+
 struct SettingRow {
-  std::string_view name;  // "micro-batch", "lr"
+  std::string_view name;  // the flag's name without dashes: "lr", "stage"
   FlagSpec flag;
   ValueType type = ValueType::kString;
   ResumePolicy resume = ResumePolicy::kNotRecorded;

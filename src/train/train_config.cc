@@ -71,7 +71,8 @@ void apply_data_defaults(TrainConfig& c) {
   // With train_batch_size the micro-batch is derived from it (resolve_batch).
   if (c.micro_batch == 0 && c.train_batch_size == 0) {
     c.micro_batch = embedded ? kArithmeticMicroBatch : kTextMicroBatch;
-    c.sources["micro-batch"] = embedded ? "zerodp default for the embedded corpus" : "zerodp default for text data";
+    c.sources[kMicroBatchSetting] =
+        embedded ? "zerodp default for the embedded corpus" : "zerodp default for text data";
   }
   if (c.seq_len == 0) c.seq_len = embedded ? kArithmeticSeqLen : kTextSeqLen;
 }
@@ -160,7 +161,7 @@ void resolve_batch(TrainConfig& c, int ranks) {
             "[config] train_batch_size {} is not a multiple of gradient accumulation {} x {} ranks: change one of them",
             tbs, accum, ranks);
   c.micro_batch = tbs / (accum * ranks);
-  c.sources["micro-batch"] =
+  c.sources[kMicroBatchSetting] =
       fmt::format("derived: train_batch_size {} / (gradient accumulation {} x {} ranks)", tbs, accum, ranks);
   if (!c.grad_accum_given) {
     c.engine.grad_accum = 1;

@@ -98,7 +98,7 @@ struct TrainConfig {
   bool continue_after_failed_save = false;
 
   // Where each setting came from, keyed by the setting's name, which is the
-  // train flag's name without dashes ("stage", "micro-batch", "lr"): "flag
+  // train flag's name without dashes ("stage", "lr"): "flag
   // --stage", "config zero_optimization.stage", "checkpoint", "derived: ...".
   // A setting not listed has the default named by `defaults`.
   std::map<std::string, std::string> sources;

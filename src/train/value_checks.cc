@@ -20,8 +20,9 @@ bool below_one(double v) { return std::isfinite(v) && v >= 0.0 && v < 1.0; }
 void check_adafactor(const TrainConfig& c, const optim::AdafactorConfig& a) {
   const std::string relative = c.spelled("relative-step");
   // The run's lr is the schedule's; relative steps replace it, so one given
-  // (a flag, the config file or the checkpoint) would be ignored.
-  const bool lr_given = c.source_kind("lr") != SourceKind::kDefault;
+  // (a flag, the config file or the checkpoint) would be ignored. A default
+  // or a DeepSpeed "auto" filled from one is not the user's.
+  const bool lr_given = c.given("lr") || c.source_kind("lr") == SourceKind::kCheckpoint;
   ZDP_CHECK(!(a.relative_step && lr_given), ConfigError,
             "[train] {} {} and Adafactor's relative step sizes cannot be combined (as Hugging Face's): set {} "
             "false to use the lr, or drop it",

@@ -17,16 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json read_index(const std::string& path) {
-  std::ifstream in(path);
-  ZDP_CHECK(in.good(), InputFileError, "[init-from] cannot open {}", path);
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    ZDP_THROW(InputFileError, "[init-from] {} is not JSON: {}", path, e.what());
-  }
-}
-
 // The index's weight_map: each tensor's shard, the shards in order of
 // first mention.
 struct Index {
@@ -35,7 +25,7 @@ struct Index {
 };
 Index read_weight_map(const fs::path& dir) {
   const std::string index_path = (dir / kHfIndexName).string();
-  const json index = read_index(index_path);
+  const json index = read_hf_json(index_path);
   ZDP_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), InputFileError,
             "[init-from] {} has no \"weight_map\" object", index_path);
   Index out;
@@ -53,6 +43,16 @@ Index read_weight_map(const fs::path& dir) {
 }
 
 }  // namespace
+
+nlohmann::json read_hf_json(const std::string& path) {
+  std::ifstream in(path);
+  ZDP_CHECK(in.good(), InputFileError, "[init-from] cannot open {}", path);
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    ZDP_THROW(InputFileError, "[init-from] {} is not JSON: {}", path, e.what());
+  }
+}
 
 std::string hf_config_path(const std::string& path) {
   return fs::is_directory(path) ? (fs::path(path) / kHfConfigName).string()

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ inline constexpr const char* kHfWeightsName = "model.safetensors";
 inline constexpr const char* kHfConfigName = "config.json";
 // The index that names a sharded checkpoint's files.
 inline constexpr const char* kHfIndexName = "model.safetensors.index.json";
+
+// A checkpoint's JSON file (config.json, the index) parsed; InputFileError
+// naming it when it cannot be opened or is not JSON.
+nlohmann::json read_hf_json(const std::string& path);
 
 // Where a checkpoint's config.json lies: in PATH when it is a directory,
 // else beside the file.

@@ -27,16 +27,6 @@ using nlohmann::json;
 // The architectures whose tensors and conventions are the Llama family's.
 bool is_llama_architecture(const std::string& name) { return name == "LlamaForCausalLM" || name == "Qwen2ForCausalLM"; }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  ZDP_CHECK(in.good(), InputFileError, "[init-from] cannot open {}", path);
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    ZDP_THROW(InputFileError, "[init-from] {} is not JSON: {}", path, e.what());
-  }
-}
-
 std::string architecture_of(const json& config) {
   if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty() &&
       config["architectures"][0].is_string()) {
@@ -162,7 +152,7 @@ LlamaHfReader::LlamaHfReader(const std::string& path, const model::LlamaConfig& 
   const std::string config_path = hf_config_path(path);
   ZDP_CHECK(fs::is_regular_file(config_path), InputFileError,
             "[init-from] {} has no config.json beside its weights: copy the checkpoint's config.json there", path);
-  const model::LlamaConfig file_config = llama_config_from_hf(read_json(config_path), config_path);
+  const model::LlamaConfig file_config = llama_config_from_hf(read_hf_json(config_path), config_path);
   const std::string differences = config_differences(file_config, expected);
   ZDP_CHECK(differences.empty(), ConfigError,
             "[init-from] {} holds another model than --model: {}; leave --model out to train the checkpoint's own "
