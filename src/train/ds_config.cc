@@ -15,42 +15,61 @@
 #include "train/settings.h"
 
 namespace zerodp::train {
-namespace {
 
-using ds::json;
-using ds::Section;
+namespace ds {
+
+// A direct key's value as its row's type reads it (a count at least 1, an
+// unsigned at least 0, a pair two numbers).
+nlohmann::json row_value(Section& section, const std::string& key, const SettingRow& row) {
+  switch (row.type) {
+    case ValueType::kBool:
+      return section.boolean(key);
+    case ValueType::kDouble:
+      return section.number(key);
+    case ValueType::kString:
+      return section.string(key);
+    case ValueType::kPair: {
+      const json& v = section.at(key);
+      ZDP_CHECK(v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number(), ConfigError,
+                "[config] {}: {} must be two numbers, e.g. [0.9, 0.999], got {}", section.source(), section.name(key),
+                v.dump());
+      return v;
+    }
+    default: {
+      const int v = section.integer(key);
+      ZDP_CHECK(!row.flag.count || v >= 1, ConfigError, "[config] {}: {} must be >= 1, got {}", section.source(),
+                section.name(key), v);
+      ZDP_CHECK(v >= 0 || row.type == ValueType::kInt || row.type == ValueType::kInt64, ConfigError,
+                "[config] {}: {} {} must be >= 0", section.source(), section.name(key), v);
+      return v;
+    }
+  }
+}
 
 // The section's direct keys (settings.h, DsKey): each read as its row's
 // value and set through the row, as its flag would be.
 void apply_direct_keys(Section& section, TrainConfig& c) {
   for (const SettingRow& row : settings()) {
-    const std::string_view path = row.flag.ds.path;
-    if (!row.flag.ds.direct) continue;
-    const std::string key(path.substr(path.rfind('.') + 1));  // the whole path when it has no dot
-    if (section.name(key) != path) continue;
-    if (row.flag.ds.auto_derived && section.derive(key, c, std::string(row.name))) continue;
-    if (!section.has(key)) continue;
-    nlohmann::json value;
-    switch (row.type) {
-      case ValueType::kBool:
-        value = section.boolean(key);
-        break;
-      case ValueType::kDouble:
-        value = section.number(key);
-        break;
-      case ValueType::kString:
-        value = section.string(key);
-        break;
-      default:
-        value = section.integer(key);
-        ZDP_CHECK(!row.flag.count || value.get<int>() >= 1, ConfigError, "[config] {}: {} must be >= 1, got {}",
-                  section.source(), path, value.get<int>());
-    }
+    const DsKey& ds = row.flag.ds;
+    if (!ds.direct || (ds.applies != nullptr && !ds.applies(c))) continue;
+    const std::string key(ds.path.substr(ds.path.rfind('.') + 1));  // the whole path when it has no dot
+    if (section.name(key) != ds.path) continue;
+    if (ds.auto_derived && section.derive(key, c, std::string(row.name))) continue;
+    if (!section.has(key)) continue;  // absent, or null: the constructor's None
+    const nlohmann::json value = row_value(section, key, row);
     // The source first: a row's own check names the key (TrainConfig::spelled).
     c.sources[std::string(row.name)] = section.from(key);
     row.set(c, value);
   }
 }
+
+}  // namespace ds
+
+namespace {
+
+using ds::apply_direct_keys;
+using ds::json;
+using ds::Section;
 
 void apply_zero(Section z, TrainConfig& c) {
   if (z.has("stage")) {

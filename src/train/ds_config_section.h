@@ -133,6 +133,10 @@ class Section {
   std::set<std::string> seen_;
 };
 
+// ds_config.cc: the keys of `section` that rows read directly
+// (settings.h, DsKey::direct), each set through its row.
+void apply_direct_keys(Section& section, TrainConfig& c);
+
 // ds_config_optim.cc: the optimizer and scheduler sections.
 void apply_optimizer(Section o, TrainConfig& c);
 void apply_scheduler(Section s, TrainConfig& c);

@@ -127,7 +127,7 @@ void take_saved(TrainConfig& c, const SettingRow& f, const json& saved, const ck
   }
   // The global batch, not the accumulation, is what the run trained
   // with: another rank count shares the same micro-batches (resolve_batch).
-  if (name == "grad-accum") {
+  if (name == kGradAccumSetting) {
     c.resume_micro_batches = saved.contains("micro-batches-per-step")
                                  ? saved.at("micro-batches-per-step").get<int>()
                                  : was.get<int>() * manifest.ranks;  // saved before the record had it

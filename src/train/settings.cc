@@ -206,7 +206,7 @@ void add_layout_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "train_micro_batch_size_per_gpu", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.micro_batch; }, [](TrainConfig& c, int v) { c.micro_batch = v; }, always));
   out.push_back(kept<int>(
-      "grad-accum",
+      kGradAccumSetting,
       {.spelling = "--grad-accum",
        .help = "Micro-batches per optimizer step",
        .ds = {.path = "gradient_accumulation_steps", .direct = true, .auto_derived = true}},

@@ -57,6 +57,10 @@ struct DsKey {
   std::string_view path = {};  // empty: DeepSpeed has no key for it
   bool direct = false;
   bool auto_derived = false;
+  // For a key two rows share (optimizer.params.eps: Adam's one number,
+  // Adafactor's two): the row the key sets for this configuration, whose
+  // optimizer type is read first. Null: the row the path names.
+  bool (*applies)(const TrainConfig&) = nullptr;
 };
 
 // How a user spells a setting: the `zerodp train` flag, which the CLI
@@ -78,9 +82,14 @@ struct SettingRow;
 // `ranks` ranks (REQUIRES the batch resolved); nullopt: not shown for this run.
 using ShowFn = std::function<std::optional<Shown>(const SettingRow&, const TrainConfig&, int ranks)>;
 
-// The micro-batch setting's name: its row's, and the key under which the
-// batch rule (train_config.cc) names where a derived micro-batch came from.
+// The names of the settings that code outside their rows refers to (the
+// batch rule in train_config.cc names where a derived micro-batch and
+// accumulation came from; a resume turns the accumulation into micro-batches
+// per step; the schedule's peak is read from several DeepSpeed keys), each
+// spelled once: its row's name.
 inline constexpr const char* kMicroBatchSetting = "micro-batch";
+inline constexpr const char* kGradAccumSetting = "grad-accum";
+inline constexpr const char* kLrSetting = "lr";
 
 struct SettingRow {
   std::string_view name;  // the flag's name without dashes: "lr", "stage"

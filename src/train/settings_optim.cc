@@ -44,17 +44,17 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
       "relative-step",
       {.spelling = "--relative-step",
        .help = "Adafactor: step size min(1e-2, 1/sqrt(t)) (the schedule is not read); false: --lr's, scheduled",
-       .ds = {.path = "optimizer.params.relative_step"}},
+       .ds = {.path = "optimizer.params.relative_step", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.relative_step; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.relative_step = v; }, when(adafactor)));
   // The run's one learning rate: the schedule's peak (each step's rate is
   // the schedule's at that step). Adafactor's relative steps do not read it.
   out.push_back(kept<double>(
-      "lr",
+      kLrSetting,
       {.spelling = "--lr",
        .help = "Peak learning rate (Lion: 3-10x below AdamW's, e.g. 3e-4; Adafactor: only with\n"
                "--relative-step false, as Hugging Face's)",
-       .ds = {.path = "optimizer.params.lr"}},
+       .ds = {.path = "optimizer.params.lr", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
       [](TrainConfig& c, double v) { c.engine.lr_schedule.max_lr = v; },
       when([](const TrainConfig& c) { return !adafactor(c) || !c.engine.optimizer.adafactor.relative_step; })));
@@ -62,13 +62,13 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
       "momentum",
       {.spelling = "--momentum",
        .help = "SGD momentum (0: plain SGD, no state)",
-       .ds = {.path = "optimizer.params.momentum"}},
+       .ds = {.path = "optimizer.params.momentum", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.sgd.momentum; },
       [](TrainConfig& c, double v) { c.engine.optimizer.sgd.momentum = v; },
       when([](const TrainConfig& c) { return kind(c) == OptimizerKind::kSgd; })));
   // The betas of the run's kind ("optimizer" is set before them).
   out.push_back(kept<Pair>(
-      "betas", {.ds = {.path = "optimizer.params.betas"}},
+      "betas", {.ds = {.path = "optimizer.params.betas", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) {
         const optim::OptimizerConfig& o = c.engine.optimizer;
         return lion(c) ? Pair{o.lion.beta1, o.lion.beta2} : Pair{o.adam.beta1, o.adam.beta2};
@@ -80,7 +80,8 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
       },
       when([](const TrainConfig& c) { return lion(c) || adam_family(c); })));
   out.push_back(kept<double>(
-      "eps", {.ds = {.path = "optimizer.params.eps"}}, [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
+      "eps", {.ds = {.path = "optimizer.params.eps", .direct = true, .auto_derived = true, .applies = adam_family}},
+      [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family)));
 }
 
@@ -90,39 +91,39 @@ void add_adafactor_rows(std::vector<SettingRow>& out) {
       "scale-parameter",
       {.spelling = "--scale-parameter",
        .help = "Adafactor: scale the step by the parameter tensor's RMS (at least E2)",
-       .ds = {.path = "optimizer.params.scale_parameter"}},
+       .ds = {.path = "optimizer.params.scale_parameter", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.scale_parameter; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.scale_parameter = v; }, when(adafactor)));
   out.push_back(kept<bool>(
       "warmup-init",
       {.spelling = "--warmup-init",
        .help = "Adafactor: relative step min(1e-6*t, 1/sqrt(t))",
-       .ds = {.path = "optimizer.params.warmup_init"}},
+       .ds = {.path = "optimizer.params.warmup_init", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.warmup_init; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adafactor.warmup_init = v; }, when(adafactor)));
   out.push_back(kept<double>(
       "beta1",
       {.spelling = "--beta1",
        .help = "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
-       .ds = {.path = "optimizer.params.beta1"}},
+       .ds = {.path = "optimizer.params.beta1", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.beta1; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.beta1 = v; }, when(adafactor)));
   out.push_back(kept<double>(
       "decay-rate",
       {.spelling = "--decay-rate",
        .help = "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",
-       .ds = {.path = "optimizer.params.decay_rate"}},
+       .ds = {.path = "optimizer.params.decay_rate", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.decay_rate; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.decay_rate = v; }, when(adafactor)));
   out.push_back(kept<double>(
       "clip-threshold",
       {.spelling = "--clip-threshold",
        .help = "Adafactor: an update's largest RMS (update clipping)",
-       .ds = {.path = "optimizer.params.clip_threshold"}},
+       .ds = {.path = "optimizer.params.clip_threshold", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.clip_threshold; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.clip_threshold = v; }, when(adafactor)));
   out.push_back(kept<Pair>(
-      "adafactor-eps", {.ds = {.path = "optimizer.params.eps"}},
+      "adafactor-eps", {.ds = {.path = "optimizer.params.eps", .direct = true, .applies = adafactor}},
       [](const TrainConfig& c) {
         return Pair{c.engine.optimizer.adafactor.eps1, c.engine.optimizer.adafactor.eps2};
       },
@@ -140,7 +141,7 @@ void add_optimizer_state_rows(std::vector<SettingRow>& out) {
       "weight-decay",
       {.spelling = "--weight-decay",
        .help = "Weight decay (decoupled for AdamW, adam8bit, Lion and Adafactor, L2 for Adam/SGD)",
-       .ds = {.path = "optimizer.params.weight_decay"}},
+       .ds = {.path = "optimizer.params.weight_decay", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return optim::config_weight_decay(c.engine.optimizer); },
       [](TrainConfig& c, double v) {
         optim::OptimizerConfig& o = c.engine.optimizer;
@@ -168,7 +169,7 @@ void add_optimizer_state_rows(std::vector<SettingRow>& out) {
       {.spelling = "--adam8bit-fp32-embedding",
        .help = "adam8bit: keep the token embedding's unit (GPT's, tied to the LM head) in AdamW's fp32 moments,\n"
                "as bitsandbytes advises (true: its rare rows' v would underflow the 8-bit map and spike the loss)",
-       .ds = {.path = "optimizer.params.fp32_embedding"}},
+       .ds = {.path = "optimizer.params.fp32_embedding", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.fp32_embedding; },
       [](TrainConfig& c, bool v) { c.engine.optimizer.adam.fp32_embedding = v; }, when(adam8bit)));
   out.push_back(kept<uint64_t>(
@@ -176,7 +177,7 @@ void add_optimizer_state_rows(std::vector<SettingRow>& out) {
       {.spelling = "--adam8bit-min-8bit-size",
        .help = "adam8bit: units of fewer elements keep AdamW's fp32 moments (bitsandbytes' min_8bit_size,\n"
                "per unit here; 0: every unit 8-bit)",
-       .ds = {.path = "optimizer.params.min_8bit_size"}},
+       .ds = {.path = "optimizer.params.min_8bit_size", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.min_8bit_size; },
       [](TrainConfig& c, uint64_t v) { c.engine.optimizer.adam.min_8bit_size = v; }, when(adam8bit)));
 }
@@ -205,7 +206,7 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
       "warmup",
       {.spelling = "--warmup",
        .help = "Warm-up steps of the schedule",
-       .ds = {.path = "scheduler.params.warmup_num_steps"}},
+       .ds = {.path = "scheduler.params.warmup_num_steps", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.warmup_steps; },
       [](TrainConfig& c, int64_t v) { c.engine.lr_schedule.warmup_steps = v; }, when(scheduled)));
   out.push_back(derived("warmup-type", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
@@ -217,7 +218,7 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
       "min-lr-ratio",
       {.spelling = "--min-lr-ratio",
        .help = "warmup-cosine: final LR as a fraction of the peak",
-       .ds = {.path = "scheduler.params.cos_min_ratio"}},
+       .ds = {.path = "scheduler.params.cos_min_ratio", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.cos_min_ratio; },
       [](TrainConfig& c, double v) { c.engine.lr_schedule.cos_min_ratio = v; },
       when([](const TrainConfig& c) { return c.engine.lr_schedule.kind == optim::LrScheduleKind::kWarmupCosine; })));

@@ -131,8 +131,8 @@ void resolve_batch(TrainConfig& c, int ranks) {
               m, ranks, m);
     if (c.engine.grad_accum != m / ranks) {
       c.engine.grad_accum = m / ranks;
-      c.sources["grad-accum"] = fmt::format("derived: the checkpoint's {} micro-batches per step over {} rank{}", m,
-                                            ranks, ranks == 1 ? "" : "s");
+      c.sources[kGradAccumSetting] = fmt::format("derived: the checkpoint's {} micro-batches per step over {} rank{}",
+                                                 m, ranks, ranks == 1 ? "" : "s");
     }
   }
   if (c.train_batch_size <= 0) return;
@@ -152,7 +152,7 @@ void resolve_batch(TrainConfig& c, int ranks) {
               c.micro_batch, ranks);
     c.engine.grad_accum = tbs / (c.micro_batch * ranks);
     c.grad_accum_given = true;
-    c.sources["grad-accum"] =
+    c.sources[kGradAccumSetting] =
         fmt::format("derived: train_batch_size {} / (micro-batch {} x {} ranks)", tbs, c.micro_batch, ranks);
     return;
   }
@@ -166,7 +166,7 @@ void resolve_batch(TrainConfig& c, int ranks) {
   if (!c.grad_accum_given) {
     c.engine.grad_accum = 1;
     c.grad_accum_given = true;
-    c.sources["grad-accum"] = "DeepSpeed default with train_batch_size alone";
+    c.sources[kGradAccumSetting] = "DeepSpeed default with train_batch_size alone";
   }
 }
 

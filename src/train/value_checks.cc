@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "optim/lr_schedule.h"
+#include "train/settings.h"
 
 namespace zerodp::train {
 namespace {
@@ -22,13 +23,13 @@ void check_adafactor(const TrainConfig& c, const optim::AdafactorConfig& a) {
   // The run's lr is the schedule's; relative steps replace it, so one given
   // (a flag, the config file or the checkpoint) would be ignored. A default
   // or a DeepSpeed "auto" filled from one is not the user's.
-  const bool lr_given = c.given("lr") || c.source_kind("lr") == SourceKind::kCheckpoint;
+  const bool lr_given = c.given(kLrSetting) || c.source_kind(kLrSetting) == SourceKind::kCheckpoint;
   ZDP_CHECK(!(a.relative_step && lr_given), ConfigError,
             "[train] {} {} and Adafactor's relative step sizes cannot be combined (as Hugging Face's): set {} "
             "false to use the lr, or drop it",
-            c.spelled("lr"), c.engine.lr_schedule.max_lr, relative);
+            c.spelled(kLrSetting), c.engine.lr_schedule.max_lr, relative);
   ZDP_CHECK(a.relative_step || (lr_given && c.engine.lr_schedule.max_lr > 0.0), ConfigError,
-            "[train] {} false needs an explicit {} > 0, e.g. 1e-3", relative, c.spelled("lr"));
+            "[train] {} false needs an explicit {} > 0, e.g. 1e-3", relative, c.spelled(kLrSetting));
   ZDP_CHECK(!a.warmup_init || a.relative_step, ConfigError, "[train] {} needs {} true", c.spelled("warmup-init"),
             relative);
   ZDP_CHECK(below_one(a.beta1), ConfigError, "[train] {} {} must be in [0, 1), e.g. 0.9 (0: no first moment)",
@@ -64,7 +65,7 @@ void check_optimizer(const TrainConfig& c, const optim::OptimizerConfig& o) {
 
 void check_schedule(const TrainConfig& c, const optim::LrScheduleConfig& s) {
   ZDP_CHECK(non_negative(s.max_lr), ConfigError, "[train] {} {} must be a finite number >= 0, e.g. 1.5e-3",
-            c.spelled("lr", "scheduler.params.warmup_max_lr"), s.max_lr);
+            c.spelled(kLrSetting, "scheduler.params.warmup_max_lr"), s.max_lr);
   ZDP_CHECK(non_negative(s.min_lr) && s.min_lr <= s.max_lr, ConfigError,
             "[train] scheduler.params.warmup_min_lr {} in --config must be in [0, {}] (the peak: --lr or "
             "scheduler.params.warmup_max_lr)",
@@ -103,7 +104,7 @@ void check_loss_scaler(const optim::LossScalerConfig& s) {
 void check_engine_values(const TrainConfig& c) {
   const zero::EngineConfig& e = c.engine;
   ZDP_CHECK(e.grad_accum >= 1, ConfigError, "[train] {} {} must be at least 1 (1: no accumulation)",
-            c.spelled("grad-accum"), e.grad_accum);
+            c.spelled(kGradAccumSetting), e.grad_accum);
   ZDP_CHECK(non_negative(e.clip_norm), ConfigError, "[train] {} {} must be >= 0 (0 turns clipping off)",
             c.spelled("clip"), e.clip_norm);
   check_optimizer(c, e.optimizer);

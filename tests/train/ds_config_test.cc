@@ -147,6 +147,13 @@ TEST(DeepSpeedConfig, Adam8bitTakesBitsandbytesNamesAndAdamsParams) {
             std::string::npos);
   // Not AdamW's: there the keys are unknown.
   EXPECT_NE(error_of(R"({"optimizer": {"type": "AdamW", "params": {"min_8bit_size": 0}}})"), "");
+  // A pair is two numbers: betas, and Adafactor's eps.
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "AdamW8bit", "params": {"betas": [0.9]}}})")
+                .find("optimizer.params.betas must be two numbers"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"optimizer": {"type": "Adafactor", "params": {"eps": 1e-30}}})")
+                .find("optimizer.params.eps must be two numbers"),
+            std::string::npos);
 }
 
 // DeepSpeed has no Adafactor: "Adafactor" takes Hugging Face transformers'

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -177,6 +178,19 @@ TEST(Settings, RowsAreConsistent) {
     EXPECT_TRUE(row.get && row.set) << row.name;
   }
   EXPECT_EQ(find_setting("no-such-setting"), nullptr);
+
+  // The DeepSpeed reader sets a direct key through one row: two rows that
+  // share a key each say for which configurations it is theirs.
+  std::map<std::string_view, int> rows_of_key;
+  for (const SettingRow& row : settings()) {
+    if (row.flag.ds.direct) ++rows_of_key[row.flag.ds.path];
+    EXPECT_TRUE(!row.flag.ds.direct || row.set) << row.name;
+  }
+  for (const SettingRow& row : settings()) {
+    if (row.flag.ds.direct && rows_of_key[row.flag.ds.path] > 1) {
+      EXPECT_NE(row.flag.ds.applies, nullptr) << row.name << " shares " << row.flag.ds.path;
+    }
+  }
 
   TrainConfig c;
   EXPECT_THROW(set_from_flag(*find_setting("micro-batch"), c, 0), ConfigError);
