@@ -169,7 +169,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
     for (int i = 0; i < o.batch; ++i) labels.push_back(cls(gen));
     batch.features = features;
     batch.values = values;
-    batch.labels = labels;
+    batch.targets = labels;
   }
 
   double best_fb = 1e30, best_step = 1e30;

@@ -82,12 +82,13 @@ class MlpWorkspace final : public Workspace {
                 config_.widths.back());
       std::copy(batch.values.begin(), batch.values.end(), values_.data());
     } else {
-      ZDP_CHECK(batch.labels.size() == B, ShapeError, "[mlp] batch has {} labels, expected {}", batch.labels.size(), B);
-      for (int32_t y : batch.labels) {
+      ZDP_CHECK(batch.targets.size() == B, ShapeError, "[mlp] batch has {} class targets, expected {}",
+                batch.targets.size(), B);
+      for (int32_t y : batch.targets) {
         ZDP_CHECK(y >= 0 && y < config_.widths.back(), ShapeError, "[mlp] label {} outside [0, {})", y,
                   config_.widths.back());
       }
-      std::copy(batch.labels.begin(), batch.labels.end(), labels_.begin());
+      std::copy(batch.targets.begin(), batch.targets.end(), labels_.begin());
     }
     loss_ = 0;
   }

@@ -71,10 +71,14 @@ struct Op {
   bool token_embedding = false;
 };
 
-// One micro-batch of inputs. GPT reads tokens and targets ([B,T] each, int32,
-// targets are the next tokens, or -1 where that position has no loss). The MLP reads features [B, in] and either
-// values [B, out] (regression) or labels [B] (classification, int32 in
-// [0, out)). Spans are copied into the workspace by set_batch.
+// One micro-batch, by role, not by family: integer inputs (`tokens`) or
+// real ones (`features`), and integer targets (`targets`) or real ones
+// (`values`); each family reads the ones it needs and its set_batch checks
+// their sizes. A language model reads tokens and targets ([B,T] each,
+// targets the next tokens, or -1 where a position has no loss); the MLP
+// reads features [B, in] and values [B, out] (regression) or targets [B]
+// (classification: a class in [0, out)). Spans are copied into the
+// workspace by set_batch.
 // (Default member initialisers let callers write Batch{.tokens = t, .targets = y}
 // under -Wextra.)
 struct Batch {
@@ -88,7 +92,6 @@ struct Batch {
   std::span<const int32_t> segments = {};
   std::span<const float> features = {};
   std::span<const float> values = {};
-  std::span<const int32_t> labels = {};
 };
 
 class Workspace {

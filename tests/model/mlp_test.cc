@@ -36,7 +36,7 @@ void check_gradients(MlpHead head) {
   Batch b;
   b.features = x;
   b.values = y;
-  b.labels = labels;
+  b.targets = labels;
   train_pass(m, params, grads, *ws, b);
   int failed = 0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -95,7 +95,7 @@ TEST(Mlp, RejectsBadConfigsAndBatches) {
   std::vector<int32_t> bad{0, 2};
   Batch b;
   b.features = x;
-  b.labels = bad;
+  b.targets = bad;
   EXPECT_THROW(ws->set_batch(b), ShapeError);
 }
 

@@ -79,7 +79,7 @@ zero::BatchFeeder feeder(const model::ModelConfig& mc, const RunShape& run, int 
       for (int i = 0; i < run.micro_batch * in; ++i) features.push_back(static_cast<float>((i * 13 + rank) % 7) - 3.0f);
       if (mlp.head == model::MlpHead::kClassification) {
         for (int i = 0; i < run.micro_batch; ++i) labels.push_back((i + rank + micro) % out);
-        batch.labels = labels;
+        batch.targets = labels;
       } else {
         for (int i = 0; i < run.micro_batch * out; ++i) values.push_back(0.25f * static_cast<float>(i % 5));
         batch.values = values;

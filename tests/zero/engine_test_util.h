@@ -69,7 +69,7 @@ inline void set_mlp_batch(model::Workspace& ws, int b, const std::function<Sampl
   }
   model::Batch batch;
   batch.features = x;
-  batch.labels = y;
+  batch.targets = y;
   ws.set_batch(batch);
 }
 
