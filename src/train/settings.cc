@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -40,6 +41,32 @@ SettingRow derived(std::string_view name, ShowFn show) {
   r.name = name;
   r.show = std::move(show);
   return r;
+}
+
+CheckFn within(Bounds b) {
+  return [b](const SettingRow& r, const TrainConfig& c) {
+    const json value = r.get(c);
+    const bool pair = value.is_array();
+    bool ok = true;
+    for (const json& v : pair ? value : json::array({value})) {
+      const double x = v.get<double>();
+      ok = ok && std::isfinite(x) && (b.lo_open ? x > b.lo : x >= b.lo) && (b.hi_open ? x < b.hi : x <= b.hi);
+    }
+    if (ok) return;
+    const std::string range =
+        std::isinf(b.hi) ? fmt::format("{} {}", b.lo_open ? ">" : ">=", b.lo)
+                         : fmt::format("in {}{}, {}{}", b.lo_open ? "(" : "[", b.lo, b.hi, b.hi_open ? ")" : "]");
+    const auto number = [](const json& v) {
+      return v.is_number_float() ? fmt::format("{}", v.get<double>()) : v.dump();
+    };
+    const std::string shown = pair ? number(value[0]) + "," + number(value[1]) : number(value);
+    ZDP_THROW(ConfigError, "[train] {} {} must {} {}{}{}", c.spelled(std::string(r.name)), shown,
+              pair ? "each be" : "be", range,
+              b.hint.empty()          ? ""
+              : b.hint.front() == '(' ? " "
+                                      : ", ",
+              b.hint);
+  };
 }
 
 std::optional<Shown> always(const SettingRow& r, const TrainConfig& c, int /*ranks*/) { return Shown{r.get(c), ""}; }
@@ -215,7 +242,7 @@ void add_layout_rows(std::vector<SettingRow>& out) {
         c.engine.grad_accum = v;
         c.grad_accum_given = true;
       },
-      always));
+      always, within({.lo = 1, .hint = "(1: no accumulation)"})));
   out.push_back(row<int>(
       "seq-len",
       {.spelling = "--seq-len",
@@ -296,7 +323,8 @@ void add_engine_rows(std::vector<SettingRow>& out) {
                "delayed by the codes' error, a trained one's barely (docs/scale.md). 0: from the first step.\n"
                "No DeepSpeed key sets it"},
       [](const TrainConfig& c) { return c.engine.quantize_delay; },
-      [](TrainConfig& c, int64_t v) { c.engine.quantize_delay = v; }, when(compressed)));
+      [](TrainConfig& c, int64_t v) { c.engine.quantize_delay = v; }, when(compressed),
+      within({.hint = "(0: quantize from the first step)"})));
   out.push_back(engine<int>(
       "shard-group-size",
       {.spelling = "--shard-group-size",
@@ -308,7 +336,8 @@ void add_engine_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "zero_optimization.mics_shard_size"}},
       [](const TrainConfig& c) { return c.engine.shard_group_size; },
       [](TrainConfig& c, int v) { c.engine.shard_group_size = v; },
-      when([](const TrainConfig& c) { return c.engine.shard_group_size > 0; })));
+      when([](const TrainConfig& c) { return c.engine.shard_group_size > 0; }),
+      within({.hint = "(0: all ranks, the flat layout)"})));
   out.push_back(engine<int>(
       "log-every",
       {.spelling = "--log-every",
@@ -358,6 +387,12 @@ std::string setting_source(const SettingRow& row, const TrainConfig& c) {
   if (row.defaults == DefaultFrom::kRun) return c.source_of(name);
   const auto it = c.sources.find(name);
   return it == c.sources.end() ? "zerodp default" : it->second;
+}
+
+void check_setting_values(const TrainConfig& c) {
+  for (const SettingRow& row : settings()) {
+    if (row.check) row.check(row, c);
+  }
 }
 
 }  // namespace zerodp::train

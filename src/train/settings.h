@@ -105,6 +105,11 @@ struct SettingRow {
   // accumulation); null for a setting neither a resume nor a flag sets.
   std::function<void(TrainConfig&, const nlohmann::json&)> set;
   ShowFn show;  // null: not in the effective configuration
+  // The setting's own check of its value, whatever set it (a flag, the
+  // config file, a checkpoint): ConfigError naming it as the user spelled
+  // it (check_setting_values). Null: every value of its type is valid.
+  // Checks between settings are value_checks.cc's.
+  std::function<void(const SettingRow&, const TrainConfig&)> check;
 
   bool recorded() const { return resume != ResumePolicy::kNotRecorded; }
 };
@@ -121,6 +126,9 @@ const SettingRow* find_setting(std::string_view name);
 // Sets the setting from its flag's value (JSON of `row.type`), after the
 // flag's own check (a count must be at least 1). ConfigError naming the flag.
 void set_from_flag(const SettingRow& row, TrainConfig& config, const nlohmann::json& value);
+
+// Runs every row's own check (SettingRow::check) on the configuration.
+void check_setting_values(const TrainConfig& config);
 
 // Where the effective configuration says the setting's value came from:
 // TrainConfig::sources' entry, else its default.

@@ -57,7 +57,8 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "optimizer.params.lr", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.max_lr; },
       [](TrainConfig& c, double v) { c.engine.lr_schedule.max_lr = v; },
-      when([](const TrainConfig& c) { return !adafactor(c) || !c.engine.optimizer.adafactor.relative_step; })));
+      when([](const TrainConfig& c) { return !adafactor(c) || !c.engine.optimizer.adafactor.relative_step; }),
+      within({.hint = "e.g. 1.5e-3"})));
   out.push_back(kept<double>(
       "momentum",
       {.spelling = "--momentum",
@@ -65,7 +66,8 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "optimizer.params.momentum", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.sgd.momentum; },
       [](TrainConfig& c, double v) { c.engine.optimizer.sgd.momentum = v; },
-      when([](const TrainConfig& c) { return kind(c) == OptimizerKind::kSgd; })));
+      when([](const TrainConfig& c) { return kind(c) == OptimizerKind::kSgd; }),
+      within({.hi = 1, .hi_open = true, .hint = "e.g. 0.9 (0: plain SGD)"})));
   // The betas of the run's kind ("optimizer" is set before them).
   out.push_back(kept<Pair>(
       "betas", {.ds = {.path = "optimizer.params.betas", .direct = true, .auto_derived = true}},
@@ -78,11 +80,13 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
         o.adam.beta1 = o.lion.beta1 = v[0];
         o.adam.beta2 = o.lion.beta2 = v[1];
       },
-      when([](const TrainConfig& c) { return lion(c) || adam_family(c); })));
+      when([](const TrainConfig& c) { return lion(c) || adam_family(c); }),
+      within({.hi = 1, .hi_open = true, .hint = "e.g. 0.9,0.999 (Lion: 0.9,0.99)"})));
   out.push_back(kept<double>(
       "eps", {.ds = {.path = "optimizer.params.eps", .direct = true, .auto_derived = true, .applies = adam_family}},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
-      [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family)));
+      [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family),
+      within({.hint = "e.g. 1e-8"})));
 }
 
 // Adafactor's own hyperparameters.
@@ -107,21 +111,24 @@ void add_adafactor_rows(std::vector<SettingRow>& out) {
        .help = "Adafactor: a first moment m with this decay (0: none, HF's None; K + 4)",
        .ds = {.path = "optimizer.params.beta1", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.beta1; },
-      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.beta1 = v; }, when(adafactor)));
+      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.beta1 = v; }, when(adafactor),
+      within({.hi = 1, .hi_open = true, .hint = "e.g. 0.9 (0: no first moment)"})));
   out.push_back(kept<double>(
       "decay-rate",
       {.spelling = "--decay-rate",
        .help = "Adafactor: the second moment's decay b2t = 1 - t^decay_rate",
        .ds = {.path = "optimizer.params.decay_rate", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.decay_rate; },
-      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.decay_rate = v; }, when(adafactor)));
+      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.decay_rate = v; }, when(adafactor),
+      within({.lo = -1, .hi = 0, .hi_open = true, .hint = "e.g. -0.8"})));
   out.push_back(kept<double>(
       "clip-threshold",
       {.spelling = "--clip-threshold",
        .help = "Adafactor: an update's largest RMS (update clipping)",
        .ds = {.path = "optimizer.params.clip_threshold", .direct = true}},
       [](const TrainConfig& c) { return c.engine.optimizer.adafactor.clip_threshold; },
-      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.clip_threshold = v; }, when(adafactor)));
+      [](TrainConfig& c, double v) { c.engine.optimizer.adafactor.clip_threshold = v; }, when(adafactor),
+      within({.lo_open = true, .hint = "e.g. 1.0"})));
   out.push_back(kept<Pair>(
       "adafactor-eps", {.ds = {.path = "optimizer.params.eps", .direct = true, .applies = adafactor}},
       [](const TrainConfig& c) {
@@ -131,7 +138,7 @@ void add_adafactor_rows(std::vector<SettingRow>& out) {
         c.engine.optimizer.adafactor.eps1 = v[0];
         c.engine.optimizer.adafactor.eps2 = v[1];
       },
-      when(adafactor)));
+      when(adafactor), within({.hint = "e.g. 1e-30,1e-3"})));
 }
 
 // Weight decay, and the state the optimizer keeps (Lion's and 8-bit Adam's choices).
@@ -147,7 +154,7 @@ void add_optimizer_state_rows(std::vector<SettingRow>& out) {
         optim::OptimizerConfig& o = c.engine.optimizer;
         o.adam.weight_decay = o.sgd.weight_decay = o.lion.weight_decay = o.adafactor.weight_decay = v;
       },
-      always));
+      always, within({.hint = "(0 turns it off)"})));
   out.push_back(kept<std::string>(
       "lion-momentum-dtype", {},
       [](const TrainConfig& c) { return std::string(c.engine.optimizer.lion.bf16_momentum ? "bf16" : "fp32"); },
@@ -208,7 +215,7 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
        .help = "Warm-up steps of the schedule",
        .ds = {.path = "scheduler.params.warmup_num_steps", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.warmup_steps; },
-      [](TrainConfig& c, int64_t v) { c.engine.lr_schedule.warmup_steps = v; }, when(scheduled)));
+      [](TrainConfig& c, int64_t v) { c.engine.lr_schedule.warmup_steps = v; }, when(scheduled), within({})));
   out.push_back(derived("warmup-type", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
     if (!scheduled(c)) return std::nullopt;
     return Shown{c.engine.lr_schedule.warmup_type == optim::WarmupType::kLog ? "log" : "linear",
@@ -221,7 +228,8 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "scheduler.params.cos_min_ratio", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.cos_min_ratio; },
       [](TrainConfig& c, double v) { c.engine.lr_schedule.cos_min_ratio = v; },
-      when([](const TrainConfig& c) { return c.engine.lr_schedule.kind == optim::LrScheduleKind::kWarmupCosine; })));
+      when([](const TrainConfig& c) { return c.engine.lr_schedule.kind == optim::LrScheduleKind::kWarmupCosine; }),
+      within({.hi = 1})));
   out.push_back(derived("schedule-steps", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
     const optim::LrScheduleConfig& lr = c.engine.lr_schedule;
     if (!scheduled(c) || lr.kind == optim::LrScheduleKind::kWarmup) return std::nullopt;
@@ -234,7 +242,7 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
        .help = "Global gradient-norm clipping (0 = off)",
        .ds = {.path = "gradient_clipping", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.clip_norm; }, [](TrainConfig& c, double v) { c.engine.clip_norm = v; },
-      always));
+      always, within({.hint = "(0 turns clipping off)"})));
 }
 
 }  // namespace zerodp::train::rows

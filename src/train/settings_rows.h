@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -44,9 +46,23 @@ constexpr ValueType value_type() {
   return ValueType::kPair;
 }
 
+using CheckFn = std::function<void(const SettingRow&, const TrainConfig&)>;
+
+// A number's bounds (each of a pair's two numbers): finite, in [lo, hi]
+// with either end open; `hint` follows the range in the refusal
+// ("e.g. 0.9 (0: no first moment)").
+struct Bounds {
+  double lo = 0.0;
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  bool hi_open = false;
+  std::string_view hint = {};
+};
+CheckFn within(Bounds bounds);
+
 template <typename T>
 SettingRow row(std::string_view name, FlagSpec flag, ResumePolicy resume, DefaultFrom defaults, Get<T> get, Set<T> set,
-               ShowFn show) {
+               ShowFn show, CheckFn check = nullptr) {
   SettingRow r;
   r.name = name;
   r.flag = flag;
@@ -56,19 +72,20 @@ SettingRow row(std::string_view name, FlagSpec flag, ResumePolicy resume, Defaul
   r.get = [get](const TrainConfig& c) { return json(get(c)); };
   if (set != nullptr) r.set = [set](TrainConfig& c, const json& v) { set(c, v.get<T>()); };
   r.show = std::move(show);
+  r.check = std::move(check);
   return r;
 }
 
 // A setting no checkpoint records, whose default a config file's replaces.
 template <typename T>
-SettingRow engine(std::string_view name, FlagSpec flag, Get<T> get, Set<T> set, ShowFn show) {
-  return row<T>(name, flag, ResumePolicy::kNotRecorded, DefaultFrom::kRun, get, set, std::move(show));
+SettingRow engine(std::string_view name, FlagSpec flag, Get<T> get, Set<T> set, ShowFn show, CheckFn check = nullptr) {
+  return row<T>(name, flag, ResumePolicy::kNotRecorded, DefaultFrom::kRun, get, set, std::move(show), std::move(check));
 }
 // A setting the checkpoint records and a resume must keep, whose default
 // a config file's replaces.
 template <typename T>
-SettingRow kept(std::string_view name, FlagSpec flag, Get<T> get, Set<T> set, ShowFn show) {
-  return row<T>(name, flag, ResumePolicy::kMustMatch, DefaultFrom::kRun, get, set, std::move(show));
+SettingRow kept(std::string_view name, FlagSpec flag, Get<T> get, Set<T> set, ShowFn show, CheckFn check = nullptr) {
+  return row<T>(name, flag, ResumePolicy::kMustMatch, DefaultFrom::kRun, get, set, std::move(show), std::move(check));
 }
 // A value only the effective configuration shows, derived from others.
 SettingRow derived(std::string_view name, ShowFn show);

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -193,6 +194,26 @@ TEST(Settings, RowsAreConsistent) {
   }
 
   TrainConfig c;
+  // Each row's own check: the defaults pass, a value outside the bounds
+  // (each of a pair's two) is refused naming the setting.
+  EXPECT_NO_THROW(check_setting_values(c));
+  TrainConfig bad_eps;
+  bad_eps.engine.optimizer.adafactor.eps2 = -1e-3;
+  try {
+    check_setting_values(bad_eps);
+    ADD_FAILURE() << "a negative Adafactor eps2 passed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "--adafactor-eps (optimizer.params.eps in --config) 1e-30,-0.001 must each be >= 0, e.g. 1e-30,1e-3"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(check_setting_values([] {
+                 TrainConfig nan_lr;
+                 nan_lr.engine.lr_schedule.max_lr = std::nan("");
+                 return nan_lr;
+               }()),
+               ConfigError);
   EXPECT_THROW(set_from_flag(*find_setting("micro-batch"), c, 0), ConfigError);
   set_from_flag(*find_setting("micro-batch"), c, 4);
   EXPECT_EQ(c.micro_batch, 4);
