@@ -131,9 +131,6 @@ void apply_scheduler_params(Section p, TrainConfig& c, const std::string& type,
             "optimizer.params.lr",
             p.source());
   p.only(accepted, "scheduler.type '" + type + "'");
-  if (!p.derive("warmup_min_lr", c, "warmup-min-lr") && p.has("warmup_min_lr")) {
-    lr.min_lr = p.number("warmup_min_lr");
-  }
   if (p.derive("warmup_max_lr", c, kLrSetting, optimizer_lr_given ? "optimizer.params.lr" : "")) {
     if (optimizer_lr_given) lr.max_lr = optimizer_lr;
   } else if (p.has("warmup_max_lr")) {
@@ -149,10 +146,7 @@ void apply_scheduler_params(Section p, TrainConfig& c, const std::string& type,
               "[config] {}: scheduler.params.warmup_type '{}' is unknown: use linear or log", p.source(), warmup_type);
     lr.warmup_type = optim::parse_warmup_type(warmup_type);
   }
-  if (!p.derive("warmup_min_ratio", c, "warmup-min-ratio") && p.has("warmup_min_ratio")) {
-    lr.warmup_min_ratio = p.number("warmup_min_ratio");
-  }
-  apply_direct_keys(p, c);  // warmup_num_steps, cos_min_ratio
+  apply_direct_keys(p, c);  // warmup_num_steps, warmup_min_lr, warmup_min_ratio, cos_min_ratio
   p.ignore({"last_batch_iteration"}, "schedules start at step 0");
   p.finish();
 }

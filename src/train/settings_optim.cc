@@ -230,6 +230,19 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
       [](TrainConfig& c, double v) { c.engine.lr_schedule.cos_min_ratio = v; },
       when([](const TrainConfig& c) { return c.engine.lr_schedule.kind == optim::LrScheduleKind::kWarmupCosine; }),
       within({.hi = 1})));
+  // The warm-up's start, only DeepSpeed's scheduler sets (no flag; a
+  // checkpoint keeps it in its schedule's record): shown when not 0.
+  out.push_back(engine<double>(
+      "warmup-min-lr", {.ds = {.path = "scheduler.params.warmup_min_lr", .direct = true, .auto_derived = true}},
+      [](const TrainConfig& c) { return c.engine.lr_schedule.min_lr; },
+      [](TrainConfig& c, double v) { c.engine.lr_schedule.min_lr = v; },
+      when([](const TrainConfig& c) { return scheduled(c) && c.engine.lr_schedule.min_lr != 0.0; }), within({})));
+  out.push_back(engine<double>(
+      "warmup-min-ratio", {.ds = {.path = "scheduler.params.warmup_min_ratio", .direct = true, .auto_derived = true}},
+      [](const TrainConfig& c) { return c.engine.lr_schedule.warmup_min_ratio; },
+      [](TrainConfig& c, double v) { c.engine.lr_schedule.warmup_min_ratio = v; },
+      when([](const TrainConfig& c) { return scheduled(c) && c.engine.lr_schedule.warmup_min_ratio != 0.0; }),
+      within({.hi = 1})));
   out.push_back(derived("schedule-steps", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
     const optim::LrScheduleConfig& lr = c.engine.lr_schedule;
     if (!scheduled(c) || lr.kind == optim::LrScheduleKind::kWarmup) return std::nullopt;

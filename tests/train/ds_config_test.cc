@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "train/effective_config.h"
+#include "train/settings.h"
 
 namespace zerodp::train {
 namespace {
@@ -444,6 +445,38 @@ TEST(DeepSpeedConfig, EveryRefusalNamesTheFile) {
        }) {
     const std::string e = error_of(json);
     EXPECT_NE(e.find("test.json"), std::string::npos) << json << "\n" << e;
+  }
+}
+
+// Every key the reader records a source or an "auto" under is a setting's
+// row name, so the effective configuration shows where each value came from.
+TEST(DeepSpeedConfig, EverySourceNamesASetting) {
+  for (const char* file : {
+           R"({"train_batch_size": 32, "gradient_accumulation_steps": "auto", "gradient_clipping": 1.0,
+               "steps_per_print": 5, "activation_checkpointing": {},
+               "zero_optimization": {"stage": 3, "reduce_bucket_size": 1e6, "overlap_comm": true,
+                 "stage3_prefetch_bucket_size": 1e6, "zero_quantized_weights": true,
+                 "zero_quantized_gradients": true, "mics_shard_size": 2},
+               "fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 12},
+               "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": "auto", "eps": 1e-8,
+                 "weight_decay": 0.1}},
+               "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": "auto", "warmup_max_lr": 2e-3,
+                 "warmup_num_steps": 10, "total_num_steps": "auto", "warmup_type": "linear"}}})",
+           R"({"bf16": {"enabled": "auto"}, "optimizer": {"type": "Adafactor", "params": {"lr": null,
+                 "eps": [1e-30, 1e-3], "beta1": 0.9, "decay_rate": -0.8, "clip_threshold": 1.0,
+                 "scale_parameter": true, "relative_step": true, "warmup_init": true}},
+               "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_min_ratio": 0.1,
+                 "cos_min_ratio": "auto", "warmup_num_steps": "auto"}}})",
+           R"({"optimizer": {"type": "Adam8bit", "params": {"min_8bit_size": 0, "fp32_embedding": false}}})",
+           R"({"optimizer": {"type": "SGD", "params": {"momentum": 0.9, "nesterov": true}}})",
+       }) {
+    const Applied a = apply(file);
+    for (const auto& [setting, source] : a.config.sources) {
+      EXPECT_NE(find_setting(setting), nullptr) << setting << " <- " << source;
+    }
+    for (const auto& [setting, key] : a.config.auto_keys) {
+      EXPECT_NE(find_setting(setting), nullptr) << setting << " <- " << key;
+    }
   }
 }
 
