@@ -222,13 +222,16 @@ CodecCost fit_codec(const CommMeasurements& m, comm::Quantization q, std::string
 }
 
 void calibrate_comm(const CommMeasurements& m, Hardware& hw, std::string_view source) {
-  const Link link = fit_link(m, hw, source);
+  // The fit is the machine's link as this build's collectives drive it
+  // (their chunks, pipelining and copies), and the codec is our code: both
+  // are this build's only if this build measured them.
+  const std::string other_build = !m.build.empty() && m.build != build_info().commit ? m.build : "";
+  Link link = fit_link(m, hw, source);
+  link.measured_by = other_build;
   (m.ranks > hw.ranks_per_host ? hw.link : hw.local) = link;
   for (const comm::Quantization q : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
     CodecCost codec = fit_codec(m, q, source);
-    // The codec is our code: its cost is this build's only if this build
-    // measured it (a link's bandwidth is the machine's).
-    if (!m.build.empty() && m.build != build_info().commit) codec.measured_by = m.build;
+    codec.measured_by = other_build;
     if (codec.known()) hw.codec(q) = codec;
   }
 }

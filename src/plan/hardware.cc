@@ -134,6 +134,17 @@ std::string Hardware::codec_from_another_build(comm::Quantization q) const {
       comm::quantization_name(q), codec(q).measured_by, build_info().commit);
 }
 
+std::string Hardware::link_from_another_build(int ranks) const {
+  if (ranks <= 1) return "";
+  const bool across_hosts = ranks > ranks_per_host;
+  const Link& l = across_hosts ? link : local;
+  if (l.measured_by.empty()) return "";
+  return fmt::format(
+      "the {} link was fitted to another build's collectives ({}; this is {}): run zerodp bench comm --json with "
+      "this binary",
+      across_hosts ? "hosts'" : "host's own", l.measured_by, build_info().commit);
+}
+
 void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view what) {
   ZDP_CHECK(j.is_object(), InputFileError, "[plan] {}: expected a JSON object, got {}", what, j.type_name());
   for (const auto& [k, v] : j.items()) {

@@ -29,6 +29,10 @@ struct Link {
   double latency_s = 0;
   double bandwidth = 0;  // bytes per second, each direction
   std::string source;    // "flag", "file", "bench comm ..." (for the report)
+  // The build (commit) whose collectives were timed for the fit, when that
+  // is not this one: the prediction then does not use it
+  // (Hardware::link_from_another_build).
+  std::string measured_by = {};
 
   bool known() const { return bandwidth > 0; }
 };
@@ -81,6 +85,10 @@ struct Hardware {
   // Why a run whose collectives use the codec of `q` (kNone: none) cannot be
   // predicted: that codec's cost measured by another build. "" otherwise.
   std::string codec_from_another_build(comm::Quantization q) const;
+  // Why a run of `ranks` ranks cannot be predicted: the link its
+  // collectives cross (between hosts when it spans several, else the
+  // host's own) was fitted to another build's collectives. "" otherwise.
+  std::string link_from_another_build(int ranks) const;
   // The codec of `q`; REQUIRES q != kNone.
   const CodecCost& codec(comm::Quantization q) const;
   CodecCost& codec(comm::Quantization q);

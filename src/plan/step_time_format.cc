@@ -91,6 +91,7 @@ StepTimePrediction predict_step_times(const GptShape& shape, std::string model_n
       const comm::Quantization grads =
           t.reduce == GradReduce::kReduceScatter ? run.quantize_grads : comm::Quantization::kNone;
       std::string why = hw.oversubscribed(n);
+      if (why.empty()) why = hw.link_from_another_build(n);
       if (why.empty()) why = hw.codec_from_another_build(weights);
       if (why.empty()) why = hw.codec_from_another_build(grads);
       p.rows.push_back({run, why.empty() ? predict_step_time(shape, run, hw) : StepTime{}, why});

@@ -123,7 +123,16 @@ TEST(Calibration, CodecFitsPerElementAndRoundTrips) {
             std::string::npos)
       << why;
   EXPECT_TRUE(other.codec_from_another_build(comm::Quantization::kNone).empty());
-  EXPECT_TRUE(other.link.known());  // the link is the machine's: calibrated as before
+  // The link's fit is kept too, named as another build's: the runs across
+  // it are not predicted (the same build's is used).
+  EXPECT_TRUE(other.link.known());
+  EXPECT_EQ(other.link.measured_by, "0123abc");
+  EXPECT_TRUE(same.link.measured_by.empty());
+  EXPECT_TRUE(other.link_from_another_build(1).empty());  // one rank crosses no link
+  const std::string link_why = other.link_from_another_build(4);
+  EXPECT_NE(link_why.find("link was fitted to another build's collectives (0123abc; this is " + build_info().commit),
+            std::string::npos)
+      << link_why;
   // A run without --codec has no "codec" key and calibrates none.
   EXPECT_FALSE(comm_measurements_to_json(two_hosts()).contains("codec"));
   nlohmann::json bad = comm_measurements_to_json(m);

@@ -208,6 +208,17 @@ TEST(StepTime, OversubscribedHostsAreNotPredicted) {
     EXPECT_NE(q.rows[i].not_predicted.find("measured by another build (0123abc"), std::string::npos) << i;
   }
   hw.int8_codec.measured_by.clear();
+  // The hosts' link fitted to another build's collectives: no row that
+  // crosses it is predicted; the host's own link still predicts a run
+  // that stays on one host.
+  hw.link.measured_by = "0123abc";
+  const StepTimePrediction l = predict_step_times(tiny(), "tiny", tiny_run(Stage::k0), {1, 8}, hw);
+  ASSERT_EQ(l.rows.size(), 8u);
+  for (const auto& row : l.rows) {
+    EXPECT_EQ(row.not_predicted.empty(), row.run.ranks <= hw.ranks_per_host) << row.run.ranks << row.not_predicted;
+  }
+  EXPECT_NE(l.rows.back().not_predicted.find("hosts' link was fitted to another build's"), std::string::npos);
+  hw.link.measured_by.clear();
   hw.cores_per_host = 4;  // a core each: predicted
   EXPECT_TRUE(hw.oversubscribed(4).empty());
   hw.cores_per_host = 0;  // not given: assumed
