@@ -14,13 +14,6 @@
 #include "core/error.h"
 
 namespace zerodp::ckpt {
-namespace {
-
-// strerror may share one buffer between threads, and every rank thread saves
-// its own shard: the category's message is built per call (strerror_r).
-std::string errno_text(int err) { return std::generic_category().message(err); }
-
-}  // namespace
 
 File::File(const std::string& path, Mode mode) : path_(path) {
   const int flags = mode == Mode::kRead ? O_RDONLY | O_CLOEXEC : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;

@@ -16,6 +16,7 @@ void add_bench_engine_command(CLI::App& bench);  // zerodp bench engine (bench_e
 void add_bench_model_command(CLI::App& bench);   // zerodp bench model (bench_model_command.cc)
 void add_model_command(CLI::App& app);           // zerodp model info|list (model_command.cc)
 void add_bench_comm_command(CLI::App& bench);    // zerodp bench comm (bench_comm_command.cc)
+void add_bench_disk_command(CLI::App& bench);    // zerodp bench disk (bench_disk_command.cc)
 void add_ckpt_command(CLI::App& app);            // zerodp ckpt inspect|consolidate|reshard (ckpt_command.cc)
 void add_tokenize_command(CLI::App& app);        // zerodp tokenize (tokenize_command.cc)
 

@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
   bench->require_subcommand(1);
   zerodp::cli::add_bench_comm_command(*bench);
   zerodp::cli::add_bench_model_command(*bench);
+  zerodp::cli::add_bench_disk_command(*bench);
   zerodp::cli::add_bench_engine_command(*bench);
 
   try {

@@ -2,10 +2,13 @@
 #include "core/error.h"
 
 #include <cstdio>
+#include <system_error>
 
 namespace zerodp {
 
 void warn(std::string_view message) { fmt::print(stderr, "zerodp: warning: {}\n", message); }
+
+std::string errno_text(int error) { return std::generic_category().message(error); }
 
 namespace detail {
 

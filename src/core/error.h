@@ -65,6 +65,10 @@ class ShapeError : public Error {
 // user should know that does not stop the run (an ignored flag or key).
 void warn(std::string_view message);
 
+// The operating system's words for an errno value ("No space left on
+// device"), safe to call from any thread (strerror may share one buffer).
+std::string errno_text(int error);
+
 namespace detail {
 // "file.cc:line" relative to src/; kept out of line of the hot path.
 std::string location(const char* file, int line);

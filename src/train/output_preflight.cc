@@ -21,8 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string errno_text(int error) { return std::error_code(error, std::generic_category()).message(); }
-
 std::string bytes_text(uint64_t bytes) {
   const auto b = static_cast<double>(bytes);
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
