@@ -37,7 +37,8 @@ struct Request {
   std::string error = {};  // why it failed; empty when it did not
 
   // Records a transfer's result: `moved` bytes, or -errno. True when the
-  // request is over (done, or failed).
+  // request is over (done, or failed); the caller then sets `finished`
+  // where the owner reads it (the threads: under their lock).
   bool advance(ssize_t moved) {
     if (moved < 0) {
       error = errno_text(static_cast<int>(-moved));
@@ -46,8 +47,7 @@ struct Request {
     } else {
       done += static_cast<size_t>(moved);
     }
-    finished = !error.empty() || done == bytes;
-    return finished;
+    return !error.empty() || done == bytes;
   }
   [[noreturn]] void fail() const {
     ZDP_THROW(IoError, "[io] {} of {} bytes at offset {} of {} failed after {} bytes: {} (check the file's disk)",
@@ -156,10 +156,10 @@ class ThreadBackend final : public AsyncIo::Backend {
             r->write ? ::pwrite(r->fd, r->buffer + r->done, left, at) : ::pread(r->fd, r->buffer + r->done, left, at);
         if (moved < 0 && errno == EINTR) continue;
         if (moved < 0) moved = -errno;
-        // Published under the lock below: the owner reads `finished` there.
         over = r->advance(moved);
       }
       lock.lock();
+      r->finished = true;
       --in_flight_;
       done_cv_.notify_all();
     }
@@ -233,6 +233,7 @@ class UringBackend final : public AsyncIo::Backend {
     const int res = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
     if (r->advance(res)) {
+      r->finished = true;
       --in_flight_;
     } else {
       queue(r);  // a short transfer: the rest, still in flight
