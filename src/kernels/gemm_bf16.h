@@ -19,9 +19,12 @@
 // against the hardware where the CPU has it.
 //
 // Memory: each calling thread keeps its own packing buffers (the bf16
-// operands in the kernel's order), grown to the largest product it ran and
-// then kept, as OpenBLAS keeps its pool: the warm-up runs every product
-// shape before the baseline is measured (docs/memory.md).
+// operands in the kernel's order), grown to the largest blocks it packed
+// and then kept, as OpenBLAS keeps its pool: the warm-up runs every product
+// shape before the baseline is measured (docs/memory.md). The blocking
+// bounds them whatever the shape: at most 6.4 MiB per thread (B's block of
+// 1024 columns x 1024 of k, A's block of 192 rows x 1024 of k, and 4 MiB of
+// running sums carried between blocks of k when beta != 0; gemm_bf16.cc).
 // Thread-safety: any number of threads may call it at once.
 #pragma once
 #include "core/simd.h"

@@ -8,12 +8,16 @@
 // low half and its odd one in the high half (vdpbf16ps's order), in panels
 // of `width` rows: panel t holds, for each pair p, `width` words (rows
 // 0..width-1 of the panel). A is packed by its rows (width kTileRows) and B
-// by its columns, as rows of op(B)^T (width kTileCols).
+// by its columns, as rows of op(B)^T (width kTileCols), a block of k at a
+// time.
 #pragma once
 #include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+
+#include "core/simd.h"
+#include "kernels/gemm.h"
 
 namespace zerodp::kernels::bf16_gemm {
 
@@ -32,15 +36,30 @@ struct PackSource {
   }
 };
 
-// Rows [row0, row0 + rows) of `x` over k as panels of `width` (at most 16, or 32)
-// rows: ceil(rows / width) panels of (k + 1) / 2 pairs, zero past the last
-// row and the last k.
-using PackFn = void (*)(const PackSource& x, int row0, int rows, int k, int width, uint32_t* out);
+// Rows [row0, row0 + rows) of `x` over k in [k0, k1) (k0 even) as panels of
+// `width` (kTileRows or kTileCols) rows: ceil(rows / width) panels of
+// (k1 - k0 + 1) / 2 pairs, zero past the last row and past k1.
+using PackFn = void (*)(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out);
 
-// Sums `pairs` pairs of an A panel and a B panel into tile[r * kTileCols +
-// c]: from +0, or from the tile's values when `accumulate` (a later block
-// of k: the sum goes on in the same order, exactly).
-using TileFn = void (*)(int pairs, const uint32_t* a, const uint32_t* b, float* tile, bool accumulate);
+// Where one tile's sums come from and go. The tile's rows x cols part lies
+// in C (the rest is padding, its sums dropped). The running sums start from
+// +0, or from sums[r * ld + c] when `accumulate` (a later block of k: the
+// sum goes on in the same order, exactly); then they are stored back there,
+// or, when `last`, written to C: c[r * ldc + c] = alpha * sum + beta * c
+// (gemm_bf16.h: alpha = 1 and beta = 1 not multiplied, beta = 0 reads no C).
+// `sums` may be C itself (beta = 0: C holds nothing to keep).
+struct TileOut {
+  float* sums;
+  int ld;
+  float* c;
+  int ldc;
+  int rows, cols;
+  bool accumulate, last;
+  float alpha, beta;
+};
+
+// Sums `pairs` pairs of an A panel and a B panel into the tile `out` names.
+using TileFn = void (*)(int pairs, const uint32_t* a, const uint32_t* b, const TileOut& out);
 
 // The bf16 operand of an fp32 value, as AVX512_BF16's conversion makes it:
 // nearest even, a NaN quieted, and an fp32 subnormal the zero of its sign
@@ -69,12 +88,36 @@ inline float bf16_dot_step(float acc, float x, float y) {
   return static_cast<float>(rounded);
 }
 
+// C's value from a finished sum (gemm_bf16.h): alpha * sum + beta * c, each
+// product rounded, alpha = 1 and beta = 1 not multiplied, beta = 0 reading
+// no C. The levels' vector code computes the same three roundings.
+inline float scaled_sum(float sum, float alpha, float beta, const float* c) {
+  const float scaled = alpha == 1.0f ? sum : alpha * sum;
+  if (beta == 0.0f) return scaled;
+  return scaled + (beta == 1.0f ? *c : beta * *c);
+}
+
+// The driver's blocking (gemm_bf16.cc): how much of each operand is packed
+// at a time, and how many running sums are kept between blocks of k where C
+// cannot hold them (beta != 0).
+struct Blocking {
+  int pairs;     // pairs of k per block at most, a multiple of 16 (else rounded up)
+  int cols;      // columns of B per block, a multiple of kTileCols
+  int rows;      // rows of A per block, a multiple of kTileRows
+  size_t carry;  // floats of running sums (at least kTileRows x cols)
+};
+
+// gemm_bf16() with the given blocking (the tests take small blocks to cross
+// every edge of the blocking at small sizes): the same bits whatever it is.
+void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const float* b, int ldb, float beta, float* c, int ldc, SimdLevel level, const Blocking& blocking);
+
 // The portable code (every level without bf16 units).
-void pack_scalar(const PackSource& x, int row0, int rows, int k, int width, uint32_t* out);
-void tile_scalar(int pairs, const uint32_t* a, const uint32_t* b, float* tile, bool accumulate);
+void pack_scalar(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out);
+void tile_scalar(int pairs, const uint32_t* a, const uint32_t* b, const TileOut& out);
 #if ZERODP_SIMD_X86_64
-void pack_avx512bf16(const PackSource& x, int row0, int rows, int k, int width, uint32_t* out);
-void tile_avx512bf16(int pairs, const uint32_t* a, const uint32_t* b, float* tile, bool accumulate);
+void pack_avx512bf16(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out);
+void tile_avx512bf16(int pairs, const uint32_t* a, const uint32_t* b, const TileOut& out);
 #endif
 
 }  // namespace zerodp::kernels::bf16_gemm

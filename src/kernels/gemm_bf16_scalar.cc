@@ -8,17 +8,15 @@
 
 namespace zerodp::kernels::bf16_gemm {
 
-void pack_scalar(const PackSource& x, int row0, int rows, int k, int width, uint32_t* out) {
-  const int pairs = (k + 1) / 2;
+void pack_scalar(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out) {
   for (int panel = 0; panel < rows; panel += width) {
-    for (int p = 0; p < pairs; ++p) {
-      const int kk = 2 * p;
+    for (int kk = k0; kk < k1; kk += 2) {
       for (int r = 0; r < width; ++r) {
         const int row = panel + r;
         uint32_t word = 0;
         if (row < rows) {
           const uint32_t even = operand_bits(x.at(row0 + row, kk));
-          const uint32_t odd = kk + 1 < k ? operand_bits(x.at(row0 + row, kk + 1)) : 0u;
+          const uint32_t odd = kk + 1 < k1 ? operand_bits(x.at(row0 + row, kk + 1)) : 0u;
           word = even | (odd << 16);
         }
         *out++ = word;
@@ -27,8 +25,15 @@ void pack_scalar(const PackSource& x, int row0, int rows, int k, int width, uint
   }
 }
 
-void tile_scalar(int pairs, const uint32_t* a, const uint32_t* b, float* tile, bool accumulate) {
-  if (!accumulate) std::fill(tile, tile + kTileSize, 0.0f);
+void tile_scalar(int pairs, const uint32_t* a, const uint32_t* b, const TileOut& out) {
+  float tile[kTileSize];
+  std::fill(tile, tile + kTileSize, 0.0f);
+  const int rows = std::min(out.rows, kTileRows);
+  const int cols = std::min(out.cols, kTileCols);
+  if (out.accumulate) {
+    for (int r = 0; r < rows; ++r)
+      std::copy_n(out.sums + static_cast<size_t>(r) * out.ld, cols, tile + static_cast<size_t>(r) * kTileCols);
+  }
   const auto low = [](uint32_t word) { return std::bit_cast<float>(word << 16); };
   const auto high = [](uint32_t word) { return std::bit_cast<float>(word & 0xFFFF0000u); };
   for (int p = 0; p < pairs; ++p, a += kTileRows, b += kTileCols) {
@@ -37,6 +42,15 @@ void tile_scalar(int pairs, const uint32_t* a, const uint32_t* b, float* tile, b
       for (int c = 0; c < kTileCols; ++c) {
         row[c] = bf16_dot_step(bf16_dot_step(row[c], high(a[r]), high(b[c])), low(a[r]), low(b[c]));
       }
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float* sum = tile + static_cast<size_t>(r) * kTileCols;
+    if (out.last) {
+      float* c = out.c + static_cast<size_t>(r) * out.ldc;
+      for (int j = 0; j < cols; ++j) c[j] = scaled_sum(sum[j], out.alpha, out.beta, c + j);
+    } else {
+      std::copy_n(sum, cols, out.sums + static_cast<size_t>(r) * out.ld);
     }
   }
 }

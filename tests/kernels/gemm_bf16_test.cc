@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // gemm_bf16(): its defined sum (gemm_bf16.h) against a naive loop over the
 // same step, at every SIMD level, for every transpose, edge size, alpha and
-// beta; the step's flush-to-zero cases; the hardware (where the CPU has bf16
+// beta, across every edge of its blocking (its own and small ones); the
+// step's flush-to-zero cases; the hardware (where the CPU has bf16
 // units) against the portable steps on values built to hit those cases;
 // closeness to the fp32 product; and threads calling it at once.
 #include "kernels/gemm_bf16.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -117,13 +119,95 @@ TEST_P(GemmBf16, BetaZeroReadsNoC) {
   for (float x : c) EXPECT_FALSE(std::isnan(x));
 }
 
+// One product through gemm_blocked() (or gemm_bf16() when `blocking` is
+// null) into C rows of ldc = n + 3, against the definition: the n columns
+// bit for bit, the 3 past them untouched.
+::testing::AssertionResult gives_the_defined_sum(Trans ta, Trans tb, Shape s, float alpha, float beta,
+                                                 const bf16_gemm::Blocking* blocking, SimdLevel level) {
+  const auto seed = static_cast<uint32_t>(s.m * 131 + s.n * 7 + s.k);
+  const std::vector<float> a = hard_values(size_t(s.m) * s.k, seed, true);
+  const std::vector<float> b = hard_values(size_t(s.k) * s.n, seed + 1, true);
+  const std::vector<float> c0 = hard_values(size_t(s.m) * s.n, seed + 2, false);
+  const int ldc = s.n + 3;
+  std::vector<float> c(size_t(s.m) * ldc, 7.0f);
+  for (int i = 0; i < s.m; ++i) std::copy_n(c0.begin() + ptrdiff_t(i) * s.n, s.n, c.begin() + ptrdiff_t(i) * ldc);
+  const int lda = ta == Trans::kNo ? s.k : s.m, ldb = tb == Trans::kNo ? s.n : s.k;
+  if (blocking != nullptr) {
+    bf16_gemm::gemm_blocked(ta, tb, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc, level,
+                            *blocking);
+  } else {
+    gemm_bf16(ta, tb, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc, level);
+  }
+  std::vector<float> got(size_t(s.m) * s.n);
+  bool padding_kept = true;
+  for (int i = 0; i < s.m; ++i) {
+    std::copy_n(c.begin() + ptrdiff_t(i) * ldc, s.n, got.begin() + ptrdiff_t(i) * s.n);
+    for (int j = s.n; j < ldc; ++j) padding_kept = padding_kept && c[size_t(i) * ldc + j] == 7.0f;
+  }
+  const auto what = [&] {
+    return ::testing::Message() << s.m << "x" << s.n << "x" << s.k << " ta=" << int(ta) << " tb=" << int(tb)
+                                << " alpha=" << alpha << " beta=" << beta;
+  };
+  if (!padding_kept) return ::testing::AssertionFailure() << "wrote past n: " << what();
+  if (!same_bits(got, defined(ta, tb, s.m, s.n, s.k, alpha, a, b, beta, c0))) {
+    return ::testing::AssertionFailure() << "not the defined sum: " << what();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+constexpr std::pair<float, float> kAlphaBeta[] = {{1.0f, 0.0f}, {-1.5f, 0.0f}, {1.0f, 1.0f}, {0.5f, -0.75f}};
+
+TEST_P(GemmBf16, SmallBlocksCrossEveryEdgeOfTheBlockingAndGiveTheDefinedSum) {
+  // Blocks of 16 pairs, 64 columns and 24 rows, sums carried for 24 rows at
+  // a time (beta != 0): 53 rows make 3 blocks and 3 bands, the last of 5
+  // rows (not a whole tile); 150 columns 3 blocks, the last tile 22 wide;
+  // k = 101 4 blocks of k, the last 3 pairs with no odd element at its end.
+  // Then a carry smaller than one row of tiles (bands of 12 rows), blocks of
+  // k no multiple of 16 pairs (rounded up), and k = 0 (C = beta * C).
+  const bf16_gemm::Blocking small{16, 64, 24, 24 * 64};
+  const bf16_gemm::Blocking odd{10, 32, 12, 100};
+  for (const auto& [blocking, s] : {std::pair{small, Shape{53, 150, 101}}, std::pair{small, Shape{12, 64, 32}},
+                                    std::pair{odd, Shape{29, 70, 67}}, std::pair{small, Shape{30, 40, 0}}}) {
+    for (Trans ta : {Trans::kNo, Trans::kYes}) {
+      for (Trans tb : {Trans::kNo, Trans::kYes}) {
+        for (const auto& [alpha, beta] : kAlphaBeta) {
+          EXPECT_TRUE(gives_the_defined_sum(ta, tb, s, alpha, beta, &blocking, GetParam()));
+        }
+      }
+    }
+  }
+}
+
 TEST_P(GemmBf16, ProductsOverSeveralBlocksOfEveryDimensionGiveTheDefinedSum) {
-  // Blocks of 96 rows, 256 columns and 128 pairs of k (gemm_bf16.cc).
-  const int m = 101, n = 300, k = 301;
-  const std::vector<float> a = hard_values(size_t(m) * k, 5, false), b = hard_values(size_t(k) * n, 6, false);
-  std::vector<float> c(size_t(m) * n, 0.0f);
+  // gemm_bf16.cc's blocks: 512 pairs of k, 1024 columns, 192 rows. k = 2055
+  // makes 3 blocks of k (352, 352 and 324 pairs, the last ending on an even
+  // element alone), the sums carried in C (beta = 0) or in the buffer;
+  // 2093 columns 3 blocks, the last tile 13 wide; 391 rows 3 blocks, the
+  // last tile 7 rows.
+  for (const Shape s : {Shape{13, 37, 2055}, Shape{14, 2093, 9}, Shape{391, 40, 30}}) {
+    for (Trans ta : {Trans::kNo, Trans::kYes}) {
+      for (Trans tb : {Trans::kNo, Trans::kYes}) {
+        for (const auto& [alpha, beta] : kAlphaBeta) {
+          EXPECT_TRUE(gives_the_defined_sum(ta, tb, s, alpha, beta, nullptr, GetParam()));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GemmBf16, BetaZeroReadsNoCOverSeveralBlocksOfK) {
+  // The running sums go through C between blocks of k: what it held before
+  // (NaN here) never reaches them.
+  const int m = 13, n = 40, k = 1100;
+  const std::vector<float> a = hard_values(size_t(m) * k, 11, false), b = hard_values(size_t(k) * n, 12, false);
+  std::vector<float> c(size_t(m) * n, std::nanf(""));
   gemm_bf16(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
   EXPECT_TRUE(same_bits(c, defined(Trans::kNo, Trans::kNo, m, n, k, 1.0f, a, b, 0.0f, c)));
+  const bf16_gemm::Blocking small{16, 64, 24, 24 * 64};
+  std::fill(c.begin(), c.end(), std::nanf(""));
+  bf16_gemm::gemm_blocked(Trans::kNo, Trans::kNo, m, n, k, -2.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n,
+                          GetParam(), small);
+  EXPECT_TRUE(same_bits(c, defined(Trans::kNo, Trans::kNo, m, n, k, -2.0f, a, b, 0.0f, c)));
 }
 
 TEST(GemmBf16Step, OperandsAreTheHardwaresConversion) {
