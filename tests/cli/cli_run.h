@@ -45,8 +45,10 @@ inline Result run(const std::string& args) {
   return r;
 }
 
+// NAME under the temporary directory, prefixed with the process id: CTest
+// runs tests in parallel, and another checkout's suite may run beside this one.
 inline fs::path write_temp(const std::string& name, const std::string& content) {
-  fs::path p = fs::temp_directory_path() / name;
+  fs::path p = fs::temp_directory_path() / (std::to_string(getpid()) + "." + name);
   std::ofstream(p, std::ios::binary) << content;
   return p;
 }
