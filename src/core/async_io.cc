@@ -25,6 +25,10 @@
 namespace zerodp {
 namespace {
 
+// A transfer larger than this is refused: the caller splits it (io_uring's length is 32-bit, and
+// pread/pwrite move at most 0x7ffff000 bytes at once on Linux).
+constexpr size_t kMaxTransfer = size_t{1} << 30;
+
 struct Request {
   bool write = false;
   int fd = -1;
@@ -66,6 +70,8 @@ class AsyncIo::Backend {
   virtual IoBackend kind() const = 0;
 
   Ticket submit(Request request) {
+    ZDP_CHECK(request.bytes <= kMaxTransfer, IoError, "[io] a {} of {} bytes is over the {} a request moves: split it",
+              request.write ? "write" : "read", request.bytes, kMaxTransfer);
     const Ticket t = next_++;
     auto owned = std::make_unique<Request>(std::move(request));
     Request* r = owned.get();
@@ -245,10 +251,6 @@ class UringBackend final : public AsyncIo::Backend {
 };
 #endif
 
-// A transfer larger than this is split (io_uring's length is 32-bit, and
-// pread/pwrite move at most 0x7ffff000 bytes at once on Linux).
-constexpr size_t kMaxTransfer = size_t{1} << 30;
-
 }  // namespace
 
 std::string_view io_backend_name(IoBackend backend) { return backend == IoBackend::kUring ? "io_uring" : "threads"; }
@@ -288,8 +290,6 @@ int AsyncIo::depth() const { return impl_->depth(); }
 size_t AsyncIo::pending() const { return impl_->pending(); }
 
 AsyncIo::Ticket AsyncIo::read(int fd, void* buffer, size_t bytes, uint64_t offset, std::string_view name) {
-  ZDP_CHECK(bytes <= kMaxTransfer, IoError, "[io] a read of {} bytes is over the {} a request moves: split it", bytes,
-            kMaxTransfer);
   return impl_->submit({.write = false,
                         .fd = fd,
                         .buffer = static_cast<char*>(buffer),
@@ -299,8 +299,6 @@ AsyncIo::Ticket AsyncIo::read(int fd, void* buffer, size_t bytes, uint64_t offse
 }
 
 AsyncIo::Ticket AsyncIo::write(int fd, const void* buffer, size_t bytes, uint64_t offset, std::string_view name) {
-  ZDP_CHECK(bytes <= kMaxTransfer, IoError, "[io] a write of {} bytes is over the {} a request moves: split it", bytes,
-            kMaxTransfer);
   // The buffer is only read (pwrite's and io_uring's write take const data).
   return impl_->submit({.write = true,
                         .fd = fd,
