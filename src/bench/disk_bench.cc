@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,43 +16,13 @@
 
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/scratch_file.h"
 
 namespace zerodp::bench {
 namespace {
 
-constexpr size_t kDirectAlignment = 4096;  // O_DIRECT's buffers, offsets and sizes
-
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }  // NOLINT(cppcoreguidelines-no-malloc): aligned_alloc's pair
-};
-
-// The benchmark's file: created empty, removed (and closed) at the end.
-class ScratchFile {
- public:
-  explicit ScratchFile(const std::string& dir)
-      : path_((std::filesystem::path(dir) / fmt::format("zerodp-bench-disk-{}.tmp", ::getpid())).string()) {
-    fd_ = ::open(path_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
-    direct_ = fd_ >= 0;
-    if (fd_ < 0 && errno == EINVAL) {  // the file system refuses O_DIRECT: buffered
-      fd_ = ::open(path_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    }
-    ZDP_CHECK(fd_ >= 0, ConfigError, "[bench disk] cannot create {}: {} (give a writable directory with --dir)", path_,
-              errno_text(errno));
-  }
-  ~ScratchFile() {
-    ::close(fd_);
-    ::unlink(path_.c_str());
-  }
-  ScratchFile(const ScratchFile&) = delete;
-  ScratchFile& operator=(const ScratchFile&) = delete;
-  int fd() const { return fd_; }
-  bool direct() const { return direct_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  bool direct_ = false;
 };
 
 void check_options(const DiskBenchOptions& o) {
@@ -65,15 +34,12 @@ void check_options(const DiskBenchOptions& o) {
   std::error_code ec;
   ZDP_CHECK(std::filesystem::is_directory(o.dir, ec), ConfigError,
             "[bench disk] --dir {} is not a directory: give the directory whose disk to measure", o.dir);
-  struct statvfs fs {};
-  ZDP_CHECK(::statvfs(o.dir.c_str(), &fs) == 0, ConfigError, "[bench disk] cannot stat {}: {}", o.dir,
-            errno_text(errno));
-  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  const double free = static_cast<double>(free_bytes(o.dir, "bench disk"));
   const double need = static_cast<double>(o.bytes) + 64.0 * (1 << 20);  // and a margin for the file system
-  ZDP_CHECK(free_bytes >= need, ConfigError,
+  ZDP_CHECK(free >= need, ConfigError,
             "[bench disk] {} has {:.0f} MiB free, the file needs {:.0f} MiB and a 64 MiB margin: give a smaller "
             "--bytes or another --dir",
-            o.dir, free_bytes / (1 << 20), static_cast<double>(o.bytes) / (1 << 20));
+            o.dir, free / (1 << 20), static_cast<double>(o.bytes) / (1 << 20));
 }
 
 // One pass over the file, `depth` blocks in flight, each slot's buffer
@@ -106,7 +72,8 @@ double pass(AsyncIo& io, const ScratchFile& file, bool write, const DiskBenchOpt
 DiskBenchResult run_disk_bench(const DiskBenchOptions& options) {
   check_options(options);
   DiskBenchResult r{.options = options};
-  const ScratchFile file(options.dir);
+  const ScratchFile file(options.dir, fmt::format("zerodp-bench-disk-{}.tmp", ::getpid()), "bench disk",
+                         ScratchFile::Name::kKeepUntilClosed);
   r.direct = file.direct();
   AsyncIo io(options.depth, options.backend);
   r.backend = io.backend();

@@ -128,7 +128,6 @@ Adafactor::Adafactor(const AdafactorConfig& config, size_t shard_size, ShardOpti
   state_size_ = adafactor_state_values(tensors_, unit_offset(), shard_size);
   add_state(StateKind::kExpAvgSqFactored, state_size_);
   factors_ = add_work(StateKind::kExpAvgSqFactored, state_size_);
-  state_values_ = state_data(config_.beta1 > 0.0 ? 1 : 0);
   eps1_ = static_cast<float>(config_.eps1);
   beta1_ = static_cast<float>(config_.beta1);
   one_minus_beta1_ = static_cast<float>(1.0 - config_.beta1);
@@ -138,7 +137,7 @@ size_t Adafactor::tensor_stats_size(int round) const { return adafactor_stats_va
 
 float Adafactor::direction(const Touched& t, size_t e, float g, float* v_new) const {
   const TensorShape& T = tensors_[t.tensor];
-  const float* state = state_values_ + t.state;
+  const float* state = state_values() + t.state;
   if (t.factored) {
     const size_t k = unit_offset() + e - T.offset;  // tensor-relative
     const size_t row = k / T.cols;                  // over the batch
@@ -214,7 +213,7 @@ void Adafactor::load_tensor_stats(int round, std::span<const float> combined) {
     const double prms = std::sqrt(static_cast<double>(combined[t.stats0]) / static_cast<double>(T.count));
     t.param_scale = config_.scale_parameter ? std::max(config_.eps2, prms) : 1.0;
     if (!t.factored) continue;
-    float* r = state_values_ + t.state;
+    float* r = state_values() + t.state;
     float* c = r + T.batch * T.rows;
     const float* row_sums = combined.data() + t.stats0 + 1;
     const float* col_sums = row_sums + T.batch * T.rows;
@@ -256,7 +255,7 @@ void Adafactor::update(float* params, const float* grads, size_t offset, size_t 
       const float g = grads[e - offset] * grad_scale_;
       float v_new = 0.0f;
       float u = direction(t, e, g, &v_new);
-      if (!t.factored) state_values_[t.state + (e - t.lo)] = v_new;
+      if (!t.factored) state_values()[t.state + (e - t.lo)] = v_new;
       u = u / t.divisor;
       u = u * t.lr;
       if (momentum) {
@@ -277,7 +276,7 @@ void Adafactor::pack(std::span<float> out) const {
   ZDP_CHECK(out.size() == range.count, ShapeError, "[adafactor.pack] {} values for a range of {}", out.size(),
             range.count);
   std::fill(out.begin(), out.end(), 0.0f);
-  const float* state = state_values_;
+  const float* state = state_values();
   for (const Touched& t : touched_) {
     const TensorShape& T = tensors_[t.tensor];
     if (t.factored) {
@@ -292,7 +291,7 @@ void Adafactor::unpack(std::span<const float> in) {
   const ElementRange range = packed_range();
   ZDP_CHECK(in.size() == range.count, ShapeError, "[adafactor.unpack] {} values for a range of {}", in.size(),
             range.count);
-  float* state = state_values_;
+  float* state = state_values();
   for (const Touched& t : touched_) {
     const TensorShape& T = tensors_[t.tensor];
     if (t.factored) {

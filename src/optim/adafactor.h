@@ -123,13 +123,15 @@ class Adafactor final : public Optimizer {
   // of touched tensor `t` from its scaled gradient g; for an unfactored
   // tensor also the new v.
   float direction(const Touched& t, size_t e, float g, float* v_new) const;
+  // exp_avg_sq_factored's values (the state after the momentum, if any).
+  float* state_values() { return state_data(config_.beta1 > 0.0 ? 1 : 0); }
+  const float* state_values() const { return state_data(config_.beta1 > 0.0 ? 1 : 0); }
   double t_step() const { return static_cast<double>(step_count() + 1); }
 
   AdafactorConfig config_;
   std::vector<TensorShape> tensors_;
   std::vector<size_t> stats0_offsets_;  // per unit tensor: its first value in round 0's vector
   std::vector<Touched> touched_;
-  float* state_values_ = nullptr;  // exp_avg_sq_factored
   size_t state_size_ = 0;
   // This step's rsqrt(r_i / mean(r)) and rsqrt(c_j), laid out as the
   // matrices' statistics in exp_avg_sq_factored: a work buffer of the

@@ -18,11 +18,16 @@ Adam8bit::Adam8bit(const AdamConfig& config, size_t shard_size, ShardOptions opt
   add_state(StateKind::kExpAvgSqCodes);
   add_state(StateKind::kExpAvgAbsmax, blocks_.count);
   add_state(StateKind::kExpAvgSqAbsmax, blocks_.count);
-  // Zeroed codes are not m = 0: the code of 0 is index 127 of the signed map
-  // (0 of the unsigned one). With zero scales every code dequantizes to 0
-  // anyway, but the codes are state a checkpoint keeps, so start from 0's.
-  std::fill_n(state_codes(0), shard_size, quant8::signed_map().zero);
-  std::fill_n(state_codes(1), shard_size, quant8::unsigned_map().zero);
+  if (states_attached()) Adam8bit::reset_states();
+}
+
+// Zeroed codes are not m = 0: the code of 0 is index 127 of the signed map
+// (0 of the unsigned one). With zero scales every code dequantizes to 0
+// anyway, but the codes are state a checkpoint keeps, so start from 0's.
+void Adam8bit::reset_states() {
+  Optimizer::reset_states();
+  std::fill_n(state_codes(0), size(), quant8::signed_map().zero);
+  std::fill_n(state_codes(1), size(), quant8::unsigned_map().zero);
 }
 
 void Adam8bit::share_block_end_maxima(const BlockEndMaxima& combined) { shared_ = combined; }

@@ -47,6 +47,7 @@ class Adam8bit final : public Optimizer {
   const AdamConfig& config() const { return config_; }
   size_t quant_block_size() const override { return quant8::kBlockSize; }
   void share_block_end_maxima(const BlockEndMaxima& combined) override;
+  void reset_states() override;
 
   // The blocks of the unit this shard touches (the scales' index range).
   quant8::BlockRange blocks() const { return blocks_; }

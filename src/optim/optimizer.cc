@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/error.h"
@@ -281,47 +282,101 @@ Optimizer::Optimizer(size_t size, ShardOptions options)
               size);
   }
   no_decay_ = ranges_within_shard(options.no_decay, 0, size);
+  external_states_ = options.external_states;
+  attached_ = !external_states_;
 }
 
 Optimizer::~Optimizer() {
   if (!accountant_) return;
   for (const std::vector<OwnedState>* buffers : {&states_, &work_}) {
     for (const OwnedState& s : *buffers) {
+      if (s.owned.bytes() == 0) continue;  // external, or empty
       try {
-        accountant_(s.kind, -static_cast<int64_t>(s.buffer.bytes() + s.codes.bytes()));
+        accountant_(s.kind, -static_cast<int64_t>(s.owned.bytes()));
       } catch (...) {  // a destructor must not throw; the accountant's contract says it does not
       }
     }
   }
 }
 
-void Optimizer::add_state(StateKind kind, size_t values) {
+namespace {
+
+// A state's bytes: shard-sized or `values` long, at its dtype's width.
+size_t state_tensor_bytes(StateKind kind, size_t shard_size, size_t values) {
   const StateLayout layout = state_layout(kind);
-  const size_t count = layout.index == StateIndex::kElement ? size_ : values;
-  OwnedState s{kind, {}, {}};
-  if (layout.dtype == StateDtype::kU8) {
-    s.codes = AlignedBuffer<uint8_t>(count);
-  } else if (layout.dtype == StateDtype::kBf16) {
-    s.codes = AlignedBuffer<uint8_t>(2 * count);  // zeroed: bf16 +0
-  } else {
-    s.buffer = AlignedBuffer<float>(count);
+  const size_t count = layout.index == StateIndex::kElement ? shard_size : values;
+  switch (layout.dtype) {
+    case StateDtype::kU8:
+      return count;
+    case StateDtype::kBf16:
+      return 2 * count;
+    case StateDtype::kF32:
+      break;
+  }
+  return count * sizeof(float);
+}
+
+size_t align_state(size_t bytes) {
+  return (bytes + Optimizer::kStateAlign - 1) / Optimizer::kStateAlign * Optimizer::kStateAlign;
+}
+
+}  // namespace
+
+void Optimizer::add_state(StateKind kind, size_t values) {
+  OwnedState s{kind, state_tensor_bytes(kind, size_, values), {}, nullptr};
+  if (!external_states_) {
+    s.owned = AlignedBuffer<std::byte>(s.bytes);  // zeroed: fp32 and bf16 +0
+    s.data = s.owned.data();
+    if (accountant_) accountant_(kind, static_cast<int64_t>(s.bytes));
   }
   states_.push_back(std::move(s));
-  if (accountant_)
-    accountant_(kind, static_cast<int64_t>(states_.back().buffer.bytes() + states_.back().codes.bytes()));
 }
 
 float* Optimizer::add_work(StateKind booked_as, size_t values) {
-  work_.push_back(OwnedState{booked_as, AlignedBuffer<float>(values), {}});
-  if (accountant_) accountant_(booked_as, static_cast<int64_t>(work_.back().buffer.bytes()));
-  return work_.back().buffer.data();
+  OwnedState w{booked_as, values * sizeof(float), AlignedBuffer<std::byte>(values * sizeof(float)), nullptr};
+  w.data = w.owned.data();
+  work_.push_back(std::move(w));
+  if (accountant_) accountant_(booked_as, static_cast<int64_t>(work_.back().bytes));
+  return reinterpret_cast<float*>(work_.back().data);
+}
+
+size_t Optimizer::state_extent_bytes() const {
+  size_t bytes = 0;
+  for (const OwnedState& s : states_) bytes += align_state(s.bytes);
+  return bytes;
+}
+
+void Optimizer::attach_states(std::span<std::byte> memory) {
+  ZDP_CHECK(external_states_, ShapeError, "[optimizer] attach_states: the states are the optimizer's own");
+  ZDP_CHECK(memory.size() >= state_extent_bytes(), ShapeError,
+            "[optimizer] attach_states: {} bytes given for states of {}", memory.size(), state_extent_bytes());
+  ZDP_CHECK(reinterpret_cast<uintptr_t>(memory.data()) % kStateAlign == 0, ShapeError,
+            "[optimizer] attach_states: memory not {}-byte aligned", kStateAlign);
+  size_t at = 0;
+  for (OwnedState& s : states_) {
+    s.data = memory.data() + at;
+    at += align_state(s.bytes);
+  }
+  attached_ = true;
+}
+
+void Optimizer::detach_states() {
+  if (!external_states_) return;
+  for (OwnedState& s : states_) s.data = nullptr;
+  attached_ = false;
+}
+
+bool Optimizer::states_attached() const { return attached_; }
+
+void Optimizer::reset_states() {
+  for (OwnedState& s : states_) std::fill_n(s.data, s.bytes, std::byte{0});
 }
 
 uint64_t Optimizer::booked_bytes(StateKind kind) const {
   uint64_t bytes = 0;
   for (const std::vector<OwnedState>* buffers : {&states_, &work_}) {
     for (const OwnedState& s : *buffers) {
-      if (s.kind == kind) bytes += s.buffer.bytes() + s.codes.bytes();
+      if (s.kind == kind) bytes += s.owned.bytes();
     }
   }
   return bytes;
@@ -332,30 +387,50 @@ void Optimizer::set_step_count(int64_t steps) {
   step_count_ = steps;
 }
 
+namespace {
+
+// A state's bytes as the span its layout names: fp32 values in `data`, one-
+// or two-byte values in `codes`.
+template <typename Tensor, typename Byte>
+Tensor state_tensor(StateKind kind, Byte* data, size_t bytes) {
+  if (state_layout(kind).dtype == StateDtype::kF32) {
+    using Float = std::conditional_t<std::is_const_v<Byte>, const float, float>;
+    return {kind, {reinterpret_cast<Float*>(data), bytes / sizeof(float)}};
+  }
+  using Code = std::conditional_t<std::is_const_v<Byte>, const uint8_t, uint8_t>;
+  return {kind, {}, {reinterpret_cast<Code*>(data), bytes}};
+}
+
+}  // namespace
+
 std::vector<StateTensor> Optimizer::state() {
+  ZDP_CHECK(states_attached(), ShapeError, "[optimizer] state(): the external states are not attached");
   std::vector<StateTensor> out;
-  for (OwnedState& s : states_) out.push_back({s.kind, s.buffer.span(), s.codes.span()});
+  for (OwnedState& s : states_) out.push_back(state_tensor<StateTensor>(s.kind, s.data, s.bytes));
   return out;
 }
 
 std::vector<ConstStateTensor> Optimizer::state() const {
+  ZDP_CHECK(states_attached(), ShapeError, "[optimizer] state(): the external states are not attached");
   std::vector<ConstStateTensor> out;
-  for (const OwnedState& s : states_) out.push_back({s.kind, s.buffer.span(), s.codes.span()});
+  for (const OwnedState& s : states_) {
+    out.push_back(state_tensor<ConstStateTensor>(s.kind, static_cast<const std::byte*>(s.data), s.bytes));
+  }
   return out;
 }
 
 void Optimizer::load_state(int64_t steps, std::span<const std::span<const float>> buffers) {
   ZDP_CHECK_EQ(buffers.size(), states_.size(), ShapeError, "[optimizer.load_state] number of state buffers");
+  ZDP_CHECK(states_attached(), ShapeError, "[optimizer.load_state] the external states are not attached");
   for (size_t i = 0; i < buffers.size(); ++i) {
     ZDP_CHECK_EQ(buffers[i].size(), size_, ShapeError, "[optimizer.load_state] state buffer size");
-    ZDP_CHECK(states_[i].buffer.size() == size_, ShapeError,
-              "[optimizer.load_state] state {} is not per-element fp32; fill it through state()",
+    ZDP_CHECK(state_layout(states_[i].kind).dtype == StateDtype::kF32 &&
+                  state_layout(states_[i].kind).index == StateIndex::kElement,
+              ShapeError, "[optimizer.load_state] state {} is not per-element fp32; fill it through state()",
               state_kind_name(states_[i].kind));
   }
   set_step_count(steps);
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    std::copy(buffers[i].begin(), buffers[i].end(), states_[i].buffer.begin());
-  }
+  for (size_t i = 0; i < buffers.size(); ++i) std::copy(buffers[i].begin(), buffers[i].end(), state_data(i));
 }
 
 size_t Optimizer::state_bytes_per_param() const {
@@ -522,6 +597,7 @@ void Optimizer::step_impl(std::span<float> params, std::span<const G> grads, dou
             size_);
   ZDP_CHECK(std::isfinite(lr) && lr >= 0.0, ConfigError,
             "[{}.step] learning rate {} must be finite and >= 0; check the lr schedule", op, lr);
+  ZDP_CHECK(states_attached(), ShapeError, "[{}.step] the external states are not attached", op);
   if (tensor_stats_size(0) > 0 && rounds_set_ < 2) {
     // No statistics given: this shard's own, as one part (right when it
     // holds its tensors whole).

@@ -143,6 +143,10 @@ struct ShardOptions {
   // others ignore them). They must not overlap and must cover the shard;
   // empty: the shard is one vector.
   std::vector<TensorShape> tensors = {};
+  // The states live in memory their owner attaches around each use
+  // (attach_states): offloaded states, streamed from a file. The optimizer
+  // allocates and books none of them then; its work buffers stay its own.
+  bool external_states = false;
 };
 
 // Bytes per parameter of an optimizer's model states: the ZeRO paper's K,
@@ -214,6 +218,22 @@ class Optimizer {
   // Adam's are filled through state()).
   void load_state(int64_t steps, std::span<const std::span<const float>> buffers);
 
+  // ---- states kept elsewhere (ShardOptions::external_states) ----
+  // The bytes attach_states needs: every state tensor in order, each
+  // starting at a multiple of kStateAlign.
+  static constexpr size_t kStateAlign = 64;
+  size_t state_extent_bytes() const;
+  // Points the state tensors into `memory` (state_extent_bytes() long,
+  // kStateAlign-aligned) until detach_states(); step(), state() and the
+  // statistics read and write them there. ShapeError for a short or
+  // misaligned span, or when the states are the optimizer's own.
+  void attach_states(std::span<std::byte> memory);
+  void detach_states();
+  bool states_attached() const;
+  // Writes the state's starting values into the attached states (zeros;
+  // 8-bit Adam's codes of zero): a new extent before its first step.
+  virtual void reset_states();
+
   // Bytes of per-element state this optimizer holds per shard element (8, 4,
   // 2 or 0; 8-bit Adam's block scales not included).
   size_t state_bytes_per_param() const;
@@ -269,10 +289,14 @@ class Optimizer {
   void set_tensor_stats(int round, std::span<const float> combined);
 
  protected:
+  // A state tensor (or a work buffer): `bytes` at `data`, which points into
+  // `owned` or, with external states, into the attached memory (null while
+  // detached).
   struct OwnedState {
     StateKind kind;
-    AlignedBuffer<float> buffer;   // fp32 states
-    AlignedBuffer<uint8_t> codes;  // one-byte states
+    size_t bytes = 0;
+    AlignedBuffer<std::byte> owned;
+    std::byte* data = nullptr;
   };
 
   Optimizer(size_t size, ShardOptions options);
@@ -285,8 +309,9 @@ class Optimizer {
   // `booked_as` (Adafactor's per-step factors, derived from its statistics,
   // are booked with them). The pointer stays valid for the optimizer's life.
   float* add_work(StateKind booked_as, size_t values);
-  float* state_data(size_t index) { return states_[index].buffer.data(); }
-  uint8_t* state_codes(size_t index) { return states_[index].codes.data(); }
+  float* state_data(size_t index) { return reinterpret_cast<float*>(states_[index].data); }
+  const float* state_data(size_t index) const { return reinterpret_cast<const float*>(states_[index].data); }
+  uint8_t* state_codes(size_t index) { return reinterpret_cast<uint8_t*>(states_[index].data); }
   size_t unit_offset() const { return unit_offset_; }
   // The model's flat index of shard element 0 (ShardOptions::unit_flat_offset + unit_offset).
   uint64_t flat_offset() const { return flat_offset_; }
@@ -336,7 +361,9 @@ class Optimizer {
   std::vector<OwnedState> states_;
   std::vector<OwnedState> work_;  // add_work's buffers
   std::vector<TensorShape> tensors_;
-  int rounds_set_ = 0;  // tensor statistics rounds given for the next step()
+  bool external_states_ = false;
+  bool attached_ = true;  // the states are reachable: owned, or attached
+  int rounds_set_ = 0;    // tensor statistics rounds given for the next step()
   int64_t step_count_ = 0;
 };
 

@@ -23,8 +23,8 @@ constexpr size_t kMaxRankCharts = 8;
 
 // The ledger's categories in its own order; unknown names follow, sorted.
 const std::vector<std::string>& ledger_order() {
-  static const std::vector<std::string> kOrder = {"params",   "grads",   "master",      "adam_m", "adam_v",
-                                                  "gathered", "buckets", "activations", "comm",   "scratch"};
+  static const std::vector<std::string> kOrder = {"params",  "grads",       "master", "adam_m",  "adam_v", "gathered",
+                                                  "buckets", "activations", "comm",   "scratch", "offload"};
   return kOrder;
 }
 

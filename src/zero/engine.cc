@@ -179,9 +179,12 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     grad_partials_.emplace_back(plan_, rank_, layout(stage.partitions_grads || separate_staging), dt, ledger_,
                                 MemoryCategory::kGrads);
   }
+  const bool offload = !config_.offload_optimizer_dir.empty();
   if (mixed) {
-    master_ =
-        StateBuffer(plan_, rank_, layout(stage.partitions_optimizer), Dtype::fp32(), ledger_, MemoryCategory::kMaster);
+    if (!offload) {
+      master_ = StateBuffer(plan_, rank_, layout(stage.partitions_optimizer), Dtype::fp32(), ledger_,
+                            MemoryCategory::kMaster);
+    }
     compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
   }
 
@@ -199,25 +202,16 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   norm_scratch_ = LedgerBuffer<float>(ledger_, MemoryCategory::kComm,
                                       optim::norm_scratch_floats(plan_.num_units(), shard_comm_.size()));
 
-  // Before the optimizers exist: plan/engine_memory.h's fill() moment counts
-  // on this order.
-  fill_params(
-      [this, seed, &tensors](size_t first, std::span<float> out) { model_.init_range(tensors, out, first, seed); });
-
-  // 8-bit Adam keeps some units' moments in fp32 (optim::unit_optimizer_config):
-  // the unit the token embedding reads (GPT's, tied to the LM head).
-  std::vector<bool> embedding(plan_.num_units(), false);
-  for (const model::Op& op : model_.ops()) {
-    if (op.token_embedding) embedding[static_cast<size_t>(op.unit)] = true;
-  }
-  for (size_t u = 0; u < plan_.num_units(); ++u) {
-    optim::ShardOptions options;
-    options.accountant = optimizer_state_accountant(ledger_);
-    options.unit_offset = update_range(u).offset;
-    options.unit_flat_offset = plan_.unit_offset(u);
-    options.tensors = shapes[u];
-    unit_optimizers_.push_back(optim::unit_optimizer_config(config_.optimizer, plan_.unit_count(u), embedding[u]));
-    optimizers_.push_back(optim::make_optimizer(unit_optimizers_.back(), update_range(u).count, std::move(options)));
+  const ParamSource seeded = [this, seed, &tensors](size_t first, std::span<float> out) {
+    model_.init_range(tensors, out, first, seed);
+  };
+  if (offload) {
+    make_offload_store(shapes, seeded);
+  } else {
+    // Before the optimizers exist: plan/engine_memory.h's fill() moment
+    // counts on this order.
+    fill_params(seeded);
+    make_optimizers(shapes, /*external_states=*/false);
   }
   if (!optimizers_.empty() && optimizers_.front()->tensor_stats_size(0) > 0) {
     const optim::AdafactorStatsScratch scratch =
@@ -251,6 +245,25 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   if (config_.overlap) worker_ = std::make_unique<CommWorker>();
 }
 
+void Engine::make_optimizers(const std::vector<std::vector<optim::TensorShape>>& shapes, bool external_states) {
+  // 8-bit Adam keeps some units' moments in fp32 (optim::unit_optimizer_config):
+  // the unit the token embedding reads (GPT's, tied to the LM head).
+  std::vector<bool> embedding(plan_.num_units(), false);
+  for (const model::Op& op : model_.ops()) {
+    if (op.token_embedding) embedding[static_cast<size_t>(op.unit)] = true;
+  }
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    optim::ShardOptions options;
+    options.accountant = optimizer_state_accountant(ledger_);
+    options.unit_offset = update_range(u).offset;
+    options.unit_flat_offset = plan_.unit_offset(u);
+    options.tensors = shapes[u];
+    options.external_states = external_states;
+    unit_optimizers_.push_back(optim::unit_optimizer_config(config_.optimizer, plan_.unit_count(u), embedding[u]));
+    optimizers_.push_back(optim::make_optimizer(unit_optimizers_.back(), update_range(u).count, std::move(options)));
+  }
+}
+
 // Each rank asks the source for exactly the elements its stage holds (the
 // whole unit at stages 0-2, its shard at 3), through one small fp32 chunk:
 // the parameters are rounded from it, and the master weights (the elements
@@ -259,21 +272,28 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
 void Engine::fill_params(const ParamSource& source) {
   constexpr size_t kChunkElements = size_t{1} << 16;  // 256 KiB
   LedgerBuffer<float> chunk(ledger_, MemoryCategory::kScratch, std::min(kChunkElements, plan_.largest_unit()));
-  const bool mixed = master_.allocated();
+  if (offload_) {
+    // The optimizer's states are left as they are: a kUpdate pass.
+    visit_states(OffloadStore::Pass::kUpdate, [&](size_t u, std::span<float> master) {
+      fill_unit(u, source, chunk.span(), config_.dtype.is_low_precision() ? master : std::span<float>());
+    });
+    return;
+  }
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const comm::ShardRange held =
-        traits(config_.stage).partitions_params ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
-    const comm::ShardRange upd = update_range(u);
-    for (size_t at = held.offset; at < held.offset + held.count; at += chunk.size()) {
-      const size_t n = std::min(chunk.size(), held.offset + held.count - at);
-      source(plan_.unit_offset(u) + at, chunk.span().first(n));
-      convert_into(params_.slice(u, {at, n}), comm::ConstBuffer(chunk.data(), n, Dtype::fp32()));
-      const size_t lo = std::max(at, upd.offset), hi = std::min(at + n, upd.offset + upd.count);
-      if (mixed && lo < hi) {
-        convert_into(master_.slice(u, {lo, hi - lo}),
-                     comm::ConstBuffer(chunk.data() + (lo - at), hi - lo, Dtype::fp32()));
-      }
-    }
+    fill_unit(u, source, chunk.span(), master_.allocated() ? master_.floats(u, update_range(u)) : std::span<float>());
+  }
+}
+
+void Engine::fill_unit(size_t u, const ParamSource& source, std::span<float> chunk, std::span<float> master) {
+  const comm::ShardRange held =
+      traits(config_.stage).partitions_params ? plan_.shard(u, rank_) : comm::ShardRange{0, plan_.unit_count(u)};
+  const comm::ShardRange upd = update_range(u);
+  for (size_t at = held.offset; at < held.offset + held.count; at += chunk.size()) {
+    const size_t n = std::min(chunk.size(), held.offset + held.count - at);
+    source(plan_.unit_offset(u) + at, chunk.first(n));
+    convert_into(params_.slice(u, {at, n}), comm::ConstBuffer(chunk.data(), n, Dtype::fp32()));
+    const size_t lo = std::max(at, upd.offset), hi = std::min(at + n, upd.offset + upd.count);
+    if (!master.empty() && lo < hi) std::copy_n(chunk.data() + (lo - at), hi - lo, master.data() + (lo - upd.offset));
   }
 }
 
@@ -680,10 +700,13 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
 
   share_block_maxima(clip.coefficient);
   share_tensor_stats(clip.coefficient);
-  for (size_t u = 0; u < plan_.num_units(); ++u) {
+  const bool round_here = offload_ && config_.dtype.is_low_precision();
+  visit_states(OffloadStore::Pass::kUpdate, [&](size_t u, std::span<float> master) {
     const comm::ShardRange upd = update_range(u);
-    optimizer_step(*optimizers_[u], master_weights().floats(u, upd), grads_.slice(u, upd), result.lr, clip.coefficient);
-  }
+    optimizer_step(*optimizers_[u], master, grads_.slice(u, upd), result.lr, clip.coefficient);
+    // Offloaded master weights are in RAM only now: refresh_params' rounding, here.
+    if (round_here) convert_into(params_.slice(u, upd), comm::ConstBuffer(master.data(), master.size(), Dtype::fp32()));
+  });
   refresh_params();
   ++steps_;
   result.step = steps_;
@@ -705,7 +728,9 @@ void Engine::share_block_maxima(float coefficient) {
   if (!traits(config_.stage).partitions_optimizer || shard_comm_.size() == 1) return;
   const size_t units = plan_.num_units(), n = static_cast<size_t>(shard_comm_.size());
   std::vector<optim::Optimizer::BlockEndMaxima> local(units), all(units * n);
-  for (size_t u = 0; u < units; ++u) local[u] = block_end_maxima(*optimizers_[u], grads_.own_shard(u), coefficient);
+  visit_states(OffloadStore::Pass::kRead, [&](size_t u, std::span<float> /*master*/) {
+    local[u] = block_end_maxima(*optimizers_[u], grads_.own_shard(u), coefficient);
+  });
   shard_comm_.all_gather_value_bytes(std::as_bytes(std::span(local)), std::as_writable_bytes(std::span(all)));
   std::vector<optim::ElementRange> shards(n);
   std::vector<optim::Optimizer::BlockEndMaxima> partials(n);
@@ -736,15 +761,14 @@ void Engine::share_tensor_stats(float coefficient) {
   for (int round = 0; round < 2; ++round) {
     for (size_t u = 0; u < units; ++u) offsets[u + 1] = offsets[u] + optimizers_[u]->tensor_stats_size(round);
     const std::span<float> all = stats_sums_.span().first(offsets[units]);
-    for (size_t u = 0; u < units; ++u) {
+    visit_states(OffloadStore::Pass::kRead, [&](size_t u, std::span<float> master) {
       const comm::ShardRange upd = update_range(u);
       optim::Optimizer& opt = *optimizers_[u];
       const std::span<float> mine = all.subspan(offsets[u], offsets[u + 1] - offsets[u]);
-      const std::span<const float> master = master_weights().floats(u, upd);
       const comm::ConstBuffer g = grads_.slice(u, upd);
       if (partitioned) {
         tensor_stats(opt, round, master, g, coefficient, {0, upd.count}, mine, stats_acc_);
-        continue;
+        return;
       }
       for (size_t r = 0; r < n; ++r) {
         const comm::ShardRange s = plan_.shard(u, static_cast<int>(r));
@@ -753,13 +777,21 @@ void Engine::share_tensor_stats(float coefficient) {
         ins[r] = part.data();
       }
       comm::reduce_ordered(ins, mine.data(), mine.size(), Dtype::fp32(), comm::ReduceOp::kSum);
-    }
+    });
     if (partitioned && !all.empty()) {
       const comm::Buffer buffer(all.data(), all.size(), Dtype::fp32());
       shard_comm_.all_reduce(buffer, buffer, comm::ReduceOp::kSum);
     }
-    for (size_t u = 0; u < units; ++u)
+    // Round 0's statistics move the factored second moment (state); round
+    // 1's set only the step's divisors.
+    const auto set = [&](size_t u, std::span<float> /*master*/) {
       optimizers_[u]->set_tensor_stats(round, all.subspan(offsets[u], offsets[u + 1] - offsets[u]));
+    };
+    if (round == 0) {
+      visit_states(OffloadStore::Pass::kUpdate, set);
+    } else {
+      for (size_t u = 0; u < units; ++u) set(u, {});
+    }
   }
 }
 

@@ -64,6 +64,7 @@
 #include "zero/comm_worker.h"
 #include "zero/engine_config.h"
 #include "zero/memory_ledger.h"
+#include "zero/offload_store.h"
 #include "zero/partition_plan.h"
 #include "zero/state_buffer.h"
 
@@ -195,6 +196,9 @@ class Engine {
   // This rank's targets that were the ignore id (no loss: a chat record's
   // prompt, padding) in the last train_step, over its micro-batches.
   int64_t last_step_masked_targets() const { return step_masked_targets_; }
+  // --offload-optimizer: where the master weights and optimizer states live
+  // and what their passes moved; null when they are in RAM.
+  const OffloadStore* offload_store() const { return offload_.get(); }
 
  private:
   struct Gathered;  // stage 3: a unit's parameters gathered on the comm thread
@@ -248,6 +252,32 @@ class Engine {
   // stages 1-3.
   void share_tensor_stats(float coefficient);
   void fill_params(const ParamSource& source);
+  // Unit u's part of fill_params: the parameters this rank holds from
+  // `source`, through `chunk`, and the master weights it updates into
+  // `master` (empty at fp32, where the parameters are the master).
+  void fill_unit(size_t u, const ParamSource& source, std::span<float> chunk, std::span<float> master);
+  // Calls fn(u, master) for every unit in order with unit u's optimizer
+  // states reachable and `master` the fp32 weights it updates: in place, or
+  // with --offload-optimizer streamed from the disk by a pass of `pass`
+  // (engine_offload.cc).
+  using StateVisit = std::function<void(size_t unit, std::span<float> master)>;
+  void visit_states(OffloadStore::Pass pass, const StateVisit& fn);
+  // --offload-optimizer: the optimizers (states external) and the store of
+  // their extents, filled with the starting weights and states.
+  void make_offload_store(const std::vector<std::vector<optim::TensorShape>>& shapes, const ParamSource& source);
+  // The bytes at the start of unit u's extent that hold its master weights
+  // (0 at fp32), 64-byte aligned, the optimizer's states after them.
+  size_t offload_master_bytes(size_t u) const;
+  // Checkpoint views with offload: every unit's extent read into
+  // offload_views_ (booked as scratch) and each optimizer attached to its
+  // copy; returns each unit's master weights there (or in RAM at fp32).
+  std::vector<std::span<float>> read_offloaded_states();
+  // Detaches the optimizers from offload_views_ and frees it, after writing
+  // it back to the disk (and rounding the parameters from its master
+  // weights) when a loader filled it. A no-op without those views.
+  void release_offloaded_states(bool write_back);
+  // The optimizers' config for each unit and their shard options (engine.cc).
+  void make_optimizers(const std::vector<std::vector<optim::TensorShape>>& shapes, bool external_states);
   std::vector<uint64_t> unit_counts() const;
   // Every parameter into `full` (flat, fp32) when it is not empty; the other
   // ranks of a stage-3 gather pass an empty span and only take part.
@@ -277,7 +307,11 @@ class Engine {
   // The pairwise sum's partials over micro-batches (pairwise_partials), laid
   // out like grads_.
   std::vector<StateBuffer> grad_partials_;
-  StateBuffer master_;  // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
+  StateBuffer master_;                     // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
+  std::unique_ptr<OffloadStore> offload_;  // --offload-optimizer; master_ is then empty
+  // Checkpoint views with offload: every unit's extent, read into RAM while
+  // the views live (engine_offload.cc).
+  LedgerBuffer<std::byte> offload_views_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
   std::vector<optim::OptimizerConfig> unit_optimizers_;        // their configs
   optim::LossScaler scaler_;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "comm/quantize.h"
 #include "core/dtype.h"
@@ -49,6 +50,10 @@ struct EngineConfig {
   // as a flat run of G ranks partitions them and replicated across groups.
   // 0 = N (the flat layout). Stages 1-3; must divide N.
   int shard_group_size = 0;
+  // --offload-optimizer: the directory whose disk holds each rank's fp32
+  // master weights and optimizer states (zero/offload_store.h), streamed
+  // through RAM for each optimizer step; empty: they stay in RAM.
+  std::string offload_optimizer_dir;
   optim::OptimizerConfig optimizer = {};
   // The run's one learning rate: lr_schedule.max_lr is its peak, and each
   // optimizer step takes lr_schedule.lr_at(step).

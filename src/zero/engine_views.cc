@@ -21,9 +21,10 @@ std::vector<Engine::StateView> Engine::state_views() {
   std::vector<StateView> views;
   packed_views_.clear();
   packed_views_.reserve(plan_.num_units());
+  const std::vector<std::span<float>> masters = offload_ ? read_offloaded_states() : std::vector<std::span<float>>();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const comm::ShardRange upd = update_range(u);
-    views.push_back({"master", u, upd, master_weights().floats(u, upd)});
+    views.push_back({"master", u, upd, offload_ ? masters[u] : master_weights().floats(u, upd)});
     for (const optim::StateTensor& t : optimizers_[u]->state()) {
       if (optim::state_layout(t.kind).index == optim::StateIndex::kTensorStats) {
         // Adafactor's statistics, packed per element for the checkpoint
@@ -73,7 +74,10 @@ uint64_t Engine::tensor_stats_bytes() const {
   return bytes;
 }
 
-void Engine::release_state_views() { packed_views_.clear(); }
+void Engine::release_state_views() {
+  packed_views_.clear();
+  release_offloaded_states(/*write_back=*/false);
+}
 
 void Engine::state_loaded(const Counters& counters) {
   for (ConvertedView& v : packed_views_) {
@@ -90,6 +94,7 @@ void Engine::state_loaded(const Counters& counters) {
     }
   }
   packed_views_.clear();
+  release_offloaded_states(/*write_back=*/true);
   steps_ = counters.steps;
   for (auto& opt : optimizers_) opt->set_step_count(counters.optimizer_steps);
   if (config_.dtype == Dtype::fp16()) scaler_.load_state(counters.scaler);
@@ -108,15 +113,16 @@ void Engine::set_master_params(std::span<const float> flat) {
 
 std::vector<float> Engine::gather_master_params() {
   std::vector<float> full(plan_.num_params());
-  const StateBuffer& master = master_weights();
-  for (size_t u = 0; u < plan_.num_units(); ++u) {
+  // The master weights this rank updates: a whole unit at stage 0, its shard otherwise.
+  visit_states(OffloadStore::Pass::kRead, [&](size_t u, std::span<float> master) {
     const comm::Buffer out(full.data() + plan_.unit_offset(u), plan_.unit_count(u), Dtype::fp32());
+    const comm::Buffer mine(master.data(), master.size(), Dtype::fp32());
     if (!traits(config_.stage).partitions_optimizer) {
-      convert_into(out, master.unit(u));
+      convert_into(out, mine);
     } else {
-      shard_comm_.all_gather(master.own_shard(u), out);
+      shard_comm_.all_gather(mine, out);
     }
-  }
+  });
   return full;
 }
 

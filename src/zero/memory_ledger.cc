@@ -43,6 +43,8 @@ std::string_view memory_category_name(MemoryCategory category) {
       return "comm";
     case MemoryCategory::kScratch:
       return "scratch";
+    case MemoryCategory::kOffload:
+      return "offload";
   }
   return "?";
 }

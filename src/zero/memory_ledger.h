@@ -48,11 +48,12 @@ enum class MemoryCategory : uint8_t {
   kComm = 8,         // communication scratch: compressed collectives' staging, Adafactor's statistics reduction
   kScratch = 9,      // the engine's temporaries outside the step: initialisation and load chunks,
                      // checkpoint records, a consolidated copy for the sample
+  kOffload = 10,     // --offload-optimizer: the staging buffers the disk's states stream through
 };
-inline constexpr size_t kNumMemoryCategories = 10;
+inline constexpr size_t kNumMemoryCategories = 11;
 
 // "params", "grads", "master", "adam_m", "adam_v", "gathered", "buckets",
-// "activations", "comm", "scratch".
+// "activations", "comm", "scratch", "offload".
 std::string_view memory_category_name(MemoryCategory category);
 // The categories the ZeRO paper calls model states (params, grads, master,
 // adam_m, adam_v).

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The optimizer interface: parsing, validation, K, shard ranges, size checks.
+// The optimizer interface: parsing, validation, K, shard ranges, size checks,
+// external (offloaded) states.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "optim/optimizer.h"
 
@@ -96,6 +101,45 @@ TEST(Optimizer, RangesWithinShardIntersectShiftAndMerge) {
   // Adjacent ranges merge.
   const std::vector<ElementRange> adjacent = {{4, 2}, {0, 4}};
   EXPECT_EQ(ranges_within_shard(adjacent, 0, 10), (std::vector<ElementRange>{{0, 6}}));
+}
+
+// External states (offload): the optimizer allocates and books none, runs
+// only while attached, and gives the bits of owned states from the same
+// starting values, reset_states included (8-bit Adam's codes of zero).
+TEST(Optimizer, ExternalStatesGiveTheOwnedStatesBits) {
+  for (const OptimizerKind kind : {OptimizerKind::kAdamW, OptimizerKind::kAdam8bit, OptimizerKind::kLion}) {
+    OptimizerConfig config{.kind = kind};
+    config.adam.min_8bit_size = 0;
+    int64_t booked = 0;
+    const size_t n = 5000;
+    auto owned = make_optimizer(config, n);
+    auto external =
+        make_optimizer(config, n, {.accountant = [&](StateKind, int64_t b) { booked += b; }, .external_states = true});
+    EXPECT_EQ(booked, 0);
+    std::vector<float> grads(n), a(n, 0.5f), b(n, 0.5f);
+    for (size_t i = 0; i < n; ++i) grads[i] = std::sin(static_cast<float>(i)) * 0.01f;
+    EXPECT_THROW(external->step(b, grads, 1e-3), ShapeError);  // not attached
+    AlignedBuffer<std::byte> memory(external->state_extent_bytes());
+    std::fill(memory.begin(), memory.end(), std::byte{0x5a});  // reset_states must overwrite it
+    external->attach_states(memory.span());
+    external->reset_states();
+    for (int step = 0; step < 3; ++step) {
+      owned->step(a, grads, 1e-3);
+      external->step(b, grads, 1e-3);
+    }
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), n * sizeof(float)), 0) << optimizer_kind_name(kind);
+    const auto so = owned->state(), se = external->state();
+    ASSERT_EQ(so.size(), se.size());
+    for (size_t i = 0; i < so.size(); ++i) {
+      EXPECT_TRUE(std::equal(so[i].data.begin(), so[i].data.end(), se[i].data.begin(), se[i].data.end()));
+      EXPECT_TRUE(std::equal(so[i].codes.begin(), so[i].codes.end(), se[i].codes.begin(), se[i].codes.end()));
+    }
+    external->detach_states();
+    EXPECT_FALSE(external->states_attached());
+    EXPECT_THROW(external->attach_states(memory.span().first(memory.size() - 1)), ShapeError);
+    EXPECT_THROW(external->attach_states(memory.span().subspan(1, memory.size() - 64)), ShapeError);
+    EXPECT_THROW(owned->attach_states(memory.span()), ShapeError);
+  }
 }
 
 }  // namespace

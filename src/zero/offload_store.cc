@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "zero/offload_store.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+
+namespace zerodp::zero {
+namespace {
+
+uint64_t round_up(uint64_t bytes) { return (bytes + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment; }
+
+size_t largest_extent(std::span<const size_t> unit_bytes) {
+  size_t largest = 0;
+  for (const size_t b : unit_bytes) largest = std::max(largest, b);
+  return static_cast<size_t>(round_up(largest));
+}
+
+// An extent moves in at most this many requests, so that a read ahead and a
+// write behind are each spread over the device's queue without the caller
+// ever blocking on a full queue: at most three extents are in flight.
+constexpr size_t kPiecesPerExtent = 8;
+constexpr size_t kMinPiece = size_t{1} << 20;
+constexpr int kQueueDepth = 3 * kPiecesPerExtent;
+
+}  // namespace
+
+uint64_t OffloadStore::staging_bytes(std::span<const size_t> unit_bytes) {
+  return kSlots * largest_extent(unit_bytes) + kDirectAlignment;
+}
+
+uint64_t OffloadStore::disk_bytes(std::span<const size_t> unit_bytes) {
+  uint64_t total = 0;
+  for (const size_t b : unit_bytes) total += round_up(b);
+  return total;
+}
+
+OffloadStore::OffloadStore(const std::string& dir, int rank, std::vector<size_t> unit_bytes, MemoryLedger& ledger)
+    : unit_bytes_(std::move(unit_bytes)),
+      slot_bytes_(largest_extent(unit_bytes_)),
+      chunk_(static_cast<size_t>(round_up(std::max(kMinPiece, slot_bytes_ / kPiecesPerExtent)))),
+      file_(dir, fmt::format("zerodp-offload-{}-rank{}.states", ::getpid(), rank), "--offload-optimizer",
+            ScratchFile::Name::kUnlinkAtOnce),
+      staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(staging_bytes(unit_bytes_))),
+      io_(kQueueDepth) {
+  uint64_t at = 0;
+  for (const size_t b : unit_bytes_) {
+    offsets_.push_back(at);
+    at += round_up(b);
+  }
+  file_.reserve(at);
+  const auto address = reinterpret_cast<uintptr_t>(staging_.data());
+  slots_ = staging_.data() + (round_up(address) - address);
+}
+
+OffloadStore::~OffloadStore() = default;
+
+std::span<std::byte> OffloadStore::slot(size_t unit) { return {slots_ + (unit % kSlots) * slot_bytes_, slot_bytes_}; }
+
+OffloadStore::Tickets OffloadStore::transfer(bool write, size_t unit) {
+  Tickets tickets;
+  const std::span<std::byte> buffer = slot(unit);
+  const size_t bytes = static_cast<size_t>(round_up(unit_bytes_[unit]));
+  for (size_t at = 0; at < bytes; at += chunk_) {
+    const size_t n = std::min(chunk_, bytes - at);
+    tickets.push_back(write ? io_.write(file_.fd(), buffer.data() + at, n, offsets_[unit] + at, file_.path())
+                            : io_.read(file_.fd(), buffer.data() + at, n, offsets_[unit] + at, file_.path()));
+  }
+  (write ? traffic_.bytes_written : traffic_.bytes_read) += bytes;
+  return tickets;
+}
+
+void OffloadStore::wait(Tickets& tickets) {
+  if (tickets.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (const AsyncIo::Ticket t : std::exchange(tickets, {})) io_.wait(t);
+  traffic_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void OffloadStore::stream(Pass pass, const Visit& visit) {
+  const size_t units = unit_bytes_.size();
+  std::array<Tickets, kSlots> reads, writes;  // per slot
+  auto start_read = [&](size_t u) {
+    wait(writes[u % kSlots]);  // the slot's last unit is on the disk
+    if (pass == Pass::kFill) {
+      std::fill_n(slot(u).data(), unit_bytes_[u], std::byte{0});
+    } else {
+      reads[u % kSlots] = transfer(false, u);
+    }
+  };
+  try {
+    for (size_t u = 0; u < std::min<size_t>(units, kSlots - 1); ++u) start_read(u);
+    for (size_t u = 0; u < units; ++u) {
+      wait(reads[u % kSlots]);
+      visit(u, slot(u).first(unit_bytes_[u]));
+      if (pass != Pass::kRead) writes[u % kSlots] = transfer(true, u);
+      if (u + kSlots - 1 < units) start_read(u + kSlots - 1);
+    }
+    for (Tickets& w : writes) wait(w);
+  } catch (...) {
+    try {
+      io_.wait_all();  // no request may outlive its buffer
+    } catch (...) {    // the first error is the one rethrown
+    }
+    throw;
+  }
+}
+
+}  // namespace zerodp::zero
