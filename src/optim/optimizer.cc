@@ -322,6 +322,14 @@ size_t align_state(size_t bytes) {
 
 }  // namespace
 
+size_t offload_master_bytes(size_t count, bool mixed_precision) {
+  return mixed_precision ? align_state(count * sizeof(float)) : 0;
+}
+
+size_t offload_extent_bytes(const Optimizer& opt, bool mixed_precision) {
+  return offload_master_bytes(opt.size(), mixed_precision) + opt.state_extent_bytes();
+}
+
 void Optimizer::add_state(StateKind kind, size_t values) {
   OwnedState s{kind, state_tensor_bytes(kind, size_, values), {}, nullptr};
   if (!external_states_) {

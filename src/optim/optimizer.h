@@ -375,6 +375,13 @@ class Optimizer {
 Optimizer::BlockEndMaxima combine_block_end_maxima(std::span<const ElementRange> shards,
                                                    std::span<const Optimizer::BlockEndMaxima> partials, size_t me);
 
+// Offload (zero/offload_store.h) keeps a unit shard's fp32 master weights
+// (mixed precision; at fp32 the parameters are the master and stay in RAM)
+// and then its optimizer's states in one extent, each part
+// Optimizer::kStateAlign-aligned: the master's bytes, and the extent's.
+size_t offload_master_bytes(size_t count, bool mixed_precision);
+size_t offload_extent_bytes(const Optimizer& opt, bool mixed_precision);
+
 // Builds the optimizer of config.kind for a shard of `shard_size` elements;
 // validates the config first (ConfigError).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t shard_size, ShardOptions options = {});

@@ -6,7 +6,9 @@
 #include <deque>
 #include <map>
 
+#include "comm/shard.h"
 #include "core/error.h"
+#include "core/offload_extents.h"
 #include "model/gpt_config.h"
 #include "optim/adafactor.h"
 #include "optim/grad_utils.h"
@@ -230,6 +232,42 @@ int partition_ranks(const EngineRun& run) {
   return run.shard_group;
 }
 
+// --offload-optimizer: the optimizers the engine would make, with their
+// states external, give each unit's extent (the engine's own arithmetic);
+// what they still hold themselves (Adafactor's per-step factors) stays in
+// RAM, booked as adam_v.
+namespace {
+
+void predict_offload(const UnitSchedule& schedule, const EngineRun& run, int rank, RankPrediction& p) {
+  const int group = partition_ranks(run);
+  const bool low = run.dtype.is_low_precision();
+  std::vector<size_t> extents;
+  uint64_t work = 0;
+  uint64_t offset = 0;
+  for (size_t u = 0; u < schedule.unit_counts.size(); ++u) {
+    const uint64_t count = schedule.unit_counts[u];
+    const comm::ShardRange upd =
+        traits(run.stage).partitions_optimizer ? comm::shard_range(count, group, rank) : comm::ShardRange{0, count};
+    optim::ShardOptions options;
+    options.unit_offset = upd.offset;
+    options.unit_flat_offset = offset;
+    options.tensors = schedule.unit_tensors.empty() ? std::vector<optim::TensorShape>() : schedule.unit_tensors[u];
+    options.external_states = true;
+    const auto opt = optim::make_optimizer(
+        optim::unit_optimizer_config(run.optimizer, count, static_cast<int>(u) == schedule.embedding_unit), upd.count,
+        std::move(options));
+    extents.push_back(optim::offload_extent_bytes(*opt, low));
+    work += opt->booked_bytes(optim::StateKind::kExpAvgSqFactored);
+    offset += count;
+  }
+  p.master = p.adam_m = 0;
+  p.adam_v = work;
+  p.offload = offload_staging_bytes(extents);
+  p.disk = offload_disk_bytes(extents);
+}
+
+}  // namespace
+
 // The ledger of world rank `rank` is the one of rank `rank % G` of a flat
 // run of G ranks (hybrid sharding partitions every group the same way),
 // but for what depends on the world rank: the consolidated copy is rank
@@ -265,6 +303,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.adam_v += scales;
   p.adam_v += tensor_stats_bytes(schedule.unit_counts, schedule.unit_tensors, group, rank, stage.partitions_optimizer,
                                  run.optimizer);
+  if (run.offload_optimizer) predict_offload(schedule, run, rank, p);
 
   const uint64_t largest = schedule.largest_unit();
   if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;

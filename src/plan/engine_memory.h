@@ -25,6 +25,9 @@
 //             summed, held from the second step on. Simulated op by op over
 //             the backward pass.
 //   activations  the workspace's bytes (activations.h)
+//   offload   --offload-optimizer: the store's staging buffers, three of the
+//             largest unit extent (core/offload_extents.h); master, adam_m
+//             and adam_v then hold only the optimizers' work buffers
 //   comm      the gradient norm's scratch (optim::norm_scratch_floats), and
 //             with compressed collectives one scratch buffer for them,
 //             comm::max_quantized_scratch over the units (comm/quantize.h);
@@ -115,6 +118,9 @@ struct EngineRun {
   // are partitioned over groups of this many consecutive ranks, as a flat
   // run of that many ranks partitions them. 0 = ranks (the flat layout).
   int shard_group = 0;
+  // --offload-optimizer: the master weights and optimizer states on disk,
+  // streamed through the store's staging buffers (zero/offload_store.h).
+  bool offload_optimizer = false;
 };
 
 // The partition's rank count of `run`: shard_group, or all ranks when 0.
@@ -153,21 +159,30 @@ struct RankPrediction {
   // compute copy, gather pool, the workspace's arena, gradient transients);
   // and the comm thread's stack and malloc arena.
   uint64_t allocator = 0;
+  // --offload-optimizer: the staging buffers (ledger: offload), from the
+  // constructor on, and the file's bytes on disk (not in RAM). The master
+  // and the states are then 0 but for work buffers (Adafactor's factors).
+  uint64_t offload = 0;
+  uint64_t disk = 0;
 
   uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
   // What the constructor allocates besides the model states and stays.
-  uint64_t resident_buffers() const { return compute_copy + comm; }
+  uint64_t resident_buffers() const { return compute_copy + comm + offload; }
   uint64_t scratch() const { return std::max(init_scratch, final_scratch); }
   // The total at each of the three moments (fill: the constructor's, or a
   // resume's right after it). The constructor fills the parameters before
   // it makes the optimizers: their moments, work buffers and Adafactor's
   // reduction scratch do not exist yet then.
   uint64_t fill() const {
-    return std::max(params + grads + master + compute_copy + comm_at_fill + init_scratch,
+    // With offload the optimizers and the store come first, then the fill.
+    const uint64_t made_first = offload > 0 ? offload + adam_m + adam_v : 0;
+    return std::max(params + grads + master + compute_copy + comm_at_fill + init_scratch + made_first,
                     model_states() + resident_buffers() + activations + load_scratch);
   }
-  uint64_t step(uint64_t step_buckets) const { return model_states() + gathered + comm + activations + step_buckets; }
-  uint64_t end() const { return model_states() + gathered + comm + activations + final_scratch; }
+  uint64_t step(uint64_t step_buckets) const {
+    return model_states() + gathered + comm + offload + activations + step_buckets;
+  }
+  uint64_t end() const { return model_states() + gathered + comm + offload + activations + final_scratch; }
   // The ledger's total peak with the comm thread keeping pace.
   uint64_t total() const { return std::max({fill(), step(buckets), end()}); }
   // The worst case with the comm thread lagging.

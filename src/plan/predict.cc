@@ -67,6 +67,7 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
   engine.quantize_grads = run.quantize_grads;
   engine.quantize_block = run.quantize_block;
   engine.shard_group = run.shard_group;
+  engine.offload_optimizer = run.offload_optimizer;
   RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
   if (run.consolidated_copy && rank == 0) {
     // The sample's (and the held-out answers') workspace: one sequence of
@@ -102,6 +103,7 @@ std::array<RankPrediction, kStageTable.size()> predict_stages(const model::Model
     engine.quantize_block = run.quantize_block;
     // Hybrid sharding partitions nothing at stage 0 (the engine refuses it there).
     engine.shard_group = s == Stage::k0 ? 0 : run.shard_group;
+    engine.offload_optimizer = run.offload_optimizer;
     out[static_cast<size_t>(stage_number(s))] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;

@@ -50,7 +50,8 @@ struct RunShape {
   comm::Quantization quantize_weights = comm::Quantization::kNone;
   comm::Quantization quantize_grads = comm::Quantization::kNone;
   uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
-  int shard_group = 0;  // zero::EngineConfig::shard_group_size (hybrid sharding); 0 = ranks
+  int shard_group = 0;             // zero::EngineConfig::shard_group_size (hybrid sharding); 0 = ranks
+  bool offload_optimizer = false;  // zero::EngineConfig::offload_optimizer_dir given
 };
 
 // The ranks one process runs: all of them on threads, its own one under MPI.

@@ -26,6 +26,7 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.quantize_grads = config.engine.quantize_grads;
   shape.quantize_block = config.engine.quantize_block;
   shape.shard_group = config.engine.shard_group_size;
+  shape.offload_optimizer = !config.engine.offload_optimizer_dir.empty();
   return shape;
 }
 

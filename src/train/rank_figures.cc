@@ -41,6 +41,14 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     mine.memory.fp32_moments += (unit_k.k() - k.k()) * upd.count;
   }
   mine.memory.tensor_stats = engine.tensor_stats_bytes();
+  if (const zero::OffloadStore* store = engine.offload_store()) {
+    // The block scales and fp32 units are on the disk with the rest.
+    mine.memory.block_scales = mine.memory.fp32_moments = 0;
+    mine.memory.disk = store->disk_bytes();
+    mine.memory.disk_read = store->traffic().bytes_read;
+    mine.memory.disk_written = store->traffic().bytes_written;
+    mine.memory.disk_wait_us = static_cast<uint64_t>(store->traffic().wait_seconds * 1e6);
+  }
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
     mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};

@@ -325,6 +325,19 @@ void add_engine_rows(std::vector<SettingRow>& out) {
       [](const TrainConfig& c) { return c.engine.quantize_delay; },
       [](TrainConfig& c, int64_t v) { c.engine.quantize_delay = v; }, when(compressed),
       within({.hint = "(0: quantize from the first step)"})));
+  out.push_back(engine<std::string>(
+      "offload-optimizer",
+      {.spelling = "--offload-optimizer",
+       .help = "Keep each rank's fp32 master weights and optimizer states in a file under DIR (a local\n"
+               "disk: NVMe or SSD) instead of RAM, streamed unit by unit through three staging buffers\n"
+               "for each optimizer step (ZeRO-Infinity's optimizer offload); the same bits as without it.\n"
+               "The file is removed as soon as it is open: nothing is left after a crash. docs/offload.md.\n"
+               "DeepSpeed: zero_optimization.offload_optimizer {\"device\": \"nvme\", \"nvme_path\": DIR}",
+       .show_default = false,
+       .ds = {.path = "zero_optimization.offload_optimizer.nvme_path"}},
+      [](const TrainConfig& c) { return c.engine.offload_optimizer_dir; },
+      [](TrainConfig& c, const std::string& v) { c.engine.offload_optimizer_dir = v; },
+      when([](const TrainConfig& c) { return !c.engine.offload_optimizer_dir.empty(); })));
   out.push_back(engine<int>(
       "shard-group-size",
       {.spelling = "--shard-group-size",

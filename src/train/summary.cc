@@ -119,7 +119,8 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
   const StageTraits& t = traits(s.engine.stage);
   const uint64_t params = t.partitions_params ? p * own : p * phi;
   const uint64_t grads = t.partitions_grads ? p * own : p * phi;
-  const uint64_t optimizer = t.partitions_optimizer ? k * own : k * phi;
+  // --offload-optimizer: K's bytes are on the disk.
+  const uint64_t optimizer = !s.engine.offload_optimizer_dir.empty() ? 0 : t.partitions_optimizer ? k * own : k * phi;
   return params + grads + optimizer;
 }
 
@@ -167,6 +168,22 @@ std::string model_state_notes(const RunStats& s) {
   return out;
 }
 
+// --offload-optimizer: where K's bytes went, the RAM they stream through,
+// and the disk traffic of rank 0.
+std::string offload_lines(const RunStats& s) {
+  if (s.engine.offload_optimizer_dir.empty()) return "";
+  const RankMemory& m = s.memory[0];
+  const double steps = static_cast<double>(std::max<int64_t>(1, s.steps_taken));
+  return fmt::format(
+      "  (--offload-optimizer {}: rank 0's master weights and optimizer states, {}, are on the disk;\n"
+      "   RAM holds three staging buffers of the largest unit's, {} (ledger: offload). The run read {} and\n"
+      "   wrote {} of them, {} and {} per step, waiting {:.2f} s for the disk: docs/offload.md)\n",
+      s.engine.offload_optimizer_dir, mb(m.disk), mb(m.get(zero::MemoryCategory::kOffload)), mb(m.disk_read),
+      mb(m.disk_written), mb(static_cast<uint64_t>(static_cast<double>(m.disk_read) / steps)),
+      mb(static_cast<uint64_t>(static_cast<double>(m.disk_written) / steps)),
+      static_cast<double>(m.disk_wait_us) / 1e6);
+}
+
 // The table of each rank's model-state bytes against the stage's formula,
 // and the notes on what the formula leaves out.
 std::string model_state_table(const RunStats& s) {
@@ -184,7 +201,9 @@ std::string model_state_table(const RunStats& s) {
     const uint64_t accumulator = accumulator_bytes(s, r);
     const uint64_t expected =
         formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.fp32_moments + m.tensor_stats;
+    const bool offloaded = !s.engine.offload_optimizer_dir.empty();
     const char* verdict = m.model_states != expected ? "DIFFERS"
+                          : offloaded                ? "= formula less K (on disk)"
                           : accumulator > 0          ? "= formula + accumulators"
                           : m.fp32_moments > 0       ? "= formula + block scales + fp32 units"
                           : m.block_scales > 0       ? "= formula + block scales"
@@ -195,6 +214,7 @@ std::string model_state_table(const RunStats& s) {
                        mb(m.get(MemoryCategory::kMaster)), mb(moments), mb(m.model_states), mb(expected), verdict);
   }
   out += model_state_notes(s);
+  out += offload_lines(s);
   out += fmt::format(
       "  replica / rank 0 = {:.2f}x less memory for model states\n",
       static_cast<double>(replica) * phi / static_cast<double>(std::max<uint64_t>(1, s.memory[0].model_states)));

@@ -29,6 +29,13 @@ struct RankMemory {
   uint64_t block_scales = 0;  // 8-bit Adam: both moments' fp32 block scales (beside K's whole bytes)
   uint64_t fp32_moments = 0;  // 8-bit Adam: what its fp32-moment units hold beyond K's bytes (6 per element)
   uint64_t tensor_stats = 0;  // Adafactor: the factored second moment's fp32 statistics (beside K's whole bytes)
+  // --offload-optimizer: the rank's file on disk (master weights and
+  // states), and what its passes read and wrote over the run so far, and
+  // how long the rank waited for them (microseconds).
+  uint64_t disk = 0;
+  uint64_t disk_read = 0;
+  uint64_t disk_written = 0;
+  uint64_t disk_wait_us = 0;
   uint64_t get(zero::MemoryCategory c) const { return current[static_cast<size_t>(c)]; }
   uint64_t peak_of(zero::MemoryCategory c) const { return peak[static_cast<size_t>(c)]; }
 };

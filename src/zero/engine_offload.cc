@@ -15,10 +15,6 @@
 namespace zerodp::zero {
 namespace {
 
-size_t align_state(size_t bytes) {
-  return (bytes + optim::Optimizer::kStateAlign - 1) / optim::Optimizer::kStateAlign * optim::Optimizer::kStateAlign;
-}
-
 // Detaches an optimizer's states however the visit ends.
 class Attached {
  public:
@@ -34,14 +30,14 @@ class Attached {
 }  // namespace
 
 size_t Engine::offload_master_bytes(size_t u) const {
-  return config_.dtype.is_low_precision() ? align_state(update_range(u).count * sizeof(float)) : 0;
+  return optim::offload_master_bytes(update_range(u).count, config_.dtype.is_low_precision());
 }
 
 void Engine::make_offload_store(const std::vector<std::vector<optim::TensorShape>>& shapes, const ParamSource& source) {
   make_optimizers(shapes, /*external_states=*/true);
   std::vector<size_t> extents;
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    extents.push_back(offload_master_bytes(u) + optimizers_[u]->state_extent_bytes());
+    extents.push_back(optim::offload_extent_bytes(*optimizers_[u], config_.dtype.is_low_precision()));
   }
   offload_ = std::make_unique<OffloadStore>(config_.offload_optimizer_dir, comm_.rank(), std::move(extents), ledger_);
   constexpr size_t kChunkElements = size_t{1} << 16;  // fill_params' chunk
@@ -71,7 +67,8 @@ void Engine::visit_states(OffloadStore::Pass pass, const StateVisit& fn) {
 std::vector<std::span<float>> Engine::read_offloaded_states() {
   std::vector<size_t> at{0};
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    at.push_back(at.back() + align_state(offload_master_bytes(u) + optimizers_[u]->state_extent_bytes()));
+    // Extents are whole multiples of kStateAlign: each copy stays aligned.
+    at.push_back(at.back() + optim::offload_extent_bytes(*optimizers_[u], config_.dtype.is_low_precision()));
   }
   offload_views_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kScratch, at.back());
   offload_->stream(OffloadStore::Pass::kRead, [&](size_t u, std::span<std::byte> extent) {
@@ -96,7 +93,7 @@ void Engine::release_offloaded_states(bool write_back) {
     size_t at = 0;
     offload_->stream(OffloadStore::Pass::kFill, [&](size_t u, std::span<std::byte> extent) {
       std::memcpy(extent.data(), offload_views_.data() + at, extent.size());
-      at += align_state(extent.size());
+      at += extent.size();
       if (offload_master_bytes(u) > 0) {
         const comm::ShardRange upd = update_range(u);
         convert_into(params_.slice(u, upd), comm::ConstBuffer(extent.data(), upd.count, Dtype::fp32()));

@@ -15,14 +15,6 @@
 namespace zerodp::zero {
 namespace {
 
-uint64_t round_up(uint64_t bytes) { return (bytes + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment; }
-
-size_t largest_extent(std::span<const size_t> unit_bytes) {
-  size_t largest = 0;
-  for (const size_t b : unit_bytes) largest = std::max(largest, b);
-  return static_cast<size_t>(round_up(largest));
-}
-
 // An extent moves in at most this many requests, so that a read ahead and a
 // write behind are each spread over the device's queue without the caller
 // ever blocking on a full queue: at most three extents are in flight.
@@ -32,32 +24,22 @@ constexpr int kQueueDepth = 3 * kPiecesPerExtent;
 
 }  // namespace
 
-uint64_t OffloadStore::staging_bytes(std::span<const size_t> unit_bytes) {
-  return kSlots * largest_extent(unit_bytes) + kDirectAlignment;
-}
-
-uint64_t OffloadStore::disk_bytes(std::span<const size_t> unit_bytes) {
-  uint64_t total = 0;
-  for (const size_t b : unit_bytes) total += round_up(b);
-  return total;
-}
-
 OffloadStore::OffloadStore(const std::string& dir, int rank, std::vector<size_t> unit_bytes, MemoryLedger& ledger)
     : unit_bytes_(std::move(unit_bytes)),
-      slot_bytes_(largest_extent(unit_bytes_)),
-      chunk_(static_cast<size_t>(round_up(std::max(kMinPiece, slot_bytes_ / kPiecesPerExtent)))),
+      slot_bytes_(static_cast<size_t>(offload_slot_bytes(unit_bytes_))),
+      chunk_(static_cast<size_t>(round_to_direct_block(std::max(kMinPiece, slot_bytes_ / kPiecesPerExtent)))),
       file_(dir, fmt::format("zerodp-offload-{}-rank{}.states", ::getpid(), rank), "--offload-optimizer",
             ScratchFile::Name::kUnlinkAtOnce),
-      staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(staging_bytes(unit_bytes_))),
+      staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(offload_staging_bytes(unit_bytes_))),
       io_(kQueueDepth) {
   uint64_t at = 0;
   for (const size_t b : unit_bytes_) {
     offsets_.push_back(at);
-    at += round_up(b);
+    at += round_to_direct_block(b);
   }
   file_.reserve(at);
   const auto address = reinterpret_cast<uintptr_t>(staging_.data());
-  slots_ = staging_.data() + (round_up(address) - address);
+  slots_ = staging_.data() + (round_to_direct_block(address) - address);
 }
 
 OffloadStore::~OffloadStore() = default;
@@ -67,7 +49,7 @@ std::span<std::byte> OffloadStore::slot(size_t unit) { return {slots_ + (unit % 
 OffloadStore::Tickets OffloadStore::transfer(bool write, size_t unit) {
   Tickets tickets;
   const std::span<std::byte> buffer = slot(unit);
-  const size_t bytes = static_cast<size_t>(round_up(unit_bytes_[unit]));
+  const size_t bytes = static_cast<size_t>(round_to_direct_block(unit_bytes_[unit]));
   for (size_t at = 0; at < bytes; at += chunk_) {
     const size_t n = std::min(chunk_, bytes - at);
     tickets.push_back(write ? io_.write(file_.fd(), buffer.data() + at, n, offsets_[unit] + at, file_.path())

@@ -10,7 +10,7 @@
 // hides behind the optimizer's arithmetic where it can.
 //
 // RAM: kSlots buffers of the largest extent, booked in the ledger as
-// "offload" (staging_bytes says how many, for the plan). Disk: the extents,
+// "offload" (core/offload_extents.h gives the sizes, for the plan too). Disk: the extents,
 // each rounded up to kDirectAlignment (disk_bytes).
 // Thread-safety: one owner thread (the rank's); its I/O threads are its own.
 #pragma once
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/async_io.h"
+#include "core/offload_extents.h"
 #include "core/scratch_file.h"
 #include "zero/memory_ledger.h"
 
@@ -30,7 +31,7 @@ namespace zerodp::zero {
 
 class OffloadStore {
  public:
-  static constexpr int kSlots = 3;
+  static constexpr int kSlots = kOffloadSlots;
   // `unit_bytes[u]`: unit u's extent (its master and states). The file is
   // reserved in full now: a directory without the space is a ConfigError
   // naming it and the free space.
@@ -50,11 +51,8 @@ class OffloadStore {
   using Visit = std::function<void(size_t unit, std::span<std::byte> extent)>;
   void stream(Pass pass, const Visit& visit);
 
-  // The staging RAM for these extents: kSlots of the largest, rounded up.
-  static uint64_t staging_bytes(std::span<const size_t> unit_bytes);
-  // The file's bytes on disk (each extent rounded up to kDirectAlignment).
-  static uint64_t disk_bytes(std::span<const size_t> unit_bytes);
-  uint64_t disk_bytes() const { return disk_bytes(unit_bytes_); }
+  // The file's bytes on disk (core/offload_extents.h).
+  uint64_t disk_bytes() const { return offload_disk_bytes(unit_bytes_); }
 
   // What the passes moved, and how long they waited for the disk.
   struct Traffic {

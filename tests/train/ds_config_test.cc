@@ -262,8 +262,32 @@ TEST(DeepSpeedConfig, DeepSpeedKeysThatDoNothingHereAreWarnedAbout) {
   const Applied a = apply(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
                               "wall_clock_breakdown": false})");
   ASSERT_EQ(a.warnings.size(), 2u);
-  EXPECT_NE(a.warnings[0].find("zero_optimization.offload_optimizer"), std::string::npos) << a.warnings[0];
+  EXPECT_NE(a.warnings[0].find("zero_optimization.offload_optimizer.device"), std::string::npos) << a.warnings[0];
+  EXPECT_NE(a.warnings[0].find("host memory already"), std::string::npos) << a.warnings[0];
   EXPECT_NE(a.warnings[1].find("wall_clock_breakdown"), std::string::npos) << a.warnings[1];
+}
+
+// ZeRO-Infinity's offload_optimizer with "device": "nvme" is
+// --offload-optimizer nvme_path; its tuning keys are warned about; the
+// device must be one DeepSpeed knows and nvme needs its path.
+TEST(DeepSpeedConfig, OffloadOptimizerToNvmeIsOffloadOptimizer) {
+  const Applied a = apply(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme",
+                              "nvme_path": "/local_nvme", "pin_memory": true}}})");
+  EXPECT_EQ(a.config.engine.offload_optimizer_dir, "/local_nvme");
+  EXPECT_EQ(a.config.source_of("offload-optimizer"), "config zero_optimization.offload_optimizer.nvme_path");
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("offload_optimizer.pin_memory"), std::string::npos) << a.warnings[0];
+  EXPECT_TRUE(apply(R"({"zero_optimization": {"offload_optimizer": {"device": "none"}}})")
+                  .config.engine.offload_optimizer_dir.empty());
+  EXPECT_NE(error_of(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})").find("needs nvme_path"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"zero_optimization": {"offload_optimizer": {"device": "disk"}}})").find("must be none, cpu or nvme"),
+      std::string::npos);
+  EXPECT_NE(error_of(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme", "nvme_path": "/x",
+                        "speed": 1}}})")
+                .find("unknown key 'zero_optimization.offload_optimizer.speed'"),
+            std::string::npos);
 }
 
 // MiCS's mics_shard_size and ZeRO++ hpZ's zero_hpz_partition_size are
@@ -456,7 +480,8 @@ TEST(DeepSpeedConfig, EverySourceNamesASetting) {
                "steps_per_print": 5, "activation_checkpointing": {},
                "zero_optimization": {"stage": 3, "reduce_bucket_size": 1e6, "overlap_comm": true,
                  "stage3_prefetch_bucket_size": 1e6, "zero_quantized_weights": true,
-                 "zero_quantized_gradients": true, "mics_shard_size": 2},
+                 "zero_quantized_gradients": true, "mics_shard_size": 2,
+                 "offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme"}},
                "fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 12},
                "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": "auto", "eps": 1e-8,
                  "weight_decay": 0.1}},
