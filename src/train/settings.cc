@@ -269,23 +269,10 @@ void add_run_rows(std::vector<SettingRow>& out) {
   add_layout_rows(out);
 }
 
-// The engine's precision and collectives, and the run's logging.
-void add_engine_rows(std::vector<SettingRow>& out) {
-  out.push_back(engine<std::string>(
-      "loss-scale", {.ds = {.path = "fp16.loss_scale"}},
-      [](const TrainConfig& c) { return loss_scale_text(c.engine.loss_scaler); }, nullptr,
-      when([](const TrainConfig& c) { return c.engine.dtype == Dtype::fp16(); })));
-  out.push_back(engine<uint64_t>(
-      "bucket", {.ds = {.path = "zero_optimization.reduce_bucket_size"}},
-      [](const TrainConfig& c) { return static_cast<uint64_t>(c.engine.bucket_elements); }, nullptr,
-      when([](const TrainConfig& c) { return traits(c.engine.stage).reduce == GradReduce::kAllReduce; })));
-  out.push_back(engine<bool>(
-      "overlap", {.ds = {.path = "zero_optimization.overlap_comm"}},
-      [](const TrainConfig& c) { return c.engine.overlap; }, nullptr, always));
-  out.push_back(engine<bool>(
-      "prefetch", {.ds = {.path = "zero_optimization.stage3_prefetch_bucket_size"}},
-      [](const TrainConfig& c) { return c.engine.prefetch; }, nullptr,
-      when([](const TrainConfig& c) { return traits(c.engine.stage).gathers_on_acquire; })));
+namespace {
+
+// ZeRO++'s compressed collectives: what they quantize, and how.
+void add_compressed_collective_rows(std::vector<SettingRow>& out) {
   // The compressed collectives change the trajectory: a resume keeps them.
   out.push_back(kept<std::string>(
       "quantize-weights", {.ds = {.path = "zero_optimization.zero_quantized_weights"}},
@@ -325,6 +312,28 @@ void add_engine_rows(std::vector<SettingRow>& out) {
       [](const TrainConfig& c) { return c.engine.quantize_delay; },
       [](TrainConfig& c, int64_t v) { c.engine.quantize_delay = v; }, when(compressed),
       within({.hint = "(0: quantize from the first step)"})));
+}
+
+}  // namespace
+
+// The engine's precision and collectives, and the run's logging.
+void add_engine_rows(std::vector<SettingRow>& out) {
+  out.push_back(engine<std::string>(
+      "loss-scale", {.ds = {.path = "fp16.loss_scale"}},
+      [](const TrainConfig& c) { return loss_scale_text(c.engine.loss_scaler); }, nullptr,
+      when([](const TrainConfig& c) { return c.engine.dtype == Dtype::fp16(); })));
+  out.push_back(engine<uint64_t>(
+      "bucket", {.ds = {.path = "zero_optimization.reduce_bucket_size"}},
+      [](const TrainConfig& c) { return static_cast<uint64_t>(c.engine.bucket_elements); }, nullptr,
+      when([](const TrainConfig& c) { return traits(c.engine.stage).reduce == GradReduce::kAllReduce; })));
+  out.push_back(engine<bool>(
+      "overlap", {.ds = {.path = "zero_optimization.overlap_comm"}},
+      [](const TrainConfig& c) { return c.engine.overlap; }, nullptr, always));
+  out.push_back(engine<bool>(
+      "prefetch", {.ds = {.path = "zero_optimization.stage3_prefetch_bucket_size"}},
+      [](const TrainConfig& c) { return c.engine.prefetch; }, nullptr,
+      when([](const TrainConfig& c) { return traits(c.engine.stage).gathers_on_acquire; })));
+  add_compressed_collective_rows(out);
   out.push_back(engine<std::string>(
       "offload-optimizer",
       {.spelling = "--offload-optimizer",
