@@ -160,6 +160,20 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
       break;
     }
   }
+  if (fix.empty() && !run.offload_optimizer) {
+    RunShape offloaded = run;
+    offloaded.offload_optimizer = true;
+    for (Stage s : kAllStages) {
+      offloaded.stage = s;
+      if (const ProcessPrediction q = predict_process(config, offloaded, local, baseline); q.total() <= max_bytes) {
+        fix = fmt::format(
+            "stage {} with --offload-optimizer DIR would fit ({}: the master weights and optimizer states on a "
+            "local disk, {} per rank)",
+            s, human_bytes(q.total()), human_bytes(q.ranks.front().disk));
+        break;
+      }
+    }
+  }
   if (fix.empty()) {
     fix = fmt::format(
         "no stage fits at {} ranks (stage 3 needs {}): add ranks (or machines), lower --micro-batch, "
@@ -174,7 +188,7 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
             "[train] ZeRO stage {} needs {} in this process ({} {}: params {}, grads {}, optimizer {}, buffers {}, "
             "activations {}, scratch {}; baseline {}), over {} {}: {}",
             run.stage, human_bytes(p.total()), who, human_bytes(b.total()), human_bytes(b.params), human_bytes(b.grads),
-            human_bytes(b.master + b.adam_m + b.adam_v), human_bytes(b.gathered + b.buckets),
+            human_bytes(b.master + b.adam_m + b.adam_v), human_bytes(b.gathered + b.buckets + b.offload),
             human_bytes(b.activations), human_bytes(b.scratch()), human_bytes(p.baseline), limit_source,
             human_bytes(max_bytes), fix);
 }

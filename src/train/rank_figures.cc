@@ -48,6 +48,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     mine.memory.disk_read = store->traffic().bytes_read;
     mine.memory.disk_written = store->traffic().bytes_written;
     mine.memory.disk_wait_us = static_cast<uint64_t>(store->traffic().wait_seconds * 1e6);
+    mine.memory.disk_pass_us = static_cast<uint64_t>(store->traffic().pass_seconds * 1e6);
   }
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];

@@ -77,6 +77,7 @@ void OffloadStore::stream(Pass pass, const Visit& visit) {
       reads[u % kSlots] = transfer(false, u);
     }
   };
+  const auto start = std::chrono::steady_clock::now();
   try {
     for (size_t u = 0; u < std::min<size_t>(units, kSlots - 1); ++u) start_read(u);
     for (size_t u = 0; u < units; ++u) {
@@ -86,6 +87,7 @@ void OffloadStore::stream(Pass pass, const Visit& visit) {
       if (u + kSlots - 1 < units) start_read(u + kSlots - 1);
     }
     for (Tickets& w : writes) wait(w);
+    traffic_.pass_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } catch (...) {
     try {
       io_.wait_all();  // no request may outlive its buffer

@@ -58,7 +58,8 @@ class OffloadStore {
   struct Traffic {
     uint64_t bytes_read = 0;
     uint64_t bytes_written = 0;
-    double wait_seconds = 0.0;
+    double wait_seconds = 0.0;  // blocked on the disk
+    double pass_seconds = 0.0;  // the passes from first request to last completion
   };
   const Traffic& traffic() const { return traffic_; }
   IoBackend backend() const { return io_.backend(); }

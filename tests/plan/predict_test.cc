@@ -64,6 +64,29 @@ TEST(Predict, MemoryShrinksWithTheStageAndTheSmallestFittingStageIsFound) {
   }
 }
 
+// Where no stage fits in RAM but one would with the optimizer states on
+// disk, the refusal says so, with the disk's bytes per rank.
+TEST(Predict, TheRefusalOffersOffloadWhereItWouldFit) {
+  const model::ModelConfig gpt = model::model_preset("gpt-10m");
+  RunShape run = four_ranks(3);
+  run.dtype = Dtype::bf16();
+  RunShape offloaded = run;
+  offloaded.offload_optimizer = true;
+  const LocalRanks one{0, 1};
+  const uint64_t fits = predict_process(gpt, offloaded, one, 0).total();
+  ASSERT_LT(fits, predict_process(gpt, run, one, 0).total());
+  try {
+    check_memory_fits(gpt, run, one, 0, fits);
+    FAIL() << "stage 3 in RAM should not fit";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("with --offload-optimizer DIR would fit"), std::string::npos) << what;
+    EXPECT_NE(what.find("on a local disk, "), std::string::npos) << what;
+    EXPECT_NE(what.find(" per rank)"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(check_memory_fits(gpt, offloaded, one, 0, fits));
+}
+
 // Thread ranks share one process: it needs every rank's memory and its
 // baseline, and the refusal names the stage at which all of it fits.
 TEST(Predict, AProcessOfThreadRanksNeedsAllOfThemPlusItsBaseline) {
