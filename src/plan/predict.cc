@@ -163,7 +163,12 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
   if (fix.empty() && !run.offload_optimizer) {
     RunShape offloaded = run;
     offloaded.offload_optimizer = true;
+    // The run's own stage first, then the one with the least communication.
+    std::vector<Stage> order{run.stage};
     for (Stage s : kAllStages) {
+      if (s != run.stage) order.push_back(s);
+    }
+    for (Stage s : order) {
       offloaded.stage = s;
       if (const ProcessPrediction q = predict_process(config, offloaded, local, baseline); q.total() <= max_bytes) {
         fix = fmt::format(
