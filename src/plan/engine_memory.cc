@@ -244,6 +244,7 @@ void predict_offload(const UnitSchedule& schedule, const EngineRun& run, int ran
   std::vector<size_t> extents;
   uint64_t work = 0;
   uint64_t offset = 0;
+  bool quantized = false;  // 8-bit Adam's block-quantized moments in some unit
   for (size_t u = 0; u < schedule.unit_counts.size(); ++u) {
     const uint64_t count = schedule.unit_counts[u];
     const comm::ShardRange upd =
@@ -258,12 +259,22 @@ void predict_offload(const UnitSchedule& schedule, const EngineRun& run, int ran
         std::move(options));
     extents.push_back(optim::offload_extent_bytes(*opt, low));
     work += opt->booked_bytes(optim::StateKind::kExpAvgSqFactored);
+    quantized = quantized || opt->quant_block_size() > 0;
     offset += count;
   }
   p.master = p.adam_m = 0;
   p.adam_v = work;
   p.offload = offload_staging_bytes(extents);
   p.disk = offload_disk_bytes(extents);
+  int reads = 1, writes = 1;
+  if (optim::optimizer_bytes_per_param(run.optimizer, false).tensor_stats) {
+    reads += 3;  // the two rounds' statistics, and round 0's update of the factored moment
+    writes += 1;
+  } else if (quantized && traits(run.stage).partitions_optimizer && group > 1) {
+    reads += 1;  // the block maxima that shards share
+  }
+  p.disk_read_per_step = reads * p.disk;
+  p.disk_written_per_step = writes * p.disk;
 }
 
 }  // namespace

@@ -164,6 +164,12 @@ struct RankPrediction {
   // and the states are then 0 but for work buffers (Adafactor's factors).
   uint64_t offload = 0;
   uint64_t disk = 0;
+  // The bytes a step's passes over the file read and write: one update pass
+  // (read and write every extent), plus one read for 8-bit Adam's shared
+  // block maxima (stages 1-3 at more than one rank), or Adafactor's
+  // statistics: two reads and an update.
+  uint64_t disk_read_per_step = 0;
+  uint64_t disk_written_per_step = 0;
 
   uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
   // What the constructor allocates besides the model states and stays.

@@ -454,6 +454,44 @@ TEST(PlanVsLedger, OffloadEveryStageRankCountAndOptimizer) {
   }
 }
 
+// The offload file's size and each step's reads and writes, as the plan
+// counts the passes, against what the store moved: the fill writes the
+// file once, then each step its passes.
+TEST(PlanVsLedger, OffloadDiskBytesAndTrafficPerStep) {
+  optim::OptimizerConfig adam8bit = parse_optimizer("adam8bit");
+  adam8bit.adam.min_8bit_size = 0;
+  optim::OptimizerConfig adafactor = parse_optimizer("adafactor");
+  adafactor.adafactor = {.beta1 = 0.9, .relative_step = false};
+  const Case c = cases()[1];  // odd_gpt
+  const auto model = model::make_model(c.model);
+  for (const optim::OptimizerConfig& optimizer : {parse_optimizer("adamw"), adam8bit, adafactor}) {
+    for (Stage stage : {Stage::k0, Stage::k3}) {
+      RunShape run = run_shape(c, stage, 2, Dtype::bf16(), optimizer);
+      run.offload_optimizer = true;
+      SCOPED_TRACE(describe(c.model, run, false));
+      const testing::ScratchDir dir("plan_vs_ledger_traffic");
+      zero::EngineConfig ec;
+      ec.stage = stage;
+      ec.dtype = run.dtype;
+      ec.optimizer = optimizer;
+      ec.bucket_elements = run.bucket_elements;
+      ec.offload_optimizer_dir = dir.path.string();
+      comm::run_thread_ranks(2, {}, [&](comm::Communicator& comm) {
+        zero::Engine engine(*model, comm, ec, 7, run.micro_batch, run.seq_len);
+        const RankPrediction p = predict_rank(c.model, run, comm.rank());
+        const zero::OffloadStore& store = *engine.offload_store();
+        EXPECT_EQ(store.disk_bytes(), p.disk);
+        EXPECT_EQ(store.traffic().bytes_written, p.disk) << "the fill";
+        for (int step = 1; step <= 2; ++step) {
+          engine.train_step(feeder(c.model, run, comm.rank()));
+          EXPECT_EQ(store.traffic().bytes_read, step * p.disk_read_per_step);
+          EXPECT_EQ(store.traffic().bytes_written, p.disk + step * p.disk_written_per_step);
+        }
+      });
+    }
+  }
+}
+
 TEST(PlanVsLedger, WithTheCommThreadBucketsLieBetweenPredictionAndBound) {
   for (const Case& c : {cases()[0], cases()[2]}) {
     for (Stage stage : kAllStages) {
