@@ -47,6 +47,7 @@ struct PlanOptions {
   int quantize_grads_bits = 8;
   uint32_t quantize_block = comm::kDefaultQuantBlock;
   int shard_group_size = 0;
+  bool offload_optimizer = false;
   std::string compare;
   bool json = false;
   std::string chart;
@@ -174,6 +175,7 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   ZDP_CHECK(o.shard_group_size >= 0, ConfigError,
             "[plan] --shard-group-size {} must be at least 1 (0: all ranks, the flat layout)", o.shard_group_size);
   c.shard_group = o.shard_group_size;
+  c.offload_optimizer = o.offload_optimizer;
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
   if (wants_activations) {
@@ -310,6 +312,10 @@ void add_plan_command(CLI::App& app) {
                   "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat. With --predict, "
                   "groups are consecutive ranks (--ranks-per-host)")
       ->capture_default_str();
+  cmd->add_flag("--offload-optimizer", opts->offload_optimizer,
+                "The master weights and optimizer states on a local disk (zerodp train --offload-optimizer DIR):\n"
+                "RAM per rank without them but with the staging buffers, the disk's bytes per rank and a step's\n"
+                "reads and writes (needs --model)");
   cmd->add_option("--micro-batch", opts->micro_batch,
                   "Micro-batch size B per rank for the activation estimate (needs --model)");
   cmd->add_option("--seq-len", opts->seq_len,

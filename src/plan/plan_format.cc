@@ -158,6 +158,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     }
     Row header = {"stage", "partitions", "params GB", "grads GB", "optimizer GB", "states GB", "states GiB"};
     if (has_gathered) header.push_back("buffers GB");
+    if (c.offload_optimizer) header.push_back("disk GB");
     if (has_act) header.push_back("activations GB");
     if (has_gathered || has_act) {
       header.push_back("peak GB");
@@ -177,6 +178,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
                  gb(static_cast<double>(s.states.total())),
                  gib(static_cast<double>(s.states.total()))};
       if (has_gathered) row.push_back(gb(static_cast<double>(s.buffers())));
+      if (c.offload_optimizer) row.push_back(gb(static_cast<double>(s.disk)));
       if (has_act) row.push_back(gb(static_cast<double>(s.activations)));
       if (has_gathered || has_act) {
         row.push_back(gb(static_cast<double>(s.peak)));
@@ -191,6 +193,16 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     out += render_table(header, rows);
     out += "  comm elements/GB: the paper's volume (2Φ or 3Φ, in " + std::string(c.precision.name()) +
            "); sent GB: what a ring or all-to-all puts on each rank's link, (N-1)/N of it.\n";
+    if (c.offload_optimizer) {
+      const StagePlan& s3 = rp.stages[3];
+      out += fmt::format(
+          "  --offload-optimizer: optimizer GB is what stays in RAM (the optimizers' own work buffers); the master\n"
+          "  weights and states are on the disk (disk GB per rank), streamed through three staging buffers of the\n"
+          "  largest unit's, in buffers GB ({} GB at stage 3). Each step reads {} GB and writes {} GB per rank at\n"
+          "  stage 3 (docs/offload.md)\n",
+          gb(static_cast<double>(s3.offload)), gb(static_cast<double>(s3.disk_read)),
+          gb(static_cast<double>(s3.disk_written)));
+    }
     if (rp.shard_group < rp.ranks) {
       out += fmt::format(
           "  hybrid: sent GB at stages 1-3 is the group's collectives ((G-1)/G of them) plus the shard's "
@@ -210,7 +222,8 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
         sizes.push_back(
             fmt::format("stage {} {}", s.stage, format_count(static_cast<double>(s.max_params.value_or(0)))));
       }
-      out += fmt::format("  largest model whose model states fit {} GB at N = {}: {}\n",
+      out += fmt::format("  largest model whose model states{} fit {} GB at N = {}: {}\n",
+                         c.offload_optimizer ? " in RAM (K's bytes on disk)" : "",
                          gb(static_cast<double>(*c.device_memory)), rp.ranks, fmt::join(sizes, ", "));
     }
     if (options.compare_deepspeed) {
@@ -278,6 +291,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"optimizer", std::string(optimizer_name(c.optimizer))}};
   if (c.device_memory) j["config"]["device_memory_bytes"] = *c.device_memory;
   if (c.shard_group > 0) j["config"]["shard_group"] = c.shard_group;
+  if (c.offload_optimizer) j["config"]["offload_optimizer"] = true;
   if (c.shape) {
     // src/model's schema (`zerodp train --model` takes it); vocab as stored.
     j["config"]["model_name"] = c.model_name;
@@ -334,6 +348,10 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
                  {"buckets_bytes", s.buckets},
                  {"comm_scratch_bytes", s.comm_scratch},
                  {"activation_bytes", s.activations},
+                 {"offload_staging_bytes", s.offload},
+                 {"disk_bytes", s.disk},
+                 {"disk_read_per_step_bytes", s.disk_read},
+                 {"disk_written_per_step_bytes", s.disk_written},
                  {"peak_bytes", s.peak},
                  {"comm",
                   {{"collectives", s.comm.collectives},

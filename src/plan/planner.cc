@@ -83,6 +83,8 @@ PlanResult make_plan(const PlanConfig& config) {
   const uint64_t activation_bytes = result.activations ? result.activations->total_bytes : 0;
 
   ZDP_CHECK(c.grad_accum >= 1, ConfigError, "[plan] --grad-accum must be at least 1, got {}", c.grad_accum);
+  ZDP_CHECK(!c.offload_optimizer || c.shape.has_value(), ConfigError,
+            "[plan] --offload-optimizer needs --model: the staging buffers follow the model's largest unit");
   std::optional<UnitSchedule> schedule;
   if (c.shape) schedule = gpt_unit_schedule(*c.shape);
   // Without a shape the model is one unit of Φ elements.
@@ -130,7 +132,18 @@ PlanResult make_plan(const PlanConfig& config) {
         run.quantize_grads = c.quantize_grads;
         run.quantize_block = c.quantize_block;
         run.shard_group = part;
+        run.offload_optimizer = c.offload_optimizer;
         const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
+        if (c.offload_optimizer) {
+          // RAM keeps what the optimizers hold themselves; K's bytes are on disk.
+          sp.states.master = p.master;
+          sp.states.moment1 = p.adam_m;
+          sp.states.moment2 = p.adam_v;
+          sp.offload = p.offload;
+          sp.disk = p.disk;
+          sp.disk_read = p.disk_read_per_step;
+          sp.disk_written = p.disk_written_per_step;
+        }
         ZDP_CHECK_EQ(p.model_states(), sp.states.total(), Error, "[plan] engine model and paper model disagree");
         sp.compute_copy = c.precision.is_low_precision() ? schedule->largest_unit() * 4 : 0;
         sp.gathered = p.gathered - sp.compute_copy;
@@ -143,7 +156,10 @@ PlanResult make_plan(const PlanConfig& config) {
                             {c.quantize_grads, c.quantize_block}, part);
       if (c.device_memory) {
         sp.fits = sp.peak <= *c.device_memory;
-        sp.max_params = max_params(*c.device_memory, s, part, bpp);
+        // Offload: only the parameters and gradients hold RAM per parameter.
+        BytesPerParam in_ram = bpp;
+        if (c.offload_optimizer) in_ram.master = in_ram.moment1 = in_ram.moment2 = 0;
+        sp.max_params = max_params(*c.device_memory, s, part, in_ram);
       }
     }
     if (c.device_memory) {

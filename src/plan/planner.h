@@ -57,6 +57,9 @@ struct PlanConfig {
   // partitioned over groups of this many ranks (each N must be a multiple);
   // 0 = each N (the flat layout). Stage 0 is planned flat.
   int shard_group = 0;
+  // zerodp train --offload-optimizer: the master weights and optimizer
+  // states on a local disk, streamed through staging buffers (needs `shape`).
+  bool offload_optimizer = false;
 };
 
 struct StagePlan {
@@ -68,9 +71,15 @@ struct StagePlan {
   uint64_t buckets = 0;       // transient unit gradients in backward (shape known)
   uint64_t comm_scratch = 0;  // the compressed collectives' scratch (shape known, quantized)
   uint64_t activations = 0;   // when estimated
-  uint64_t peak = 0;          // states + gathered + compute_copy + buckets + activations
+  // Offload: the staging buffers in RAM (in buffers()), the file on disk and
+  // a step's reads and writes of it (engine_memory.h).
+  uint64_t offload = 0;
+  uint64_t disk = 0;
+  uint64_t disk_read = 0;
+  uint64_t disk_written = 0;
+  uint64_t peak = 0;  // states + gathered + compute_copy + buckets + comm scratch + offload + activations
 
-  uint64_t buffers() const { return gathered + compute_copy + buckets + comm_scratch; }
+  uint64_t buffers() const { return gathered + compute_copy + buckets + comm_scratch + offload; }
   CommVolume comm;
   std::optional<bool> fits;            // when device memory is given
   std::optional<uint64_t> max_params;  // largest Φ whose model states fit

@@ -34,6 +34,39 @@ TEST(Planner, RecommendsTheLeastCommunicationThatFits) {
   EXPECT_EQ(p.recommended, Stage::k2);
 }
 
+// --offload-optimizer: K's bytes leave RAM for the disk (every byte of
+// them, rounded up per unit to the direct-I/O block), the staging buffers
+// join the buffers, a step reads and writes the file once (AdamW), and the
+// largest model that fits counts only the parameters and gradients.
+TEST(Planner, OffloadMovesTheOptimizersBytesToTheDisk) {
+  PlanConfig c = paper_config();
+  c.shape = gpt_shape(model::require_gpt(model::model_preset("gpt2-350m"), "test"));
+  c.ranks = {4};
+  c.precision = Dtype::bf16();
+  c.device_memory = 8'000'000'000;
+  const PlanResult in_ram = make_plan(c);
+  c.offload_optimizer = true;
+  const PlanResult offloaded = make_plan(c);
+  for (size_t s = 0; s < 4; ++s) {
+    const StagePlan& a = in_ram.per_ranks[0].stages[s];
+    const StagePlan& b = offloaded.per_ranks[0].stages[s];
+    EXPECT_EQ(b.states.optimizer(), 0u) << s;
+    EXPECT_EQ(b.states.params + b.states.grads, a.states.params + a.states.grads) << s;
+    EXPECT_GE(b.disk, a.states.optimizer()) << s;
+    EXPECT_LT(b.disk, a.states.optimizer() + 4096 * 64) << s;  // one block per unit at most
+    EXPECT_EQ(b.disk_read, b.disk) << s;
+    EXPECT_EQ(b.disk_written, b.disk) << s;
+    EXPECT_GT(b.offload, 0u) << s;
+    EXPECT_EQ(b.buffers(), a.buffers() + b.offload) << s;
+    EXPECT_GT(*b.max_params, *a.max_params) << s;
+  }
+  const std::string json = plan_to_json(offloaded).dump();
+  EXPECT_NE(json.find("\"disk_bytes\""), std::string::npos);
+  EXPECT_NE(json.find("\"offload_optimizer\":true"), std::string::npos);
+  c.shape.reset();
+  EXPECT_THROW(make_plan(c), ConfigError);  // the staging needs the units
+}
+
 // Hybrid sharding: stages 1-3 hold what a flat run of G ranks holds, and
 // send the group's collectives plus the shard's all-reduce across the N/G
 // groups; stage 0 is the flat run's.
