@@ -2,9 +2,14 @@
 #include "train/memory_check.h"
 
 #include <fmt/format.h>
+#include <sys/vfs.h>
+
+#include <filesystem>
 
 #include "comm/mpi.h"
+#include "core/error.h"
 #include "core/process_memory.h"
+#include "core/scratch_file.h"
 
 namespace zerodp::train {
 
@@ -28,6 +33,31 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.shard_group = config.engine.shard_group_size;
   shape.offload_optimizer = !config.engine.offload_optimizer_dir.empty();
   return shape;
+}
+
+void check_offload_room(const TrainConfig& config, const plan::ProcessPrediction& process) {
+  const std::string& dir = config.engine.offload_optimizer_dir;
+  std::error_code ec;
+  ZDP_CHECK(std::filesystem::is_directory(dir, ec), ConfigError,
+            "[--offload-optimizer] {} is not a directory: give a directory on a local disk for the optimizer states",
+            dir);
+  // A RAM file system would hold the states in memory after all, beside
+  // the plan's RAM: a run that the preflight let through could then be
+  // killed for memory.
+  struct statfs fs {};
+  constexpr decltype(fs.f_type) kTmpfs = 0x01021994, kRamfs = static_cast<decltype(fs.f_type)>(0x858458f6);
+  ZDP_CHECK(::statfs(dir.c_str(), &fs) != 0 || (fs.f_type != kTmpfs && fs.f_type != kRamfs), ConfigError,
+            "[--offload-optimizer] {} is a RAM file system (tmpfs): the states would stay in memory; give a "
+            "directory on a disk",
+            dir);
+  uint64_t need = 0;
+  for (const plan::RankPrediction& r : process.ranks) need += r.disk;
+  constexpr uint64_t kMargin = uint64_t{64} << 20;  // the file system's own
+  const uint64_t free = free_bytes(dir, "--offload-optimizer");
+  ZDP_CHECK(free >= need + kMargin, ConfigError,
+            "[--offload-optimizer] {} has {} free; this process's ranks need {} for their optimizer states and a "
+            "64 MiB margin: free some space or give a directory on a larger disk",
+            dir, gib(free), gib(need));
 }
 
 // --max-memory, or this machine's memory shared by the processes on it

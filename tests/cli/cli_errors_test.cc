@@ -111,8 +111,8 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       {"--momentum -0.5", "--momentum -0.5", "optimizer.params.momentum"},
       {"--min-lr-ratio 2", "--min-lr-ratio 2", "scheduler.params.cos_min_ratio"},
       {"--precision fp16 --loss-scale -1", "--loss-scale -1", "fp16.loss_scale"},
-      {"--precision bf16 --offload-optimizer /nonexistent/offload", "[--offload-optimizer] cannot create",
-       "zero_optimization.offload_optimizer"},
+      {"--precision bf16 --offload-optimizer /nonexistent/offload",
+       "[--offload-optimizer] /nonexistent/offload is not a directory", "zero_optimization.offload_optimizer"},
   };
   for (const auto& c : cases) {
     // Short if a value were accepted: the test must not turn into a training run.

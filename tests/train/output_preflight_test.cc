@@ -17,6 +17,8 @@
 #include "core/error.h"
 #include "model/presets.h"
 #include "plan/checkpoint_size.h"
+#include "support/scratch_dir.h"
+#include "train/memory_check.h"
 #include "train/output_preflight.h"
 
 namespace zerodp::train {
@@ -145,6 +147,29 @@ TEST_F(OutputPreflight, TrainOutputsUseThePlannedCheckpointBytes) {
   config.metrics_path = "/proc/zdp-preflight-x/m.jsonl";
   EXPECT_NE(refusal([&] { check_train_outputs(config, model, free_is(2 * one)); }).find("[train] --metrics"),
             std::string::npos);
+}
+
+// --offload-optimizer's directory: a missing one and one without room for
+// this process's ranks' files are refused in one line before the run.
+TEST(OffloadRoom, AMissingDirectoryOrTooLittleSpaceIsRefused) {
+  const testing::ScratchDir dir("offload_room");
+  TrainConfig config;
+  config.engine.offload_optimizer_dir = dir.path.string();
+  plan::ProcessPrediction process;
+  process.ranks.resize(2);
+  process.ranks[0].disk = process.ranks[1].disk = 1 << 20;
+  process.ranks[1].disk = uint64_t{1} << 60;  // an exabyte
+  try {
+    check_offload_room(config, process);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("[--offload-optimizer] " + dir.path.string() + " has "), std::string::npos) << what;
+    EXPECT_NE(what.find("free some space or give a directory on a larger disk"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  config.engine.offload_optimizer_dir = (dir.path / "missing").string();
+  EXPECT_THROW(check_offload_room(config, process), ConfigError);
 }
 
 }  // namespace
