@@ -60,6 +60,7 @@ struct PlanOptions {
   std::optional<int> model_parallel;
   std::optional<int> cores_per_host;
   std::string link_bandwidth, link_latency, local_bandwidth, local_latency, gemm_rate;
+  std::string disk_bandwidth, calibrate_disk;
   std::optional<double> model_efficiency, overlap_efficiency, optimizer_ns;
 };
 
@@ -93,6 +94,19 @@ plan::Hardware to_hardware(const PlanOptions& o) {
     hw.gemm_flops = plan::parse_flops(o.gemm_rate, "--gemm-rate");
     hw.compute_source = "flags";
   }
+  if (!o.calibrate_disk.empty()) {
+    const std::string what = "--calibrate-disk " + o.calibrate_disk;
+    hw.disk = plan::disk_from_bench_json(plan::read_json_file(o.calibrate_disk, what), what);
+  }
+  if (!o.disk_bandwidth.empty()) {
+    // READ or READ,WRITE: one rate for both directions, or each.
+    const size_t comma = o.disk_bandwidth.find(',');
+    hw.disk.read_Bps = plan::parse_bandwidth(o.disk_bandwidth.substr(0, comma), "--disk-bandwidth");
+    hw.disk.write_Bps = comma == std::string::npos
+                            ? hw.disk.read_Bps
+                            : plan::parse_bandwidth(o.disk_bandwidth.substr(comma + 1), "--disk-bandwidth");
+    hw.disk.source = "flags";
+  }
   if (o.model_efficiency) hw.model_efficiency = *o.model_efficiency;
   if (o.overlap_efficiency) hw.overlap_efficiency = *o.overlap_efficiency;
   if (o.optimizer_ns) hw.optimizer_s_per_param = *o.optimizer_ns * 1e-9;
@@ -102,11 +116,12 @@ plan::Hardware to_hardware(const PlanOptions& o) {
 
 std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan::PlanConfig& c) {
   const bool machine_given = !o.hardware.empty() || !o.calibrate_comm.empty() || !o.calibrate_model.empty() ||
-                             !o.link_bandwidth.empty() || !o.gemm_rate.empty();
+                             !o.link_bandwidth.empty() || !o.gemm_rate.empty() || !o.disk_bandwidth.empty() ||
+                             !o.calibrate_disk.empty();
   if (!o.predict) {
     ZDP_CHECK(!machine_given, ConfigError,
-              "[plan] --hardware, --calibrate-comm, --calibrate-model, --link-bandwidth and --gemm-rate describe the "
-              "machine for --predict: add --predict");
+              "[plan] --hardware, --calibrate-comm, --calibrate-model, --calibrate-disk, --link-bandwidth, "
+              "--disk-bandwidth and --gemm-rate describe the machine for --predict: add --predict");
     return std::nullopt;
   }
   ZDP_CHECK(c.shape.has_value(), ConfigError,
@@ -123,6 +138,8 @@ std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan
   run.quantize_grads = c.quantize_grads;
   run.quantize_block = c.quantize_block;
   run.shard_group = c.shard_group;
+  run.offload_optimizer = c.offload_optimizer;
+  run.optimizer = c.optimizer;
   return plan::predict_step_times(*c.shape, c.model_name, run, c.ranks, hw);
 }
 
@@ -252,6 +269,11 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
   cmd->add_option("--link-latency", o.link_latency, "Latency of one exchange step between hosts: 50us, 1ms");
   cmd->add_option("--local-bandwidth", o.local_bandwidth, "Shared-memory bandwidth per rank within a host: 5GB");
   cmd->add_option("--local-latency", o.local_latency, "Latency of one exchange step within a host: 5us");
+  cmd->add_option("--disk-bandwidth", o.disk_bandwidth,
+                  "With --offload-optimizer: the disk's sequential rate, one for both directions or READ,WRITE "
+                  "(1.2GB or 1.2GB,0.5GB; bytes/s), shared by a host's ranks");
+  cmd->add_option("--calibrate-disk", o.calibrate_disk,
+                  "With --offload-optimizer: the output of zerodp bench disk --json on the offload directory");
   cmd->add_option("--gemm-rate", o.gemm_rate, "GEMM FLOP/s of one rank (one GPU): 100T, 45G");
   cmd->add_option("--model-efficiency", o.model_efficiency,
                   "The model's forward + backward FLOP/s over the GEMM rate, in (0, 1] (default 1)");

@@ -196,6 +196,16 @@ void read_hardware_file(const std::filesystem::path& path, Hardware& hw) {
   apply_hardware_json(read_json_file(path, what), hw, what);
 }
 
+Hardware::Disk disk_from_bench_json(const nlohmann::json& j, std::string_view what) {
+  ZDP_CHECK(j.is_object() && j.contains("read_GBps") && j.contains("write_GBps"), InputFileError,
+            "[plan] {}: not the output of zerodp bench disk --json (read_GBps and write_GBps are missing)", what);
+  Hardware::Disk d;
+  d.read_Bps = number(j.at("read_GBps"), "read_GBps", what, 1e-6, 1e6) * 1e9;
+  d.write_Bps = number(j.at("write_GBps"), "write_GBps", what, 1e-6, 1e6) * 1e9;
+  d.source = "bench disk " + std::string(what);
+  return d;
+}
+
 double parse_bandwidth(std::string_view text, std::string_view what) {
   return scaled(text, what, "a rate such as 1Gbit, 800Gbps, 100Mbit (bits/s) or 12.5GB, 117MB (bytes/s)",
                 {{"gbit", 1e9 / 8},

@@ -77,6 +77,14 @@ struct Hardware {
   double overlap_efficiency = 1.0;
   std::string compute_source;  // where gemm_flops and model_efficiency came from
   CodecCost int8_codec, int4_codec;
+  // A host's disk under --offload-optimizer, shared by its ranks: bytes per
+  // second read and written (0: not known), and where they came from.
+  struct Disk {
+    double read_Bps = 0;
+    double write_Bps = 0;
+    std::string source;
+    bool known() const { return read_Bps > 0 && write_Bps > 0; }
+  } disk;
 
   double compute_flops() const { return gemm_flops * model_efficiency; }
   // Why the model cannot predict a run of `ranks` ranks on this machine
@@ -111,6 +119,10 @@ void read_hardware_file(const std::filesystem::path& path, Hardware& hw);
 // A JSON file (a hardware file, a bench's --json output); InputFileError
 // naming `what` when it cannot be read or parsed.
 nlohmann::json read_json_file(const std::filesystem::path& path, std::string_view what);
+
+// The disk's rates from `zerodp bench disk --json` (read_GBps, write_GBps);
+// InputFileError naming `what` when they are missing.
+Hardware::Disk disk_from_bench_json(const nlohmann::json& j, std::string_view what);
 
 // A bandwidth as typed: "1Gbit", "800Gbit", "100Mbit" (bits per second) or
 // "12.5GB", "117MB" (bytes per second, 1e9 and 1e6); "/s" may follow.

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/gather_schedule.h"
 #include "plan/collective_cost.h"
+#include "plan/engine_memory.h"
 
 namespace zerodp::plan {
 namespace {
@@ -75,8 +76,9 @@ struct Op {
 // The engine's schedule of one step, on one rank.
 class StepSimulation {
  public:
-  StepSimulation(const GptShape& shape, const StepTimeRun& run, const Hardware& hw, bool overlap)
-      : run_(run),
+  StepSimulation(const GptShape& shape, const StepTimeRun& run, const Hardware& hw, bool overlap, double disk_s)
+      : disk_s_(disk_s),
+        run_(run),
         hw_(hw),
         traits_(traits(run.stage)),
         timeline_(overlap),
@@ -131,6 +133,7 @@ class StepSimulation {
     StepTime t;
     for (const Op& op : ops_) t.compute_s += (op.forward_s + op.backward_s) * run_.grad_accum;
     t.optimizer_s = optimizer_s_;
+    t.disk_s = disk_s_;
     t.comm_s = timeline_.comm_seconds();
     t.scheduled_s = timeline_.now();
     t.sent_bytes = sent_;
@@ -249,13 +252,15 @@ class StepSimulation {
     double updated = 0;
     for (double count : counts_) updated += traits_.partitions_optimizer ? std::ceil(count / g) : count;
     optimizer_s_ = updated * hw_.optimizer_s_per_param;
-    timeline_.compute(optimizer_s_);
+    // Offload: the passes stream the disk while the optimizer computes.
+    timeline_.compute(std::max(optimizer_s_, disk_s_));
     if (traits_.refresh == ParamRefresh::kAllGather) {
       for (double count : counts_) timeline_.submit(cost(CollectiveOp::kAllGather, bytes(count), shard_));
     }
     timeline_.drain();
   }
 
+  double disk_s_ = 0;
   const StepTimeRun& run_;
   const Hardware& hw_;
   const StageTraits& traits_;
@@ -316,10 +321,28 @@ double& CommTerms::of(CollectiveOp op) {
   return small_s;
 }
 
+double offload_disk_seconds(const GptShape& shape, const StepTimeRun& run, const Hardware& hw) {
+  if (!run.offload_optimizer) return 0;
+  ZDP_CHECK(hw.disk.known(), ConfigError,
+            "[plan] --predict with --offload-optimizer needs the disk's rates: give --disk-bandwidth (e.g. 1.2GB or "
+            "read,write 1.2GB,0.5GB) or --calibrate-disk (zerodp bench disk --json)");
+  EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch, run.bucket_elements};
+  engine.shard_group = run.shard_group;
+  engine.offload_optimizer = true;
+  const RankPrediction p = predict_engine_rank(gpt_unit_schedule(shape), engine, 0, 0);
+  // The host's ranks stream at once through its one disk.
+  const double sharing = std::min(hw.ranks_per_host, run.ranks) * hw.model_parallel;
+  return sharing *
+         (static_cast<double>(p.disk_read_per_step) / hw.disk.read_Bps +
+          static_cast<double>(p.disk_written_per_step) / hw.disk.write_Bps) /
+         hw.model_parallel;
+}
+
 StepTime predict_step_time(const GptShape& shape, const StepTimeRun& run, const Hardware& hw) {
   check_run(run, hw);
-  StepTime t = StepSimulation(shape, run, hw, /*overlap=*/true).run();
-  const StepTime serial = StepSimulation(shape, run, hw, /*overlap=*/false).run();
+  const double disk_s = offload_disk_seconds(shape, run, hw);
+  StepTime t = StepSimulation(shape, run, hw, /*overlap=*/true, disk_s).run();
+  const StepTime serial = StepSimulation(shape, run, hw, /*overlap=*/false, disk_s).run();
   t.serial_s = serial.scheduled_s;
   t.step_s = t.serial_s - hw.overlap_efficiency * (t.serial_s - t.scheduled_s);
   return t;

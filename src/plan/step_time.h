@@ -42,6 +42,7 @@
 #include "comm/quantize.h"
 #include "core/dtype.h"
 #include "core/stage.h"
+#include "optim/optimizer_config.h"
 #include "plan/collective_cost.h"
 #include "plan/hardware.h"
 #include "plan/model_shape.h"
@@ -78,6 +79,14 @@ struct StepTimeRun {
   // quantized). The losses are all-gathered over all N. Stage 0 partitions
   // nothing and stays flat, as the engine and the planner have it.
   int shard_group = 0;
+  // --offload-optimizer: the optimizer step streams the master weights and
+  // states through the host's disk (Hardware::disk, shared by the host's
+  // ranks): a step's reads and writes (the engine's passes,
+  // plan/engine_memory.h) at its rates, overlapped with the optimizer's
+  // arithmetic (the store reads ahead and writes behind): the optimizer
+  // phase takes max(optimizer, disk).
+  bool offload_optimizer = false;
+  optim::OptimizerConfig optimizer = {};  // its passes and states (offload only)
 };
 
 // comm_s by what it is made of: the seconds of each kind of collective
@@ -100,9 +109,10 @@ struct CommTerms {
 struct StepTime {
   double compute_s = 0;    // forward + backward of every micro-batch
   double optimizer_s = 0;  // the optimizer on the elements this rank updates
+  double disk_s = 0;       // --offload-optimizer: the step's reads and writes at this rank's share of the disk
   double comm_s = 0;       // every collective of the step, one after another
   double scheduled_s = 0;  // the engine's schedule with the comm thread, all it can overlap hidden
-  double serial_s = 0;     // compute + optimizer + comm (overlap off)
+  double serial_s = 0;     // compute + max(optimizer, disk) + comm (overlap off)
   double step_s = 0;       // the prediction (overlap on)
   double sent_bytes = 0;   // per rank per step
   double link_bytes = 0;   // on a host's link per direction per step

@@ -50,9 +50,9 @@ void format_step_table(Out add, const StepTimePrediction& p) {
     fmt::format_to(
         add,
         "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
-        static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, t.comm_s, t.serial_s, t.scheduled_s, t.step_s,
-        100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6, tokens_per_step(row.run) / t.step_s,
-        t.flops_per_s() / 1e12);
+        static_cast<int>(row.run.stage), t.compute_s, std::max(t.optimizer_s, t.disk_s), t.comm_s, t.serial_s,
+        t.scheduled_s, t.step_s, 100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6,
+        tokens_per_step(row.run) / t.step_s, t.flops_per_s() / 1e12);
   }
 }
 
@@ -60,18 +60,24 @@ void format_step_table(Out add, const StepTimePrediction& p) {
 // comes from (issue: which collective, or the overlap): step = compute +
 // optimizer + each kind of collective + the codec - what the schedule hides.
 void format_terms_table(Out add, const StepTimePrediction& p) {
+  // --offload-optimizer: the disk's time beside the optimizer's; the step
+  // takes the longer of the two (the passes overlap them).
+  const bool disk = !p.rows.empty() && p.rows.front().run.offload_optimizer;
   fmt::format_to(add,
-                 "\nThe terms (seconds per step): step = compute + optim + all-reduce + reduce-scatter + all-gather + "
-                 "small + codec - hidden\n{:<4}{:<6}{:>11}{:>10}{:>12}{:>16}{:>12}{:>10}{:>10}{:>10}{:>10}\n",
-                 "N", "stage", "compute", "optim", "all-reduce", "reduce-scatter", "all-gather", "small", "codec",
-                 "hidden", "step");
+                 "\nThe terms (seconds per step): step = compute + {} + all-reduce + reduce-scatter + all-gather + "
+                 "small + codec - hidden\n{:<4}{:<6}{:>11}{:>10}{}{:>12}{:>16}{:>12}{:>10}{:>10}{:>10}{:>10}\n",
+                 disk ? "max(optim, disk)" : "optim", "N", "stage", "compute", "optim",
+                 disk ? fmt::format("{:>10}", "disk") : "", "all-reduce", "reduce-scatter", "all-gather", "small",
+                 "codec", "hidden", "step");
   for (const StepTimeRow& row : p.rows) {
     if (!row.not_predicted.empty()) continue;  // said in the table above
     const StepTime& t = row.time;
     const CommTerms& c = t.comm_terms;
-    fmt::format_to(add, "{:<4}{:<6}{:>11.4f}{:>10.4f}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>10.4f}\n",
-                   row.run.ranks, static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s, c.all_reduce_s,
-                   c.reduce_scatter_s, c.all_gather_s, c.small_s, c.codec_s, t.hidden_s(), t.step_s);
+    fmt::format_to(add,
+                   "{:<4}{:<6}{:>11.4f}{:>10.4f}{}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>10.4f}\n",
+                   row.run.ranks, static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s,
+                   disk ? fmt::format("{:>10.4f}", t.disk_s) : "", c.all_reduce_s, c.reduce_scatter_s, c.all_gather_s,
+                   c.small_s, c.codec_s, t.hidden_s(), t.step_s);
   }
 }
 
@@ -129,6 +135,13 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                  hw.compute_source.empty() ? "flags" : hw.compute_source);
   fmt::format_to(add, "  optimizer           {} ns per parameter updated\n",
                  format_significant(hw.optimizer_s_per_param * 1e9, 3));
+  if (r0.offload_optimizer) {
+    fmt::format_to(add,
+                   "  disk                {} GB/s read, {} GB/s written, shared by a host's ranks  [{}]: "
+                   "--offload-optimizer's passes, overlapped with the optimizer (optim = max(optimizer, disk))\n",
+                   format_significant(hw.disk.read_Bps / 1e9), format_significant(hw.disk.write_Bps / 1e9),
+                   hw.disk.source);
+  }
   for (const comm::Quantization q : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
     if (r0.quantize_weights != q && r0.quantize_grads != q) continue;
     fmt::format_to(add, "  {} codec          {}\n", comm::quantization_name(q), describe_codec(hw.codec(q)));
@@ -136,9 +149,10 @@ std::string format_step_time_text(const StepTimePrediction& p) {
   fmt::format_to(add, "  overlap efficiency  {} of what the engine's schedule can hide\n",
                  format_significant(hw.overlap_efficiency, 3));
   fmt::format_to(add,
-                 "  serial = compute + optimizer + comm (overlap off); scheduled = the engine's schedule with its comm "
+                 "  serial = compute + {} + comm (overlap off); scheduled = the engine's schedule with its comm "
                  "thread;\n  step = serial - overlap efficiency x (serial - scheduled); hidden = (serial - step) / "
-                 "comm\n");
+                 "comm\n",
+                 r0.offload_optimizer ? "max(optimizer, disk)" : "optimizer");
   format_step_table(add, p);
   format_terms_table(add, p);
   return out;
@@ -154,17 +168,20 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
     return json{{"quantize_ns", c.quantize_s * 1e9}, {"dequantize_ns", c.dequantize_s * 1e9}, {"source", c.source}};
   };
   json j;
-  j["hardware"] = {{"ranks_per_host", hw.ranks_per_host},
-                   {"cores_per_host", hw.cores_per_host},
-                   {"model_parallel", hw.model_parallel},
-                   {"link", link(hw.link)},
-                   {"local", link(hw.local)},
-                   {"gemm_tflops", hw.gemm_flops / 1e12},
-                   {"model_efficiency", hw.model_efficiency},
-                   {"optimizer_ns_per_param", hw.optimizer_s_per_param * 1e9},
-                   {"overlap_efficiency", hw.overlap_efficiency},
-                   {"codec", {{"int8", codec(hw.int8_codec)}, {"int4", codec(hw.int4_codec)}}},
-                   {"compute_source", hw.compute_source}};
+  j["hardware"] = {
+      {"ranks_per_host", hw.ranks_per_host},
+      {"cores_per_host", hw.cores_per_host},
+      {"model_parallel", hw.model_parallel},
+      {"link", link(hw.link)},
+      {"local", link(hw.local)},
+      {"gemm_tflops", hw.gemm_flops / 1e12},
+      {"model_efficiency", hw.model_efficiency},
+      {"optimizer_ns_per_param", hw.optimizer_s_per_param * 1e9},
+      {"overlap_efficiency", hw.overlap_efficiency},
+      {"codec", {{"int8", codec(hw.int8_codec)}, {"int4", codec(hw.int4_codec)}}},
+      {"compute_source", hw.compute_source},
+      {"disk",
+       {{"read_GBps", hw.disk.read_Bps / 1e9}, {"write_GBps", hw.disk.write_Bps / 1e9}, {"source", hw.disk.source}}}};
   json rows = json::array();
   for (const StepTimeRow& row : p.rows) {
     const StepTime& t = row.time;
@@ -184,6 +201,7 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
          {"quantize_block", row.run.quantize_block},
          {"compute_s", t.compute_s},
          {"optimizer_s", t.optimizer_s},
+         {"disk_s", t.disk_s},
          {"comm_s", t.comm_s},
          {"serial_s", t.serial_s},
          {"scheduled_s", t.scheduled_s},

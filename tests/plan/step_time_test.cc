@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "plan/collective_cost.h"
+#include "plan/engine_memory.h"
 #include "plan/step_time_format.h"
 
 namespace zerodp::plan {
@@ -169,6 +170,38 @@ TEST(StepTime, RefusesAMachineWithoutTheLinkItNeeds) {
   StepTimeRun run = tiny_run(Stage::k0);
   run.micro_batch = 0;
   EXPECT_THROW(predict_step_time(tiny(), run, slow_link()), ConfigError);
+}
+
+// --offload-optimizer: the step's reads and writes (the plan's, from the
+// engine's passes) at the disk's rates, the host's ranks sharing it, in
+// place of the optimizer when longer; no disk rates is a ConfigError.
+TEST(StepTime, OffloadAddsTheDisksTimeWhereItExceedsTheOptimizers) {
+  Hardware hw = slow_link();
+  StepTimeRun run = tiny_run(Stage::k3);
+  run.dtype = Dtype::bf16();
+  run.offload_optimizer = true;
+  EXPECT_THROW(predict_step_time(tiny(), run, hw), ConfigError);
+  hw.disk = {.read_Bps = 1e6, .write_Bps = 5e5, .source = "test"};
+  EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch, run.bucket_elements};
+  engine.offload_optimizer = true;
+  const RankPrediction p = predict_engine_rank(gpt_unit_schedule(tiny()), engine, 0, 0);
+  ASSERT_GT(p.disk, 0u);
+  const double one_rank = static_cast<double>(p.disk_read_per_step) / 1e6 + p.disk_written_per_step / 5e5;
+  StepTimeRun in_ram = run;
+  in_ram.offload_optimizer = false;
+  const StepTime without = predict_step_time(tiny(), in_ram, hw);
+  StepTime t = predict_step_time(tiny(), run, hw);
+  EXPECT_DOUBLE_EQ(t.disk_s, one_rank);  // one rank per host
+  EXPECT_GT(t.disk_s, t.optimizer_s);
+  EXPECT_NEAR(t.serial_s, without.serial_s - without.optimizer_s + t.disk_s, 1e-12);
+  hw.ranks_per_host = 2;  // both ranks stream through one disk
+  hw.local = {.latency_s = 0, .bandwidth = 1e6, .source = "test"};
+  EXPECT_DOUBLE_EQ(predict_step_time(tiny(), run, hw).disk_s, 2 * one_rank);
+  hw.disk = {.read_Bps = 1e15, .write_Bps = 1e15, .source = "test"};  // a disk faster than the arithmetic
+  t = predict_step_time(tiny(), run, hw);
+  EXPECT_LT(t.disk_s, t.optimizer_s);
+  in_ram.offload_optimizer = false;
+  EXPECT_NEAR(t.serial_s, predict_step_time(tiny(), in_ram, hw).serial_s, 1e-12);
 }
 
 // More ranks on a host than its cores: the model's one core per rank does
