@@ -24,6 +24,7 @@ json memory_json(const std::vector<RankMemoryRecord>& memory) {
     json r = json::object();
     for (const auto& [name, bytes] : m.categories) r[name] = {{"current", bytes.current}, {"peak", bytes.peak}};
     if (m.model_states) r["model_states"] = *m.model_states;
+    if (m.disk) r["disk"] = {{"bytes", m.disk->bytes}, {"read", m.disk->read}, {"written", m.disk->written}};
     ranks.push_back(std::move(r));
   }
   return ranks;
@@ -94,6 +95,15 @@ std::vector<RankMemoryRecord> parse_memory(const json& v, const RecordPlace& at)
     for (const auto& [key, value] : rank.items()) {
       if (key == "model_states") {
         rec.model_states = byte_count(value, fmt::format("memory[{}].model_states", r), at);
+        continue;
+      }
+      if (key == "disk") {
+        if (!value.is_object() || !value.contains("bytes") || !value.contains("read") || !value.contains("written")) {
+          record_error(at, fmt::format("memory[{}].disk must be {{\"bytes\", \"read\", \"written\"}}", r));
+        }
+        rec.disk = DiskBytes{byte_count(value["bytes"], fmt::format("memory[{}].disk.bytes", r), at),
+                             byte_count(value["read"], fmt::format("memory[{}].disk.read", r), at),
+                             byte_count(value["written"], fmt::format("memory[{}].disk.written", r), at)};
         continue;
       }
       if (!value.is_object() || !value.contains("current") || !value.contains("peak")) {

@@ -45,9 +45,19 @@ struct CategoryBytes {
   bool operator==(const CategoryBytes&) const = default;
 };
 
+// --offload-optimizer: the rank's file on disk and what its passes read
+// and wrote so far (the run's total up to the record).
+struct DiskBytes {
+  uint64_t bytes = 0;
+  uint64_t read = 0;
+  uint64_t written = 0;
+  bool operator==(const DiskBytes&) const = default;
+};
+
 struct RankMemoryRecord {
   std::map<std::string, CategoryBytes> categories;  // "params", "grads", ..., in name order
   std::optional<uint64_t> model_states;
+  std::optional<DiskBytes> disk;  // with offload only
   bool operator==(const RankMemoryRecord&) const = default;
 };
 

@@ -88,6 +88,7 @@ std::vector<report::RankMemoryRecord> memory_records(const std::vector<RankMemor
       r.categories[name] = {m.current[c], m.peak[c]};
     }
     r.model_states = m.model_states;
+    if (m.disk > 0) r.disk = report::DiskBytes{m.disk, m.disk_read, m.disk_written};
   }
   return ranks;
 }

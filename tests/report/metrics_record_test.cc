@@ -42,6 +42,7 @@ StepRecord full_step() {
     m.categories["buckets"] = {0, 1386240};
     m.categories["activations"] = {22539008, 22539009};
     m.model_states = 6739968 - r;
+    m.disk = DiskBytes{5066752, 25333760 + r, 30400512};  // --offload-optimizer
     s.memory.push_back(m);
     RankCommRecord c;
     c["all_gather"] = {14, 1783296, 1783296 + r};
@@ -58,6 +59,7 @@ TEST(MetricsRecord, StepRoundTripsWithEveryField) {
   ASSERT_EQ(back.memory.size(), 2u);
   EXPECT_EQ(back.memory[1].categories.at("params").current, 842497u);
   EXPECT_EQ(back.comm[1].at("all_gather").bytes_received, 1783297u);
+  EXPECT_EQ(back.memory[1].disk->read, 25333761u);
 }
 
 TEST(MetricsRecord, StepRoundTripsWithOptionalFieldsAbsent) {
