@@ -49,6 +49,8 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     mine.memory.disk_written = store->traffic().bytes_written;
     mine.memory.disk_wait_us = static_cast<uint64_t>(store->traffic().wait_seconds * 1e6);
     mine.memory.disk_pass_us = static_cast<uint64_t>(store->traffic().pass_seconds * 1e6);
+    mine.memory.disk_uring = store->backend() == IoBackend::kUring ? 1 : 0;
+    mine.memory.disk_direct = store->direct() ? 1 : 0;
   }
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];

@@ -176,12 +176,13 @@ std::string offload_lines(const RunStats& s) {
   const double steps = static_cast<double>(std::max<int64_t>(1, s.steps_taken));
   const double pass_s = static_cast<double>(m.disk_pass_us) / 1e6;
   return fmt::format(
-      "  (--offload-optimizer {}: rank 0's master weights and optimizer states, {}, are on the disk;\n"
+      "  (--offload-optimizer {} ({}{}): rank 0's master weights and optimizer states, {}, are on the disk;\n"
       "   RAM holds three staging buffers of the largest unit's, {} (ledger: offload). The run read {} and\n"
       "   wrote {} of them, {} and {} per step, in passes of {:.2f} s in all ({:.2f} GB/s of disk traffic),\n"
       "   {:.2f} s of it waiting for the disk: docs/offload.md)\n",
-      s.engine.offload_optimizer_dir, mb(m.disk), mb(m.get(zero::MemoryCategory::kOffload)), mb(m.disk_read),
-      mb(m.disk_written), mb(static_cast<uint64_t>(static_cast<double>(m.disk_read) / steps)),
+      s.engine.offload_optimizer_dir, m.disk_uring != 0 ? "io_uring" : "threads",
+      m.disk_direct != 0 ? ", O_DIRECT" : ", buffered", mb(m.disk), mb(m.get(zero::MemoryCategory::kOffload)),
+      mb(m.disk_read), mb(m.disk_written), mb(static_cast<uint64_t>(static_cast<double>(m.disk_read) / steps)),
       mb(static_cast<uint64_t>(static_cast<double>(m.disk_written) / steps)), pass_s,
       pass_s > 0 ? static_cast<double>(m.disk_read + m.disk_written) / pass_s / 1e9 : 0.0,
       static_cast<double>(m.disk_wait_us) / 1e6);

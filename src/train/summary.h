@@ -37,6 +37,8 @@ struct RankMemory {
   uint64_t disk_written = 0;
   uint64_t disk_wait_us = 0;
   uint64_t disk_pass_us = 0;  // the passes' time, first request to last completion
+  uint64_t disk_uring = 0;    // 1: the store's I/O runs on io_uring (0: worker threads)
+  uint64_t disk_direct = 0;   // 1: its file is open with O_DIRECT
   uint64_t get(zero::MemoryCategory c) const { return current[static_cast<size_t>(c)]; }
   uint64_t peak_of(zero::MemoryCategory c) const { return peak[static_cast<size_t>(c)]; }
 };
