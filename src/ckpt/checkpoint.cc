@@ -9,6 +9,7 @@
 #include <exception>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <random>
 
 #include "ckpt/checkpoint_dir.h"
@@ -242,6 +243,7 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
         const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
         ShardWriter writer(path + ".tmp", header, layout);
         for (size_t u = 0; u < unit_counts.size(); ++u) {
+          state.open_unit(u, /*loading=*/false);
           for (size_t t = 0; t < tensors.size(); ++t) {
             if (names.views[u][t] == SIZE_MAX) {
               writer.write_record_bytes(u, t, {});  // a tensor this unit does not hold: an empty record
@@ -259,6 +261,7 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
                 view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
             if (u == 0 && t == 0) reach(options, SavePoint::kShardPartial, comm);
           }
+          state.close_unit(u, /*loaded=*/false);
         }
         mine = writer.finish();
         rename_path(path + ".tmp", path);
@@ -377,10 +380,17 @@ LoadResult load(TrainingState& state, const std::string& path) {
                 manifest_path, fmt::join(saved, ", "), fmt::join(mine, ", "));
     }
     CheckpointReader reader(result.path, m);
+    std::optional<size_t> open;  // the views come unit by unit
     for (const StateTensorView& v : views) {
+      if (open != v.unit) {
+        if (open) state.close_unit(*open, /*loaded=*/true);
+        state.open_unit(v.unit, /*loading=*/true);
+        open = v.unit;
+      }
       const int t = m.tensor_index(v.name);
       reader.read_bytes(v.unit, static_cast<size_t>(t), v.range, view_bytes(v, tensor_layout(v.name)));
     }
+    if (open) state.close_unit(*open, /*loaded=*/true);
   });
   StepCounters counters = state.counters();
   counters.steps = m.steps;

@@ -68,6 +68,13 @@ class TrainingState {
   // exp_avg and exp_avg_sq), in an order that agrees between units.
   virtual std::vector<StateTensorView> state_tensors() = 0;
   virtual StepCounters counters() const = 0;
+  // States kept outside RAM (--offload-optimizer) reach a unit's views
+  // only between open_unit(u) and close_unit(u): save and load call them
+  // around each unit's records, in unit order, after state_tensors(); a
+  // load's close_unit(u, true) takes the filled views in. Default: every
+  // view is always reachable.
+  virtual void open_unit(size_t /*unit*/, bool /*loading*/) {}
+  virtual void close_unit(size_t /*unit*/, bool /*loaded*/) {}
   // Called by load after it filled state_tensors(), on every rank: set the
   // counters and refresh whatever derives from the state. Collective.
   virtual void state_loaded(const StepCounters& counters) = 0;

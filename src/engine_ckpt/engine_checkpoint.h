@@ -33,6 +33,9 @@ class EngineTrainingState final : public ckpt::TrainingState {
   ckpt::RunRecord record() const override;
   std::vector<ckpt::StateTensorView> state_tensors() override;
   ckpt::StepCounters counters() const override;
+  // Engine::open_unit_views / close_unit_views (offloaded states).
+  void open_unit(size_t unit, bool loading) override { engine_.open_unit_views(unit, loading); }
+  void close_unit(size_t unit, bool loaded) override { engine_.close_unit_views(unit, loaded); }
   // Engine::state_loaded with these counters (the engine's other counters kept).
   void state_loaded(const ckpt::StepCounters& counters) override;
   // weights::check_same_model_config against the engine's model.

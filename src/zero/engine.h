@@ -147,7 +147,14 @@ class Engine {
   // copy (booked) that the views point into until state_loaded() (which
   // reads it back) or release_state_views().
   // Writable views; a loader fills them, then calls state_loaded().
+  // With --offload-optimizer a unit's views are reachable only between
+  // open_unit_views(u) and close_unit_views(u), one unit at a time, in unit
+  // order: they point into one staging buffer that holds that unit's extent
+  // (ckpt::TrainingState::open_unit). close_unit_views(u, true) writes the
+  // loaded unit back to the disk. Without offload both are no-ops.
   std::vector<StateView> state_views();
+  void open_unit_views(size_t unit, bool loading);
+  void close_unit_views(size_t unit, bool loaded);
   void release_state_views();
   // Everything else a resume needs (scalars, identical on every rank).
   struct Counters {
@@ -268,14 +275,6 @@ class Engine {
   // The bytes at the start of unit u's extent that hold its master weights
   // (0 at fp32), 64-byte aligned, the optimizer's states after them.
   size_t offload_master_bytes(size_t u) const;
-  // Checkpoint views with offload: every unit's extent read into
-  // offload_views_ (booked as scratch) and each optimizer attached to its
-  // copy; returns each unit's master weights there (or in RAM at fp32).
-  std::vector<std::span<float>> read_offloaded_states();
-  // Detaches the optimizers from offload_views_ and frees it, after writing
-  // it back to the disk (and rounding the parameters from its master
-  // weights) when a loader filled it. A no-op without those views.
-  void release_offloaded_states(bool write_back);
   // The optimizers' config for each unit and their shard options (engine.cc).
   void make_optimizers(const std::vector<std::vector<optim::TensorShape>>& shapes, bool external_states);
   std::vector<uint64_t> unit_counts() const;
@@ -309,9 +308,6 @@ class Engine {
   std::vector<StateBuffer> grad_partials_;
   StateBuffer master_;                     // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
   std::unique_ptr<OffloadStore> offload_;  // --offload-optimizer; master_ is then empty
-  // Checkpoint views with offload: every unit's extent, read into RAM while
-  // the views live (engine_offload.cc).
-  LedgerBuffer<std::byte> offload_views_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
   std::vector<optim::OptimizerConfig> unit_optimizers_;        // their configs
   optim::LossScaler scaler_;
@@ -358,9 +354,22 @@ class Engine {
   struct ConvertedView {
     size_t unit = 0;
     optim::StateKind kind = optim::StateKind::kExpAvg;
-    LedgerBuffer<float> data;
+    std::span<float> data;  // in converted_scratch_, or offloaded in offload_converted_
   };
   std::vector<ConvertedView> packed_views_;
+  std::vector<LedgerBuffer<float>> converted_scratch_;  // booked as scratch while the views live
+  // Offloaded: one unit's converted views at a time, the largest unit's size.
+  LedgerBuffer<float> offload_converted_;
+  void fill_converted(ConvertedView& v);
+  void take_converted(const ConvertedView& v);
+  // Unit u's views (master, then the optimizer's states, reachable now);
+  // `converted` gives a converted view's fp32 buffer of `count` values.
+  void add_unit_views(size_t u, std::span<float> master, const std::function<std::span<float>(size_t count)>& converted,
+                      std::vector<StateView>& views);
+  // --offload-optimizer: views into the store's first staging buffer and
+  // offload_converted_, reachable between open_unit_views and
+  // close_unit_views (engine_offload.cc).
+  std::vector<StateView> offloaded_state_views();
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
   int64_t step_masked_targets_ = 0;  // last_step_masked_targets()

@@ -4,6 +4,7 @@
 // offload file, and every use of them is a pass over the units that
 // attaches each optimizer to its extent while it is in RAM. Split from
 // engine.cc, which drives training.
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -19,11 +20,14 @@ namespace {
 class Attached {
  public:
   Attached(optim::Optimizer& opt, std::span<std::byte> states) : opt_(opt) { opt_.attach_states(states); }
+  // For states attached already (open_unit_views): only the detaching.
+  static Attached adopt(optim::Optimizer& opt) { return Attached(opt); }
   ~Attached() { opt_.detach_states(); }
   Attached(const Attached&) = delete;
   Attached& operator=(const Attached&) = delete;
 
  private:
+  explicit Attached(optim::Optimizer& opt) : opt_(opt) {}
   optim::Optimizer& opt_;
 };
 
@@ -64,43 +68,65 @@ void Engine::visit_states(OffloadStore::Pass pass, const StateVisit& fn) {
   });
 }
 
-std::vector<std::span<float>> Engine::read_offloaded_states() {
-  std::vector<size_t> at{0};
+std::vector<Engine::StateView> Engine::offloaded_state_views() {
+  std::vector<StateView> views;
+  packed_views_.clear();
+  const std::span<std::byte> window = offload_->window();
+  const bool mixed = config_.dtype.is_low_precision();
+  // The converted views of one unit at a time: the most any unit needs.
+  std::vector<size_t> converted_of(plan_.num_units(), 0);
+  size_t most = 0;
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    // Extents are whole multiples of kStateAlign: each copy stays aligned.
-    at.push_back(at.back() + optim::offload_extent_bytes(*optimizers_[u], config_.dtype.is_low_precision()));
+    const Attached attached(*optimizers_[u], window.subspan(offload_master_bytes(u)));
+    const size_t before = packed_views_.size();
+    std::vector<StateView> unit_views;
+    // First only to count: the spans are made again below, into the buffer.
+    add_unit_views(
+        u, {}, [&](size_t count) { return std::span<float>(static_cast<float*>(nullptr), count); }, unit_views);
+    for (size_t i = before; i < packed_views_.size(); ++i) converted_of[u] += packed_views_[i].data.size();
+    packed_views_.resize(before);
+    most = std::max(most, converted_of[u]);
   }
-  offload_views_ = LedgerBuffer<std::byte>(ledger_, MemoryCategory::kScratch, at.back());
-  offload_->stream(OffloadStore::Pass::kRead, [&](size_t u, std::span<std::byte> extent) {
-    std::memcpy(offload_views_.data() + at[u], extent.data(), extent.size());
-  });
-  std::vector<std::span<float>> masters;
+  if (most > 0) offload_converted_ = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, most);
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const std::span<std::byte> extent(offload_views_.data() + at[u], at[u + 1] - at[u]);
-    const size_t master_bytes = offload_master_bytes(u);
-    optimizers_[u]->attach_states(extent.subspan(master_bytes));
-    masters.push_back(master_bytes > 0
-                          ? std::span<float>(reinterpret_cast<float*>(extent.data()), update_range(u).count)
-                          : master_weights().floats(u, update_range(u)));
+    const Attached attached(*optimizers_[u], window.subspan(offload_master_bytes(u)));
+    size_t used = 0;
+    const auto converted = [&](size_t count) {
+      const std::span<float> out = offload_converted_.span().subspan(used, count);
+      used += count;
+      return out;
+    };
+    const std::span<float> master =
+        mixed ? std::span<float>(reinterpret_cast<float*>(window.data()), update_range(u).count)
+              : master_weights().floats(u, update_range(u));
+    add_unit_views(u, master, converted, views);
   }
-  return masters;
+  return views;
 }
 
-void Engine::release_offloaded_states(bool write_back) {
-  if (offload_views_.size() == 0) return;
-  for (auto& opt : optimizers_) opt->detach_states();
-  if (write_back) {
-    size_t at = 0;
-    offload_->stream(OffloadStore::Pass::kFill, [&](size_t u, std::span<std::byte> extent) {
-      std::memcpy(extent.data(), offload_views_.data() + at, extent.size());
-      at += extent.size();
-      if (offload_master_bytes(u) > 0) {
-        const comm::ShardRange upd = update_range(u);
-        convert_into(params_.slice(u, upd), comm::ConstBuffer(extent.data(), upd.count, Dtype::fp32()));
-      }
-    });
+void Engine::open_unit_views(size_t unit, bool loading) {
+  if (!offload_) return;
+  const std::span<std::byte> extent = offload_->read_one(unit);
+  optimizers_[unit]->attach_states(extent.subspan(offload_master_bytes(unit)));
+  if (loading) return;
+  for (ConvertedView& v : packed_views_) {
+    if (v.unit == unit) fill_converted(v);
   }
-  offload_views_.reset();
+}
+
+void Engine::close_unit_views(size_t unit, bool loaded) {
+  if (!offload_) return;
+  const Attached attached = Attached::adopt(*optimizers_[unit]);  // detached however this ends
+  if (!loaded) return;
+  for (const ConvertedView& v : packed_views_) {
+    if (v.unit == unit) take_converted(v);
+  }
+  // The loaded master weights are in RAM only now: refresh_params' rounding, here.
+  if (offload_master_bytes(unit) > 0) {
+    const comm::ShardRange upd = update_range(unit);
+    convert_into(params_.slice(unit, upd), comm::ConstBuffer(offload_->window().data(), upd.count, Dtype::fp32()));
+  }
+  offload_->write_one(unit);
 }
 
 }  // namespace zerodp::zero

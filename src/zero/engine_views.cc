@@ -4,6 +4,7 @@
 // parameter copies. Split from engine.cc, which drives training.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <utility>
 
@@ -17,46 +18,85 @@
 namespace zerodp::zero {
 // ---- checkpoint access ----
 
+// Converted views (Adafactor's packed statistics, Lion's widened bf16
+// momentum) live in fp32 scratch: filled from the states before a save,
+// taken back into them after a load.
+void Engine::fill_converted(ConvertedView& v) {
+  const optim::Optimizer& opt = *optimizers_[v.unit];
+  if (v.kind == optim::StateKind::kExpAvgSqFactored) {
+    dynamic_cast<const optim::Adafactor&>(opt).pack(v.data);
+    return;
+  }
+  for (const optim::ConstStateTensor& t : opt.state()) {
+    if (t.kind != v.kind) continue;
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      BFloat16 m;
+      std::memcpy(&m.bits, t.codes.data() + 2 * i, sizeof m.bits);
+      v.data[i] = bfloat16_to_float(m);
+    }
+  }
+}
+
+void Engine::take_converted(const ConvertedView& v) {
+  if (v.kind == optim::StateKind::kExpAvgSqFactored) {
+    dynamic_cast<optim::Adafactor&>(*optimizers_[v.unit]).unpack(v.data);
+    return;
+  }
+  for (const optim::StateTensor& t : optimizers_[v.unit]->state()) {
+    if (t.kind != v.kind) continue;
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      const BFloat16 m = float_to_bfloat16(v.data[i]);
+      std::memcpy(t.codes.data() + 2 * i, &m.bits, sizeof m.bits);
+    }
+  }
+}
+
+// Unit u's views: the master weights, then its optimizer's states (which
+// must be reachable), converted ones through `converted`, which gives each
+// its fp32 buffer.
+void Engine::add_unit_views(size_t u, std::span<float> master,
+                            const std::function<std::span<float>(size_t count)>& converted,
+                            std::vector<StateView>& views) {
+  const comm::ShardRange upd = update_range(u);
+  views.push_back({"master", u, upd, master});
+  for (const optim::StateTensor& t : optimizers_[u]->state()) {
+    if (optim::state_layout(t.kind).index == optim::StateIndex::kTensorStats) {
+      // Adafactor's statistics, packed per element for the checkpoint
+      // (optim/adafactor.h adafactor_packed_range).
+      const optim::ElementRange r = dynamic_cast<const optim::Adafactor&>(*optimizers_[u]).packed_range();
+      packed_views_.push_back({u, t.kind, converted(r.count)});
+      views.push_back({std::string(optim::state_kind_name(t.kind)), u, {r.offset, r.count}, packed_views_.back().data});
+      continue;
+    }
+    if (optim::state_layout(t.kind).dtype == optim::StateDtype::kBf16) {
+      // Lion's bf16 momentum: the checkpoint keeps it as fp32 "exp_avg".
+      packed_views_.push_back({u, t.kind, converted(upd.count)});
+      views.push_back({"exp_avg", u, upd, packed_views_.back().data});
+      continue;
+    }
+    comm::ShardRange range = upd;
+    if (optim::state_layout(t.kind).index == optim::StateIndex::kBlock) {
+      const optim::quant8::BlockRange b = optim::quant8::blocks_touched(upd.offset, upd.count);
+      range = {b.first, b.count};
+    }
+    views.push_back({std::string(optim::state_kind_name(t.kind)), u, range, t.data, t.codes});
+  }
+}
+
 std::vector<Engine::StateView> Engine::state_views() {
+  if (offload_) return offloaded_state_views();
   std::vector<StateView> views;
   packed_views_.clear();
   packed_views_.reserve(plan_.num_units());
-  const std::vector<std::span<float>> masters = offload_ ? read_offloaded_states() : std::vector<std::span<float>>();
   for (size_t u = 0; u < plan_.num_units(); ++u) {
-    const comm::ShardRange upd = update_range(u);
-    views.push_back({"master", u, upd, offload_ ? masters[u] : master_weights().floats(u, upd)});
-    for (const optim::StateTensor& t : optimizers_[u]->state()) {
-      if (optim::state_layout(t.kind).index == optim::StateIndex::kTensorStats) {
-        // Adafactor's statistics, packed per element for the checkpoint
-        // (optim/adafactor.h adafactor_packed_range), in a scratch copy.
-        const auto& opt = dynamic_cast<const optim::Adafactor&>(*optimizers_[u]);
-        const optim::ElementRange r = opt.packed_range();
-        packed_views_.push_back({u, t.kind, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, r.count)});
-        const std::span<float> packed = packed_views_.back().data.span();
-        opt.pack(packed);
-        views.push_back({std::string(optim::state_kind_name(t.kind)), u, {r.offset, r.count}, packed});
-        continue;
-      }
-      if (optim::state_layout(t.kind).dtype == optim::StateDtype::kBf16) {
-        // Lion's bf16 momentum: the checkpoint keeps it as fp32 "exp_avg".
-        packed_views_.push_back({u, t.kind, LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, upd.count)});
-        const std::span<float> wide = packed_views_.back().data.span();
-        for (size_t i = 0; i < upd.count; ++i) {
-          BFloat16 m;
-          std::memcpy(&m.bits, t.codes.data() + 2 * i, sizeof m.bits);
-          wide[i] = bfloat16_to_float(m);
-        }
-        views.push_back({"exp_avg", u, upd, wide});
-        continue;
-      }
-      comm::ShardRange range = upd;
-      if (optim::state_layout(t.kind).index == optim::StateIndex::kBlock) {
-        const optim::quant8::BlockRange b = optim::quant8::blocks_touched(upd.offset, upd.count);
-        range = {b.first, b.count};
-      }
-      views.push_back({std::string(optim::state_kind_name(t.kind)), u, range, t.data, t.codes});
-    }
+    // Each converted view owns its scratch (booked) while the views live.
+    const auto converted = [this](size_t count) {
+      converted_scratch_.emplace_back(ledger_, MemoryCategory::kScratch, count);
+      return converted_scratch_.back().span();
+    };
+    add_unit_views(u, master_weights().floats(u, update_range(u)), converted, views);
   }
+  for (ConvertedView& v : packed_views_) fill_converted(v);
   return views;
 }
 
@@ -76,25 +116,15 @@ uint64_t Engine::tensor_stats_bytes() const {
 
 void Engine::release_state_views() {
   packed_views_.clear();
-  release_offloaded_states(/*write_back=*/false);
+  converted_scratch_.clear();
+  offload_converted_.reset();
 }
 
 void Engine::state_loaded(const Counters& counters) {
-  for (ConvertedView& v : packed_views_) {
-    if (v.kind == optim::StateKind::kExpAvgSqFactored) {
-      dynamic_cast<optim::Adafactor&>(*optimizers_[v.unit]).unpack(v.data.span());
-      continue;
-    }
-    for (const optim::StateTensor& t : optimizers_[v.unit]->state()) {
-      if (t.kind != v.kind) continue;
-      for (size_t i = 0; i < v.data.size(); ++i) {
-        const BFloat16 m = float_to_bfloat16(v.data[i]);
-        std::memcpy(t.codes.data() + 2 * i, &m.bits, sizeof m.bits);
-      }
-    }
-  }
-  packed_views_.clear();
-  release_offloaded_states(/*write_back=*/true);
+  if (!offload_) {
+    for (const ConvertedView& v : packed_views_) take_converted(v);
+  }  // offloaded: each unit's were taken in at its close_unit_views
+  release_state_views();
   steps_ = counters.steps;
   for (auto& opt : optimizers_) opt->set_step_count(counters.optimizer_steps);
   if (config_.dtype == Dtype::fp16()) scaler_.load_state(counters.scaler);

@@ -46,9 +46,8 @@ OffloadStore::~OffloadStore() = default;
 
 std::span<std::byte> OffloadStore::slot(size_t unit) { return {slots_ + (unit % kSlots) * slot_bytes_, slot_bytes_}; }
 
-OffloadStore::Tickets OffloadStore::transfer(bool write, size_t unit) {
+OffloadStore::Tickets OffloadStore::transfer(bool write, size_t unit, std::span<std::byte> buffer) {
   Tickets tickets;
-  const std::span<std::byte> buffer = slot(unit);
   const size_t bytes = static_cast<size_t>(round_to_direct_block(unit_bytes_[unit]));
   for (size_t at = 0; at < bytes; at += chunk_) {
     const size_t n = std::min(chunk_, bytes - at);
@@ -66,6 +65,18 @@ void OffloadStore::wait(Tickets& tickets) {
   traffic_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+std::span<std::byte> OffloadStore::read_one(size_t unit) {
+  const std::span<std::byte> window = slot(0);
+  Tickets t = transfer(false, unit, window);
+  wait(t);
+  return window.first(unit_bytes_[unit]);
+}
+
+void OffloadStore::write_one(size_t unit) {
+  Tickets t = transfer(true, unit, slot(0));
+  wait(t);
+}
+
 void OffloadStore::stream(Pass pass, const Visit& visit) {
   const size_t units = unit_bytes_.size();
   std::array<Tickets, kSlots> reads, writes;  // per slot
@@ -74,7 +85,7 @@ void OffloadStore::stream(Pass pass, const Visit& visit) {
     if (pass == Pass::kFill) {
       std::fill_n(slot(u).data(), unit_bytes_[u], std::byte{0});
     } else {
-      reads[u % kSlots] = transfer(false, u);
+      reads[u % kSlots] = transfer(false, u, slot(u));
     }
   };
   const auto start = std::chrono::steady_clock::now();
@@ -83,7 +94,7 @@ void OffloadStore::stream(Pass pass, const Visit& visit) {
     for (size_t u = 0; u < units; ++u) {
       wait(reads[u % kSlots]);
       visit(u, slot(u).first(unit_bytes_[u]));
-      if (pass != Pass::kRead) writes[u % kSlots] = transfer(true, u);
+      if (pass != Pass::kRead) writes[u % kSlots] = transfer(true, u, slot(u));
       if (u + kSlots - 1 < units) start_read(u + kSlots - 1);
     }
     for (Tickets& w : writes) wait(w);

@@ -51,6 +51,15 @@ class OffloadStore {
   using Visit = std::function<void(size_t unit, std::span<std::byte> extent)>;
   void stream(Pass pass, const Visit& visit);
 
+  // One unit's extent at a time, through the first staging buffer, each
+  // transfer waited for: a checkpoint's views, unit by unit. Not during a
+  // pass. read_one returns the extent (unit_bytes[u] long); write_one writes
+  // that buffer back to unit u's extent.
+  std::span<std::byte> read_one(size_t unit);
+  void write_one(size_t unit);
+  // That buffer, where read_one puts every unit (its address never changes).
+  std::span<std::byte> window() { return slot(0); }
+
   // The file's bytes on disk (core/offload_extents.h).
   uint64_t disk_bytes() const { return offload_disk_bytes(unit_bytes_); }
 
@@ -68,8 +77,9 @@ class OffloadStore {
  private:
   using Tickets = std::vector<AsyncIo::Ticket>;
   std::span<std::byte> slot(size_t unit);
-  // Queues the extent of `unit` in pieces, each at most chunk_ bytes.
-  Tickets transfer(bool write, size_t unit);
+  // Queues the extent of `unit` in pieces, each at most chunk_ bytes,
+  // between the file and `buffer` (a staging slot).
+  Tickets transfer(bool write, size_t unit, std::span<std::byte> buffer);
   void wait(Tickets& tickets);
 
   std::vector<size_t> unit_bytes_;

@@ -101,12 +101,25 @@ struct SavedState {
   std::vector<std::vector<uint8_t>> codes;
   Engine::Counters counters;
 };
+// As ckpt::save and load go: unit by unit, each between open and close.
+template <typename Use>
+void each_unit(Engine& engine, std::vector<Engine::StateView>& views, bool loading, const Use& use) {
+  for (size_t i = 0; i < views.size();) {
+    const size_t unit = views[i].unit;
+    engine.open_unit_views(unit, loading);
+    for (; i < views.size() && views[i].unit == unit; ++i) use(i, views[i]);
+    engine.close_unit_views(unit, loading);
+  }
+}
 SavedState save_views(Engine& engine) {
   SavedState s;
-  for (const Engine::StateView& v : engine.state_views()) {
-    s.data.emplace_back(v.data.begin(), v.data.end());
-    s.codes.emplace_back(v.codes.begin(), v.codes.end());
-  }
+  std::vector<Engine::StateView> views = engine.state_views();
+  s.data.resize(views.size());
+  s.codes.resize(views.size());
+  each_unit(engine, views, false, [&](size_t i, const Engine::StateView& v) {
+    s.data[i].assign(v.data.begin(), v.data.end());
+    s.codes[i].assign(v.codes.begin(), v.codes.end());
+  });
   engine.release_state_views();
   s.counters = engine.counters();
   return s;
@@ -114,11 +127,11 @@ SavedState save_views(Engine& engine) {
 void load_views(Engine& engine, const SavedState& s) {
   std::vector<Engine::StateView> views = engine.state_views();
   ASSERT_EQ(views.size(), s.data.size());
-  for (size_t i = 0; i < views.size(); ++i) {
-    ASSERT_EQ(views[i].data.size(), s.data[i].size());
-    std::copy(s.data[i].begin(), s.data[i].end(), views[i].data.begin());
-    std::copy(s.codes[i].begin(), s.codes[i].end(), views[i].codes.begin());
-  }
+  each_unit(engine, views, true, [&](size_t i, const Engine::StateView& v) {
+    ASSERT_EQ(v.data.size(), s.data[i].size());
+    std::copy(s.data[i].begin(), s.data[i].end(), v.data.begin());
+    std::copy(s.codes[i].begin(), s.codes[i].end(), v.codes.begin());
+  });
   engine.state_loaded(s.counters);
 }
 
