@@ -269,14 +269,17 @@ void Engine::make_optimizers(const std::vector<std::vector<optim::TensorShape>>&
 // the parameters are rounded from it, and the master weights (the elements
 // this rank updates, a part of those it holds) copied. The rounding is the
 // one refresh_params does, so no collective is needed.
-void Engine::fill_params(const ParamSource& source) {
+void Engine::fill_params(const ParamSource& source, bool fresh_states) {
   constexpr size_t kChunkElements = size_t{1} << 16;  // 256 KiB
   LedgerBuffer<float> chunk(ledger_, MemoryCategory::kScratch, std::min(kChunkElements, plan_.largest_unit()));
   if (offload_) {
-    // The optimizer's states are left as they are: a kUpdate pass.
-    visit_states(OffloadStore::Pass::kUpdate, [&](size_t u, std::span<float> master) {
-      fill_unit(u, source, chunk.span(), config_.dtype.is_low_precision() ? master : std::span<float>());
-    });
+    // A new file is filled (master and starting states); later, the
+    // optimizer's states are left as they are.
+    visit_states(fresh_states ? OffloadStore::Pass::kFill : OffloadStore::Pass::kUpdate,
+                 [&](size_t u, std::span<float> master) {
+                   fill_unit(u, source, chunk.span(), config_.dtype.is_low_precision() ? master : std::span<float>());
+                   if (fresh_states) optimizers_[u]->reset_states();
+                 });
     return;
   }
   for (size_t u = 0; u < plan_.num_units(); ++u) {

@@ -258,7 +258,8 @@ class Engine {
   // over the plan's shards in rank order (a no-op otherwise). Collective at
   // stages 1-3.
   void share_tensor_stats(float coefficient);
-  void fill_params(const ParamSource& source);
+  // fresh_states (offload only): the file is new, its states start here.
+  void fill_params(const ParamSource& source, bool fresh_states = false);
   // Unit u's part of fill_params: the parameters this rank holds from
   // `source`, through `chunk`, and the master weights it updates into
   // `master` (empty at fp32, where the parameters are the master).

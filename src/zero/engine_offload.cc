@@ -44,13 +44,7 @@ void Engine::make_offload_store(const std::vector<std::vector<optim::TensorShape
     extents.push_back(optim::offload_extent_bytes(*optimizers_[u], config_.dtype.is_low_precision()));
   }
   offload_ = std::make_unique<OffloadStore>(config_.offload_optimizer_dir, comm_.rank(), std::move(extents), ledger_);
-  constexpr size_t kChunkElements = size_t{1} << 16;  // fill_params' chunk
-  LedgerBuffer<float> chunk(ledger_, MemoryCategory::kScratch, std::min(kChunkElements, plan_.largest_unit()));
-  const bool mixed = config_.dtype.is_low_precision();
-  visit_states(OffloadStore::Pass::kFill, [&](size_t u, std::span<float> master) {
-    fill_unit(u, source, chunk.span(), mixed ? master : std::span<float>());
-    optimizers_[u]->reset_states();
-  });
+  fill_params(source, /*fresh_states=*/true);
 }
 
 void Engine::visit_states(OffloadStore::Pass pass, const StateVisit& fn) {
@@ -73,20 +67,23 @@ std::vector<Engine::StateView> Engine::offloaded_state_views() {
   packed_views_.clear();
   const std::span<std::byte> window = offload_->window();
   const bool mixed = config_.dtype.is_low_precision();
-  // The converted views of one unit at a time: the most any unit needs.
-  std::vector<size_t> converted_of(plan_.num_units(), 0);
+  // The converted views of one unit at a time: the most any unit needs,
+  // counted by a first round whose views are dropped (their spans empty).
   size_t most = 0;
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const Attached attached(*optimizers_[u], window.subspan(offload_master_bytes(u)));
-    const size_t before = packed_views_.size();
-    std::vector<StateView> unit_views;
-    // First only to count: the spans are made again below, into the buffer.
+    size_t needed = 0;
+    std::vector<StateView> dropped;
     add_unit_views(
-        u, {}, [&](size_t count) { return std::span<float>(static_cast<float*>(nullptr), count); }, unit_views);
-    for (size_t i = before; i < packed_views_.size(); ++i) converted_of[u] += packed_views_[i].data.size();
-    packed_views_.resize(before);
-    most = std::max(most, converted_of[u]);
+        u, {},
+        [&](size_t count) {
+          needed += count;
+          return std::span<float>();
+        },
+        dropped);
+    most = std::max(most, needed);
   }
+  packed_views_.clear();
   if (most > 0) offload_converted_ = LedgerBuffer<float>(ledger_, MemoryCategory::kScratch, most);
   for (size_t u = 0; u < plan_.num_units(); ++u) {
     const Attached attached(*optimizers_[u], window.subspan(offload_master_bytes(u)));
