@@ -21,14 +21,11 @@ ScratchFile::ScratchFile(const std::string& dir, std::string_view file_name, std
   }
   ZDP_CHECK(fd_ >= 0, ConfigError, "[{}] cannot create {}: {} (give a writable directory)", purpose_, path_,
             errno_text(errno));
-  linked_ = true;
-  if (name == Name::kUnlinkAtOnce) {
-    linked_ = ::unlink(path_.c_str()) != 0;
-    if (linked_) {
-      const int err = errno;
-      ::close(fd_);
-      ZDP_CHECK(false, ConfigError, "[{}] cannot unlink {}: {}", purpose_, path_, errno_text(err));
-    }
+  linked_ = name == Name::kKeepUntilClosed;
+  if (!linked_ && ::unlink(path_.c_str()) != 0) {
+    const int err = errno;
+    ::close(fd_);  // the destructor does not run for a constructor that throws
+    ZDP_THROW(ConfigError, "[{}] cannot unlink {}: {}", purpose_, path_, errno_text(err));
   }
 }
 

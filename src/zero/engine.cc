@@ -708,7 +708,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
     const comm::ShardRange upd = update_range(u);
     optimizer_step(*optimizers_[u], master, grads_.slice(u, upd), result.lr, clip.coefficient);
     // Offloaded master weights are in RAM only now: refresh_params' rounding, here.
-    if (round_here) convert_into(params_.slice(u, upd), comm::ConstBuffer(master.data(), master.size(), Dtype::fp32()));
+    if (round_here) round_params(u, master);
   });
   refresh_params();
   ++steps_;
@@ -798,13 +798,14 @@ void Engine::share_tensor_stats(float coefficient) {
   }
 }
 
+void Engine::round_params(size_t u, std::span<const float> master) {
+  convert_into(params_.slice(u, update_range(u)), comm::ConstBuffer(master.data(), master.size(), Dtype::fp32()));
+}
+
 // The low-precision parameters follow the updated master weights.
 void Engine::refresh_params() {
   if (master_.allocated()) {
-    for (size_t u = 0; u < plan_.num_units(); ++u) {
-      const comm::ShardRange upd = update_range(u);
-      convert_into(params_.slice(u, upd), master_.slice(u, upd));
-    }
+    for (size_t u = 0; u < plan_.num_units(); ++u) round_params(u, master_.floats(u, update_range(u)));
   }
   if (traits(config_.stage).refresh == ParamRefresh::kAllGather) {
     for (size_t u = 0; u < plan_.num_units(); ++u) {

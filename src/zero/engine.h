@@ -283,6 +283,10 @@ class Engine {
   // ranks of a stage-3 gather pass an empty span and only take part.
   void gather_params_into(std::span<float> full);
   void refresh_params();
+  // Unit u's low-precision parameters rounded from `master`, the fp32
+  // weights this rank updates (refresh_params' rounding; with offload done
+  // where the master is in RAM).
+  void round_params(size_t u, std::span<const float> master);
   // The fp32 weights the optimizer updates: the master copy, or at fp32 the
   // parameters themselves.
   const StateBuffer& master_weights() const { return master_.allocated() ? master_ : params_; }

@@ -11,7 +11,6 @@
 
 #include "core/error.h"
 #include "zero/engine.h"
-#include "zero/grad_accumulate.h"
 
 namespace zerodp::zero {
 namespace {
@@ -120,8 +119,7 @@ void Engine::close_unit_views(size_t unit, bool loaded) {
   }
   // The loaded master weights are in RAM only now: refresh_params' rounding, here.
   if (offload_master_bytes(unit) > 0) {
-    const comm::ShardRange upd = update_range(unit);
-    convert_into(params_.slice(unit, upd), comm::ConstBuffer(offload_->window().data(), upd.count, Dtype::fp32()));
+    round_params(unit, {reinterpret_cast<const float*>(offload_->window().data()), update_range(unit).count});
   }
   offload_->write_one(unit);
 }
