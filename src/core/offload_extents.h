@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The offload file's layout in numbers (zero/offload_store.h): one extent
-// per unit, each rounded up to the direct-I/O block on the disk, and
-// kOffloadSlots staging buffers of the largest in RAM. The store allocates
-// by these; the planner predicts by them.
+// The offload files' layout in numbers (zero/offload_store.h for the
+// optimizer's states, zero/param_store.h for stage 3's parameters): one
+// extent per unit, each rounded up to the direct-I/O block on the disk, and
+// staging buffers of the largest in RAM (kOffloadSlots for the states, one
+// for the parameters). The stores allocate by these; the planner predicts
+// by them.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -30,6 +32,11 @@ inline uint64_t offload_slot_bytes(std::span<const size_t> extents) {
 // The RAM the store books: its slots, and a block to align the first.
 inline uint64_t offload_staging_bytes(std::span<const size_t> extents) {
   return kOffloadSlots * offload_slot_bytes(extents) + kDirectAlignment;
+}
+// --offload-params' one staging buffer (zero/param_store.h): the largest
+// shard, rounded up, and a block to align it.
+inline uint64_t param_staging_bytes(std::span<const size_t> shards) {
+  return offload_slot_bytes(shards) + kDirectAlignment;
 }
 // The file's bytes.
 inline uint64_t offload_disk_bytes(std::span<const size_t> extents) {

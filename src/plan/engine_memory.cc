@@ -8,6 +8,7 @@
 
 #include "comm/shard.h"
 #include "core/error.h"
+#include "core/gather_schedule.h"
 #include "core/offload_extents.h"
 #include "model/gpt_config.h"
 #include "optim/adafactor.h"
@@ -212,6 +213,8 @@ UnitSchedule gpt_unit_schedule(const GptShape& shape) {
   s.unit_counts.push_back(shape.final_params());
   s.op_units.push_back(shape.layers + 1);
   s.op_units.push_back(0);  // the LM head, tied to the token embedding
+  s.op_backward_reads.assign(s.op_units.size(), true);
+  s.op_backward_reads.front() = false;  // the embedding's backward scatters into its gradient
   return s;
 }
 
@@ -277,7 +280,46 @@ void predict_offload(const UnitSchedule& schedule, const EngineRun& run, int ran
   p.disk_written_per_step = writes * p.disk;
 }
 
+// --offload-params: the parameters leave RAM for one staging buffer of the
+// largest shard (zero/param_store.h); every gather reads its unit's shard
+// and every step writes each shard once.
+void predict_param_offload(const UnitSchedule& schedule, const EngineRun& run, int rank, RankPrediction& p) {
+  ZDP_CHECK(traits(run.stage).partitions_params && run.dtype.is_low_precision(), ConfigError,
+            "[plan] --offload-params needs stage 3 and bf16 or fp16 (stage 3 gathers the parameters; at fp32 they "
+            "are the master weights, which --offload-optimizer moves)");
+  const int group = partition_ranks(run);
+  std::vector<size_t> shards;
+  for (const uint64_t count : schedule.unit_counts) {
+    shards.push_back(comm::shard_range(count, group, rank).count * run.dtype.size());
+  }
+  const std::vector<int> gathers = unit_gathers_per_micro(schedule, run.prefetch);
+  uint64_t read = 0;
+  for (size_t u = 0; u < shards.size(); ++u)
+    read += static_cast<uint64_t>(gathers[u]) * round_to_direct_block(shards[u]);
+  p.params = 0;
+  p.param_staging = param_staging_bytes(shards);
+  p.param_disk = offload_disk_bytes(shards);
+  p.param_disk_read_per_step = read * static_cast<uint64_t>(run.grad_accum);
+  p.param_disk_written_per_step = p.param_disk;
+  p.offload += p.param_staging;
+  p.disk += p.param_disk;
+  p.disk_read_per_step += p.param_disk_read_per_step;
+  p.disk_written_per_step += p.param_disk_written_per_step;
+}
+
 }  // namespace
+
+std::vector<int> unit_gathers_per_micro(const UnitSchedule& schedule, bool prefetch) {
+  GatherOps ops;
+  ops.counts = schedule.unit_counts;
+  ops.units = schedule.op_units;
+  ops.backward_reads = schedule.op_backward_reads;
+  ops.backward_reads.resize(ops.units.size(), true);
+  const GatherSchedule s = gather_schedule(ops, prefetch);
+  std::vector<int> per_unit(schedule.unit_counts.size(), 0);
+  for (size_t i = 0; i < ops.units.size(); ++i) per_unit[static_cast<size_t>(ops.units[i])] += s.gathers[i];
+  return per_unit;
+}
 
 // The ledger of world rank `rank` is the one of rank `rank % G` of a flat
 // run of G ranks (hybrid sharding partitions every group the same way),
@@ -315,6 +357,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   p.adam_v += tensor_stats_bytes(schedule.unit_counts, schedule.unit_tensors, group, rank, stage.partitions_optimizer,
                                  run.optimizer);
   if (run.offload_optimizer) predict_offload(schedule, run, rank, p);
+  if (run.offload_params) predict_param_offload(schedule, run, rank, p);
 
   const uint64_t largest = schedule.largest_unit();
   if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;

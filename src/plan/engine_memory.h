@@ -82,6 +82,9 @@ struct UnitSchedule {
   // The unit the token embedding reads (GPT's unit 0, tied to the LM head),
   // or -1: 8-bit Adam keeps its moments in fp32 (optim::unit_optimizer_config).
   int embedding_unit = -1;
+  // Per op: whether its backward reads its unit's weights
+  // (model::Op::backward_reads_params); empty: every op's does.
+  std::vector<bool> op_backward_reads = {};
 
   uint64_t num_params() const;
   uint64_t largest_unit() const;
@@ -121,7 +124,14 @@ struct EngineRun {
   // --offload-optimizer: the master weights and optimizer states on disk,
   // streamed through the store's staging buffers (zero/offload_store.h).
   bool offload_optimizer = false;
+  // --offload-params (stage 3, bf16/fp16): the parameter shards on disk,
+  // read for each gather through one staging buffer (zero/param_store.h).
+  bool offload_params = false;
 };
+
+// Stage 3's gathers of each unit per micro-batch (core/gather_schedule.h,
+// as the engine makes them).
+std::vector<int> unit_gathers_per_micro(const UnitSchedule& schedule, bool prefetch);
 
 // The partition's rank count of `run`: shard_group, or all ranks when 0.
 int partition_ranks(const EngineRun& run);
@@ -170,6 +180,14 @@ struct RankPrediction {
   // statistics: two reads and an update.
   uint64_t disk_read_per_step = 0;
   uint64_t disk_written_per_step = 0;
+  // --offload-params: the parts of the four above that are the parameter
+  // store's (its staging buffer, from the constructor's start; its file;
+  // each gather's read of its unit's shard; each step's write of every
+  // shard), included in them.
+  uint64_t param_staging = 0;
+  uint64_t param_disk = 0;
+  uint64_t param_disk_read_per_step = 0;
+  uint64_t param_disk_written_per_step = 0;
 
   uint64_t model_states() const { return params + grads + master + adam_m + adam_v; }
   // What the constructor allocates besides the model states and stays.
@@ -180,9 +198,11 @@ struct RankPrediction {
   // it makes the optimizers: their moments, work buffers and Adafactor's
   // reduction scratch do not exist yet then.
   uint64_t fill() const {
-    // With offload the optimizers and the store come first, then the fill.
-    const uint64_t made_first = offload > 0 ? offload + adam_m + adam_v : 0;
-    return std::max(params + grads + master + compute_copy + comm_at_fill + init_scratch + made_first,
+    // With offload the optimizers and the store come first, then the fill;
+    // the parameter store is made where the parameters would be.
+    const uint64_t state_staging = offload - param_staging;
+    const uint64_t made_first = state_staging > 0 ? state_staging + adam_m + adam_v : 0;
+    return std::max(params + param_staging + grads + master + compute_copy + comm_at_fill + init_scratch + made_first,
                     model_states() + resident_buffers() + activations + load_scratch);
   }
   uint64_t step(uint64_t step_buckets) const {

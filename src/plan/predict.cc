@@ -33,6 +33,7 @@ UnitSchedule unit_schedule(const model::ModelConfig& config) {
   for (const model::UnitInfo& u : units) s.unit_counts.push_back(u.count);
   for (const model::Op& op : m->ops()) {
     s.op_units.push_back(op.unit);
+    s.op_backward_reads.push_back(op.backward_reads_params);
     if (op.token_embedding) s.embedding_unit = op.unit;
   }
   s.unit_tensors.resize(units.size());
@@ -68,6 +69,7 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
   engine.quantize_block = run.quantize_block;
   engine.shard_group = run.shard_group;
   engine.offload_optimizer = run.offload_optimizer;
+  engine.offload_params = run.offload_params;
   RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
   if (run.consolidated_copy && rank == 0) {
     // The sample's (and the held-out answers') workspace: one sequence of
@@ -104,6 +106,7 @@ std::array<RankPrediction, kStageTable.size()> predict_stages(const model::Model
     // Hybrid sharding partitions nothing at stage 0 (the engine refuses it there).
     engine.shard_group = s == Stage::k0 ? 0 : run.shard_group;
     engine.offload_optimizer = run.offload_optimizer;
+    engine.offload_params = run.offload_params && traits(s).partitions_params;  // stage 3's alone
     out[static_cast<size_t>(stage_number(s))] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;
@@ -149,6 +152,7 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
   auto at_stage = [&](Stage stage) {
     RunShape s = run;
     s.stage = stage;
+    s.offload_params = run.offload_params && traits(stage).partitions_params;  // stage 3's alone
     return predict_process(config, s, local, baseline);
   };
   const ProcessPrediction p = at_stage(run.stage);
@@ -177,6 +181,17 @@ void check_memory_fits(const model::ModelConfig& config, const RunShape& run, Lo
             s, human_bytes(q.total()), human_bytes(q.ranks.front().disk));
         break;
       }
+    }
+  }
+  if (fix.empty() && !run.offload_params && run.dtype.is_low_precision()) {
+    RunShape offloaded = run;
+    offloaded.stage = Stage::k3;
+    offloaded.offload_optimizer = offloaded.offload_params = true;
+    if (const ProcessPrediction q = predict_process(config, offloaded, local, baseline); q.total() <= max_bytes) {
+      fix = fmt::format(
+          "stage 3 with --offload-optimizer DIR --offload-params DIR would fit ({}: the master weights, optimizer "
+          "states and parameter shards on a local disk, {} per rank)",
+          human_bytes(q.total()), human_bytes(q.ranks.front().disk));
     }
   }
   if (fix.empty()) {

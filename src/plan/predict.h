@@ -52,6 +52,7 @@ struct RunShape {
   uint32_t quantize_block = comm::kDefaultQuantBlock;  // elements per scale, for both
   int shard_group = 0;             // zero::EngineConfig::shard_group_size (hybrid sharding); 0 = ranks
   bool offload_optimizer = false;  // zero::EngineConfig::offload_optimizer_dir given
+  bool offload_params = false;     // zero::EngineConfig::offload_params_dir given (stage 3, bf16/fp16)
 };
 
 // The ranks one process runs: all of them on threads, its own one under MPI.

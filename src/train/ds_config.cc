@@ -71,25 +71,30 @@ using ds::apply_direct_keys;
 using ds::json;
 using ds::Section;
 
-// ZeRO-Infinity's optimizer offload: "nvme" keeps the master weights and
-// optimizer states under nvme_path (--offload-optimizer); "cpu" is where
-// zerodp keeps them anyway (host memory), and "none" is off.
-void apply_offload_optimizer(Section o, TrainConfig& c) {
+// ZeRO-Infinity's offload, of the optimizer's states (offload_optimizer:
+// --offload-optimizer) or of the parameters (offload_param: --offload-params):
+// "nvme" keeps them under nvme_path; "cpu" is where zerodp keeps them anyway
+// (host memory), and "none" is off. `row` names the setting, `dir` its value.
+void apply_offload(Section o, TrainConfig& c, const char* row, std::string& dir, const char* what) {
   const std::string device = o.has("device") ? o.string("device") : "none";
   ZDP_CHECK(device == "none" || device == "cpu" || device == "nvme", ConfigError,
             "[config] {}: {} '{}' must be none, cpu or nvme", o.source(), o.name("device"), device);
   if (device == "nvme") {
     ZDP_CHECK(o.has("nvme_path"), ConfigError,
-              "[config] {}: {} nvme needs nvme_path, the directory for the states (or use --offload-optimizer DIR)",
-              o.source(), o.name("device"));
-    c.engine.offload_optimizer_dir = o.string("nvme_path");
-    c.sources["offload-optimizer"] = o.from("nvme_path");
+              "[config] {}: {} nvme needs nvme_path, the directory for the {} (or use --{} DIR)", o.source(),
+              o.name("device"), what, row);
+    dir = o.string("nvme_path");
+    c.sources[row] = o.from("nvme_path");
   } else {
     o.ignore({"nvme_path"}, "only \"device\": \"nvme\" reads it");
   }
-  if (device == "cpu") o.ignore({"device"}, "zerodp keeps the optimizer states in host memory already");
-  o.ignore({"pin_memory", "buffer_count", "fast_init", "ratio", "pipeline", "pipeline_read", "pipeline_write"},
-           "zerodp streams the states through three staging buffers, reading ahead and writing behind");
+  if (device == "cpu") {
+    const std::string why = fmt::format("zerodp keeps the {} in host memory already", what);
+    o.ignore({"device"}, why.c_str());
+  }
+  o.ignore({"pin_memory", "buffer_count", "buffer_size", "max_in_cpu", "fast_init", "ratio", "pipeline",
+            "pipeline_read", "pipeline_write"},
+           "zerodp streams them through its own staging buffers, reading ahead and writing behind");
   o.finish();
 }
 
@@ -150,12 +155,15 @@ void apply_zero(Section z, TrainConfig& c) {
   read_group("mics_shard_size", -1);
   read_group("zero_hpz_partition_size", 1);
   if (group) c.engine.shard_group_size = *group;
-  if (z.has("offload_optimizer")) apply_offload_optimizer(z.section("offload_optimizer"), c);
+  if (z.has("offload_optimizer")) {
+    apply_offload(z.section("offload_optimizer"), c, "offload-optimizer", c.engine.offload_optimizer_dir,
+                  "optimizer states");
+  }
+  if (z.has("offload_param")) {
+    apply_offload(z.section("offload_param"), c, "offload-params", c.engine.offload_params_dir, "parameters");
+  }
   z.ignore({"cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory"},
            "zerodp keeps every state in host memory already");
-  z.ignore({"offload_param"},
-           "parameter offload is not built yet; offload_optimizer with \"device\": \"nvme\" moves "
-           "the optimizer states and master weights");
   z.ignore({"allgather_partitions", "allgather_bucket_size", "reduce_scatter", "contiguous_gradients",
             "round_robin_gradients", "stage3_max_live_parameters", "stage3_max_reuse_distance",
             "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",

@@ -32,32 +32,49 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.quantize_block = config.engine.quantize_block;
   shape.shard_group = config.engine.shard_group_size;
   shape.offload_optimizer = !config.engine.offload_optimizer_dir.empty();
+  shape.offload_params = !config.engine.offload_params_dir.empty();
   return shape;
 }
 
-void check_offload_room(const TrainConfig& config, const plan::ProcessPrediction& process) {
-  const std::string& dir = config.engine.offload_optimizer_dir;
+namespace {
+
+// One offload directory: it exists, is on a disk, and has room for `need`.
+void check_offload_dir(const std::string& dir, const char* flag, uint64_t need, const char* what) {
   std::error_code ec;
   ZDP_CHECK(std::filesystem::is_directory(dir, ec), ConfigError,
-            "[--offload-optimizer] {} is not a directory: give a directory on a local disk for the optimizer states",
-            dir);
+            "[{}] {} is not a directory: give a directory on a local disk for the {}", flag, dir, what);
   // A RAM file system would hold the states in memory after all, beside
   // the plan's RAM: a run that the preflight let through could then be
   // killed for memory.
   struct statfs fs {};
   constexpr decltype(fs.f_type) kTmpfs = 0x01021994, kRamfs = static_cast<decltype(fs.f_type)>(0x858458f6);
   ZDP_CHECK(::statfs(dir.c_str(), &fs) != 0 || (fs.f_type != kTmpfs && fs.f_type != kRamfs), ConfigError,
-            "[--offload-optimizer] {} is a RAM file system (tmpfs): the states would stay in memory; give a "
-            "directory on a disk",
-            dir);
-  uint64_t need = 0;
-  for (const plan::RankPrediction& r : process.ranks) need += r.disk;
+            "[{}] {} is a RAM file system (tmpfs): the {} would stay in memory; give a directory on a disk", flag, dir,
+            what);
   constexpr uint64_t kMargin = uint64_t{64} << 20;  // the file system's own
-  const uint64_t free = free_bytes(dir, "--offload-optimizer");
+  const uint64_t free = free_bytes(dir, flag);
   ZDP_CHECK(free >= need + kMargin, ConfigError,
-            "[--offload-optimizer] {} has {} free; this process's ranks need {} for their optimizer states and a "
-            "64 MiB margin: free some space or give a directory on a larger disk",
-            dir, gib(free), gib(need));
+            "[{}] {} has {} free; this process's ranks need {} for their {} and a 64 MiB margin: free some space "
+            "or give a directory on a larger disk",
+            flag, dir, gib(free), gib(need), what);
+}
+
+}  // namespace
+
+void check_offload_room(const TrainConfig& config, const plan::ProcessPrediction& process) {
+  uint64_t states = 0, params = 0;
+  for (const plan::RankPrediction& r : process.ranks) {
+    params += r.param_disk;
+    states += r.disk - r.param_disk;
+  }
+  const std::string& states_dir = config.engine.offload_optimizer_dir;
+  const std::string& params_dir = config.engine.offload_params_dir;
+  if (!states_dir.empty() && states_dir == params_dir) {
+    return check_offload_dir(states_dir, "--offload-optimizer", states + params,
+                             "optimizer states and parameter shards");
+  }
+  if (!states_dir.empty()) check_offload_dir(states_dir, "--offload-optimizer", states, "optimizer states");
+  if (!params_dir.empty()) check_offload_dir(params_dir, "--offload-params", params, "parameter shards");
 }
 
 // --max-memory, or this machine's memory shared by the processes on it

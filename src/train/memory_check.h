@@ -25,10 +25,12 @@ struct MemoryLimit {
 };
 MemoryLimit memory_limit(const TrainConfig& config);
 
-// --offload-optimizer: ConfigError (one line, before anything is allocated)
-// when its directory is missing or has less free space than this process's
-// ranks' files (the plan's disk bytes) and a 64 MiB margin. Several
-// processes of a host may share the directory: each checks its own files.
+// --offload-optimizer and --offload-params: ConfigError (one line, before
+// anything is allocated) when a directory is missing, a RAM file system, or
+// has less free space than this process's ranks' files in it (the plan's
+// disk bytes; both files when the two flags name one directory) and a 64 MiB
+// margin. Several processes of a host may share a directory: each checks
+// its own files.
 void check_offload_room(const TrainConfig& config, const plan::ProcessPrediction& process);
 
 std::string gib(uint64_t bytes);  // "1.50 GiB"

@@ -52,6 +52,17 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     mine.memory.disk_uring = store->backend() == IoBackend::kUring ? 1 : 0;
     mine.memory.disk_direct = store->direct() ? 1 : 0;
   }
+  if (const zero::ParamStore* store = engine.param_store()) {
+    const zero::ParamStore::Traffic& t = store->traffic();
+    mine.memory.param_disk = store->disk_bytes();
+    mine.memory.param_read = t.bytes_read;
+    mine.memory.param_written = t.bytes_written;
+    mine.memory.param_read_us = static_cast<uint64_t>(t.read_seconds * 1e6);
+    mine.memory.param_write_us = static_cast<uint64_t>(t.write_seconds * 1e6);
+    mine.memory.disk += mine.memory.param_disk;
+    mine.memory.disk_read += t.bytes_read;
+    mine.memory.disk_written += t.bytes_written;
+  }
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
     mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};

@@ -107,7 +107,8 @@ Preflight preflight(const RunSetup& run, const TrainConfig& config, comm::Commun
   Preflight p;
   p.limit = memory_limit(config);
   plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), p.limit.bytes, p.limit.source);
-  if (shape.offload_optimizer) check_offload_room(config, plan::predict_process(run.model_config, shape, local, 0));
+  if (shape.offload_optimizer || shape.offload_params)
+    check_offload_room(config, plan::predict_process(run.model_config, shape, local, 0));
   warm_up(*run.lm, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
   comm.barrier();
   p.baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);

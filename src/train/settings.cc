@@ -347,6 +347,20 @@ void add_engine_rows(std::vector<SettingRow>& out) {
       [](const TrainConfig& c) { return c.engine.offload_optimizer_dir; },
       [](TrainConfig& c, const std::string& v) { c.engine.offload_optimizer_dir = v; },
       when([](const TrainConfig& c) { return !c.engine.offload_optimizer_dir.empty(); })));
+  out.push_back(engine<std::string>(
+      "offload-params",
+      {.spelling = "--offload-params",
+       .help = "Stage 3, bf16/fp16: keep each rank's parameter shards in a file under DIR (a local disk)\n"
+               "instead of RAM; each gather reads its unit's shard just before the all-gather, on the comm\n"
+               "thread, and each step writes the rounded shards back (ZeRO-Infinity's parameter offload);\n"
+               "the same bits as without it. With --offload-optimizer the master weights go too. The file\n"
+               "is removed as soon as it is open. docs/offload.md.\n"
+               "DeepSpeed: zero_optimization.offload_param {\"device\": \"nvme\", \"nvme_path\": DIR}",
+       .show_default = false,
+       .ds = {.path = "zero_optimization.offload_param.nvme_path"}},
+      [](const TrainConfig& c) { return c.engine.offload_params_dir; },
+      [](TrainConfig& c, const std::string& v) { c.engine.offload_params_dir = v; },
+      when([](const TrainConfig& c) { return !c.engine.offload_params_dir.empty(); })));
   out.push_back(engine<int>(
       "shard-group-size",
       {.spelling = "--shard-group-size",

@@ -117,7 +117,8 @@ uint64_t formula_model_state_bytes(const RunStats& s, int rank) {
   const uint64_t p = s.engine.dtype.size();
   const uint64_t k = static_cast<uint64_t>(s.optimizer_k);
   const StageTraits& t = traits(s.engine.stage);
-  const uint64_t params = t.partitions_params ? p * own : p * phi;
+  // --offload-params: the parameter shards are on the disk.
+  const uint64_t params = !s.engine.offload_params_dir.empty() ? 0 : t.partitions_params ? p * own : p * phi;
   const uint64_t grads = t.partitions_grads ? p * own : p * phi;
   // --offload-optimizer: K's bytes are on the disk.
   const uint64_t optimizer = !s.engine.offload_optimizer_dir.empty() ? 0 : t.partitions_optimizer ? k * own : k * phi;
@@ -168,24 +169,40 @@ std::string model_state_notes(const RunStats& s) {
   return out;
 }
 
-// --offload-optimizer: where K's bytes went, the RAM they stream through,
-// and the disk traffic of rank 0.
+// --offload-optimizer and --offload-params: where K's bytes and the
+// parameter shards went, the RAM they stream through, and the disk traffic
+// of rank 0.
 std::string offload_lines(const RunStats& s) {
-  if (s.engine.offload_optimizer_dir.empty()) return "";
   const RankMemory& m = s.memory[0];
   const double steps = static_cast<double>(std::max<int64_t>(1, s.steps_taken));
-  const double pass_s = static_cast<double>(m.disk_pass_us) / 1e6;
-  return fmt::format(
-      "  (--offload-optimizer {} ({}{}): rank 0's master weights and optimizer states, {}, are on the disk;\n"
-      "   RAM holds three staging buffers of the largest unit's, {} (ledger: offload). The run read {} and\n"
-      "   wrote {} of them, {} and {} per step, in passes of {:.2f} s in all ({:.2f} GB/s of disk traffic),\n"
-      "   {:.2f} s of it waiting for the disk: docs/offload.md)\n",
-      s.engine.offload_optimizer_dir, m.disk_uring != 0 ? "io_uring" : "threads",
-      m.disk_direct != 0 ? ", O_DIRECT" : ", buffered", mb(m.disk), mb(m.get(zero::MemoryCategory::kOffload)),
-      mb(m.disk_read), mb(m.disk_written), mb(static_cast<uint64_t>(static_cast<double>(m.disk_read) / steps)),
-      mb(static_cast<uint64_t>(static_cast<double>(m.disk_written) / steps)), pass_s,
-      pass_s > 0 ? static_cast<double>(m.disk_read + m.disk_written) / pass_s / 1e9 : 0.0,
-      static_cast<double>(m.disk_wait_us) / 1e6);
+  const auto per_step = [&](uint64_t bytes) { return mb(static_cast<uint64_t>(static_cast<double>(bytes) / steps)); };
+  const char* io = m.disk_uring != 0 ? "io_uring" : "threads";
+  std::string out;
+  if (!s.engine.offload_optimizer_dir.empty()) {
+    const double pass_s = static_cast<double>(m.disk_pass_us) / 1e6;
+    const uint64_t disk = m.disk - m.param_disk, read = m.disk_read - m.param_read;
+    const uint64_t written = m.disk_written - m.param_written;
+    out += fmt::format(
+        "  (--offload-optimizer {} ({}{}): rank 0's master weights and optimizer states, {}, are on the disk;\n"
+        "   RAM holds three staging buffers of the largest unit's (ledger: offload). The run read {} and\n"
+        "   wrote {} of them, {} and {} per step, in passes of {:.2f} s in all ({:.2f} GB/s of disk traffic),\n"
+        "   {:.2f} s of it waiting for the disk: docs/offload.md)\n",
+        s.engine.offload_optimizer_dir, io, m.disk_direct != 0 ? ", O_DIRECT" : ", buffered", mb(disk), mb(read),
+        mb(written), per_step(read), per_step(written), pass_s,
+        pass_s > 0 ? static_cast<double>(read + written) / pass_s / 1e9 : 0.0,
+        static_cast<double>(m.disk_wait_us) / 1e6);
+  }
+  if (!s.engine.offload_params_dir.empty()) {
+    out += fmt::format(
+        "  (--offload-params {}: rank 0's parameter shards, {}, are on the disk; RAM holds one staging buffer of\n"
+        "   the largest shard (ledger: offload). The gathers read {} ({} per step) in {:.2f} s on the comm\n"
+        "   thread; the steps wrote {} ({} per step) in {:.2f} s: docs/offload.md)\n",
+        s.engine.offload_params_dir, mb(m.param_disk), mb(m.param_read), per_step(m.param_read),
+        static_cast<double>(m.param_read_us) / 1e6, mb(m.param_written), per_step(m.param_written),
+        static_cast<double>(m.param_write_us) / 1e6);
+  }
+  if (!out.empty()) out += fmt::format("   (ledger: offload, rank 0: {})\n", mb(m.get(zero::MemoryCategory::kOffload)));
+  return out;
 }
 
 // The table of each rank's model-state bytes against the stage's formula,
@@ -205,9 +222,12 @@ std::string model_state_table(const RunStats& s) {
     const uint64_t accumulator = accumulator_bytes(s, r);
     const uint64_t expected =
         formula_model_state_bytes(s, r) + accumulator + m.block_scales + m.fp32_moments + m.tensor_stats;
-    const bool offloaded = !s.engine.offload_optimizer_dir.empty();
+    const bool states_off = !s.engine.offload_optimizer_dir.empty();
+    const bool params_off = !s.engine.offload_params_dir.empty();
     const char* verdict = m.model_states != expected ? "DIFFERS"
-                          : offloaded                ? "= formula less K (on disk)"
+                          : states_off && params_off ? "= formula less K and pΦ/N (on disk)"
+                          : states_off               ? "= formula less K (on disk)"
+                          : params_off               ? "= formula less pΦ/N (on disk)"
                           : accumulator > 0          ? "= formula + accumulators"
                           : m.fp32_moments > 0       ? "= formula + block scales + fp32 units"
                           : m.block_scales > 0       ? "= formula + block scales"

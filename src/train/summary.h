@@ -39,6 +39,14 @@ struct RankMemory {
   uint64_t disk_pass_us = 0;  // the passes' time, first request to last completion
   uint64_t disk_uring = 0;    // 1: the store's I/O runs on io_uring (0: worker threads)
   uint64_t disk_direct = 0;   // 1: its file is open with O_DIRECT
+  // --offload-params: the rank's parameter file, what the gathers read and
+  // the steps wrote (also in disk, disk_read and disk_written), and the
+  // time each took (microseconds; the reads on the comm thread).
+  uint64_t param_disk = 0;
+  uint64_t param_read = 0;
+  uint64_t param_written = 0;
+  uint64_t param_read_us = 0;
+  uint64_t param_write_us = 0;
   uint64_t get(zero::MemoryCategory c) const { return current[static_cast<size_t>(c)]; }
   uint64_t peak_of(zero::MemoryCategory c) const { return peak[static_cast<size_t>(c)]; }
 };

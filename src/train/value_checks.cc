@@ -88,6 +88,18 @@ void check_engine_values(const TrainConfig& c) {
   ZDP_CHECK(comm::quant_block_offered(e.quantize_block), ConfigError,
             "[train] --quantize-block {} is not offered: use a power of two from {} to {}", e.quantize_block,
             comm::kMinQuantBlock, comm::kMaxQuantBlock);
+  // Parameter offload exists where the parameters are partitioned and are
+  // not the master weights.
+  if (!e.offload_params_dir.empty()) {
+    ZDP_CHECK(t.partitions_params, ConfigError,
+              "[train] {} needs stage 3 (only stage 3 partitions the parameters; this run is stage {}): add --stage 3, "
+              "or use --offload-optimizer to move the optimizer's states",
+              c.spelled("offload-params"), e.stage);
+    ZDP_CHECK(e.dtype.is_low_precision(), ConfigError,
+              "[train] {} needs --precision bf16 or fp16 (at fp32 the parameters are the master weights, which "
+              "--offload-optimizer moves): use --precision bf16, or --offload-optimizer",
+              c.spelled("offload-params"));
+  }
   // The compressed collectives' settings mean nothing without one of them.
   const bool compressed =
       e.quantize_weights != comm::Quantization::kNone || e.quantize_grads != comm::Quantization::kNone;

@@ -120,6 +120,12 @@ void validate(const EngineConfig& config) {
   ZDP_CHECK(comm::quant_block_offered(config.quantize_block), ConfigError,
             "[engine] --quantize-block {} is not offered; use a power of two from {} to {}", config.quantize_block,
             comm::kMinQuantBlock, comm::kMaxQuantBlock);
+  ZDP_CHECK(config.offload_params_dir.empty() || stage.partitions_params, ConfigError,
+            "[engine] --offload-params needs stage 3 (only stage 3 partitions the parameters and gathers them as "
+            "it goes); use --stage 3, or --offload-optimizer to move the optimizer's states");
+  ZDP_CHECK(config.offload_params_dir.empty() || config.dtype.is_low_precision(), ConfigError,
+            "[engine] --offload-params needs --precision bf16 or fp16 (at fp32 the parameters are the master "
+            "weights, which --offload-optimizer moves); use bf16, or --offload-optimizer");
   ZDP_CHECK(config.quantize_delay >= 0, ConfigError,
             "[engine] quantize_delay {} must be >= 0 (0: quantize from the first step)", config.quantize_delay);
 }
@@ -170,7 +176,14 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   const bool mixed = dt.is_low_precision();
   auto layout = [](bool partitioned) { return partitioned ? Layout::kOwned : Layout::kFlat; };
 
-  params_ = StateBuffer(plan_, rank_, layout(stage.partitions_params), dt, ledger_, MemoryCategory::kParams);
+  if (config_.offload_params_dir.empty()) {
+    params_ = StateBuffer(plan_, rank_, layout(stage.partitions_params), dt, ledger_, MemoryCategory::kParams);
+  } else {
+    std::vector<size_t> shard_bytes;
+    for (size_t u = 0; u < plan_.num_units(); ++u) shard_bytes.push_back(plan_.shard(u, rank_).count * dt.size());
+    param_store_ =
+        std::make_unique<ParamStore>(config_.offload_params_dir, comm_.rank(), std::move(shard_bytes), ledger_);
+  }
   const bool separate_staging = keeps_owned_accumulator(config_.stage, config_.grad_accum);
   grads_ = StateBuffer(plan_, rank_, layout(stage.partitions_grads || separate_staging), dt, ledger_,
                        MemoryCategory::kGrads);
@@ -294,10 +307,31 @@ void Engine::fill_unit(size_t u, const ParamSource& source, std::span<float> chu
   for (size_t at = held.offset; at < held.offset + held.count; at += chunk.size()) {
     const size_t n = std::min(chunk.size(), held.offset + held.count - at);
     source(plan_.unit_offset(u) + at, chunk.first(n));
-    convert_into(params_.slice(u, {at, n}), comm::ConstBuffer(chunk.data(), n, Dtype::fp32()));
+    convert_into(param_slice(u, {at, n}), comm::ConstBuffer(chunk.data(), n, Dtype::fp32()));
     const size_t lo = std::max(at, upd.offset), hi = std::min(at + n, upd.offset + upd.count);
     if (!master.empty() && lo < hi) std::copy_n(chunk.data() + (lo - at), hi - lo, master.data() + (lo - upd.offset));
   }
+  params_written(u);
+}
+
+comm::Buffer Engine::param_slice(size_t u, comm::ShardRange range) {
+  if (!param_store_) return params_.slice(u, range);
+  const comm::ShardRange own = plan_.shard(u, rank_);
+  ZDP_CHECK(range.offset >= own.offset && range.offset + range.count <= own.offset + own.count, Error,
+            "[engine] unit {}'s elements [{}, {}) are not this rank's shard", u, range.offset,
+            range.offset + range.count);
+  const comm::Buffer shard(param_store_->staging(u).data(), own.count, config_.dtype);
+  return shard.slice(range.offset - own.offset, range.count);
+}
+
+void Engine::params_written(size_t u) {
+  if (param_store_) param_store_->write(u);
+}
+
+comm::ConstBuffer Engine::own_params(size_t u) {
+  if (!param_store_) return params_.own_shard(u);
+  param_store_->read(u);
+  return comm::ConstBuffer(param_store_->staging(u).data(), plan_.shard(u, rank_).count, config_.dtype);
 }
 
 Engine::~Engine() {
@@ -385,15 +419,17 @@ std::shared_ptr<Engine::Gathered> Engine::start_gather(int op_index) {
   g->offset = *offset;
   g->data = gather_buffer_.data() + *offset * config_.dtype.size();
   const comm::Buffer out(g->data, plan_.unit_count(g->unit), config_.dtype);
-  const comm::ConstBuffer in = params_.own_shard(g->unit);
+  // With --offload-params the shard is read here, on the comm thread, so
+  // the disk's time hides behind the compute the gather does.
   const comm::QuantFormat format = format_now(weights_format(config_));
   if (format.codes != comm::Quantization::kNone) {
-    g->ticket = submit([this, in, out, format, unit = g->unit, key = rounding_key(g->unit, 0, /*grads=*/false)] {
-      shard_comm_.all_gather_quantized(in, out, format, quant_scratch_.span(), unit_tensor_starts_[unit], key);
+    g->ticket = submit([this, out, format, unit = g->unit, key = rounding_key(g->unit, 0, /*grads=*/false)] {
+      shard_comm_.all_gather_quantized(own_params(unit), out, format, quant_scratch_.span(), unit_tensor_starts_[unit],
+                                       key);
     });
     return g;
   }
-  g->ticket = submit([this, in, out] { shard_comm_.all_gather(in, out); });
+  g->ticket = submit([this, out, unit = g->unit] { shard_comm_.all_gather(own_params(unit), out); });
   return g;
 }
 
@@ -799,7 +835,8 @@ void Engine::share_tensor_stats(float coefficient) {
 }
 
 void Engine::round_params(size_t u, std::span<const float> master) {
-  convert_into(params_.slice(u, update_range(u)), comm::ConstBuffer(master.data(), master.size(), Dtype::fp32()));
+  convert_into(param_slice(u, update_range(u)), comm::ConstBuffer(master.data(), master.size(), Dtype::fp32()));
+  params_written(u);
 }
 
 // The low-precision parameters follow the updated master weights.

@@ -65,6 +65,7 @@
 #include "zero/engine_config.h"
 #include "zero/memory_ledger.h"
 #include "zero/offload_store.h"
+#include "zero/param_store.h"
 #include "zero/partition_plan.h"
 #include "zero/state_buffer.h"
 
@@ -206,6 +207,9 @@ class Engine {
   // --offload-optimizer: where the master weights and optimizer states live
   // and what their passes moved; null when they are in RAM.
   const OffloadStore* offload_store() const { return offload_.get(); }
+  // --offload-params: where the stage-3 parameter shards live and what the
+  // gathers and steps moved; null when they are in RAM.
+  const ParamStore* param_store() const { return param_store_.get(); }
 
  private:
   struct Gathered;  // stage 3: a unit's parameters gathered on the comm thread
@@ -283,6 +287,15 @@ class Engine {
   // ranks of a stage-3 gather pass an empty span and only take part.
   void gather_params_into(std::span<float> full);
   void refresh_params();
+  // The rank's parameters of unit u over `range` (unit-relative, inside
+  // what the rank holds), to write: in params_, or with --offload-params in
+  // the param store's staging buffer, which params_written(u) then writes
+  // to the disk (a no-op without it).
+  comm::Buffer param_slice(size_t u, comm::ShardRange range);
+  void params_written(size_t u);
+  // The rank's shard of unit u's parameters, to read: with --offload-params
+  // read into the store's staging buffer, valid until its next transfer.
+  comm::ConstBuffer own_params(size_t u);
   // Unit u's low-precision parameters rounded from `master`, the fp32
   // weights this rank updates (refresh_params' rounding; with offload done
   // where the master is in RAM).
@@ -305,14 +318,15 @@ class Engine {
   int rank_;                        // this rank in shard_comm_
   MemoryLedger ledger_;
 
-  StateBuffer params_;        // storage dtype; flat (stages 0-2) or owned (3)
+  StateBuffer params_;        // storage dtype; flat (stages 0-2) or owned (3); empty with --offload-params
   StateBuffer grads_;         // the accumulator: flat (0-1) or owned (2-3)
   StateBuffer grad_staging_;  // stage 1 with accumulation: flat local grads before reduce-scatter
   // The pairwise sum's partials over micro-batches (pairwise_partials), laid
   // out like grads_.
   std::vector<StateBuffer> grad_partials_;
-  StateBuffer master_;                     // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
-  std::unique_ptr<OffloadStore> offload_;  // --offload-optimizer; master_ is then empty
+  StateBuffer master_;                       // fp32; flat (0) or owned (1-3); empty at fp32 (params are the master)
+  std::unique_ptr<OffloadStore> offload_;    // --offload-optimizer; master_ is then empty
+  std::unique_ptr<ParamStore> param_store_;  // --offload-params; params_ is then empty
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;  // one per unit
   std::vector<optim::OptimizerConfig> unit_optimizers_;        // their configs
   optim::LossScaler scaler_;

@@ -54,6 +54,11 @@ struct EngineConfig {
   // master weights and optimizer states (zero/offload_store.h), streamed
   // through RAM for each optimizer step; empty: they stay in RAM.
   std::string offload_optimizer_dir;
+  // --offload-params: the directory whose disk holds each rank's stage-3
+  // parameter shards (zero/param_store.h), read for each gather and written
+  // after each step; empty: they stay in RAM. Stage 3, bf16/fp16 (at fp32
+  // the parameters are the master weights: --offload-optimizer moves those).
+  std::string offload_params_dir;
   optim::OptimizerConfig optimizer = {};
   // The run's one learning rate: lr_schedule.max_lr is its peak, and each
   // optimizer step takes lr_schedule.lr_at(step).

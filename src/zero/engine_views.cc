@@ -191,7 +191,7 @@ void Engine::gather_params_into(std::span<float> full) {
     comm::ConstBuffer unit;
     if (partitioned) {
       const comm::Buffer gathered(unit_buffer.data(), plan_.unit_count(u), config_.dtype);
-      shard_comm_.all_gather(params_.own_shard(u), gathered);
+      shard_comm_.all_gather(own_params(u), gathered);
       unit = gathered;
     } else {
       unit = params_.unit(u);

@@ -113,6 +113,12 @@ TEST(CliErrors, BadFlagValuesNameTheFlagNotAModule) {
       {"--precision fp16 --loss-scale -1", "--loss-scale -1", "fp16.loss_scale"},
       {"--precision bf16 --offload-optimizer /nonexistent/offload",
        "[--offload-optimizer] /nonexistent/offload is not a directory", "zero_optimization.offload_optimizer"},
+      {"--stage 3 --precision bf16 --offload-params /nonexistent/offload",
+       "[--offload-params] /nonexistent/offload is not a directory", "zero_optimization.offload_param"},
+      {"--stage 2 --precision bf16 --offload-params /tmp", "--offload-params needs stage 3",
+       "zero_optimization.offload_param"},
+      {"--stage 3 --precision fp32 --offload-params /tmp", "--offload-params needs --precision bf16",
+       "zero_optimization.offload_param"},
   };
   for (const auto& c : cases) {
     // Short if a value were accepted: the test must not turn into a training run.

@@ -110,6 +110,7 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   ec.shard_group_size = run.shard_group;
   const testing::ScratchDir offload_dir("plan_vs_ledger_offload");
   if (run.offload_optimizer) ec.offload_optimizer_dir = offload_dir.path.string();
+  if (run.offload_params) ec.offload_params_dir = offload_dir.path.string();
   std::vector<zero::LedgerSnapshot> out(static_cast<size_t>(run.ranks));
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     zero::Engine engine(*model, comm, ec, /*seed=*/7, run.micro_batch, run.seq_len, run.checkpointing);
@@ -486,6 +487,70 @@ TEST(PlanVsLedger, OffloadDiskBytesAndTrafficPerStep) {
           engine.train_step(feeder(c.model, run, comm.rank()));
           EXPECT_EQ(store.traffic().bytes_read, step * p.disk_read_per_step);
           EXPECT_EQ(store.traffic().bytes_written, p.disk + step * p.disk_written_per_step);
+        }
+      });
+    }
+  }
+}
+
+// --offload-params: stage 3's parameters leave RAM for one staging buffer
+// (ledger: offload, beside the states' when they go too), every model,
+// precision, rank count, prefetch and hybrid layout.
+TEST(PlanVsLedger, OffloadParamsEveryModelPrecisionAndRankCount) {
+  for (const Case& c : cases()) {
+    for (Dtype dt : {Dtype::bf16(), Dtype::fp16()}) {
+      for (int n : {1, 2, 3}) {
+        for (bool states : {false, true}) {
+          RunShape run = run_shape(c, Stage::k3, n, dt, parse_optimizer("adamw"));
+          run.offload_params = true;
+          run.offload_optimizer = states;
+          run.prefetch = n != 2;
+          expect_ledger_matches(c.model, run, /*overlap=*/false);
+          const RankPrediction p = predict_rank(c.model, run);
+          EXPECT_EQ(p.params, 0u);
+          EXPECT_GT(p.param_staging, 0u);
+          EXPECT_EQ(p.offload > p.param_staging, states);
+        }
+      }
+    }
+  }
+  const Case c = cases()[1];
+  RunShape hybrid = run_shape(c, Stage::k3, 4, Dtype::bf16(), parse_optimizer("adamw"));
+  hybrid.shard_group = 2;
+  hybrid.offload_params = true;
+  expect_ledger_matches(c.model, hybrid, /*overlap=*/false);
+}
+
+// The parameter file's size and each step's reads (one per gather, as the
+// gather schedule makes them, per micro-batch) and writes (every shard
+// once), against what the store moved: the fill writes the file once.
+TEST(PlanVsLedger, OffloadParamsDiskBytesAndTrafficPerStep) {
+  for (const Case& c : {cases()[1], cases()[2]}) {
+    for (bool prefetch : {true, false}) {
+      RunShape run = run_shape(c, Stage::k3, 2, Dtype::bf16(), parse_optimizer("adamw"));
+      run.offload_params = true;
+      run.prefetch = prefetch;
+      run.grad_accum = 2;
+      SCOPED_TRACE(describe(c.model, run, false));
+      const testing::ScratchDir dir("plan_vs_ledger_param_traffic");
+      zero::EngineConfig ec;
+      ec.stage = run.stage;
+      ec.dtype = run.dtype;
+      ec.prefetch = prefetch;
+      ec.grad_accum = run.grad_accum;
+      ec.offload_params_dir = dir.path.string();
+      const auto model = model::make_model(c.model);
+      comm::run_thread_ranks(2, {}, [&](comm::Communicator& comm) {
+        zero::Engine engine(*model, comm, ec, 7, run.micro_batch, run.seq_len);
+        const RankPrediction p = predict_rank(c.model, run, comm.rank());
+        const zero::ParamStore& store = *engine.param_store();
+        EXPECT_EQ(store.disk_bytes(), p.param_disk);
+        EXPECT_EQ(p.disk, p.param_disk);
+        EXPECT_EQ(store.traffic().bytes_written, p.param_disk) << "the fill";
+        for (int step = 1; step <= 2; ++step) {
+          engine.train_step(feeder(c.model, run, comm.rank()));
+          EXPECT_EQ(store.traffic().bytes_read, step * p.param_disk_read_per_step);
+          EXPECT_EQ(store.traffic().bytes_written, p.param_disk + step * p.param_disk_written_per_step);
         }
       });
     }

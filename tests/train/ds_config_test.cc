@@ -290,6 +290,24 @@ TEST(DeepSpeedConfig, OffloadOptimizerToNvmeIsOffloadOptimizer) {
             std::string::npos);
 }
 
+// offload_param with "device": "nvme" is --offload-params nvme_path, by
+// the same rules; "cpu" is host memory already.
+TEST(DeepSpeedConfig, OffloadParamToNvmeIsOffloadParams) {
+  const Applied a = apply(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme",
+                              "nvme_path": "/local_nvme", "buffer_size": 1e8}}})");
+  EXPECT_EQ(a.config.engine.offload_params_dir, "/local_nvme");
+  EXPECT_TRUE(a.config.engine.offload_optimizer_dir.empty());
+  EXPECT_EQ(a.config.source_of("offload-params"), "config zero_optimization.offload_param.nvme_path");
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("offload_param.buffer_size"), std::string::npos) << a.warnings[0];
+  const Applied cpu = apply(R"({"zero_optimization": {"offload_param": {"device": "cpu"}}})");
+  EXPECT_TRUE(cpu.config.engine.offload_params_dir.empty());
+  ASSERT_EQ(cpu.warnings.size(), 1u);
+  EXPECT_NE(cpu.warnings[0].find("parameters in host memory already"), std::string::npos) << cpu.warnings[0];
+  EXPECT_NE(error_of(R"({"zero_optimization": {"offload_param": {"device": "nvme"}}})").find("--offload-params DIR"),
+            std::string::npos);
+}
+
 // MiCS's mics_shard_size and ZeRO++ hpZ's zero_hpz_partition_size are
 // hybrid sharding's group size; DeepSpeed's "off" values (-1, 1) keep the
 // flat layout; both given must agree.
@@ -481,7 +499,8 @@ TEST(DeepSpeedConfig, EverySourceNamesASetting) {
                "zero_optimization": {"stage": 3, "reduce_bucket_size": 1e6, "overlap_comm": true,
                  "stage3_prefetch_bucket_size": 1e6, "zero_quantized_weights": true,
                  "zero_quantized_gradients": true, "mics_shard_size": 2,
-                 "offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme"}},
+                 "offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme"},
+                 "offload_param": {"device": "nvme", "nvme_path": "/local_nvme"}},
                "fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 12},
                "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": "auto", "eps": 1e-8,
                  "weight_decay": 0.1}},

@@ -172,5 +172,34 @@ TEST(OffloadRoom, AMissingDirectoryOrTooLittleSpaceIsRefused) {
   EXPECT_THROW(check_offload_room(config, process), ConfigError);
 }
 
+// --offload-params: its own directory is checked for the parameter files
+// alone; one directory for both flags must hold both files.
+TEST(OffloadRoom, TheParameterFilesAreCheckedWhereTheyGo) {
+  const testing::ScratchDir dir("offload_room_params");
+  TrainConfig config;
+  config.engine.offload_params_dir = dir.path.string();
+  plan::ProcessPrediction process;
+  process.ranks.resize(1);
+  process.ranks[0].disk = uint64_t{1} << 60;  // the states' file: an exabyte
+  process.ranks[0].param_disk = 1 << 20;
+  process.ranks[0].disk += process.ranks[0].param_disk;
+  EXPECT_NO_THROW(check_offload_room(config, process)) << "the states are in RAM";
+  config.engine.offload_optimizer_dir = dir.path.string();
+  try {
+    check_offload_room(config, process);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("optimizer states and parameter shards"), std::string::npos) << e.what();
+  }
+  config.engine.offload_optimizer_dir.clear();
+  config.engine.offload_params_dir = (dir.path / "missing").string();
+  try {
+    check_offload_room(config, process);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("[--offload-params]"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace zerodp::train

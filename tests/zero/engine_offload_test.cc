@@ -3,7 +3,8 @@
 // optimizer states on disk give exactly the bits of the same run with them
 // in RAM, for every optimizer, stage and dtype; the ledger books the
 // staging buffers instead of the states; checkpoint views read and write
-// the disk's copy; nothing is left in the directory.
+// the disk's copy; nothing is left in the directory. --offload-params
+// (zero/param_store.h) the same for stage 3's parameter shards.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -86,12 +87,75 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, OffloadEquivalence,
                          ::testing::Values("adamw", "sgd", "sgd_momentum", "lion", "lion_bf16", "adam8bit",
                                            "adafactor"));
 
+// --offload-params (zero/param_store.h): stage 3's parameter shards on the
+// disk, alone and with the optimizer's states there too, at bf16 and fp16,
+// with and without overlap and prefetch, with int8 weight gathers, at 2
+// and 3 ranks (uneven shards) and with hybrid sharding: the in-memory bits.
+TEST(OffloadParams, EveryVariantGivesTheInMemoryBits) {
+  const ScratchDir dir("offload_params");
+  struct Variant {
+    const char* name;
+    int ranks = 2;
+    Dtype dtype = Dtype::bf16();
+    bool states = false;  // --offload-optimizer too
+    void (*edit)(EngineConfig&) = nullptr;
+  };
+  const std::vector<Variant> variants = {
+      {.name = "bf16"},
+      {.name = "bf16 with the states", .states = true},
+      {.name = "fp16 with the states", .dtype = Dtype::fp16(), .states = true},
+      {.name = "3 ranks", .ranks = 3},
+      {.name = "no overlap", .edit = [](EngineConfig& c) { c.overlap = false; }},
+      {.name = "no prefetch", .edit = [](EngineConfig& c) { c.prefetch = false; }},
+      {.name = "int8 gathers", .edit = [](EngineConfig& c) { c.quantize_weights = comm::Quantization::kInt8; }},
+      {.name = "hybrid 2x2", .ranks = 4, .edit = [](EngineConfig& c) { c.shard_group_size = 2; }},
+      {.name = "accumulation", .edit = [](EngineConfig& c) { c.grad_accum = 3; }},
+  };
+  for (const Variant& v : variants) {
+    EngineConfig c = offload_config("adamw", 3, v.dtype);
+    if (v.edit) v.edit(c);
+    const testing::RunResult reference = testing::train_mlp(v.ranks, c, 6, 4, wide_mlp());
+    c.offload_params_dir = dir.path.string();
+    if (v.states) c.offload_optimizer_dir = dir.path.string();
+    const testing::RunResult offloaded = testing::train_mlp(v.ranks, c, 6, 4, wide_mlp());
+    testing::expect_same_bits(reference, offloaded, v.name);
+    const LedgerSnapshot& ledger = offloaded.ledgers[0];
+    EXPECT_EQ(ledger[MemoryCategory::kParams].peak, 0u) << v.name;
+    EXPECT_GT(ledger[MemoryCategory::kOffload].peak, 0u) << v.name;
+    EXPECT_EQ(ledger[MemoryCategory::kMaster].peak == 0, v.states) << v.name;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path)) << "the parameter file outlived the run";
+}
+
+TEST(OffloadParams, StagesOtherThanThreeAndFp32AreRefused) {
+  const model::Mlp mlp(testing::small_mlp());
+  const ScratchDir dir("offload_params_refused");
+  struct Case {
+    int stage;
+    Dtype dtype;
+    const char* expected;
+  };
+  for (const Case& k : {Case{2, Dtype::bf16(), "needs stage 3"}, Case{3, Dtype::fp32(), "needs --precision bf16"}}) {
+    EngineConfig c = offload_config("adamw", k.stage, k.dtype);
+    c.offload_params_dir = dir.path.string();
+    comm::run_thread_ranks(1, {}, [&](comm::Communicator& comm) {
+      try {
+        Engine engine(mlp, comm, c, 42, 4, 1);
+        ADD_FAILURE() << "no error at stage " << k.stage;
+      } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(k.expected), std::string::npos) << e.what();
+      }
+    });
+  }
+}
+
 TEST(Offload, ThreadBackendGivesTheSameBits) {
   const ScopedEnv io("ZERODP_IO", "threads");
   const ScratchDir dir("offload_threads");
   EngineConfig c = offload_config("adamw", 3, Dtype::bf16());
   const testing::RunResult reference = testing::train_mlp(2, c, 6, 4, wide_mlp());
   c.offload_optimizer_dir = dir.path.string();
+  c.offload_params_dir = dir.path.string();
   testing::expect_same_bits(reference, testing::train_mlp(2, c, 6, 4, wide_mlp()), "threads backend");
 }
 
@@ -139,10 +203,14 @@ void load_views(Engine& engine, const SavedState& s) {
 // and loading them into a fresh offloaded engine resumes with the same bits.
 TEST(Offload, CheckpointViewsSaveAndResumeTheSameBits) {
   const ScratchDir dir("offload_views");
-  for (const char* optimizer : {"adamw", "adam8bit", "adafactor", "lion_bf16"}) {
-    const EngineConfig memory = offload_config(optimizer, 2, Dtype::bf16());
+  // The last, at stage 3, with the parameters on the disk too: a load
+  // rounds them from the loaded master weights into the parameter file.
+  for (const char* optimizer : {"adamw", "adam8bit", "adafactor", "lion_bf16", "adamw params"}) {
+    const bool params = std::string(optimizer) == "adamw params";
+    const EngineConfig memory = offload_config(params ? "adamw" : optimizer, params ? 3 : 2, Dtype::bf16());
     EngineConfig offload = memory;
     offload.offload_optimizer_dir = dir.path.string();
+    if (params) offload.offload_params_dir = dir.path.string();
     const model::Mlp mlp(wide_mlp());
     comm::run_thread_ranks(2, {}, [&](comm::Communicator& comm) {
       Engine a(mlp, comm, memory, 42, 4, 1), b(mlp, comm, offload, 42, 4, 1), resumed(mlp, comm, offload, 7, 4, 1);
