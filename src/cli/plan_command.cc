@@ -48,6 +48,7 @@ struct PlanOptions {
   uint32_t quantize_block = comm::kDefaultQuantBlock;
   int shard_group_size = 0;
   bool offload_optimizer = false;
+  bool offload_params = false;
   std::string compare;
   bool json = false;
   std::string chart;
@@ -139,6 +140,7 @@ std::optional<plan::StepTimePrediction> predict(const PlanOptions& o, const plan
   run.quantize_block = c.quantize_block;
   run.shard_group = c.shard_group;
   run.offload_optimizer = c.offload_optimizer;
+  run.offload_params = c.offload_params;
   run.optimizer = c.optimizer;
   return plan::predict_step_times(*c.shape, c.model_name, run, c.ranks, hw);
 }
@@ -193,6 +195,7 @@ plan::PlanConfig to_config(const PlanOptions& o) {
             "[plan] --shard-group-size {} must be at least 1 (0: all ranks, the flat layout)", o.shard_group_size);
   c.shard_group = o.shard_group_size;
   c.offload_optimizer = o.offload_optimizer;
+  c.offload_params = o.offload_params;
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
   if (wants_activations) {
@@ -338,6 +341,10 @@ void add_plan_command(CLI::App& app) {
                 "The master weights and optimizer states on a local disk (zerodp train --offload-optimizer DIR):\n"
                 "RAM per rank without them but with the staging buffers, the disk's bytes per rank and a step's\n"
                 "reads and writes (needs --model)");
+  cmd->add_flag("--offload-params", opts->offload_params,
+                "Stage 3's parameter shards on a local disk (zerodp train --offload-params DIR): stage 3's RAM\n"
+                "without them but with their staging buffer, and their disk bytes and traffic (needs --model and\n"
+                "--precision bf16 or fp16)");
   cmd->add_option("--micro-batch", opts->micro_batch,
                   "Micro-batch size B per rank for the activation estimate (needs --model)");
   cmd->add_option("--seq-len", opts->seq_len,

@@ -158,7 +158,8 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     }
     Row header = {"stage", "partitions", "params GB", "grads GB", "optimizer GB", "states GB", "states GiB"};
     if (has_gathered) header.push_back("buffers GB");
-    if (c.offload_optimizer) header.push_back("disk GB");
+    const bool offload = c.offload_optimizer || c.offload_params;
+    if (offload) header.push_back("disk GB");
     if (has_act) header.push_back("activations GB");
     if (has_gathered || has_act) {
       header.push_back("peak GB");
@@ -178,7 +179,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
                  gb(static_cast<double>(s.states.total())),
                  gib(static_cast<double>(s.states.total()))};
       if (has_gathered) row.push_back(gb(static_cast<double>(s.buffers())));
-      if (c.offload_optimizer) row.push_back(gb(static_cast<double>(s.disk)));
+      if (offload) row.push_back(gb(static_cast<double>(s.disk)));
       if (has_act) row.push_back(gb(static_cast<double>(s.activations)));
       if (has_gathered || has_act) {
         row.push_back(gb(static_cast<double>(s.peak)));
@@ -203,6 +204,14 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
           gb(static_cast<double>(s3.offload)), gb(static_cast<double>(s3.disk_read)),
           gb(static_cast<double>(s3.disk_written)));
     }
+    if (c.offload_params) {
+      const StagePlan& s3 = rp.stages[3];
+      out += fmt::format(
+          "  --offload-params: stage 3's params GB is 0; its parameter shards are on the disk (in disk GB), read\n"
+          "  for each gather and written after each step through one staging buffer (in buffers GB). Stage 3's\n"
+          "  disk traffic per step, all files: {} GB read, {} GB written (docs/offload.md)\n",
+          gb(static_cast<double>(s3.disk_read)), gb(static_cast<double>(s3.disk_written)));
+    }
     if (rp.shard_group < rp.ranks) {
       out += fmt::format(
           "  hybrid: sent GB at stages 1-3 is the group's collectives ((G-1)/G of them) plus the shard's "
@@ -222,9 +231,13 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
         sizes.push_back(
             fmt::format("stage {} {}", s.stage, format_count(static_cast<double>(s.max_params.value_or(0)))));
       }
-      out += fmt::format("  largest model whose model states{} fit {} GB at N = {}: {}\n",
-                         c.offload_optimizer ? " in RAM (K's bytes on disk)" : "",
-                         gb(static_cast<double>(*c.device_memory)), rp.ranks, fmt::join(sizes, ", "));
+      out +=
+          fmt::format("  largest model whose model states{} fit {} GB at N = {}: {}\n",
+                      c.offload_optimizer && c.offload_params ? " in RAM (K's bytes on disk; at stage 3 the params too)"
+                      : c.offload_optimizer                   ? " in RAM (K's bytes on disk)"
+                      : c.offload_params                      ? " in RAM (at stage 3 the params on disk)"
+                                                              : "",
+                      gb(static_cast<double>(*c.device_memory)), rp.ranks, fmt::join(sizes, ", "));
     }
     if (options.compare_deepspeed) {
       out +=
@@ -292,6 +305,7 @@ nlohmann::json plan_to_json(const PlanResult& r, const FormatOptions& options) {
   if (c.device_memory) j["config"]["device_memory_bytes"] = *c.device_memory;
   if (c.shard_group > 0) j["config"]["shard_group"] = c.shard_group;
   if (c.offload_optimizer) j["config"]["offload_optimizer"] = true;
+  if (c.offload_params) j["config"]["offload_params"] = true;
   if (c.shape) {
     // src/model's schema (`zerodp train --model` takes it); vocab as stored.
     j["config"]["model_name"] = c.model_name;

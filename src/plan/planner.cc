@@ -85,6 +85,9 @@ PlanResult make_plan(const PlanConfig& config) {
   ZDP_CHECK(c.grad_accum >= 1, ConfigError, "[plan] --grad-accum must be at least 1, got {}", c.grad_accum);
   ZDP_CHECK(!c.offload_optimizer || c.shape.has_value(), ConfigError,
             "[plan] --offload-optimizer needs --model: the staging buffers follow the model's largest unit");
+  ZDP_CHECK(!c.offload_params || (c.shape.has_value() && c.precision.is_low_precision()), ConfigError,
+            "[plan] --offload-params needs --model and --precision bf16 or fp16: the staging buffer follows the "
+            "model's largest shard, and at fp32 the parameters are the master weights");
   std::optional<UnitSchedule> schedule;
   if (c.shape) schedule = gpt_unit_schedule(*c.shape);
   // Without a shape the model is one unit of Φ elements.
@@ -125,6 +128,7 @@ PlanResult make_plan(const PlanConfig& config) {
       // Stage 1's owned accumulator and the pairwise sum's partials (core/stage.h).
       sp.states.grads += extra_grad_elements(s, c.grad_accum, shard, c.num_params) * static_cast<uint64_t>(bpp.grads);
       sp.paper_bytes = paper_model_state_bytes(static_cast<double>(c.num_params), s, part, bpp);
+      const bool params_offloaded = c.offload_params && traits(s).partitions_params;  // stage 3's alone
       if (schedule) {
         // The engine's own buffers, as its busiest rank (0) books them.
         EngineRun run{s, n, c.precision, c.optimizer, c.grad_accum, true};
@@ -133,12 +137,16 @@ PlanResult make_plan(const PlanConfig& config) {
         run.quantize_block = c.quantize_block;
         run.shard_group = part;
         run.offload_optimizer = c.offload_optimizer;
+        run.offload_params = params_offloaded;
         const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
         if (c.offload_optimizer) {
           // RAM keeps what the optimizers hold themselves; K's bytes are on disk.
           sp.states.master = p.master;
           sp.states.moment1 = p.adam_m;
           sp.states.moment2 = p.adam_v;
+        }
+        if (params_offloaded) sp.states.params = p.params;
+        if (c.offload_optimizer || params_offloaded) {
           sp.offload = p.offload;
           sp.disk = p.disk;
           sp.disk_read = p.disk_read_per_step;
@@ -159,6 +167,7 @@ PlanResult make_plan(const PlanConfig& config) {
         // Offload: only the parameters and gradients hold RAM per parameter.
         BytesPerParam in_ram = bpp;
         if (c.offload_optimizer) in_ram.master = in_ram.moment1 = in_ram.moment2 = 0;
+        if (params_offloaded) in_ram.params = 0;
         sp.max_params = max_params(*c.device_memory, s, part, in_ram);
       }
     }

@@ -60,6 +60,9 @@ struct PlanConfig {
   // zerodp train --offload-optimizer: the master weights and optimizer
   // states on a local disk, streamed through staging buffers (needs `shape`).
   bool offload_optimizer = false;
+  // zerodp train --offload-params: stage 3's parameter shards on a local
+  // disk too (needs `shape` and bf16/fp16; stages 0-2 are planned without).
+  bool offload_params = false;
 };
 
 struct StagePlan {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/gather_schedule.h"
+#include "core/offload_extents.h"
 #include "plan/collective_cost.h"
 #include "plan/engine_memory.h"
 
@@ -134,6 +135,7 @@ class StepSimulation {
     for (const Op& op : ops_) t.compute_s += (op.forward_s + op.backward_s) * run_.grad_accum;
     t.optimizer_s = optimizer_s_;
     t.disk_s = disk_s_;
+    t.param_write_s = param_write_s_;
     t.comm_s = timeline_.comm_seconds();
     t.scheduled_s = timeline_.now();
     t.sent_bytes = sent_;
@@ -179,8 +181,23 @@ class StepSimulation {
     return seconds + codec_s;
   }
 
+  // --offload-params: this rank's shard of a unit as the parameter file
+  // holds it (zero/param_store.h), and the seconds to move it at this
+  // rank's share of the host's disk.
+  double shard_file_bytes(size_t unit) const {
+    const auto shard = static_cast<uint64_t>(std::ceil(counts_[unit] / group_));
+    return static_cast<double>(round_to_direct_block(shard * run_.dtype.size()));
+  }
+  double disk_share() const { return std::min(hw_.ranks_per_host, run_.ranks); }
+
   double gather(int op) {
-    return timeline_.submit(group_cost(CollectiveOp::kAllGather, counts_[ops_[op].unit], run_.quantize_weights));
+    double seconds = group_cost(CollectiveOp::kAllGather, counts_[ops_[op].unit], run_.quantize_weights);
+    if (run_.offload_params) {
+      const double read_s = shard_file_bytes(ops_[op].unit) * disk_share() / hw_.disk.read_Bps;
+      terms_.param_read_s += read_s;
+      seconds += read_s;
+    }
+    return timeline_.submit(seconds);
   }
 
   bool reads_params(int i, int direction) const { return direction > 0 || ops_[i].backward_reads_params; }
@@ -252,8 +269,19 @@ class StepSimulation {
     double updated = 0;
     for (double count : counts_) updated += traits_.partitions_optimizer ? std::ceil(count / g) : count;
     optimizer_s_ = updated * hw_.optimizer_s_per_param;
-    // Offload: the passes stream the disk while the optimizer computes.
-    timeline_.compute(std::max(optimizer_s_, disk_s_));
+    // Offload: the passes stream the disk while the optimizer computes; the
+    // parameter shards' writes wait on the same disk, or follow the
+    // optimizer on the rank's thread.
+    if (run_.offload_params) {
+      for (size_t u = 0; u < counts_.size(); ++u) {
+        param_write_s_ += shard_file_bytes(u) * disk_share() / hw_.disk.write_Bps;
+      }
+    }
+    StepTime phase;
+    phase.optimizer_s = optimizer_s_;
+    phase.disk_s = disk_s_;
+    phase.param_write_s = param_write_s_;
+    timeline_.compute(phase.optimizer_phase_s());
     if (traits_.refresh == ParamRefresh::kAllGather) {
       for (double count : counts_) timeline_.submit(cost(CollectiveOp::kAllGather, bytes(count), shard_));
     }
@@ -261,6 +289,7 @@ class StepSimulation {
   }
 
   double disk_s_ = 0;
+  double param_write_s_ = 0;
   const StepTimeRun& run_;
   const Hardware& hw_;
   const StageTraits& traits_;
@@ -340,6 +369,11 @@ double offload_disk_seconds(const GptShape& shape, const StepTimeRun& run, const
 
 StepTime predict_step_time(const GptShape& shape, const StepTimeRun& run, const Hardware& hw) {
   check_run(run, hw);
+  ZDP_CHECK(!run.offload_params || (traits(run.stage).partitions_params && run.dtype.is_low_precision()), ConfigError,
+            "[plan] --offload-params needs stage 3 and bf16 or fp16");
+  ZDP_CHECK(!run.offload_params || hw.disk.known(), ConfigError,
+            "[plan] --predict with --offload-params needs the disk's rates: give --disk-bandwidth (e.g. 1.2GB or "
+            "read,write 1.2GB,0.5GB) or --calibrate-disk (zerodp bench disk --json)");
   const double disk_s = offload_disk_seconds(shape, run, hw);
   StepTime t = StepSimulation(shape, run, hw, /*overlap=*/true, disk_s).run();
   const StepTime serial = StepSimulation(shape, run, hw, /*overlap=*/false, disk_s).run();

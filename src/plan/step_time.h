@@ -37,6 +37,7 @@
 // Thread-safety: all functions are pure.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "comm/quantize.h"
@@ -87,6 +88,12 @@ struct StepTimeRun {
   // phase takes max(optimizer, disk).
   bool offload_optimizer = false;
   optim::OptimizerConfig optimizer = {};  // its passes and states (offload only)
+  // --offload-params (stage 3): each gather first reads its unit's shard
+  // from the host's disk on the comm thread (in the all-gather's task, so
+  // prefetch hides it where compute is longer), and the step writes every
+  // shard once on the rank's thread after the optimizer (or, with
+  // --offload-optimizer, inside its passes, on the same disk).
+  bool offload_params = false;
 };
 
 // comm_s by what it is made of: the seconds of each kind of collective
@@ -100,26 +107,35 @@ struct CommTerms {
   double all_gather_s = 0;
   double small_s = 0;
   double codec_s = 0;
+  double param_read_s = 0;  // --offload-params: the gathers' reads of the parameter shards
 
-  double total() const { return all_reduce_s + reduce_scatter_s + all_gather_s + small_s + codec_s; }
+  double total() const { return all_reduce_s + reduce_scatter_s + all_gather_s + small_s + codec_s + param_read_s; }
   // The term a collective of kind `op` adds to.
   double& of(CollectiveOp op);
 };
 
 struct StepTime {
-  double compute_s = 0;    // forward + backward of every micro-batch
-  double optimizer_s = 0;  // the optimizer on the elements this rank updates
-  double disk_s = 0;       // --offload-optimizer: the step's reads and writes at this rank's share of the disk
-  double comm_s = 0;       // every collective of the step, one after another
-  double scheduled_s = 0;  // the engine's schedule with the comm thread, all it can overlap hidden
-  double serial_s = 0;     // compute + max(optimizer, disk) + comm (overlap off)
-  double step_s = 0;       // the prediction (overlap on)
-  double sent_bytes = 0;   // per rank per step
-  double link_bytes = 0;   // on a host's link per direction per step
-  double flops = 0;        // model FLOPs per rank (per GPU with model parallelism) per step
-  int collectives = 0;     // calls per step, the small ones included
-  CommTerms comm_terms;    // comm_s, term by term
+  double compute_s = 0;      // forward + backward of every micro-batch
+  double optimizer_s = 0;    // the optimizer on the elements this rank updates
+  double disk_s = 0;         // --offload-optimizer: the step's reads and writes at this rank's share of the disk
+  double param_write_s = 0;  // --offload-params: the step's writes of the parameter shards (the reads: comm_terms)
+  double comm_s = 0;         // every collective of the step, one after another
+  double scheduled_s = 0;    // the engine's schedule with the comm thread, all it can overlap hidden
+  double serial_s = 0;       // compute + the optimizer's phase (below) + comm (overlap off)
+  double step_s = 0;         // the prediction (overlap on)
+  double sent_bytes = 0;     // per rank per step
+  double link_bytes = 0;     // on a host's link per direction per step
+  double flops = 0;          // model FLOPs per rank (per GPU with model parallelism) per step
+  int collectives = 0;       // calls per step, the small ones included
+  CommTerms comm_terms;      // comm_s, term by term
 
+  // The optimizer's phase on the rank's thread: with --offload-optimizer
+  // its passes stream the disk while it computes, and the parameter shards'
+  // writes (--offload-params) wait on the same disk; without, those writes
+  // follow the optimizer.
+  double optimizer_phase_s() const {
+    return disk_s > 0 ? std::max(optimizer_s, disk_s + param_write_s) : optimizer_s + param_write_s;
+  }
   double hidden_fraction() const { return comm_s > 0 ? (serial_s - step_s) / comm_s : 0; }
   // The communication the prediction hides: step = serial - hidden_s.
   double hidden_s() const { return serial_s - step_s; }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -50,10 +51,15 @@ void format_step_table(Out add, const StepTimePrediction& p) {
     fmt::format_to(
         add,
         "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
-        static_cast<int>(row.run.stage), t.compute_s, std::max(t.optimizer_s, t.disk_s), t.comm_s, t.serial_s,
-        t.scheduled_s, t.step_s, 100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6,
+        static_cast<int>(row.run.stage), t.compute_s, t.optimizer_phase_s(), t.comm_s, t.serial_s, t.scheduled_s,
+        t.step_s, 100 * t.hidden_fraction(), t.sent_bytes / 1e6, t.link_bytes / 1e6,
         tokens_per_step(row.run) / t.step_s, t.flops_per_s() / 1e12);
   }
+}
+
+// Whether some row's run has `flag` (--offload-params is stage 3's alone).
+bool any_row(const StepTimePrediction& p, bool StepTimeRun::*flag) {
+  return std::any_of(p.rows.begin(), p.rows.end(), [&](const StepTimeRow& r) { return r.run.*flag; });
 }
 
 // Each step time's terms, so that a miss can be traced to the assumption it
@@ -61,23 +67,29 @@ void format_step_table(Out add, const StepTimePrediction& p) {
 // optimizer + each kind of collective + the codec - what the schedule hides.
 void format_terms_table(Out add, const StepTimePrediction& p) {
   // --offload-optimizer: the disk's time beside the optimizer's; the step
-  // takes the longer of the two (the passes overlap them).
-  const bool disk = !p.rows.empty() && p.rows.front().run.offload_optimizer;
+  // takes the longer of the two (the passes overlap them). --offload-params:
+  // the shards' writes join the disk's time, their reads the comm thread's.
+  const bool states = any_row(p, &StepTimeRun::offload_optimizer), params = any_row(p, &StepTimeRun::offload_params);
+  const bool disk = states || params;
   fmt::format_to(add,
                  "\nThe terms (seconds per step): step = compute + {} + all-reduce + reduce-scatter + all-gather + "
-                 "small + codec - hidden\n{:<4}{:<6}{:>11}{:>10}{}{:>12}{:>16}{:>12}{:>10}{:>10}{:>10}{:>10}\n",
-                 disk ? "max(optim, disk)" : "optim", "N", "stage", "compute", "optim",
+                 "small + codec{} - hidden\n{:<4}{:<6}{:>11}{:>10}{}{:>12}{:>16}{:>12}{:>10}{:>10}{}{:>10}{:>10}\n",
+                 states   ? "max(optim, disk)"
+                 : params ? "optim + disk"
+                          : "optim",
+                 params ? " + param reads" : "", "N", "stage", "compute", "optim",
                  disk ? fmt::format("{:>10}", "disk") : "", "all-reduce", "reduce-scatter", "all-gather", "small",
-                 "codec", "hidden", "step");
+                 "codec", params ? fmt::format("{:>13}", "param reads") : "", "hidden", "step");
   for (const StepTimeRow& row : p.rows) {
     if (!row.not_predicted.empty()) continue;  // said in the table above
     const StepTime& t = row.time;
     const CommTerms& c = t.comm_terms;
     fmt::format_to(add,
-                   "{:<4}{:<6}{:>11.4f}{:>10.4f}{}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>10.4f}\n",
+                   "{:<4}{:<6}{:>11.4f}{:>10.4f}{}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{}{:>10.4f}{:>10.4f}\n",
                    row.run.ranks, static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s,
-                   disk ? fmt::format("{:>10.4f}", t.disk_s) : "", c.all_reduce_s, c.reduce_scatter_s, c.all_gather_s,
-                   c.small_s, c.codec_s, t.hidden_s(), t.step_s);
+                   disk ? fmt::format("{:>10.4f}", t.disk_s + t.param_write_s) : "", c.all_reduce_s, c.reduce_scatter_s,
+                   c.all_gather_s, c.small_s, c.codec_s, params ? fmt::format("{:>13.4f}", c.param_read_s) : "",
+                   t.hidden_s(), t.step_s);
   }
 }
 
@@ -91,6 +103,7 @@ StepTimePrediction predict_step_times(const GptShape& shape, std::string model_n
       StepTimeRun run = base;
       run.ranks = n;
       run.stage = t.stage;
+      run.offload_params = base.offload_params && t.partitions_params;  // stage 3's alone
       // The codecs this stage's collectives use (comm/quantize.h): stage 3's
       // gathers, stages 1-3's gradient reduce-scatter.
       const comm::Quantization weights = t.gathers_on_acquire ? run.quantize_weights : comm::Quantization::kNone;
@@ -135,10 +148,11 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                  hw.compute_source.empty() ? "flags" : hw.compute_source);
   fmt::format_to(add, "  optimizer           {} ns per parameter updated\n",
                  format_significant(hw.optimizer_s_per_param * 1e9, 3));
-  if (r0.offload_optimizer) {
+  if (r0.offload_optimizer || any_row(p, &StepTimeRun::offload_params)) {
     fmt::format_to(add,
                    "  disk                {} GB/s read, {} GB/s written, shared by a host's ranks  [{}]: "
-                   "--offload-optimizer's passes, overlapped with the optimizer (optim = max(optimizer, disk))\n",
+                   "--offload-optimizer's passes, overlapped with the optimizer (optim = max(optimizer, disk)); "
+                   "--offload-params' reads in each gather's comm-thread task, its writes after the optimizer\n",
                    format_significant(hw.disk.read_Bps / 1e9), format_significant(hw.disk.write_Bps / 1e9),
                    hw.disk.source);
   }
@@ -202,6 +216,7 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
          {"compute_s", t.compute_s},
          {"optimizer_s", t.optimizer_s},
          {"disk_s", t.disk_s},
+         {"param_write_s", t.param_write_s},
          {"comm_s", t.comm_s},
          {"serial_s", t.serial_s},
          {"scheduled_s", t.scheduled_s},
@@ -215,7 +230,8 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
            {"reduce_scatter_s", t.comm_terms.reduce_scatter_s},
            {"all_gather_s", t.comm_terms.all_gather_s},
            {"small_s", t.comm_terms.small_s},
-           {"codec_s", t.comm_terms.codec_s}}},
+           {"codec_s", t.comm_terms.codec_s},
+           {"param_read_s", t.comm_terms.param_read_s}}},
          {"hidden_s", t.hidden_s()},
          {"flops_per_rank", t.flops},
          {"tokens_per_s", tokens_per_step(row.run) / t.step_s},

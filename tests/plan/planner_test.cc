@@ -38,6 +38,38 @@ TEST(Planner, RecommendsTheLeastCommunicationThatFits) {
 // them, rounded up per unit to the direct-I/O block), the staging buffers
 // join the buffers, a step reads and writes the file once (AdamW), and the
 // largest model that fits counts only the parameters and gradients.
+// --offload-params: stage 3's parameter shards go to the disk beside (or
+// without) the states; stages 0-2 keep theirs; fp32 is refused.
+TEST(Planner, OffloadParamsMovesStageThreesParametersToTheDisk) {
+  PlanConfig c = paper_config();
+  c.shape = gpt_shape(model::require_gpt(model::model_preset("gpt2-350m"), "test"));
+  c.ranks = {4};
+  c.precision = Dtype::bf16();
+  c.device_memory = 8'000'000'000;
+  const PlanResult in_ram = make_plan(c);
+  c.offload_params = true;
+  const PlanResult offloaded = make_plan(c);
+  for (size_t s = 0; s < 4; ++s) {
+    const StagePlan& a = in_ram.per_ranks[0].stages[s];
+    const StagePlan& b = offloaded.per_ranks[0].stages[s];
+    if (s < 3) {
+      EXPECT_EQ(b.states.total(), a.states.total()) << s;
+      EXPECT_EQ(b.disk, 0u) << s;
+      continue;
+    }
+    EXPECT_EQ(b.states.params, 0u);
+    EXPECT_EQ(b.states.grads + b.states.optimizer(), a.states.grads + a.states.optimizer());
+    EXPECT_GE(b.disk, a.states.params);
+    EXPECT_EQ(b.disk_written, b.disk);
+    EXPECT_GT(b.disk_read, b.disk);  // every gather reads its shard
+    EXPECT_GT(b.offload, 0u);
+    EXPECT_GT(*b.max_params, *a.max_params);
+  }
+  EXPECT_NE(plan_to_json(offloaded).dump().find("\"offload_params\":true"), std::string::npos);
+  c.precision = Dtype::fp32();
+  EXPECT_THROW(make_plan(c), ConfigError);
+}
+
 TEST(Planner, OffloadMovesTheOptimizersBytesToTheDisk) {
   PlanConfig c = paper_config();
   c.shape = gpt_shape(model::require_gpt(model::model_preset("gpt2-350m"), "test"));

@@ -85,6 +85,20 @@ TEST(Predict, TheRefusalOffersOffloadWhereItWouldFit) {
     EXPECT_NE(what.find(" per rank)"), std::string::npos) << what;
   }
   EXPECT_NO_THROW(check_memory_fits(gpt, offloaded, one, 0, fits));
+  // Where only the parameters' going too would fit, that is offered.
+  RunShape both = offloaded;
+  both.offload_params = true;
+  const uint64_t fits_both = predict_process(gpt, both, one, 0).total();
+  ASSERT_LT(fits_both, fits);
+  try {
+    check_memory_fits(gpt, run, one, 0, fits_both);
+    FAIL() << "stage 3 with the states alone offloaded should not fit";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 3 with --offload-optimizer DIR --offload-params DIR would fit"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(check_memory_fits(gpt, both, one, 0, fits_both));
 }
 
 // Thread ranks share one process: it needs every rank's memory and its

@@ -204,6 +204,40 @@ TEST(StepTime, OffloadAddsTheDisksTimeWhereItExceedsTheOptimizers) {
   EXPECT_NEAR(t.serial_s, predict_step_time(tiny(), in_ram, hw).serial_s, 1e-12);
 }
 
+// --offload-params: each gather reads its unit's shard (as the parameter
+// file rounds it) in its comm-thread task, at the host's disk shared by its
+// ranks, and the step writes every shard after the optimizer; stage 3 only.
+TEST(StepTime, OffloadParamsReadsInTheGathersAndWritesAfterTheOptimizer) {
+  Hardware hw = slow_link();
+  StepTimeRun run = tiny_run(Stage::k3);
+  run.dtype = Dtype::bf16();
+  run.offload_params = true;
+  EXPECT_THROW(predict_step_time(tiny(), run, hw), ConfigError) << "no disk rates";
+  hw.disk = {.read_Bps = 1e6, .write_Bps = 5e5, .source = "test"};
+  EngineRun engine{run.stage, run.ranks, run.dtype, run.optimizer, run.grad_accum, run.prefetch, run.bucket_elements};
+  engine.offload_params = true;
+  const RankPrediction p = predict_engine_rank(gpt_unit_schedule(tiny()), engine, 0, 0);
+  ASSERT_GT(p.param_disk_read_per_step, p.param_disk);
+  StepTimeRun in_ram = run;
+  in_ram.offload_params = false;
+  const StepTime without = predict_step_time(tiny(), in_ram, hw);
+  const StepTime t = predict_step_time(tiny(), run, hw);
+  EXPECT_DOUBLE_EQ(t.comm_terms.param_read_s, static_cast<double>(p.param_disk_read_per_step) / 1e6);
+  EXPECT_DOUBLE_EQ(t.param_write_s, static_cast<double>(p.param_disk_written_per_step) / 5e5);
+  EXPECT_DOUBLE_EQ(t.disk_s, 0.0);
+  EXPECT_NEAR(t.comm_s, without.comm_s + t.comm_terms.param_read_s, 1e-12);
+  EXPECT_NEAR(t.serial_s, without.serial_s + t.param_write_s + t.comm_terms.param_read_s, 1e-12);
+  EXPECT_GE(t.step_s, without.step_s + t.param_write_s);
+  StepTimeRun stage2 = run;
+  stage2.stage = Stage::k2;
+  EXPECT_THROW(predict_step_time(tiny(), stage2, hw), ConfigError);
+  // With the states offloaded too, the shards' writes join the passes on the one disk.
+  run.offload_optimizer = true;
+  const StepTime both = predict_step_time(tiny(), run, hw);
+  EXPECT_DOUBLE_EQ(both.optimizer_phase_s(), std::max(both.optimizer_s, both.disk_s + both.param_write_s));
+  EXPECT_GT(both.disk_s, 0.0);
+}
+
 // More ranks on a host than its cores: the model's one core per rank does
 // not hold, so those rows say why instead of giving a time (text and JSON);
 // the runs that fit are predicted as before.
