@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/scratch_file.h"
 
@@ -37,6 +38,22 @@ inline uint64_t offload_staging_bytes(std::span<const size_t> extents) {
 // shard, rounded up, and a block to align it.
 inline uint64_t param_staging_bytes(std::span<const size_t> shards) {
   return offload_slot_bytes(shards) + kDirectAlignment;
+}
+// Each extent's offset in the file: one after another, each block-aligned.
+inline std::vector<uint64_t> offload_offsets(std::span<const size_t> extents) {
+  std::vector<uint64_t> offsets;
+  uint64_t at = 0;
+  for (const size_t b : extents) {
+    offsets.push_back(at);
+    at += round_to_direct_block(b);
+  }
+  return offsets;
+}
+// The first block-aligned address of a staging buffer (the extra block the
+// staging sizes above book leaves room for it).
+inline std::byte* direct_aligned(std::byte* buffer) {
+  const auto address = reinterpret_cast<uintptr_t>(buffer);
+  return buffer + (round_to_direct_block(address) - address);
 }
 // The file's bytes.
 inline uint64_t offload_disk_bytes(std::span<const size_t> extents) {

@@ -32,14 +32,9 @@ OffloadStore::OffloadStore(const std::string& dir, int rank, std::vector<size_t>
             ScratchFile::Name::kUnlinkAtOnce),
       staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(offload_staging_bytes(unit_bytes_))),
       io_(kQueueDepth) {
-  uint64_t at = 0;
-  for (const size_t b : unit_bytes_) {
-    offsets_.push_back(at);
-    at += round_to_direct_block(b);
-  }
-  file_.reserve(at);
-  const auto address = reinterpret_cast<uintptr_t>(staging_.data());
-  slots_ = staging_.data() + (round_to_direct_block(address) - address);
+  offsets_ = offload_offsets(unit_bytes_);
+  file_.reserve(offload_disk_bytes(unit_bytes_));
+  slots_ = direct_aligned(staging_.data());
 }
 
 OffloadStore::~OffloadStore() = default;

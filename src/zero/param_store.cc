@@ -25,14 +25,9 @@ ParamStore::ParamStore(const std::string& dir, int rank, std::vector<size_t> sha
             ScratchFile::Name::kUnlinkAtOnce),
       staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(param_staging_bytes(shard_bytes_))),
       io_(static_cast<int>(kPiecesPerShard)) {
-  uint64_t at = 0;
-  for (const size_t b : shard_bytes_) {
-    offsets_.push_back(at);
-    at += round_to_direct_block(b);
-  }
-  file_.reserve(at);
-  const auto address = reinterpret_cast<uintptr_t>(staging_.data());
-  aligned_ = staging_.data() + (round_to_direct_block(address) - address);
+  offsets_ = offload_offsets(shard_bytes_);
+  file_.reserve(offload_disk_bytes(shard_bytes_));
+  aligned_ = direct_aligned(staging_.data());
 }
 
 ParamStore::~ParamStore() = default;

@@ -38,14 +38,20 @@ TEST(Planner, RecommendsTheLeastCommunicationThatFits) {
 // them, rounded up per unit to the direct-I/O block), the staging buffers
 // join the buffers, a step reads and writes the file once (AdamW), and the
 // largest model that fits counts only the parameters and gradients.
-// --offload-params: stage 3's parameter shards go to the disk beside (or
-// without) the states; stages 0-2 keep theirs; fp32 is refused.
-TEST(Planner, OffloadParamsMovesStageThreesParametersToTheDisk) {
+// gpt2-350m, bf16, 4 ranks of 8 GB: the offload tests' run.
+PlanConfig gpt2_350m_bf16_at_4_ranks() {
   PlanConfig c = paper_config();
   c.shape = gpt_shape(model::require_gpt(model::model_preset("gpt2-350m"), "test"));
   c.ranks = {4};
   c.precision = Dtype::bf16();
   c.device_memory = 8'000'000'000;
+  return c;
+}
+
+// --offload-params: stage 3's parameter shards go to the disk beside (or
+// without) the states; stages 0-2 keep theirs; fp32 is refused.
+TEST(Planner, OffloadParamsMovesStageThreesParametersToTheDisk) {
+  PlanConfig c = gpt2_350m_bf16_at_4_ranks();
   const PlanResult in_ram = make_plan(c);
   c.offload_params = true;
   const PlanResult offloaded = make_plan(c);
@@ -71,11 +77,7 @@ TEST(Planner, OffloadParamsMovesStageThreesParametersToTheDisk) {
 }
 
 TEST(Planner, OffloadMovesTheOptimizersBytesToTheDisk) {
-  PlanConfig c = paper_config();
-  c.shape = gpt_shape(model::require_gpt(model::model_preset("gpt2-350m"), "test"));
-  c.ranks = {4};
-  c.precision = Dtype::bf16();
-  c.device_memory = 8'000'000'000;
+  PlanConfig c = gpt2_350m_bf16_at_4_ranks();
   const PlanResult in_ram = make_plan(c);
   c.offload_optimizer = true;
   const PlanResult offloaded = make_plan(c);
