@@ -21,6 +21,7 @@
 #include "plan/calibration.h"
 #include "plan/hardware.h"
 #include "plan/model_shape.h"
+#include "plan/pipeline.h"
 #include "plan/plan_format.h"
 #include "plan/planner.h"
 #include "plan/quantity.h"
@@ -49,6 +50,9 @@ struct PlanOptions {
   int shard_group_size = 0;
   bool offload_optimizer = false;
   bool offload_params = false;
+  int pipeline_stages = 1;
+  std::string pipeline_schedule = "1f1b";
+  std::vector<int> pipeline_cut;
   std::string compare;
   bool json = false;
   std::string chart;
@@ -220,8 +224,45 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   return c;
 }
 
+// --pipeline-stages: the pipeline's plan at each N, and with
+// --device-memory the most blocks that fit with it and without.
+std::vector<plan::PipelinePlan> pipeline_plans(const PlanOptions& o, const plan::PlanConfig& c) {
+  if (o.pipeline_stages == 1 && o.pipeline_cut.empty()) return {};
+  ZDP_CHECK(c.shape.has_value(), ConfigError,
+            "[plan] --pipeline-stages needs a GPT's shape: give --model with a GPT preset or config instead of "
+            "--params");
+  std::vector<plan::PipelinePlan> out;
+  for (const int n : c.ranks) {
+    plan::PipelineConfig p;
+    p.shape = *c.shape;
+    p.ranks = n;
+    p.stages = o.pipeline_stages;
+    p.schedule = plan::parse_pipeline_schedule(o.pipeline_schedule);
+    p.micro_batches = c.grad_accum;
+    p.micro_batch = o.micro_batch.value_or(1);
+    p.seq_len = o.seq_len.value_or(0);
+    p.checkpointing = o.checkpointing;
+    p.precision = c.precision;
+    p.optimizer = c.optimizer;
+    p.layers_per_stage = o.pipeline_cut;
+    out.push_back(plan::plan_pipeline(p));
+  }
+  return out;
+}
+
+std::string largest_pipelined_text(const plan::PipelinePlan& p, uint64_t bytes) {
+  plan::PipelineConfig one = p.config;
+  one.stages = 1;
+  return fmt::format(
+      "  largest GPT of this width (C = {}) whose busiest rank fits {:.2f} GB at ZeRO 1, N = {}: {} blocks with P = "
+      "{}, {} with P = 1\n",
+      p.config.shape.channels, static_cast<double>(bytes) / 1e9, p.config.ranks,
+      plan::largest_layers_that_fit(p.config, bytes), p.config.stages, plan::largest_layers_that_fit(one, bytes));
+}
+
 void run_plan(const PlanOptions& o) {
   const plan::PlanConfig config = to_config(o);
+  const std::vector<plan::PipelinePlan> pipelines = pipeline_plans(o, config);
   const std::optional<plan::StepTimePrediction> step_times = predict(o, config);
   const plan::PlanResult result = plan::make_plan(config);
   plan::FormatOptions format;
@@ -231,9 +272,14 @@ void run_plan(const PlanOptions& o) {
     nlohmann::json j = plan::plan_to_json(result, format);
     if (!o.chart.empty()) j["chart"] = o.chart;
     if (step_times) j["step_time"] = plan::step_time_to_json(*step_times);
+    for (const plan::PipelinePlan& p : pipelines) j["pipeline"].push_back(plan::pipeline_to_json(p));
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", plan::format_plan_text(result, format));
+    for (const plan::PipelinePlan& p : pipelines) {
+      fmt::print("{}", plan::format_pipeline_text(p));
+      if (config.device_memory) fmt::print("{}", largest_pipelined_text(p, *config.device_memory));
+    }
     if (step_times) fmt::print("{}", plan::format_step_time_text(*step_times));
     if (!o.chart.empty()) fmt::print("\nChart written to {}\n", o.chart);
   }
@@ -285,6 +331,35 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
   cmd->add_option("--optimizer-ns", o.optimizer_ns, "Optimizer nanoseconds per parameter updated (default 0)");
 }
 
+// How the ranks hold the model beyond the stage: hybrid sharding, offload
+// to a disk, pipeline stages.
+void add_layout_options(CLI::App* cmd, PlanOptions& o) {
+  cmd->add_option("--shard-group-size", o.shard_group_size,
+                  "Hybrid sharding (zerodp train --shard-group-size): stages 1-3 partition over groups of G ranks "
+                  "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat. With --predict, "
+                  "groups are consecutive ranks (--ranks-per-host)")
+      ->capture_default_str();
+  cmd->add_flag("--offload-optimizer", o.offload_optimizer,
+                "The master weights and optimizer states on a local disk (zerodp train --offload-optimizer DIR):\n"
+                "RAM per rank without them but with the staging buffers, the disk's bytes per rank and a step's\n"
+                "reads and writes (needs --model)");
+  cmd->add_flag("--offload-params", o.offload_params,
+                "Stage 3's parameter shards on a local disk (zerodp train --offload-params DIR): stage 3's RAM\n"
+                "without them but with their staging buffer, and their disk bytes and traffic (needs --model and\n"
+                "--precision bf16 or fp16)");
+  cmd->add_option("--pipeline-stages", o.pipeline_stages,
+                  "Pipeline parallelism: P stages of D = N/P data-parallel replicas each (needs a GPT --model):\n"
+                  "each stage's blocks, states at ZeRO 0 and 1, activations in flight, bytes sent and the bubble\n"
+                  "for M = --grad-accum micro-batches; with --device-memory the most blocks that fit at P and at 1")
+      ->capture_default_str();
+  cmd->add_option("--pipeline-schedule", o.pipeline_schedule,
+                  "1f1b (stage s holds min(P-s, M) micro-batches' activations) or gpipe (all M)")
+      ->capture_default_str();
+  cmd->add_option("--pipeline-cut", o.pipeline_cut,
+                  "Blocks per pipeline stage, P numbers summing to the model's blocks (default: balanced by FLOPs)")
+      ->delimiter(',');
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -332,19 +407,7 @@ void add_plan_command(CLI::App& app) {
                   "Elements per fp32 scale of the compressed collectives (zerodp train --quantize-block): a power of "
                   "two from 32 to 2048")
       ->capture_default_str();
-  cmd->add_option("--shard-group-size", opts->shard_group_size,
-                  "Hybrid sharding (zerodp train --shard-group-size): stages 1-3 partition over groups of G ranks "
-                  "and\nreplicate across them; every --ranks value must be a multiple of G. 0 = flat. With --predict, "
-                  "groups are consecutive ranks (--ranks-per-host)")
-      ->capture_default_str();
-  cmd->add_flag("--offload-optimizer", opts->offload_optimizer,
-                "The master weights and optimizer states on a local disk (zerodp train --offload-optimizer DIR):\n"
-                "RAM per rank without them but with the staging buffers, the disk's bytes per rank and a step's\n"
-                "reads and writes (needs --model)");
-  cmd->add_flag("--offload-params", opts->offload_params,
-                "Stage 3's parameter shards on a local disk (zerodp train --offload-params DIR): stage 3's RAM\n"
-                "without them but with their staging buffer, and their disk bytes and traffic (needs --model and\n"
-                "--precision bf16 or fp16)");
+  add_layout_options(cmd, *opts);
   cmd->add_option("--micro-batch", opts->micro_batch,
                   "Micro-batch size B per rank for the activation estimate (needs --model)");
   cmd->add_option("--seq-len", opts->seq_len,

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // One preset list and one model-JSON schema for every command: what `zerodp
 // model list` prints, `zerodp plan --model` takes; a JSON config `plan`
-// takes, `train` takes; plan's old spellings are refused the same way by both.
+// takes, `train` takes; plan's old spellings are refused the same way by both;
+// plan's pipeline section for a GPT --model.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 #include <string>
@@ -46,6 +49,21 @@ TEST(CliModels, TrainAndPlanTakeOneModelSchema) {
   expect_refused("train --steps 1 --model " + old, "write \"kind\"");
   const std::string context = R"('{"kind":"gpt","layers":2,"heads":2,"channels":16,"vocab":50,"context":8}')";
   expect_refused("train --steps 1 --model " + context, "write \"max_seq_len\"");
+}
+
+// --pipeline-stages: the pipeline's table in text, and per N in JSON.
+TEST(CliModels, PlanPrintsThePipeline) {
+  const Result text = run("plan --model gpt2-124m --ranks 4 --pipeline-stages 2 --grad-accum 8 --device-memory 12GB");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("P 2 stages x D 2 data-parallel replicas, 1f1b with M = 8"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("bubble (P-1)/(M+P-1) = 11.1%"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("blocks with P = 2,"), std::string::npos) << text.out;
+  const Result json = run("plan --model gpt2-124m --ranks 2,4 --pipeline-stages 2 --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["pipeline"].size(), 2u);
+  EXPECT_EQ(j["pipeline"][1]["replicas"], 2);
+  EXPECT_EQ(j["pipeline"][0]["per_stage"].size(), 2u);
 }
 
 }  // namespace

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plan/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "plan/activations.h"
+#include "plan/engine_memory.h"
+
+namespace zerodp::plan {
+namespace {
+
+constexpr std::array<Stage, 2> kPipelineZeroStages = {Stage::k0, Stage::k1};
+
+// A GPT's activations of one micro-batch split by where they live: each
+// block's kept tensors (per block), the embedding's output (the first
+// stage), the tail's (final layernorm, logits, losses: the last stage) and
+// what every stage holds once (backward scratch, checkpointing's recompute
+// buffers), from the family's own list (model/gpt_family.h).
+struct ActivationSplit {
+  uint64_t per_block = 0, first = 0, last = 0, every = 0;
+};
+
+ActivationSplit split_activations(const PipelineConfig& c) {
+  ActivationConfig a;
+  a.micro_batch = c.micro_batch;
+  a.seq_len = c.seq_len;
+  a.checkpointing = c.checkpointing;
+  const ActivationEstimate est = estimate_activations(c.shape, a);
+  const auto layers = static_cast<uint64_t>(c.shape.layers);
+  ActivationSplit s;
+  for (const ActivationTerm& t : est.terms) {
+    if (t.role == "backward scratch" || t.role == "recompute") {
+      s.every += t.bytes;
+    } else if (t.name == "embedding output") {
+      s.first += t.bytes;
+    } else if (t.count == layers && layers > 1) {  // a block's tensor, one per block (P <= L makes L > 1)
+      s.per_block += t.bytes / layers;
+    } else {
+      s.last += t.bytes;
+    }
+  }
+  return s;
+}
+
+// The ops a pipeline cuts, in order: the embedding, each block, and the
+// final layernorm with the LM head (one item: the head reads the final
+// layernorm's output), with their forward FLOPs per micro-batch (the
+// backward is twice; step_time.cc's counts).
+std::vector<double> op_forward_flops(const PipelineConfig& c, int seq_len) {
+  const double ch = c.shape.channels, tokens = static_cast<double>(c.micro_batch) * seq_len;
+  std::vector<double> flops{0.0};
+  for (int l = 0; l < c.shape.layers; ++l) flops.push_back((72.0 * ch * ch + 12.0 * seq_len * ch) * tokens / 3);
+  flops.push_back(2.0 * c.shape.vocab * ch * tokens);
+  return flops;
+}
+
+}  // namespace
+
+std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
+}
+
+PipelineSchedule parse_pipeline_schedule(std::string_view name) {
+  if (name == "gpipe") return PipelineSchedule::kGpipe;
+  ZDP_CHECK(name == "1f1b", ConfigError, "[plan] --pipeline-schedule '{}' is not known: use 1f1b or gpipe", name);
+  return PipelineSchedule::kOneFOneB;
+}
+
+double bubble_fraction(int stages, int micro_batches) {
+  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+int micro_batches_in_flight(PipelineSchedule schedule, int stages, int stage, int micro_batches) {
+  return schedule == PipelineSchedule::kGpipe ? micro_batches : std::min(stages - stage, micro_batches);
+}
+
+std::vector<size_t> balanced_cut(std::span<const double> costs, int parts) {
+  const size_t n = costs.size();
+  const auto p = static_cast<size_t>(parts);
+  ZDP_CHECK(parts >= 1 && p <= n, ConfigError, "[plan] {} items cannot be cut into {} non-empty parts", n, parts);
+  std::vector<double> prefix(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
+  // best[k][i]: the least largest part over cuts of items [0, i) into k parts.
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(p + 1, std::vector<double>(n + 1, kNone));
+  std::vector<std::vector<size_t>> from(p + 1, std::vector<size_t>(n + 1, 0));
+  best[0][0] = 0.0;
+  for (size_t k = 1; k <= p; ++k) {
+    for (size_t i = k; i <= n; ++i) {
+      for (size_t j = k - 1; j < i; ++j) {
+        const double worst = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        // Ties go to the later cut: the earlier stages, which hold more
+        // micro-batches in flight under 1F1B, get the fewer items.
+        if (worst <= best[k][i]) {
+          best[k][i] = worst;
+          from[k][i] = j;
+        }
+      }
+    }
+  }
+  std::vector<size_t> first(p);
+  for (size_t k = p, i = n; k >= 1; --k) {
+    first[k - 1] = from[k][i];
+    i = from[k][i];
+  }
+  return first;
+}
+
+PipelinePlan plan_pipeline(const PipelineConfig& c) {
+  c.shape.validate();
+  const int p = c.stages, layers = c.shape.layers;
+  ZDP_CHECK(p >= 1 && c.ranks >= p && c.ranks % p == 0, ConfigError,
+            "[plan] --pipeline-stages {} does not divide the {} ranks: use a divisor of {}", p, c.ranks, c.ranks);
+  ZDP_CHECK(p <= layers, ConfigError, "[plan] --pipeline-stages {} exceeds the model's {} blocks: use at most {}", p,
+            layers, layers);
+  ZDP_CHECK(c.micro_batches >= 1, ConfigError, "[plan] --grad-accum (the micro-batches M) {} must be at least 1",
+            c.micro_batches);
+  const int seq = c.seq_len > 0 ? c.seq_len : c.shape.context;
+  const std::vector<double> flops = op_forward_flops(c, seq);  // embedding, L blocks, head
+  std::vector<size_t> first;
+  if (c.layers_per_stage.empty()) {
+    first = balanced_cut(flops, p);
+  } else {
+    ZDP_CHECK(static_cast<int>(c.layers_per_stage.size()) == p &&
+                  std::all_of(c.layers_per_stage.begin(), c.layers_per_stage.end(), [](int l) { return l >= 1; }) &&
+                  std::accumulate(c.layers_per_stage.begin(), c.layers_per_stage.end(), 0) == layers,
+              ConfigError,
+              "[plan] --pipeline-cut needs {} numbers of blocks, each at least 1, summing to the model's {} blocks", p,
+              layers);
+    // The embedding goes with the first stage's blocks, the head with the last's.
+    size_t at = 0;
+    for (int s = 0; s < p; ++s) {
+      first.push_back(s == 0 ? 0 : at + 1);
+      at += static_cast<size_t>(c.layers_per_stage[static_cast<size_t>(s)]);
+    }
+  }
+  const ActivationSplit act = split_activations(c);
+  const BytesPerParam bpp = bytes_per_param(c.precision, c.optimizer);
+  const uint64_t btc = static_cast<uint64_t>(c.micro_batch) * seq * c.shape.channels;
+  PipelinePlan plan;
+  plan.config = c;
+  plan.replicas = c.ranks / p;
+  plan.bubble = bubble_fraction(p, c.micro_batches);
+  plan.tied_embedding_elements = p > 1 ? static_cast<uint64_t>(c.shape.vocab) * c.shape.channels : 0;
+  const size_t items = flops.size();
+  for (int s = 0; s < p; ++s) {
+    const size_t lo = first[static_cast<size_t>(s)], hi = s + 1 < p ? first[static_cast<size_t>(s) + 1] : items;
+    PipelineStagePlan st;
+    st.embedding = lo == 0;
+    st.head = hi == items;
+    st.first_layer = static_cast<int>(std::max<size_t>(lo, 1)) - 1;
+    st.layers = static_cast<int>(std::min(hi, items - 1) - std::max<size_t>(lo, 1));
+    std::vector<uint64_t> units;  // the engine's units this stage holds
+    if (st.embedding) units.push_back(c.shape.embedding_params());
+    for (int l = 0; l < st.layers; ++l) units.push_back(c.shape.block_params());
+    if (st.head) {
+      units.push_back(c.shape.final_params());
+      if (!st.embedding) units.push_back(static_cast<uint64_t>(c.shape.vocab) * c.shape.channels);  // wte's copy
+    }
+    st.params = std::accumulate(units.begin(), units.end(), uint64_t{0});
+    for (size_t i = lo; i < hi; ++i) st.forward_flops += flops[i];
+    const uint64_t shard = owned_elements(units, plan.replicas, 0);
+    const uint64_t largest = *std::max_element(units.begin(), units.end());
+    st.compute_copy = c.precision.is_low_precision() ? 4 * largest : 0;
+    st.activations_per_micro =
+        static_cast<uint64_t>(st.layers) * act.per_block + (st.embedding ? act.first : 0) + (st.head ? act.last : 0);
+    st.scratch = act.every;
+    st.in_flight = micro_batches_in_flight(c.schedule, p, s, c.micro_batches);
+    st.activations = static_cast<uint64_t>(st.in_flight) * st.activations_per_micro + st.scratch;
+    for (size_t z = 0; z < kPipelineZeroStages.size(); ++z) {
+      st.states[z] = model_state_bytes_with_shard(st.params, shard, kPipelineZeroStages[z], bpp);
+      st.peak[z] = st.states[z].total() + st.compute_copy + st.activations;
+      plan.peak[z] = std::max(plan.peak[z], st.peak[z]);
+    }
+    const uint64_t neighbours = (s > 0 ? 1 : 0) + (s + 1 < p ? 1 : 0);
+    st.sent_per_step = neighbours * static_cast<uint64_t>(c.micro_batches) * btc * sizeof(float);
+    plan.stages.push_back(st);
+  }
+  return plan;
+}
+
+int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes) {
+  PipelineConfig c = config;
+  c.layers_per_stage.clear();  // each depth balanced anew
+  int fits = 0;
+  for (int layers = std::max(1, c.stages);; ++layers) {
+    c.shape.layers = layers;
+    if (plan_pipeline(c).peak[1] > bytes) return fits;
+    fits = layers;
+  }
+}
+
+std::string format_pipeline_text(const PipelinePlan& plan) {
+  const PipelineConfig& c = plan.config;
+  const int p = c.stages;
+  std::string out = fmt::format(
+      "\nPipeline: N = {} ranks = P {} stages x D {} data-parallel replicas, {} with M = {} micro-batches of {} x {} "
+      "per step\n",
+      c.ranks, p, plan.replicas, pipeline_schedule_name(c.schedule), c.micro_batches, c.micro_batch,
+      c.seq_len > 0 ? c.seq_len : c.shape.context);
+  out +=
+      fmt::format("  {:<6}{:<22}{:>12}{:>14}{:>10}{:>16}{:>14}{:>14}{:>14}{:>14}\n", "stage", "holds", "params",
+                  "fwd GFLOP/mb", "in flight", "activations GB", "ZeRO-0 GB", "ZeRO-1 GB", "peak-1 GB", "sent GB/step");
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PipelineStagePlan& st = plan.stages[s];
+    std::string holds = st.layers > 0 ? fmt::format("blocks {}-{}", st.first_layer, st.first_layer + st.layers - 1)
+                                      : std::string("no blocks");
+    if (st.embedding) holds.insert(0, "embed, ");
+    if (st.head) holds += ", head";
+    out += fmt::format("  {:<6}{:<22}{:>12}{:>14.2f}{:>10}{:>16.3f}{:>14.3f}{:>14.3f}{:>14.3f}{:>14.3f}\n", s, holds,
+                       st.params, st.forward_flops / 1e9, st.in_flight, static_cast<double>(st.activations) / 1e9,
+                       static_cast<double>(st.states[0].total()) / 1e9, static_cast<double>(st.states[1].total()) / 1e9,
+                       static_cast<double>(st.peak[1]) / 1e9, static_cast<double>(st.sent_per_step) / 1e9);
+  }
+  out += fmt::format(
+      "  bubble (P-1)/(M+P-1) = {:.1f}% of each step; activations: {} micro-batch(es) in flight at stage s ({}), "
+      "one set of backward scratch; peak-1: ZeRO stage 1's states + the fp32 compute copy + activations\n",
+      100 * plan.bubble, c.schedule == PipelineSchedule::kGpipe ? "M" : "min(P-s, M)",
+      pipeline_schedule_name(c.schedule));
+  if (p > 1) {
+    out += fmt::format(
+        "  sent: the residual stream forward and its gradient backward, B x T x C fp32 per micro-batch and "
+        "neighbour; the tied embedding's {} gradient elements are summed between stages 0 and {} each step\n",
+        plan.tied_embedding_elements, p - 1);
+  }
+  out +=
+      "  ZeRO stages 2 and 3 are not planned with a pipeline (DeepSpeed refuses them too): the gradients "
+      "accumulate over the M micro-batches before one reduction\n";
+  return out;
+}
+
+nlohmann::json pipeline_to_json(const PipelinePlan& plan) {
+  const PipelineConfig& c = plan.config;
+  nlohmann::json j = {{"ranks", c.ranks},
+                      {"stages", c.stages},
+                      {"replicas", plan.replicas},
+                      {"schedule", std::string(pipeline_schedule_name(c.schedule))},
+                      {"micro_batches", c.micro_batches},
+                      {"bubble", plan.bubble},
+                      {"tied_embedding_elements", plan.tied_embedding_elements},
+                      {"peak_bytes", {{"zero0", plan.peak[0]}, {"zero1", plan.peak[1]}}},
+                      {"per_stage", nlohmann::json::array()}};
+  for (const PipelineStagePlan& st : plan.stages) {
+    j["per_stage"].push_back({{"first_layer", st.first_layer},
+                              {"layers", st.layers},
+                              {"embedding", st.embedding},
+                              {"head", st.head},
+                              {"params", st.params},
+                              {"forward_flops", st.forward_flops},
+                              {"in_flight", st.in_flight},
+                              {"activation_bytes", st.activations},
+                              {"states_bytes", {{"zero0", st.states[0].total()}, {"zero1", st.states[1].total()}}},
+                              {"peak_bytes", {{"zero0", st.peak[0]}, {"zero1", st.peak[1]}}},
+                              {"sent_bytes_per_step", st.sent_per_step}});
+  }
+  return j;
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pipeline parallelism with ZeRO, planned (docs/plan.md, Pipeline): N = P x D
+// ranks, the model's ops cut into P contiguous stages, each stage's units
+// partitioned among its D data-parallel replicas as ZeRO's stage says, M
+// micro-batches per step flowing through the stages (GPipe: all forwards,
+// then all backwards; 1F1B: after P - s warm-up forwards, stage s
+// alternates one forward and one backward).
+//
+// What a pipeline stage holds per rank: its units' model states among D
+// replicas (a GPT's last stage also holds a copy of the tied token
+// embedding for its LM head, as Megatron does; the two copies' gradients
+// are summed between the first and last stage each step), the fp32 compute
+// copy of its largest unit (mixed precision), and the activations of the
+// micro-batches in flight: M under GPipe, min(P - s, M) at stage s under
+// 1F1B, with one set of backward scratch. What it sends: per micro-batch,
+// the residual stream (B x T x C in fp32, the bits the next stage computes
+// from) forward and its gradient backward. The bubble, the share of a step
+// a stage waits, is (P - 1) / (M + P - 1) for both schedules: 1F1B reorders
+// the same work to hold fewer activations, not to wait less.
+//
+// ZeRO stages 0 and 1 combine with the pipeline: the gradients accumulate
+// over the M micro-batches locally and are reduced once per step. Stages 2
+// and 3 are refused, as DeepSpeed's PipelineEngine refuses them: stage 2
+// would reduce-scatter every micro-batch's gradients (M times the traffic
+// for the memory of a gradient shard), and stage 3 would gather every
+// unit's parameters again for each of the M forwards and backwards.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/stage.h"
+#include "optim/optimizer_config.h"
+#include "plan/memory_model.h"
+#include "plan/model_shape.h"
+
+namespace zerodp::plan {
+
+enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB };
+std::string_view pipeline_schedule_name(PipelineSchedule schedule);  // "gpipe", "1f1b"
+// ConfigError naming the two for anything else.
+PipelineSchedule parse_pipeline_schedule(std::string_view name);
+
+// (P - 1) / (M + P - 1): the share of a step each stage idles.
+double bubble_fraction(int stages, int micro_batches);
+// The micro-batches whose activations stage `stage` (0-based) holds at once.
+int micro_batches_in_flight(PipelineSchedule schedule, int stages, int stage, int micro_batches);
+
+// A contiguous cut of `costs` into `parts` non-empty parts that makes the
+// largest part's cost the least possible (exact); the first index of each
+// part. ConfigError when there are fewer items than parts.
+std::vector<size_t> balanced_cut(std::span<const double> costs, int parts);
+
+struct PipelineConfig {
+  GptShape shape;
+  int ranks = 1;   // N = stages x replicas
+  int stages = 1;  // P
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int micro_batches = 1;  // M: the gradient accumulation count
+  int micro_batch = 1;    // B
+  int seq_len = 0;        // T; 0: the model's context
+  bool checkpointing = false;
+  Dtype precision = Dtype::bf16();
+  optim::OptimizerConfig optimizer = {};
+  // Blocks per stage, P numbers summing to L; empty: balanced by FLOPs.
+  std::vector<int> layers_per_stage = {};
+};
+
+// One pipeline stage, per rank of it.
+struct PipelineStagePlan {
+  int first_layer = 0;  // its blocks: [first_layer, first_layer + layers)
+  int layers = 0;
+  bool embedding = false;    // the token and position embeddings (stage 0)
+  bool head = false;         // the final layernorm and the LM head (stage P - 1), with its copy of wte
+  uint64_t params = 0;       // Φ_s
+  double forward_flops = 0;  // per micro-batch; the backward is twice
+  std::array<ModelStateBytes, 2> states = {};  // per rank at ZeRO stages 0 and 1 among D replicas
+  uint64_t compute_copy = 0;                   // fp32 copy of its largest unit (mixed precision)
+  uint64_t activations_per_micro = 0;          // kept for backward, one micro-batch
+  uint64_t scratch = 0;                        // backward scratch (and checkpointing's recompute buffers), once
+  int in_flight = 0;                           // micro-batches held at once
+  uint64_t activations = 0;                    // in_flight x per micro + scratch
+  std::array<uint64_t, 2> peak = {};           // states + compute copy + activations, at ZeRO 0 and 1
+  uint64_t sent_per_step = 0;                  // to its neighbours: activations forward, gradients backward
+};
+
+struct PipelinePlan {
+  PipelineConfig config;
+  int replicas = 1;  // D = N / P
+  std::vector<PipelineStagePlan> stages;
+  double bubble = 0;
+  uint64_t tied_embedding_elements = 0;  // summed between the first and last stage each step (P > 1)
+  // The busiest rank: the largest peak over the stages, at ZeRO 0 and 1.
+  std::array<uint64_t, 2> peak = {};
+};
+
+// ConfigError when P does not divide N, P exceeds L, M < 1, a given cut
+// does not sum to L or has an empty stage.
+PipelinePlan plan_pipeline(const PipelineConfig& config);
+
+// The most blocks (at the shape's width) whose busiest rank fits `bytes` at
+// ZeRO stage 1 with `config`'s pipeline; 0 when none does.
+int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes);
+
+std::string format_pipeline_text(const PipelinePlan& plan);
+nlohmann::json pipeline_to_json(const PipelinePlan& plan);
+
+}  // namespace zerodp::plan
