@@ -17,6 +17,13 @@ double clock_seconds(ClockKind kind) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+double thread_cpu_seconds(pthread_t thread) {
+  clockid_t id{};
+  timespec ts{};
+  if (pthread_getcpuclockid(thread, &id) != 0 || clock_gettime(id, &ts) != 0) return 0.0;
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 std::string_view clock_name(ClockKind kind) { return kind == ClockKind::kThreadCpu ? "cpu" : "wall"; }
 
 std::optional<ClockKind> parse_clock_kind(std::string_view name) {

@@ -9,6 +9,8 @@
 // so a duration must be read on the thread that started it.
 #pragma once
 
+#include <pthread.h>
+
 #include <optional>
 #include <string_view>
 
@@ -19,6 +21,10 @@ enum class ClockKind { kWall, kThreadCpu };
 // Seconds since an unspecified origin, fixed per clock (and per thread for
 // kThreadCpu); differences are durations.
 double clock_seconds(ClockKind kind);
+
+// The CPU time of a running thread of this process (pthread_getcpuclockid),
+// in seconds since it started; 0 when it cannot be read.
+double thread_cpu_seconds(pthread_t thread);
 
 std::string_view clock_name(ClockKind kind);                       // "wall", "cpu"
 std::optional<ClockKind> parse_clock_kind(std::string_view name);  // the names above

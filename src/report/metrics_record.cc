@@ -163,6 +163,7 @@ json to_json(const StepRecord& record) {
   if (record.val_loss) j["val_loss"] = *record.val_loss;
   if (record.trained_tokens) j["trained_tokens"] = *record.trained_tokens;
   if (record.masked_tokens) j["masked_tokens"] = *record.masked_tokens;
+  if (!record.cpu_seconds.empty()) j["cpu_seconds"] = record.cpu_seconds;
   return j;
 }
 
@@ -205,6 +206,12 @@ StepRecord parse_step_record(const json& line, const RecordPlace& at) {
   s.masked_tokens = count_or_null(line, "masked_tokens", at);
   if (const auto m = line.find("memory"); m != line.end() && !m->is_null()) s.memory = parse_memory(*m, at);
   if (const auto c = line.find("comm"); c != line.end() && !c->is_null()) s.comm = parse_comm(*c, at);
+  if (const auto c = line.find("cpu_seconds"); c != line.end() && !c->is_null()) {
+    if (!c->is_array() || !std::all_of(c->begin(), c->end(), [](const json& x) { return x.is_number(); })) {
+      record_error(at, fmt::format("\"cpu_seconds\" must be an array of numbers, got {}", c->dump()));
+    }
+    s.cpu_seconds = c->get<std::vector<double>>();
+  }
   return s;
 }
 

@@ -16,7 +16,8 @@
 //           step_seconds,
 //           memory: [per rank {category: {current, peak}, ..., model_states: bytes}],
 //           comm:   [per rank {collective: {calls, bytes_sent, bytes_received}}]
-//                   (a collective with no calls in the step is left out).
+//                   (a collective with no calls in the step is left out),
+//           cpu_seconds: [per rank, the step's CPU time of its threads].
 //   final:  {"final": {"step": N, "val_loss": x, "held_out_accuracy": a}},
 //           the last line: the validation pass after the last step
 //           (FinalRecord; held_out_accuracy only on held-out runs).
@@ -89,6 +90,9 @@ struct StepRecord {
   std::optional<int64_t> masked_tokens;
   std::vector<RankMemoryRecord> memory;  // per rank
   std::vector<RankCommRecord> comm;      // per rank
+  // Per rank: the step's CPU time of its threads (the compute thread and
+  // its comm thread), seconds; absent in files from before it was written.
+  std::vector<double> cpu_seconds;
   bool operator==(const StepRecord&) const = default;
 };
 

@@ -125,6 +125,7 @@ report::StepRecord step_record(int64_t step, const zero::StepResult& r, double s
   rec.trained_tokens = static_cast<int64_t>(tokens_per_step) - *rec.masked_tokens;
   rec.memory = memory_records(figures.memory);
   rec.comm = comm_records(figures.step_comm);
+  rec.cpu_seconds = figures.step_cpu_seconds;
   return rec;
 }
 

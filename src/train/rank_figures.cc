@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/rank_figures.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -16,13 +17,16 @@ struct RankFigures {
   RankMemory memory;
   std::array<std::array<uint64_t, 3>, comm::kNumCollectives> comm{};
   uint64_t masked_targets = 0;  // zero::Engine::last_step_masked_targets
+  uint64_t cpu_ns = 0;          // the step's CPU time, nanoseconds
 };
 static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
 
 }  // namespace
 
-AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step) {
+AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step,
+                               double step_cpu_seconds) {
   RankFigures mine;
+  mine.cpu_ns = static_cast<uint64_t>(std::max(0.0, step_cpu_seconds) * 1e9);
   const zero::LedgerSnapshot ledger = engine.ledger().snapshot();
   for (size_t c = 0; c < zero::kNumMemoryCategories; ++c) {
     mine.memory.current[c] = ledger.categories[c].current;
@@ -72,6 +76,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
   for (const RankFigures& r : comm.all_gather_value(mine)) {
     all.masked_targets += r.masked_targets;
     all.memory.push_back(r.memory);
+    all.step_cpu_seconds.push_back(static_cast<double>(r.cpu_ns) / 1e9);
     comm::CommStats& c = all.step_comm.emplace_back();
     for (int k = 0; k < comm::kNumCollectives; ++k) {
       comm::CollectiveStats& s = c[static_cast<comm::Collective>(k)];

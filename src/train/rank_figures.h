@@ -20,9 +20,12 @@ struct AllRankFigures {
   std::vector<RankMemory> memory;          // per rank
   std::vector<comm::CommStats> step_comm;  // per rank
   uint64_t masked_targets = 0;             // the last step's, over every rank (no loss at them)
+  std::vector<double> step_cpu_seconds;    // per rank: the step's CPU time of its threads
 };
 
 // One all-gather of a fixed-size struct of integers.
-AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step);
+// `step_cpu_seconds`: the step's CPU time on this rank (StepEvent::cpu_seconds).
+AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step,
+                               double step_cpu_seconds);
 
 }  // namespace zerodp::train

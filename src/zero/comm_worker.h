@@ -20,6 +20,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.h"
+
 namespace zerodp::zero {
 
 class CommWorker {
@@ -38,6 +40,8 @@ class CommWorker {
   void wait(Ticket ticket);
   // Blocks until every submitted task has run; rethrows the first failure.
   void drain();
+  // The worker thread's CPU time so far (core/clock.h).
+  double cpu_seconds() { return thread_cpu_seconds(thread_.native_handle()); }
 
  private:
   void run();

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/clock.h"
 #include "core/gather_schedule.h"
 #include "model/model.h"
 #include "optim/loss_scaler.h"
@@ -200,6 +201,10 @@ class Engine {
   void set_comm_timeout(std::chrono::milliseconds timeout);
   std::chrono::milliseconds comm_timeout() const { return comm_.options().timeout; }
   int64_t steps_taken() const { return steps_; }
+  // This rank's CPU time so far: the calling thread's (call it on the
+  // rank's own thread) and its comm thread's. A step's difference is the
+  // CPU the step cost the rank, whatever else shares the machine.
+  double cpu_seconds() const { return clock_seconds(ClockKind::kThreadCpu) + (worker_ ? worker_->cpu_seconds() : 0.0); }
   double loss_scale() const { return scaler_.scale(); }
   // This rank's targets that were the ignore id (no loss: a chat record's
   // prompt, padding) in the last train_step, over its micro-batches.

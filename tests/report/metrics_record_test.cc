@@ -48,6 +48,7 @@ StepRecord full_step() {
     c["all_gather"] = {14, 1783296, 1783296 + r};
     c["all_reduce_scalar"] = {3, 24, 24};
     s.comm.push_back(c);
+    s.cpu_seconds.push_back(0.3125 + 0.0625 * static_cast<double>(r));
   }
   return s;
 }
@@ -82,6 +83,12 @@ TEST(MetricsRecord, StepRoundTripsWithOptionalFieldsAbsent) {
 TEST(MetricsRecord, TokenCountsMustBeCounts) {
   for (const char* bad : {R"({"step":1,"loss":1,"masked_tokens":-1})", R"({"step":1,"loss":1,"trained_tokens":2.5})",
                           R"({"step":1,"loss":1,"masked_tokens":"many"})"}) {
+    EXPECT_THROW((void)parse_step_record(nlohmann::json::parse(bad), kAt), ConfigError) << bad;
+  }
+}
+
+TEST(MetricsRecord, CpuSecondsAreNumbersPerRank) {
+  for (const char* bad : {R"({"step":1,"loss":1,"cpu_seconds":0.5})", R"({"step":1,"loss":1,"cpu_seconds":["x"]})"}) {
     EXPECT_THROW((void)parse_step_record(nlohmann::json::parse(bad), kAt), ConfigError) << bad;
   }
 }

@@ -37,7 +37,9 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   step_comm[1][comm::Collective::kReduceScatter] = {1, 50, 60, 0.25};
 
   const report::StepRecord s = step_record(
-      7, r, 0.5, 1000.0, -1.0, AllRankFigures{.memory = memory, .step_comm = step_comm, .masked_targets = 40});
+      7, r, 0.5, 1000.0, -1.0,
+      AllRankFigures{
+          .memory = memory, .step_comm = step_comm, .masked_targets = 40, .step_cpu_seconds = {0.4375, 0.375}});
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.loss, 2.5);
   // Of the step's 1000 targets, 40 were masked over every rank.
@@ -51,6 +53,7 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   EXPECT_FALSE(s.skipped);
   EXPECT_EQ(s.tokens_per_s, 2000.0);
   EXPECT_EQ(s.step_seconds, 0.5);
+  EXPECT_EQ(s.cpu_seconds, (std::vector<double>{0.4375, 0.375}));
   ASSERT_EQ(s.memory.size(), 2u);
   EXPECT_EQ(s.memory[0].categories.size(), zero::kNumMemoryCategories);
   const std::string params(zero::memory_category_name(zero::MemoryCategory::kParams));

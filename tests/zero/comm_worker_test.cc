@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/clock.h"
+
 namespace zerodp::zero {
 namespace {
 
@@ -42,6 +44,19 @@ TEST(CommWorker, CapturesAreReleasedBeforeTheTicketCompletes) {
     worker.wait(ticket);
     ASSERT_TRUE(watch.expired()) << i;
   }
+}
+
+// The worker's CPU clock counts what its tasks spend, not the caller's.
+TEST(CommWorker, ItsCpuSecondsCountItsTasks) {
+  CommWorker worker;
+  const double before = worker.cpu_seconds(), caller = clock_seconds(ClockKind::kThreadCpu);
+  volatile double sink = 0;
+  worker.wait(worker.submit([&] {
+    const double start = clock_seconds(ClockKind::kThreadCpu);
+    while (clock_seconds(ClockKind::kThreadCpu) - start < 0.02) sink = sink + 1.0;
+  }));
+  EXPECT_GE(worker.cpu_seconds() - before, 0.02);
+  EXPECT_LT(clock_seconds(ClockKind::kThreadCpu) - caller, 0.02) << "the caller waited, it did not spin";
 }
 
 }  // namespace
