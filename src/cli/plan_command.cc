@@ -5,6 +5,7 @@
 // bench measurements. Strings become a typed plan::PlanConfig (and
 // plan::Hardware) here, once; plan/ does the arithmetic and report/ draws.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -260,6 +261,24 @@ std::string largest_pipelined_text(const plan::PipelinePlan& p, uint64_t bytes) 
       plan::largest_layers_that_fit(p.config, bytes), p.config.stages, plan::largest_layers_that_fit(one, bytes));
 }
 
+// --predict with --pipeline-stages: each pipeline's step at ZeRO 0 and 1.
+std::string pipeline_step_text(const plan::PipelinePlan& p, const plan::Hardware& hw) {
+  if (const std::string why = hw.oversubscribed(p.config.ranks); !why.empty()) {
+    return fmt::format("  step time (--predict): not predicted: {}\n", why);
+  }
+  std::string out;
+  for (const Stage zero : {Stage::k0, Stage::k1}) {
+    const plan::PipelineStepTime t = plan::predict_pipeline_step(p, zero, hw);
+    out += fmt::format(
+        "  step time (--predict, ZeRO {}): {:.4f} s = schedule {:.4f} s (bubble {:.1f}%, the formula's {:.1f}%) + "
+        "replicas' reduction and optimizer {:.4f} s + tied embedding {:.4f} s; per micro-batch stages {:.4f} s, sends "
+        "{:.4f} s\n",
+        zero, t.step_s, t.schedule_s, 100 * t.bubble, 100 * p.bubble, t.reduce_s, t.tied_s, fmt::join(t.stage_s, " / "),
+        fmt::join(t.send_s, " / "));
+  }
+  return out;
+}
+
 void run_plan(const PlanOptions& o) {
   const plan::PlanConfig config = to_config(o);
   const std::vector<plan::PipelinePlan> pipelines = pipeline_plans(o, config);
@@ -279,6 +298,7 @@ void run_plan(const PlanOptions& o) {
     for (const plan::PipelinePlan& p : pipelines) {
       fmt::print("{}", plan::format_pipeline_text(p));
       if (config.device_memory) fmt::print("{}", largest_pipelined_text(p, *config.device_memory));
+      if (o.predict) fmt::print("{}", pipeline_step_text(p, to_hardware(o)));
     }
     if (step_times) fmt::print("{}", plan::format_step_time_text(*step_times));
     if (!o.chart.empty()) fmt::print("\nChart written to {}\n", o.chart);

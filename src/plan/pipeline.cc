@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
 #include "core/error.h"
 #include "plan/activations.h"
+#include "plan/collective_cost.h"
 #include "plan/engine_memory.h"
 
 namespace zerodp::plan {
@@ -182,6 +184,67 @@ PipelinePlan plan_pipeline(const PipelineConfig& c) {
     plan.stages.push_back(st);
   }
   return plan;
+}
+
+PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, const Hardware& hw) {
+  const PipelineConfig& c = plan.config;
+  ZDP_CHECK(zero == Stage::k0 || zero == Stage::k1, ConfigError,
+            "[plan] a pipeline runs at ZeRO stage 0 or 1 (DeepSpeed refuses 2 and 3 with pipelines too)");
+  ZDP_CHECK(hw.compute_flops() > 0, ConfigError,
+            "[plan] --predict needs a GEMM rate: give --gemm-rate (e.g. 100T), --calibrate-model (zerodp bench model "
+            "--json) or gemm_tflops in --hardware");
+  const int p = c.stages, d = plan.replicas;
+  const int seq = c.seq_len > 0 ? c.seq_len : c.shape.context;
+  const double stream = static_cast<double>(c.micro_batch) * seq * c.shape.channels * sizeof(float);
+  const auto host = [&](int rank) { return rank / std::max(1, hw.ranks_per_host); };
+  PipelineStepTime t;
+  double slowest = 0;
+  for (int s = 0; s < p; ++s) {
+    const PipelineStagePlan& st = plan.stages[static_cast<size_t>(s)];
+    // Checkpointing recomputes the blocks' forward in the backward.
+    const double recompute = c.checkpointing ? st.forward_flops : 0;
+    t.stage_s.push_back((3 * st.forward_flops + recompute) / hw.compute_flops());
+    double send = 0;
+    if (s + 1 < p) {
+      // Replica 0's pair stands for all: the layout repeats.
+      const bool across = host(s * d) != host((s + 1) * d);
+      const Link& link = across ? hw.link : hw.local;
+      ZDP_CHECK(link.known(), ConfigError,
+                "[plan] --predict with --pipeline-stages needs the {} between pipeline stages: give {}",
+                across ? "link between hosts" : "shared-memory link",
+                across ? "--link-bandwidth" : "--local-bandwidth");
+      const double sharing = across ? std::min(d, std::max(1, hw.ranks_per_host)) : 1;
+      send = 2 * (link.latency_s + stream * sharing / link.bandwidth);  // the activation, then its gradient
+      t.send_s.push_back(send);
+    }
+    const double per_micro = t.stage_s.back() + send;
+    t.schedule_s += per_micro;
+    slowest = std::max(slowest, per_micro);
+  }
+  t.schedule_s += (c.micro_batches - 1) * slowest;
+  t.bubble = 1 - c.micro_batches * slowest / t.schedule_s;
+  const double dsize = static_cast<double>(c.precision.size());
+  for (const PipelineStagePlan& st : plan.stages) {
+    const double bytes = static_cast<double>(st.params) * dsize;
+    const Placement replicas = shard_group_placement(c.ranks, d, hw);
+    double seconds = 0;
+    if (d > 1) {
+      seconds = zero == Stage::k0 ? collective_seconds(CollectiveOp::kAllReduce, bytes, replicas, hw)
+                                  : collective_seconds(CollectiveOp::kReduceScatter, bytes, replicas, hw) +
+                                        collective_seconds(CollectiveOp::kAllGather, bytes, replicas, hw);
+    }
+    const double updated = zero == Stage::k1 ? std::ceil(static_cast<double>(st.params) / d) : st.params;
+    t.reduce_s = std::max(t.reduce_s, seconds + updated * hw.optimizer_s_per_param);
+  }
+  if (p > 1) {
+    const bool across = host(0) != host((p - 1) * d);
+    const Placement ends{
+        .ranks = 2, .per_host = across ? 1 : 2, .sharing = across ? std::min(d, std::max(1, hw.ranks_per_host)) : 1};
+    t.tied_s = collective_seconds(CollectiveOp::kAllReduce, static_cast<double>(plan.tied_embedding_elements) * dsize,
+                                  ends, hw);
+  }
+  t.step_s = t.schedule_s + t.reduce_s + t.tied_s;
+  return t;
 }
 
 int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes) {

@@ -39,6 +39,7 @@
 #include "core/dtype.h"
 #include "core/stage.h"
 #include "optim/optimizer_config.h"
+#include "plan/hardware.h"
 #include "plan/memory_model.h"
 #include "plan/model_shape.h"
 
@@ -109,6 +110,31 @@ PipelinePlan plan_pipeline(const PipelineConfig& config);
 // The most blocks (at the shape's width) whose busiest rank fits `bytes` at
 // ZeRO stage 1 with `config`'s pipeline; 0 when none does.
 int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes);
+
+// The step time of a pipeline (plan --predict): each stage's forward and
+// backward per micro-batch at the machine's compute rate (checkpointing
+// recomputes the blocks' forward), the residual stream and its gradient
+// between neighbours over the link their ranks share (ranks are laid out
+// stage by stage, rank = s x D + d: a boundary crosses hosts when those
+// ranks sit on different hosts, and a host's ranks then share its link),
+// the schedule's time sum_s t_s + (M - 1) x max_s t_s (with t_s a stage's
+// compute and its sends per micro-batch: for equal stages (M + P - 1) x t),
+// then, after the flush, the replicas' gradient reduction at the ZeRO stage
+// (0: all-reduce; 1: reduce-scatter, then the all-gather of the updated
+// parameters), the tied embedding's gradient all-reduce between the first
+// and the last stage, and the optimizer on the stage's updated elements.
+struct PipelineStepTime {
+  std::vector<double> stage_s;  // per stage: one micro-batch's forward and backward
+  std::vector<double> send_s;   // per boundary s -> s + 1: one micro-batch's activation and gradient
+  double schedule_s = 0;        // the micro-batches through the pipeline
+  double bubble = 0;            // the slowest stage's idle share of the schedule
+  double reduce_s = 0;          // the busiest stage's replica reduction and optimizer
+  double tied_s = 0;            // the tied embedding's gradient sum (P > 1)
+  double step_s = 0;
+};
+// ConfigError without a compute rate, or without the link a boundary or
+// the replicas need (collective_cost.h's rules).
+PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, const Hardware& hw);
 
 std::string format_pipeline_text(const PipelinePlan& plan);
 nlohmann::json pipeline_to_json(const PipelinePlan& plan);

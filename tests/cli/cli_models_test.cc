@@ -58,6 +58,11 @@ TEST(CliModels, PlanPrintsThePipeline) {
   EXPECT_NE(text.out.find("P 2 stages x D 2 data-parallel replicas, 1f1b with M = 8"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("bubble (P-1)/(M+P-1) = 11.1%"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("blocks with P = 2,"), std::string::npos) << text.out;
+  const Result predicted =
+      run("plan --model gpt2-124m --ranks 4 --pipeline-stages 2 --grad-accum 8 --predict --gemm-rate 100G "
+          "--ranks-per-host 2 --link-bandwidth 1Gbit --local-bandwidth 10GB");
+  ASSERT_EQ(predicted.code, 0) << predicted.err;
+  EXPECT_NE(predicted.out.find("step time (--predict, ZeRO 1): "), std::string::npos) << predicted.out;
   const Result json = run("plan --model gpt2-124m --ranks 2,4 --pipeline-stages 2 --json");
   ASSERT_EQ(json.code, 0) << json.err;
   const nlohmann::json j = nlohmann::json::parse(json.out);

@@ -185,5 +185,44 @@ TEST(Pipeline, TheLargestDepthThatFitsIsExact) {
   }
 }
 
+// The step: each micro-batch through every stage once and through the
+// slowest M - 1 more times, the sends between stages over the link their
+// ranks share, then the replicas' reduction, the tied embedding's sum and
+// the optimizer; one stage waits for nothing.
+TEST(Pipeline, TheStepTimeIsTheScheduleThenTheReductions) {
+  Hardware hw;
+  hw.gemm_flops = 1e11;
+  hw.ranks_per_host = 2;  // D = 2: one pipeline stage per host
+  hw.link = {.latency_s = 1e-4, .bandwidth = 1.25e8, .source = "test"};
+  hw.local = {.latency_s = 1e-6, .bandwidth = 1e10, .source = "test"};
+  hw.optimizer_s_per_param = 1e-9;
+  const PipelinePlan p = plan_pipeline(gpt2_config(4, 2, 8));
+  const PipelineStepTime t = predict_pipeline_step(p, Stage::k1, hw);
+  ASSERT_EQ(t.stage_s.size(), 2u);
+  ASSERT_EQ(t.send_s.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.stage_s[0], 3 * p.stages[0].forward_flops / 1e11);
+  const double stream = 2.0 * 128 * 768 * 4;
+  EXPECT_DOUBLE_EQ(t.send_s[0], 2 * (1e-4 + stream * 2 / 1.25e8)) << "across hosts, both replicas on one link";
+  const double a = t.stage_s[0] + t.send_s[0], b = t.stage_s[1];
+  EXPECT_DOUBLE_EQ(t.schedule_s, a + b + 7 * std::max(a, b));
+  EXPECT_DOUBLE_EQ(t.bubble, 1 - 8 * std::max(a, b) / t.schedule_s);
+  EXPECT_GT(t.tied_s, 0.0);
+  EXPECT_DOUBLE_EQ(t.step_s, t.schedule_s + t.reduce_s + t.tied_s);
+  // ZeRO 1 updates half of a stage's elements, ZeRO 0 all of them.
+  EXPECT_LT(predict_pipeline_step(p, Stage::k1, hw).reduce_s, predict_pipeline_step(p, Stage::k0, hw).reduce_s + 1e-9);
+  EXPECT_THROW(predict_pipeline_step(p, Stage::k2, hw), ConfigError);
+  // Both stages on one host: the sends go through shared memory.
+  hw.ranks_per_host = 4;
+  EXPECT_DOUBLE_EQ(predict_pipeline_step(p, Stage::k1, hw).send_s[0], 2 * (1e-6 + stream / 1e10));
+  hw.link = {};
+  hw.ranks_per_host = 2;
+  EXPECT_THROW(predict_pipeline_step(p, Stage::k1, hw), ConfigError) << "no link between the stages' hosts";
+  // One stage: M micro-batches back to back, nothing idle, nothing tied.
+  const PipelineStepTime one = predict_pipeline_step(plan_pipeline(gpt2_config(2, 1, 8)), Stage::k1, hw);
+  EXPECT_DOUBLE_EQ(one.schedule_s, 8 * one.stage_s[0]);
+  EXPECT_NEAR(one.bubble, 0.0, 1e-12);
+  EXPECT_EQ(one.tied_s, 0.0);
+}
+
 }  // namespace
 }  // namespace zerodp::plan
