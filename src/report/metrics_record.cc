@@ -36,6 +36,7 @@ json comm_json(const std::vector<RankCommRecord>& comm) {
     json r = json::object();
     for (const auto& [name, b] : c) {
       r[name] = {{"calls", b.calls}, {"bytes_sent", b.bytes_sent}, {"bytes_received", b.bytes_received}};
+      if (b.seconds) r[name]["seconds"] = *b.seconds;
     }
     ranks.push_back(std::move(r));
   }
@@ -139,6 +140,7 @@ std::vector<RankCommRecord> parse_comm(const json& v, const RecordPlace& at) {
       b.calls = get("calls");
       b.bytes_sent = get("bytes_sent");
       b.bytes_received = get("bytes_received");
+      b.seconds = number_or_null(value, "seconds", at);
       m[key] = b;
     }
     out.push_back(std::move(m));

@@ -15,7 +15,7 @@
 //           was skipped), loss_scale, skipped, clipped, tokens_per_s,
 //           step_seconds,
 //           memory: [per rank {category: {current, peak}, ..., model_states: bytes}],
-//           comm:   [per rank {collective: {calls, bytes_sent, bytes_received}}]
+//           comm:   [per rank {collective: {calls, bytes_sent, bytes_received, seconds}}]
 //                   (a collective with no calls in the step is left out),
 //           cpu_seconds: [per rank, the step's CPU time of its threads].
 //   final:  {"final": {"step": N, "val_loss": x, "held_out_accuracy": a}},
@@ -66,6 +66,9 @@ struct CollectiveBytes {
   uint64_t calls = 0;
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
+  // The calls' time in the step on the thread that made them (the comm
+  // thread with overlap), seconds; absent in files from before it was written.
+  std::optional<double> seconds;
   bool operator==(const CollectiveBytes&) const = default;
 };
 

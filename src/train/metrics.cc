@@ -101,7 +101,8 @@ std::vector<report::RankCommRecord> comm_records(const std::vector<comm::CommSta
     for (int k = 0; k < comm::kNumCollectives; ++k) {
       const auto kind = static_cast<comm::Collective>(k);
       if (s[kind].calls == 0) continue;
-      r[std::string(comm::collective_name(kind))] = {s[kind].calls, s[kind].bytes_sent, s[kind].bytes_received};
+      r[std::string(comm::collective_name(kind))] = {s[kind].calls, s[kind].bytes_sent, s[kind].bytes_received,
+                                                     s[kind].seconds};
     }
   }
   return ranks;

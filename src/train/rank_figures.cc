@@ -10,14 +10,14 @@ namespace zerodp::train {
 namespace {
 
 // What each rank reports for the metrics file and the summary: its ledger
-// and its counters of the last step (calls, bytes sent, bytes received per
-// collective; not the seconds). All integers and no padding, so the bytes
+// and its counters of the last step (calls, bytes sent, bytes received and
+// microseconds per collective). All integers and no padding, so the bytes
 // that travel are exactly the values.
 struct RankFigures {
   RankMemory memory;
-  std::array<std::array<uint64_t, 3>, comm::kNumCollectives> comm{};
-  uint64_t masked_targets = 0;  // zero::Engine::last_step_masked_targets
-  uint64_t cpu_ns = 0;          // the step's CPU time, nanoseconds
+  std::array<std::array<uint64_t, 4>, comm::kNumCollectives> comm{};  // calls, sent, received, microseconds
+  uint64_t masked_targets = 0;                                        // zero::Engine::last_step_masked_targets
+  uint64_t cpu_ns = 0;                                                // the step's CPU time, nanoseconds
 };
 static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
 
@@ -69,7 +69,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
   }
   for (int k = 0; k < comm::kNumCollectives; ++k) {
     const comm::CollectiveStats& s = step[static_cast<comm::Collective>(k)];
-    mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received};
+    mine.comm[k] = {s.calls, s.bytes_sent, s.bytes_received, static_cast<uint64_t>(std::max(0.0, s.seconds) * 1e6)};
   }
   mine.masked_targets = static_cast<uint64_t>(engine.last_step_masked_targets());
   AllRankFigures all;
@@ -83,6 +83,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
       s.calls = r.comm[k][0];
       s.bytes_sent = r.comm[k][1];
       s.bytes_received = r.comm[k][2];
+      s.seconds = static_cast<double>(r.comm[k][3]) / 1e6;
     }
   }
   return all;

@@ -45,8 +45,8 @@ StepRecord full_step() {
     m.disk = DiskBytes{5066752, 25333760 + r, 30400512};  // --offload-optimizer
     s.memory.push_back(m);
     RankCommRecord c;
-    c["all_gather"] = {14, 1783296, 1783296 + r};
-    c["all_reduce_scalar"] = {3, 24, 24};
+    c["all_gather"] = {14, 1783296, 1783296 + r, 0.015625};
+    c["all_reduce_scalar"] = {3, 24, 24, std::nullopt};  // a file from before the seconds were written
     s.comm.push_back(c);
     s.cpu_seconds.push_back(0.3125 + 0.0625 * static_cast<double>(r));
   }
@@ -108,12 +108,13 @@ TEST(MetricsRecord, StepLineIsTheTrainersLayout) {
   m.categories["adam_m"] = {3, 4};
   m.model_states = 5;
   s.memory = {m};
-  s.comm = {RankCommRecord{{"reduce_scatter", {6, 7, 8}}}};
-  EXPECT_EQ(to_json(s).dump(),
-            R"({"clipped":false,"comm":[{"reduce_scatter":{"bytes_received":8,"bytes_sent":7,"calls":6}}],)"
-            R"("grad_norm":0.5,"loss":1.5,"loss_scale":1.0,"lr":0.001,)"
-            R"("memory":[{"adam_m":{"current":3,"peak":4},"grads":{"current":1,"peak":2},"model_states":5}],)"
-            R"("skipped":false,"step":2,"step_seconds":0.25,"tokens_per_s":100.0,"val_loss":1.25})");
+  s.comm = {RankCommRecord{{"reduce_scatter", {6, 7, 8, 0.5}}}};
+  EXPECT_EQ(
+      to_json(s).dump(),
+      R"({"clipped":false,"comm":[{"reduce_scatter":{"bytes_received":8,"bytes_sent":7,"calls":6,"seconds":0.5}}],)"
+      R"("grad_norm":0.5,"loss":1.5,"loss_scale":1.0,"lr":0.001,)"
+      R"("memory":[{"adam_m":{"current":3,"peak":4},"grads":{"current":1,"peak":2},"model_states":5}],)"
+      R"("skipped":false,"step":2,"step_seconds":0.25,"tokens_per_s":100.0,"val_loss":1.25})");
 }
 
 TEST(MetricsRecord, NonFiniteNumbersAreWrittenAsNullAndReadAsAbsent) {
