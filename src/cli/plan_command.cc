@@ -254,11 +254,15 @@ std::vector<plan::PipelinePlan> pipeline_plans(const PlanOptions& o, const plan:
 std::string largest_pipelined_text(const plan::PipelinePlan& p, uint64_t bytes) {
   plan::PipelineConfig one = p.config;
   one.stages = 1;
+  const auto most = [&](const plan::PipelineConfig& c) {
+    const int layers = plan::largest_layers_that_fit(c, bytes);
+    return layers == plan::kMostPipelineLayers ? fmt::format("{} or more", layers) : std::to_string(layers);
+  };
   return fmt::format(
       "  largest GPT of this width (C = {}) whose busiest rank fits {:.2f} GB at ZeRO 1, N = {}: {} blocks with P = "
       "{}, {} with P = 1\n",
-      p.config.shape.channels, static_cast<double>(bytes) / 1e9, p.config.ranks,
-      plan::largest_layers_that_fit(p.config, bytes), p.config.stages, plan::largest_layers_that_fit(one, bytes));
+      p.config.shape.channels, static_cast<double>(bytes) / 1e9, p.config.ranks, most(p.config), p.config.stages,
+      most(one));
 }
 
 // --predict with --pipeline-stages: each pipeline's step at ZeRO 0 and 1.

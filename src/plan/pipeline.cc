@@ -250,12 +250,25 @@ PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, con
 int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes) {
   PipelineConfig c = config;
   c.layers_per_stage.clear();  // each depth balanced anew
-  int fits = 0;
-  for (int layers = std::max(1, c.stages);; ++layers) {
+  const auto fits = [&](int layers) {
     c.shape.layers = layers;
-    if (plan_pipeline(c).peak[1] > bytes) return fits;
-    fits = layers;
+    return plan_pipeline(c).peak[1] <= bytes;
+  };
+  // The peak grows with the depth: double to a depth that does not fit,
+  // then halve the gap (some twenty plans at most).
+  constexpr int kMost = kMostPipelineLayers;
+  int lo = std::max(1, c.stages);
+  if (!fits(lo)) return 0;
+  int hi = lo;
+  while (hi < kMost && fits(std::min(kMost, 2 * hi))) hi = std::min(kMost, 2 * hi);
+  if (hi == kMost) return kMost;
+  lo = hi;
+  hi = std::min(kMost, 2 * hi);  // does not fit
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
   }
+  return lo;
 }
 
 std::string format_pipeline_text(const PipelinePlan& plan) {

@@ -108,7 +108,10 @@ struct PipelinePlan {
 PipelinePlan plan_pipeline(const PipelineConfig& config);
 
 // The most blocks (at the shape's width) whose busiest rank fits `bytes` at
-// ZeRO stage 1 with `config`'s pipeline; 0 when none does.
+// ZeRO stage 1 with `config`'s pipeline, balanced anew at each depth; 0 when
+// none does, at most kMostPipelineLayers (deeper than any GPT built; the
+// exact cut's cost grows with the square of the depth).
+inline constexpr int kMostPipelineLayers = 1024;
 int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes);
 
 // The step time of a pipeline (plan --predict): each stage's forward and

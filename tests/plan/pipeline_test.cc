@@ -183,6 +183,9 @@ TEST(Pipeline, TheLargestDepthThatFitsIsExact) {
     c.shape.layers = most + 1;
     EXPECT_GT(plan_pipeline(c).peak[1], budget) << stages;
   }
+  // A budget no depth reaches is answered at the cap, at once.
+  EXPECT_EQ(largest_layers_that_fit(gpt2_config(4, 2, 8), uint64_t{1} << 62), kMostPipelineLayers);
+  EXPECT_EQ(largest_layers_that_fit(gpt2_config(4, 2, 8), 1), 0);
 }
 
 // The step: each micro-batch through every stage once and through the
