@@ -302,7 +302,7 @@ void run_plan(const PlanOptions& o) {
     for (const plan::PipelinePlan& p : pipelines) {
       fmt::print("{}", plan::format_pipeline_text(p));
       if (config.device_memory) fmt::print("{}", largest_pipelined_text(p, *config.device_memory));
-      if (o.predict) fmt::print("{}", pipeline_step_text(p, to_hardware(o)));
+      if (step_times) fmt::print("{}", pipeline_step_text(p, step_times->hardware));
     }
     if (step_times) fmt::print("{}", plan::format_step_time_text(*step_times));
     if (!o.chart.empty()) fmt::print("\nChart written to {}\n", o.chart);

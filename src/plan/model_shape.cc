@@ -37,6 +37,15 @@ uint64_t GptShape::block_params() const {
 
 uint64_t GptShape::final_params() const { return 2 * static_cast<uint64_t>(channels); }
 
+double GptShape::block_train_flops(int micro_batch, int seq_len) const {
+  const double c = channels, tokens = static_cast<double>(micro_batch) * seq_len;
+  return (72.0 * c * c + 12.0 * seq_len * c) * tokens;
+}
+
+double GptShape::head_train_flops(int micro_batch, int seq_len) const {
+  return 6.0 * vocab * static_cast<double>(channels) * micro_batch * seq_len;
+}
+
 uint64_t GptShape::num_params() const {
   return embedding_params() + static_cast<uint64_t>(layers) * block_params() + final_params();
 }

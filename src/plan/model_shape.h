@@ -44,6 +44,14 @@ struct GptShape {
   uint64_t block_params() const;      // 12C^2 + 13C
   uint64_t final_params() const;      // final layernorm: 2C (the head is tied to wte)
 
+  // Forward and backward FLOPs of one micro-batch of `micro_batch` x
+  // `seq_len` tokens (the backward twice the forward): a block's matrix
+  // products and attention, (72C^2 + 12TC) per token, and the tied LM
+  // head's, 6VC per token. The step-time model and the pipeline's cut
+  // count by these.
+  double block_train_flops(int micro_batch, int seq_len) const;
+  double head_train_flops(int micro_batch, int seq_len) const;
+
   // A unit of the engine's schedule and the elements stage 3 must gather to
   // run it (the unit itself: the tied LM head is a second op on the
   // embedding unit, which the engine gathers again, whole).

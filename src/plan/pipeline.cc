@@ -51,13 +51,12 @@ ActivationSplit split_activations(const PipelineConfig& c) {
 
 // The ops a pipeline cuts, in order: the embedding, each block, and the
 // final layernorm with the LM head (one item: the head reads the final
-// layernorm's output), with their forward FLOPs per micro-batch (the
-// backward is twice; step_time.cc's counts).
+// layernorm's output), with their forward FLOPs per micro-batch (a third
+// of GptShape's forward and backward).
 std::vector<double> op_forward_flops(const PipelineConfig& c, int seq_len) {
-  const double ch = c.shape.channels, tokens = static_cast<double>(c.micro_batch) * seq_len;
   std::vector<double> flops{0.0};
-  for (int l = 0; l < c.shape.layers; ++l) flops.push_back((72.0 * ch * ch + 12.0 * seq_len * ch) * tokens / 3);
-  flops.push_back(2.0 * c.shape.vocab * ch * tokens);
+  flops.insert(flops.end(), static_cast<size_t>(c.shape.layers), c.shape.block_train_flops(c.micro_batch, seq_len) / 3);
+  flops.push_back(c.shape.head_train_flops(c.micro_batch, seq_len) / 3);
   return flops;
 }
 
@@ -197,6 +196,8 @@ PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, con
   const int seq = c.seq_len > 0 ? c.seq_len : c.shape.context;
   const double stream = static_cast<double>(c.micro_batch) * seq * c.shape.channels * sizeof(float);
   const auto host = [&](int rank) { return rank / std::max(1, hw.ranks_per_host); };
+  // A boundary that crosses hosts: a host's replicas send through its link at once.
+  const int link_sharing = std::min(d, std::max(1, hw.ranks_per_host));
   PipelineStepTime t;
   double slowest = 0;
   for (int s = 0; s < p; ++s) {
@@ -213,7 +214,7 @@ PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, con
                 "[plan] --predict with --pipeline-stages needs the {} between pipeline stages: give {}",
                 across ? "link between hosts" : "shared-memory link",
                 across ? "--link-bandwidth" : "--local-bandwidth");
-      const double sharing = across ? std::min(d, std::max(1, hw.ranks_per_host)) : 1;
+      const double sharing = across ? link_sharing : 1;
       send = 2 * (link.latency_s + stream * sharing / link.bandwidth);  // the activation, then its gradient
       t.send_s.push_back(send);
     }
@@ -224,9 +225,9 @@ PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, con
   t.schedule_s += (c.micro_batches - 1) * slowest;
   t.bubble = 1 - c.micro_batches * slowest / t.schedule_s;
   const double dsize = static_cast<double>(c.precision.size());
+  const Placement replicas = shard_group_placement(c.ranks, d, hw);
   for (const PipelineStagePlan& st : plan.stages) {
     const double bytes = static_cast<double>(st.params) * dsize;
-    const Placement replicas = shard_group_placement(c.ranks, d, hw);
     double seconds = 0;
     if (d > 1) {
       seconds = zero == Stage::k0 ? collective_seconds(CollectiveOp::kAllReduce, bytes, replicas, hw)
@@ -238,8 +239,7 @@ PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, con
   }
   if (p > 1) {
     const bool across = host(0) != host((p - 1) * d);
-    const Placement ends{
-        .ranks = 2, .per_host = across ? 1 : 2, .sharing = across ? std::min(d, std::max(1, hw.ranks_per_host)) : 1};
+    const Placement ends{.ranks = 2, .per_host = across ? 1 : 2, .sharing = across ? link_sharing : 1};
     t.tied_s = collective_seconds(CollectiveOp::kAllReduce, static_cast<double>(plan.tied_embedding_elements) * dsize,
                                   ends, hw);
   }

@@ -94,10 +94,9 @@ class StepSimulation {
       offsets_.push_back(static_cast<double>(offset) / slice);
       offset += u.owned_params;
     }
-    const double c = shape.channels, tokens = static_cast<double>(run.micro_batch) * run.seq_len;
     const double rate = hw.compute_flops() * slice;
-    const double block_flops = (72.0 * c * c + 12.0 * run.seq_len * c) * tokens;
-    const double head_flops = 6.0 * shape.vocab * c * tokens;
+    const double block_flops = shape.block_train_flops(run.micro_batch, run.seq_len);
+    const double head_flops = shape.head_train_flops(run.micro_batch, run.seq_len);
     const double recompute = run.checkpointing ? 1.0 / 3 : 0;
     ops_.push_back({0, 0, 0, /*backward_reads_params=*/false});
     for (int l = 0; l < shape.layers; ++l) {
