@@ -62,24 +62,6 @@ std::vector<double> op_forward_flops(const PipelineConfig& c, int seq_len) {
 
 }  // namespace
 
-std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
-}
-
-PipelineSchedule parse_pipeline_schedule(std::string_view name) {
-  if (name == "gpipe") return PipelineSchedule::kGpipe;
-  ZDP_CHECK(name == "1f1b", ConfigError, "[plan] --pipeline-schedule '{}' is not known: use 1f1b or gpipe", name);
-  return PipelineSchedule::kOneFOneB;
-}
-
-double bubble_fraction(int stages, int micro_batches) {
-  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
-}
-
-int micro_batches_in_flight(PipelineSchedule schedule, int stages, int stage, int micro_batches) {
-  return schedule == PipelineSchedule::kGpipe ? micro_batches : std::min(stages - stage, micro_batches);
-}
-
 std::vector<size_t> balanced_cut(std::span<const double> costs, int parts) {
   const size_t n = costs.size();
   const auto p = static_cast<size_t>(parts);

@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
+#include "core/pipeline_schedule.h"
 #include "core/stage.h"
 #include "optim/optimizer_config.h"
 #include "plan/hardware.h"
@@ -45,15 +46,13 @@
 
 namespace zerodp::plan {
 
-enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB };
-std::string_view pipeline_schedule_name(PipelineSchedule schedule);  // "gpipe", "1f1b"
-// ConfigError naming the two for anything else.
-PipelineSchedule parse_pipeline_schedule(std::string_view name);
-
-// (P - 1) / (M + P - 1): the share of a step each stage idles.
-double bubble_fraction(int stages, int micro_batches);
-// The micro-batches whose activations stage `stage` (0-based) holds at once.
-int micro_batches_in_flight(PipelineSchedule schedule, int stages, int stage, int micro_batches);
+// The schedules' facts (names, in-flight counts, the bubble) live in
+// core/pipeline_schedule.h, beside the lists the engine runs.
+using zerodp::bubble_fraction;
+using zerodp::micro_batches_in_flight;
+using zerodp::parse_pipeline_schedule;
+using zerodp::pipeline_schedule_name;
+using zerodp::PipelineSchedule;
 
 // A contiguous cut of `costs` into `parts` non-empty parts that makes the
 // largest part's cost the least possible (exact); the first index of each
