@@ -157,6 +157,10 @@ class Communicator {
   std::unique_ptr<Communicator> split(int color);
 
   const CommStats& stats() const { return stats_; }
+  // A split-off child counts its calls in its own stats() only from here,
+  // not in its parent's: a pipeline's point-to-point groups, which the rank
+  // thread calls while its comm thread counts into the parent.
+  void count_apart() { parent_stats_ = nullptr; }
   void reset_stats() { stats_ = CommStats{}; }
 
   // Marks this rank failed with `reason` (e.g. its body threw): later calls

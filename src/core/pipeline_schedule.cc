@@ -39,6 +39,10 @@ std::string_view pipe_action_name(PipeAction action) {
       return "backward";
     case PipeAction::kSendGradient:
       return "send-gradient";
+    case PipeAction::kSendTiedGradient:
+      return "send-tied-gradient";
+    case PipeAction::kRecvTiedGradient:
+      return "recv-tied-gradient";
   }
   return "?";
 }
@@ -49,26 +53,32 @@ namespace {
 // neighbour for.
 class StepList {
  public:
-  StepList(int stages, int stage) : first_(stage == 0), last_(stage == stages - 1) {}
+  StepList(int stages, int stage, bool tied)
+      : first_(stage == 0), last_(stage == stages - 1), tied_(tied && stages > 1) {}
   void add(PipeAction action, int micro) {
     const bool from_below = action == PipeAction::kRecvActivation || action == PipeAction::kSendGradient;
     const bool from_above = action == PipeAction::kSendActivation || action == PipeAction::kRecvGradient;
     if ((from_below && first_) || (from_above && last_)) return;
+    if (action == PipeAction::kBackward && first_ && tied_) steps_.push_back({PipeAction::kRecvTiedGradient, micro});
     steps_.push_back({action, micro});
+  }
+  // After a micro-batch's backward and its gradient's send.
+  void backward_done(int micro) {
+    if (last_ && tied_) steps_.push_back({PipeAction::kSendTiedGradient, micro});
   }
   std::vector<PipeStep> take() { return std::move(steps_); }
 
  private:
-  bool first_, last_;
+  bool first_, last_, tied_;
   std::vector<PipeStep> steps_;
 };
 
 }  // namespace
 
-std::vector<PipeStep> pipeline_steps(PipelineSchedule schedule, int stages, int stage, int micro_batches) {
+std::vector<PipeStep> pipeline_steps(PipelineSchedule schedule, int stages, int stage, int micro_batches, bool tied) {
   ZDP_CHECK(stages >= 1 && stage >= 0 && stage < stages && micro_batches >= 1, ConfigError,
             "[pipeline] stage {} of {} with {} micro-batches", stage, stages, micro_batches);
-  StepList list(stages, stage);
+  StepList list(stages, stage, tied);
   using A = PipeAction;
   const int m = micro_batches;
   if (schedule == PipelineSchedule::kGpipe) {
@@ -81,6 +91,7 @@ std::vector<PipeStep> pipeline_steps(PipelineSchedule schedule, int stages, int 
       list.add(A::kRecvGradient, i);
       list.add(A::kBackward, i);
       list.add(A::kSendGradient, i);
+      list.backward_done(i);
     }
     return list.take();
   }
@@ -101,11 +112,13 @@ std::vector<PipeStep> pipeline_steps(PipelineSchedule schedule, int stages, int 
     // send_backward_recv_forward, activation first (none after the last).
     if (i + 1 < steady) list.add(A::kRecvActivation, warmup + i + 1);
     list.add(A::kSendGradient, i);
+    list.backward_done(i);
   }
   for (int i = steady; i < m; ++i) {
     list.add(A::kRecvGradient, i);
     list.add(A::kBackward, i);
     list.add(A::kSendGradient, i);
+    list.backward_done(i);
   }
   return list.take();
 }

@@ -46,6 +46,11 @@ enum class PipeAction : uint8_t {
   kRecvGradient,    // from stage + 1: the gradient of this stage's output
   kBackward,
   kSendGradient,  // to stage - 1
+  // A unit both end stages hold (GPT's tied token embedding): the last
+  // stage's part of its gradient goes to the first stage, which starts that
+  // micro-batch's backward of the unit from it.
+  kSendTiedGradient,  // the last stage, after the micro-batch's backward and its gradient's send
+  kRecvTiedGradient,  // the first stage, before the micro-batch's backward
 };
 std::string_view pipe_action_name(PipeAction action);
 
@@ -58,7 +63,9 @@ struct PipeStep {
 // Stage `stage`'s list for one step of `micro_batches` (ConfigError on
 // stages < 1, stage outside [0, stages) or micro_batches < 1). The first
 // stage receives no activations and sends no gradients; the last sends no
-// activations and receives no gradients.
-std::vector<PipeStep> pipeline_steps(PipelineSchedule schedule, int stages, int stage, int micro_batches);
+// activations and receives no gradients. `tied`: the model has a unit on
+// both end stages (P > 1), whose messages join the lists.
+std::vector<PipeStep> pipeline_steps(PipelineSchedule schedule, int stages, int stage, int micro_batches,
+                                     bool tied = false);
 
 }  // namespace zerodp

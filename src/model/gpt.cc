@@ -120,6 +120,32 @@ std::unique_ptr<Workspace> Gpt::make_workspace(int micro_batch, int seq_len, boo
   return std::make_unique<GptWorkspace>(config_, micro_batch, seq_len, checkpointing);
 }
 
+bool Gpt::can_cut_before(int op_index) const { return op_index >= 1 && op_index <= config_.layers + 1; }
+
+std::unique_ptr<Workspace> Gpt::make_stage_workspace(int micro_batch, int seq_len, bool checkpointing, int first_op,
+                                                     int end_op) const {
+  const int L = config_.layers, ops = static_cast<int>(ops_.size());
+  ZDP_CHECK(0 <= first_op && first_op < end_op && end_op <= ops && (first_op == 0 || can_cut_before(first_op)) &&
+                (end_op == ops || can_cut_before(end_op)),
+            ConfigError,
+            "[gpt] a stage of ops [{}, {}): a stage starts and ends at a block, the final norm or the ends", first_op,
+            end_op);
+  // Op 1 + l is block l; the final norm and the head always share a stage.
+  const GptPart part{
+      .first_layer = std::max(first_op - 1, 0), .end_layer = std::min(end_op - 1, L), .head = end_op == ops};
+  return std::make_unique<GptWorkspace>(config_, micro_batch, seq_len, checkpointing, part);
+}
+
+std::span<float> Gpt::boundary_activation(Workspace& ws, int op_index) const {
+  ZDP_CHECK(can_cut_before(op_index), ConfigError, "[gpt] no cut before op {}", op_index);
+  return as_gpt(ws).resid(op_index - 1);
+}
+
+std::span<float> Gpt::boundary_gradient(Workspace& ws, int op_index) const {
+  ZDP_CHECK(can_cut_before(op_index), ConfigError, "[gpt] no cut before op {}", op_index);
+  return as_gpt(ws).dresid();
+}
+
 void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) const {
   ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})", op_index,
             ops_.size());

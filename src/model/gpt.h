@@ -39,6 +39,13 @@ class Gpt final : public CausalLm {
   // fcprojw) N(0, 0.02 / sqrt(2L)), biases 0, layernorm weights 1; the padded
   // rows of wte (ids >= V) are 0. One random stream per tensor.
   std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
+  // Pipeline stages: cuts before a block or the final norm; the residual
+  // stream and its gradient cross them.
+  bool can_cut_before(int op_index) const override;
+  std::unique_ptr<Workspace> make_stage_workspace(int micro_batch, int seq_len, bool checkpointing, int first_op,
+                                                  int end_op) const override;
+  std::span<float> boundary_activation(Workspace& ws, int op_index) const override;
+  std::span<float> boundary_gradient(Workspace& ws, int op_index) const override;
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;

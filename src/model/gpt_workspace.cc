@@ -8,8 +8,8 @@
 
 namespace zerodp::model {
 
-GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing)
-    : batch_(micro_batch), seq_(seq_len), checkpointing_(checkpointing), config_(config) {
+GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing, GptPart part)
+    : batch_(micro_batch), seq_(seq_len), checkpointing_(checkpointing), config_(config), part_(part) {
   config.validate();
   ZDP_CHECK(micro_batch >= 1, ConfigError, "[gpt] micro batch is {}, must be at least 1", micro_batch);
   ZDP_CHECK(seq_len >= 1 && seq_len <= config.max_seq_len, ConfigError,
@@ -18,12 +18,16 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
   const size_t C = config.channels;
   const size_t T = seq_len;
   const int L = config.layers;
+  if (part_.end_layer < 0) part_.end_layer = L;
+  ZDP_CHECK(0 <= part_.first_layer && part_.first_layer <= part_.end_layer && part_.end_layer <= L, ConfigError,
+            "[gpt] a workspace for blocks [{}, {}) of {}", part_.first_layer, part_.end_layer, L);
+  const int blocks = part_.end_layer - part_.first_layer;
 
   detail::ArenaCarver carver;
-  resid_.resize(L + 1);
+  resid_.resize(static_cast<size_t>(blocks) + 1);
   for (auto& r : resid_) carver.add(r, N * C, true);
   // With checkpointing the one LayerActs set is recompute scratch, not kept.
-  layers_.resize(checkpointing ? 1 : L);
+  layers_.resize(checkpointing ? std::min(blocks, 1) : blocks);
   for (auto& a : layers_) {
     const bool keep = !checkpointing;
     carver.add(a.ln1, N * C, keep);
@@ -39,11 +43,13 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
     carver.add(a.fch, N * 4 * C, keep);
     carver.add(a.fch_gelu, N * 4 * C, keep);
   }
-  carver.add(lnf_, N * C, true);
-  carver.add(lnf_mean_, N, true);
-  carver.add(lnf_rstd_, N, true);
-  carver.add(probs_, N * config.padded_vocab, true);
-  carver.add(losses_, N, true);
+  if (part_.head) {
+    carver.add(lnf_, N * C, true);
+    carver.add(lnf_mean_, N, true);
+    carver.add(lnf_rstd_, N, true);
+    carver.add(probs_, N * config.padded_vocab, true);
+    carver.add(losses_, N, true);
+  }
   carver.add(dresid_, N * C, false);
   carver.add(dln_, N * C, false);
   carver.add(datty_, N * C, false);

@@ -5,6 +5,9 @@
 // slice 64-byte aligned (so recomputed and stored activations see the same
 // alignment and the same GEMM code paths: bitwise-equal results).
 //
+// A pipeline stage's workspace (GptPart) holds only its blocks' activations,
+// the residual stream at its ends, and the head's buffers where the head is
+// in the stage.
 // Without checkpointing every block keeps its LayerActs. With checkpointing
 // only the residual stream (each block's input) is kept and one LayerActs is
 // shared: a block's backward first recomputes its forward into it.
@@ -37,9 +40,17 @@ struct LayerActs {
   std::span<float> fch_gelu;  // [N, 4C]
 };
 
+// The part of the model a workspace serves: blocks [first_layer, end_layer)
+// (end_layer -1: through the last), and the final norm with the head or not.
+struct GptPart {
+  int first_layer = 0;
+  int end_layer = -1;
+  bool head = true;
+};
+
 class GptWorkspace final : public Workspace {
  public:
-  GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing);
+  GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing, GptPart part = {});
 
   void set_batch(const Batch& batch) override;
   float loss() const override { return loss_; }
@@ -55,9 +66,10 @@ class GptWorkspace final : public Workspace {
   bool has_targets() const { return has_targets_; }
 
   // Residual stream: resid(0) = embeddings, resid(l+1) = output of block l.  [N, C]
-  std::span<float> resid(int i) { return resid_[i]; }
+  // (i in [first_layer, end_layer] of the part)
+  std::span<float> resid(int i) { return resid_[static_cast<size_t>(i - part_.first_layer)]; }
   // Block l's activations (the shared recompute set when checkpointing).
-  LayerActs& layer(int l) { return checkpointing_ ? layers_[0] : layers_[l]; }
+  LayerActs& layer(int l) { return checkpointing_ ? layers_[0] : layers_[static_cast<size_t>(l - part_.first_layer)]; }
   std::span<float> lnf() { return lnf_; }            // [N, C]
   std::span<float> lnf_mean() { return lnf_mean_; }  // [N]
   std::span<float> lnf_rstd() { return lnf_rstd_; }  // [N]
@@ -81,6 +93,7 @@ class GptWorkspace final : public Workspace {
   int batch_, seq_;
   bool checkpointing_;
   GptConfig config_;
+  GptPart part_;
   std::vector<int32_t> tokens_, targets_;
   bool has_targets_ = false;
   float loss_ = 0.0f;

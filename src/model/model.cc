@@ -34,7 +34,7 @@ void Model::init_range(std::span<const TensorInfo> tensors, std::span<float> out
   for (const TensorInfo& t : tensors) {
     const size_t lo = std::max(first, t.offset), hi = std::min(end, t.offset + t.count);
     if (lo >= hi) continue;
-    init_tensor_slice(t.init, t.offset, lo - t.offset, out.subspan(lo - first, hi - lo), seed);
+    init_tensor_slice(t.init, t.init_key(), lo - t.offset, out.subspan(lo - first, hi - lo), seed);
   }
 }
 
@@ -42,6 +42,24 @@ void Model::init_params(std::span<float> all, uint64_t seed) const {
   ZDP_CHECK_EQ(all.size(), num_params(), ShapeError, "[model] init: parameter buffer size");
   init_range(all, 0, seed);
 }
+
+namespace {
+
+[[noreturn]] void refuse_stages(const std::string& kind) {
+  ZDP_THROW(ConfigError,
+            "[{}] this model family cannot be cut into pipeline stages: train it without --pipeline-stages", kind);
+}
+
+}  // namespace
+
+std::unique_ptr<Workspace> Model::make_stage_workspace(int /*micro_batch*/, int /*seq_len*/, bool /*checkpointing*/,
+                                                       int /*first_op*/, int /*end_op*/) const {
+  refuse_stages(kind());
+}
+
+std::span<float> Model::boundary_activation(Workspace& /*ws*/, int /*op_index*/) const { refuse_stages(kind()); }
+
+std::span<float> Model::boundary_gradient(Workspace& /*ws*/, int /*op_index*/) const { refuse_stages(kind()); }
 
 std::vector<int> Model::last_backward_op() const {
   std::vector<int> last(units().size(), -1);

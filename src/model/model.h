@@ -52,6 +52,13 @@ struct TensorInfo {
   std::vector<int> shape;  // row-major, e.g. {3C, C}
   bool decay = false;      // weight decay applies (matrices: yes; biases and layernorm: no, as GPT-2 / nanoGPT)
   TensorInit init = {};    // how it starts (model/param_init.h)
+  // Where the tensor starts in the whole model when this is a part of it (a
+  // pipeline stage's view, model/stage_model.h): its initial values are the
+  // whole model's there, since a tensor's random stream is keyed by that
+  // offset. kAtOffset: here.
+  static constexpr size_t kAtOffset = static_cast<size_t>(-1);
+  size_t origin = kAtOffset;
+  size_t init_key() const { return origin == kAtOffset ? offset : origin; }
 };
 
 // One step of the forward schedule. The family keeps its own meaning of
@@ -184,6 +191,26 @@ class Model {
   // warm_up_linear touches OpenBLAS's buffers with them before a run
   // measures its baseline memory).
   virtual std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const = 0;
+
+  // ---- pipeline stages (model/stage_model.h, zero/pipeline.h) ----
+  // A stage runs a contiguous range of ops; between two stages one tensor
+  // crosses, both ways: the input of the later stage's first op (sent after
+  // the earlier stage's forward) and its gradient (sent back after the later
+  // stage's backward). A family that can be cut says where (the default:
+  // nowhere, and the three methods below throw ConfigError).
+  // Whether the ops can be cut before op `op_index` (0 < op_index < ops().size()).
+  virtual bool can_cut_before(int /*op_index*/) const { return false; }
+  // A workspace for ops [first_op, end_op) only: the activations of those
+  // ops, the inputs a stage needs (tokens where the embedding is in it,
+  // targets for the loss) and the boundary tensors.
+  virtual std::unique_ptr<Workspace> make_stage_workspace(int micro_batch, int seq_len, bool checkpointing,
+                                                          int first_op, int end_op) const;
+  // The input of op `op_index` (a cut): the later stage fills it before its
+  // first forward op, the earlier one reads it after its last.
+  virtual std::span<float> boundary_activation(Workspace& ws, int op_index) const;
+  // Its gradient: after op `op_index`'s backward it holds d(objective)/d(its
+  // input); the earlier stage fills it before its last op's backward.
+  virtual std::span<float> boundary_gradient(Workspace& ws, int op_index) const;
 
   // Model FLOPs of forward + backward per sample position (per token for the
   // GPT, per sample for the MLP): 6 x (matmul parameters) + attention.

@@ -481,7 +481,7 @@ void Engine::release(int op_index) {
   g.reset();
 }
 
-void Engine::forward_pass(bool then_backward) {
+void Engine::forward_pass(model::Workspace& ws, bool then_backward) {
   const kernels::ScopedCompute compute(config_.compute);
   const auto& ops = model_.ops();
   const int last = static_cast<int>(ops.size()) - 1;
@@ -490,7 +490,7 @@ void Engine::forward_pass(bool then_backward) {
   for (int i = 0; i <= last; ++i) release(i);
   for (int i = 0; i <= last; ++i) {
     const auto params = acquire(i, +1);
-    model_.forward(i, params, *workspace_);
+    model_.forward(i, params, ws);
     if (pass_to(i) >= 0) {
       // Stage 3: the unit's next forward op (tied weights) takes this gather.
       gathered_[pass_to(i)] = std::move(gathered_[i]);
@@ -506,33 +506,46 @@ void Engine::forward_pass(bool then_backward) {
   }
 }
 
-void Engine::backward_pass(int micro) {
+void Engine::backward_pass(model::Workspace& ws, int micro) {
   const kernels::ScopedCompute compute(config_.compute);
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
-    const std::span<float> grad = open_gradient(i);
+    const std::span<float> grad = open_gradient(i, micro);
     const bool reads = reads_params(i, -1);
     const auto params = reads ? acquire(i, -1) : std::span<const float>{};
-    model_.backward(i, params, grad, *workspace_);
+    model_.backward(i, params, grad, ws);
     if (reads) release(i);
-    if (last_backward_op_[unit] == i) reduce_unit(unit, micro);
+    if (last_backward_op_[unit] != i) continue;
+    if (borrowed(unit)) {
+      // Another stage reduces it: hand it over and close it here.
+      link_.export_gradient(unit, micro, grad);
+      grad_scratch_[unit].reset();
+      continue;
+    }
+    reduce_unit(unit, micro);
   }
   flush_bucket(micro);
 }
 
-std::span<float> Engine::open_gradient(int op_index) {
+std::span<float> Engine::open_gradient(int op_index, int micro) {
   const auto unit = static_cast<size_t>(model_.ops()[op_index].unit);
   const size_t count = plan_.unit_count(unit);
+  const bool opens = first_backward_op_[unit] == op_index;
+  std::span<float> grad;
   if (grads_in_place_) {
-    auto* grad = static_cast<float*>(grads_.unit(unit).data);
+    grad = {static_cast<float*>(grads_.unit(unit).data), count};
     // Zeroed by the unit's first backward op (the last step's reduction of
     // this range has drained, and the optimizer has read it).
-    if (first_backward_op_[unit] == op_index) std::fill_n(grad, count, 0.0f);
-    return {grad, count};
+    if (opens && !(link_.seed_gradient && link_.seed_gradient(unit, micro, grad)))
+      std::fill_n(grad.data(), count, 0.0f);
+    return grad;
   }
   auto& scratch = grad_scratch_[unit];
-  if (!scratch) scratch = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
+  if (!scratch) {
+    scratch = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
+    if (link_.seed_gradient) link_.seed_gradient(unit, micro, {pooled_data<float>(scratch), count});
+  }
   return {pooled_data<float>(scratch), count};
 }
 
@@ -668,18 +681,58 @@ void Engine::set_comm_timeout(std::chrono::milliseconds timeout) {
 
 StepResult Engine::train_step(const BatchFeeder& feed) {
   std::vector<double> losses;
-  const float grad_scale =
-      static_cast<float>(scaler_.scale() / (static_cast<double>(comm_.size()) * config_.grad_accum));
+  const float grad_scale = micro_grad_scale();
   step_masked_targets_ = 0;
   for (int micro = 0; micro < config_.grad_accum; ++micro) {
     feed(*workspace_, micro);
     step_masked_targets_ += workspace_->masked_targets();
-    forward_pass(/*then_backward=*/true);
+    forward_pass(*workspace_, /*then_backward=*/true);
     losses.push_back(workspace_->loss());
     workspace_->set_loss_grad_scale(grad_scale);
-    backward_pass(micro);
+    backward_pass(*workspace_, micro);
   }
   return apply_step(losses);
+}
+
+float Engine::micro_grad_scale() const {
+  return static_cast<float>(scaler_.scale() / (static_cast<double>(comm_.size()) * config_.grad_accum));
+}
+
+void Engine::link_stage(StageLink link) {
+  const StageTraits& stage = traits(config_.stage);
+  ZDP_CHECK(!stage.partitions_grads && !stage.partitions_params, ConfigError,
+            "[pipeline] ZeRO stage {} with pipeline stages: a pipeline runs each stage's micro-batches one after "
+            "another, so partitioned gradients would be reduced once per micro-batch (as DeepSpeed, which refuses it "
+            "too); use --zero-stage 0 or 1",
+            static_cast<int>(config_.stage));
+  ZDP_CHECK(!offload_ && !param_store_, ConfigError,
+            "[pipeline] --offload-optimizer and --offload-params are not built for pipeline stages yet: train "
+            "without them");
+  ZDP_CHECK(link.borrowed.empty() || link.borrowed.size() == plan_.num_units(), ShapeError,
+            "[pipeline] {} borrowed flags for {} units", link.borrowed.size(), plan_.num_units());
+  link_ = std::move(link);
+}
+
+void Engine::forward_micro(model::Workspace& ws) { forward_pass(ws, /*then_backward=*/false); }
+
+void Engine::backward_micro(model::Workspace& ws, int micro) {
+  ws.set_loss_grad_scale(micro_grad_scale());
+  backward_pass(ws, micro);
+}
+
+StepResult Engine::finish_step(const std::vector<double>& local_losses) { return apply_step(local_losses); }
+
+model::Workspace& Engine::add_workspace() {
+  auto ws = model_.make_workspace(workspace_->micro_batch(), workspace_->seq_len(), workspace_->checkpointing());
+  ledger_.allocate(MemoryCategory::kActivations, ws->total_bytes());
+  more_workspaces_.push_back(std::move(ws));
+  return *more_workspaces_.back();
+}
+
+comm::Buffer Engine::unit_params(size_t unit) {
+  ZDP_CHECK(!traits(config_.stage).partitions_params && params_.allocated(), ConfigError,
+            "[engine] unit_params: stage {} keeps only a shard of the parameters", static_cast<int>(config_.stage));
+  return params_.unit(unit);
 }
 
 double Engine::step_loss(const std::vector<double>& local_losses) {
@@ -696,19 +749,23 @@ double Engine::step_loss(const std::vector<double>& local_losses) {
 
 double Engine::eval_loss(const BatchFeeder& feed) {
   feed(*workspace_, 0);
-  forward_pass(/*then_backward=*/false);
+  forward_pass(*workspace_, /*then_backward=*/false);
   return comm_.all_reduce_scalar(workspace_->loss(), comm::ReduceOp::kAvg);
 }
 
 StepResult Engine::apply_step(const std::vector<double>& losses) {
   drain();  // the comm thread is idle from here: the collectives below are this thread's
-  const double loss = step_loss(losses);
+  double loss = link_.pipeline && !link_.has_loss ? 0.0 : step_loss(losses);
+  // A pipeline's loss is its last stage's: a sum with zeros is exact.
+  if (link_.pipeline) loss = link_.pipeline->all_reduce_scalar(link_.has_loss ? loss : 0.0, comm::ReduceOp::kSum);
   // Overflow and norm over this rank's shards of the reduced gradient: the
   // same elements at every stage, summed in rank order. With hybrid sharding
   // over the shard group only: every group holds the same reduced shards, so
   // each element counts once.
   double local_sumsq = 0.0;
-  for (size_t u = 0; u < plan_.num_units(); ++u) local_sumsq += sum_of_squares(grads_.own_shard(u));
+  for (size_t u = 0; u < plan_.num_units(); ++u) {
+    if (!borrowed(u)) local_sumsq += sum_of_squares(grads_.own_shard(u));
+  }
   // The squares are summed in double, where no float's square and no count
   // of them overflows: the sum is finite exactly when every element is, so
   // the overflow flag needs no pass of its own.
@@ -717,7 +774,9 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   result.loss = loss;
   result.loss_scale = scaler_.scale();
   result.lr = lr_schedule_.lr_at(steps_);
-  const bool overflow = shard_comm_.all_reduce_scalar(local_nonfinite ? 1.0 : 0.0, comm::ReduceOp::kMax) > 0.0;
+  double nonfinite = shard_comm_.all_reduce_scalar(local_nonfinite ? 1.0 : 0.0, comm::ReduceOp::kMax);
+  if (link_.pipeline) nonfinite = link_.pipeline->all_reduce_scalar(nonfinite, comm::ReduceOp::kMax);
+  const bool overflow = nonfinite > 0.0;
   if (config_.dtype == Dtype::fp16()) {
     if (scaler_.update(overflow)) {
       result.skipped = true;
@@ -732,7 +791,8 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   }
   // The norm in fixed blocks added exactly (zero/grad_norm.h): the same bits
   // at every N and stage, so a clipped step is N-invariant too.
-  const double sumsq = canonical_sum_of_squares(plan_, grads_, shard_comm_, norm_scratch_.span());
+  const double sumsq = canonical_sum_of_squares(plan_, grads_, shard_comm_, norm_scratch_.span(),
+                                                {.across = link_.pipeline, .skipped = link_.borrowed});
   const optim::ClipResult clip = optim::unscale_and_clip(sumsq, result.loss_scale, config_.clip_norm);
   result.grad_norm = clip.grad_norm;
   result.clipped = clip.clipped;
@@ -741,6 +801,7 @@ StepResult Engine::apply_step(const std::vector<double>& losses) {
   share_tensor_stats(clip.coefficient);
   const bool round_here = offload_ && config_.dtype.is_low_precision();
   visit_states(OffloadStore::Pass::kUpdate, [&](size_t u, std::span<float> master) {
+    if (borrowed(u)) return;  // the pipeline writes its parameters
     const comm::ShardRange upd = update_range(u);
     optimizer_step(*optimizers_[u], master, grads_.slice(u, upd), result.lr, clip.coefficient);
     // Offloaded master weights are in RAM only now: refresh_params' rounding, here.
@@ -842,10 +903,13 @@ void Engine::round_params(size_t u, std::span<const float> master) {
 // The low-precision parameters follow the updated master weights.
 void Engine::refresh_params() {
   if (master_.allocated()) {
-    for (size_t u = 0; u < plan_.num_units(); ++u) round_params(u, master_.floats(u, update_range(u)));
+    for (size_t u = 0; u < plan_.num_units(); ++u) {
+      if (!borrowed(u)) round_params(u, master_.floats(u, update_range(u)));
+    }
   }
   if (traits(config_.stage).refresh == ParamRefresh::kAllGather) {
     for (size_t u = 0; u < plan_.num_units(); ++u) {
+      if (borrowed(u)) continue;
       const comm::Buffer full = params_.unit(u);
       const comm::Buffer own = params_.own_shard(u);
       submit([this, own, full] { shard_comm_.all_gather(own, full); });

@@ -106,6 +106,47 @@ class Engine {
   // Forward only on one micro-batch; returns the loss averaged over ranks.
   double eval_loss(const BatchFeeder& feed);
 
+  // ---- pipeline stages (zero/pipeline.h) ----
+  // What a pipeline stage's engine shares with the other stages; without a
+  // link (the default) the engine is the whole model's.
+  struct StageLink {
+    // This replica's pipeline, one rank per stage in stage order: the step's
+    // overflow flag, gradient norm and loss cross it.
+    comm::Communicator* pipeline = nullptr;
+    bool has_loss = false;  // the last stage: the step's losses are its micro-batches'
+    // Per unit: another stage owns its gradient and update (the last stage's
+    // copy of a tied unit). Its gradient goes to export_gradient instead of a
+    // reduction, the norm and the optimizer skip it, and the pipeline writes
+    // its parameters after each step (unit_params).
+    std::vector<bool> borrowed;
+    std::function<void(size_t unit, int micro, std::span<const float> grad)> export_gradient;
+    // Fills a unit's gradient, as its first backward op opens it, with
+    // another stage's part of it (the first stage's tied unit: the head's);
+    // null or false: zeros.
+    std::function<bool(size_t unit, int micro, std::span<float> grad)> seed_gradient;
+  };
+  // Stages 0-1 only (ConfigError otherwise). Before the first step.
+  void link_stage(StageLink link);
+  // A pipeline's step is its schedule of these, then finish_step with the
+  // losses of the micro-batches this rank ran to the end (the last stage's;
+  // none elsewhere). forward_micro runs every op on `ws` (the engine's
+  // workspace() or one of add_workspace()'s); backward_micro runs them back
+  // with micro_grad_scale() and reduces the gradients as micro-batch `micro`.
+  void forward_micro(model::Workspace& ws);
+  void backward_micro(model::Workspace& ws, int micro);
+  StepResult finish_step(const std::vector<double>& local_losses);
+  // d(objective)/d(a micro-batch's loss): the loss scale over the step's
+  // micro-batches on every replica.
+  float micro_grad_scale() const;
+  // Another workspace of the engine's shape (a micro-batch in flight),
+  // booked in the ledger as activations; it lives as long as the engine.
+  model::Workspace& add_workspace();
+  // Stages 0-1: unit u's whole low-precision parameters (ConfigError at 2-3).
+  comm::Buffer unit_params(size_t unit);
+  // A buffer of the caller's (a pipeline's message buffer), booked in this
+  // engine's ledger while it lives.
+  LedgerBuffer<float> book_floats(MemoryCategory category, size_t count) { return {ledger_, category, count}; }
+
   // Every parameter as fp32 master values (the fp32 parameters at fp32), in
   // flat order, on every rank: the whole model, for tests and small models.
   // Collective: all ranks must call it.
@@ -226,8 +267,8 @@ class Engine {
 
   // then_backward: the last op's parameters stay acquired for the
   // backward's first op (held_).
-  void forward_pass(bool then_backward);
-  void backward_pass(int micro);
+  void forward_pass(model::Workspace& ws, bool then_backward);
+  void backward_pass(model::Workspace& ws, int micro);
   // Whether op_index reads its parameters going in `direction` (+1 forward,
   // -1 backward: Op::backward_reads_params).
   bool reads_params(int op_index, int direction) const;
@@ -251,7 +292,9 @@ class Engine {
   // into, zeroed when the unit's first backward op opens it: the unit's
   // range of grads_ itself where backward_writes_grads (core/stage.h), else
   // a pooled scratch.
-  std::span<float> open_gradient(int op_index);
+  // A pipeline's first stage may seed it (StageLink::seed_gradient).
+  std::span<float> open_gradient(int op_index, int micro);
+  bool borrowed(size_t unit) const { return !link_.borrowed.empty() && link_.borrowed[unit]; }
   void reduce_unit(size_t unit, int micro);
   // `scratch` is empty when the gradient already sits in grads_.
   void bucket_unit(size_t unit, BufferPool::Handle scratch, int micro);
@@ -337,6 +380,8 @@ class Engine {
   optim::LossScaler scaler_;
   optim::LrSchedule lr_schedule_;
   std::unique_ptr<model::Workspace> workspace_;
+  std::vector<std::unique_ptr<model::Workspace>> more_workspaces_;  // add_workspace()
+  StageLink link_;
   std::vector<int> last_backward_op_;
 
   LedgerBuffer<float> compute_params_;               // fp32 copy of the current unit (low precision)

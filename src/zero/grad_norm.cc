@@ -40,7 +40,7 @@ Wide to_wide(double v) {
 }  // namespace
 
 double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& grads, comm::Communicator& shard_comm,
-                                std::span<float> scratch) {
+                                std::span<float> scratch, const NormReach& reach) {
   const size_t units = plan.num_units(), n = static_cast<size_t>(shard_comm.size());
   const int me = shard_comm.rank();
   const size_t head_floats = units * (kNormBlock - 1);
@@ -62,6 +62,7 @@ double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& gr
   // Calls fn(sum) for each block that starts in this rank's shards, in order.
   auto for_each_block_sum = [&](auto&& fn) {
     for (size_t u = 0; u < units; ++u) {
+      if (!reach.skipped.empty() && reach.skipped[u]) continue;
       const comm::ShardRange s = plan.shard(u, me);
       const size_t unit_count = plan.unit_count(u);
       const comm::ConstBuffer own = grads.own_shard(u);
@@ -87,13 +88,19 @@ double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& gr
   // fixed-point sum below it.
   double mine = 0.0;
   for_each_block_sum([&mine](double s) { mine = std::max(mine, s); });
-  const double largest = shard_comm.all_reduce_scalar(mine, comm::ReduceOp::kMax);
+  double largest = shard_comm.all_reduce_scalar(mine, comm::ReduceOp::kMax);
+  if (reach.across) largest = reach.across->all_reduce_scalar(largest, comm::ReduceOp::kMax);
   if (largest <= 0.0) return 0.0;
   const int shift = 90 - std::ilogb(largest);  // the largest block sum below 2^91
   Wide local;
   for_each_block_sum([&local, shift](double s) { local.add(to_wide(std::nearbyint(std::ldexp(s, shift)))); });
   Wide total;
   for (const Wide& w : shard_comm.all_gather_value(local)) total.add(w);
+  if (reach.across) {
+    const Wide stage = total;
+    total = {};
+    for (const Wide& w : reach.across->all_gather_value(stage)) total.add(w);
+  }
   return std::ldexp(std::ldexp(static_cast<double>(total.hi), 64) + static_cast<double>(total.lo), -shift);
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "optim/grad_utils.h"
@@ -32,10 +33,19 @@ namespace zerodp::zero {
 
 using optim::kNormBlock;
 
+// A pipeline's stages (zero/pipeline.h): the sum crosses `across` (one rank
+// per stage: the largest block and the integer sums are its ranks' too),
+// and units another stage counts (`skipped`, per unit; empty: none) add
+// nothing here.
+struct NormReach {
+  comm::Communicator* across = nullptr;
+  std::vector<bool> skipped = {};
+};
+
 // REQUIRES every element of `grads` finite (the caller's overflow check) and
 // scratch.size() >= optim::norm_scratch_floats(units, shard_comm.size()),
 // which the engine books (ledger: comm) and the planner predicts.
 double canonical_sum_of_squares(const PartitionPlan& plan, const StateBuffer& grads, comm::Communicator& shard_comm,
-                                std::span<float> scratch);
+                                std::span<float> scratch, const NormReach& reach = {});
 
 }  // namespace zerodp::zero

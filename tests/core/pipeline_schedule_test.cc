@@ -29,6 +29,10 @@ bool matches(PipeStep mine, PipeStep theirs) {
       return theirs.action == A::kRecvGradient;
     case A::kRecvGradient:
       return theirs.action == A::kSendGradient;
+    case A::kSendTiedGradient:
+      return theirs.action == A::kRecvTiedGradient;
+    case A::kRecvTiedGradient:
+      return theirs.action == A::kSendTiedGradient;
     default:
       return false;
   }
@@ -37,9 +41,10 @@ bool matches(PipeStep mine, PipeStep theirs) {
 // Runs every stage's list; returns false on a wait that never ends. Counts
 // each stage's largest number of micro-batches forwarded but not yet
 // backwarded, and checks the order of each micro-batch's steps.
-bool run_lists(PipelineSchedule schedule, int stages, int micros, std::vector<int>& most_in_flight) {
+bool run_lists(PipelineSchedule schedule, int stages, int micros, bool tied, std::vector<int>& most_in_flight) {
   std::vector<std::vector<PipeStep>> lists;
-  for (int s = 0; s < stages; ++s) lists.push_back(pipeline_steps(schedule, stages, s, micros));
+  for (int s = 0; s < stages; ++s) lists.push_back(pipeline_steps(schedule, stages, s, micros, tied));
+  std::vector<int> tied_received(static_cast<size_t>(micros), 0);
   std::vector<size_t> at(static_cast<size_t>(stages), 0);
   std::vector<int> in_flight(static_cast<size_t>(stages), 0);
   most_in_flight.assign(static_cast<size_t>(stages), 0);
@@ -60,16 +65,26 @@ bool run_lists(PipelineSchedule schedule, int stages, int micros, std::vector<in
           break;
         case A::kBackward:
           EXPECT_EQ(st, s == stages - 1 ? 2 : 3) << "stage " << s << " backward " << step.micro;
+          if (s == 0 && tied && stages > 1) {
+            EXPECT_EQ(tied_received[static_cast<size_t>(step.micro)], 1) << "backward before the tied gradient";
+          }
           st = 4;
           --in_flight[su];
           break;
         default: {
-          const int peer = step.action == A::kSendActivation || step.action == A::kRecvGradient ? s + 1 : s - 1;
+          int peer = step.action == A::kSendActivation || step.action == A::kRecvGradient ? s + 1 : s - 1;
+          if (step.action == A::kSendTiedGradient) peer = 0;
+          if (step.action == A::kRecvTiedGradient) peer = stages - 1;
           const auto pu = static_cast<size_t>(peer);
           if (peer < 0 || peer >= stages || at[pu] == lists[pu].size() || !matches(step, lists[pu][at[pu]])) continue;
           // Both ends move at once.
           if (step.action == A::kRecvActivation) st = 1;
           if (step.action == A::kRecvGradient) st = 3;
+          if (step.action == A::kRecvTiedGradient) tied_received[static_cast<size_t>(step.micro)] = 1;
+          if (step.action == A::kSendTiedGradient) {
+            tied_received[static_cast<size_t>(step.micro)] = 1;
+            EXPECT_EQ(st, 4) << "the tied gradient leaves before the last stage's backward";
+          }
           const PipeStep other = lists[pu][at[pu]];
           auto& pst = state[pu][static_cast<size_t>(other.micro)];
           if (other.action == A::kRecvActivation) pst = 1;
@@ -96,15 +111,34 @@ TEST(PipelineSchedule, EveryListRunsAgainstItsNeighboursToTheEnd) {
   for (PipelineSchedule schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
     for (int stages = 1; stages <= 5; ++stages) {
       for (int micros = 1; micros <= 9; ++micros) {
-        std::vector<int> most;
-        ASSERT_TRUE(run_lists(schedule, stages, micros, most))
-            << pipeline_schedule_name(schedule) << " P=" << stages << " M=" << micros << " never ends";
-        for (int s = 0; s < stages; ++s) {
-          EXPECT_EQ(most[static_cast<size_t>(s)], micro_batches_in_flight(schedule, stages, s, micros))
-              << pipeline_schedule_name(schedule) << " P=" << stages << " M=" << micros << " stage " << s;
+        for (bool tied : {false, true}) {
+          std::vector<int> most;
+          ASSERT_TRUE(run_lists(schedule, stages, micros, tied, most))
+              << pipeline_schedule_name(schedule) << " P=" << stages << " M=" << micros << (tied ? " tied" : "")
+              << " never ends";
+          for (int s = 0; s < stages; ++s) {
+            EXPECT_EQ(most[static_cast<size_t>(s)], micro_batches_in_flight(schedule, stages, s, micros))
+                << pipeline_schedule_name(schedule) << " P=" << stages << " M=" << micros << " stage " << s;
+          }
         }
       }
     }
+  }
+}
+
+TEST(PipelineSchedule, TiedGradientsCrossOnlyBetweenTheEnds) {
+  for (int s = 0; s < 3; ++s) {
+    int sends = 0, recvs = 0;
+    for (const PipeStep& step : pipeline_steps(PipelineSchedule::kOneFOneB, 3, s, 4, true)) {
+      sends += step.action == A::kSendTiedGradient ? 1 : 0;
+      recvs += step.action == A::kRecvTiedGradient ? 1 : 0;
+    }
+    EXPECT_EQ(sends, s == 2 ? 4 : 0);
+    EXPECT_EQ(recvs, s == 0 ? 4 : 0);
+  }
+  for (const PipeStep& step : pipeline_steps(PipelineSchedule::kGpipe, 1, 0, 4, true)) {
+    EXPECT_NE(step.action, A::kSendTiedGradient);
+    EXPECT_NE(step.action, A::kRecvTiedGradient);
   }
 }
 
@@ -126,8 +160,8 @@ TEST(PipelineSchedule, OneFOneBOnTwoStagesIsMegatrons) {
   using S = PipeStep;
   const std::vector<PipeStep> first = pipeline_steps(PipelineSchedule::kOneFOneB, 2, 0, 3);
   const std::vector<PipeStep> expect_first = {
-      S{A::kForward, 0},      S{A::kSendActivation, 0}, S{A::kForward, 1},  S{A::kSendActivation, 1},
-      S{A::kRecvGradient, 0}, S{A::kBackward, 0},       S{A::kForward, 2},  S{A::kSendActivation, 2},
+      S{A::kForward, 0},      S{A::kSendActivation, 0}, S{A::kForward, 1},      S{A::kSendActivation, 1},
+      S{A::kRecvGradient, 0}, S{A::kBackward, 0},       S{A::kForward, 2},      S{A::kSendActivation, 2},
       S{A::kRecvGradient, 1}, S{A::kBackward, 1},       S{A::kRecvGradient, 2}, S{A::kBackward, 2}};
   EXPECT_EQ(first, expect_first);
   const std::vector<PipeStep> last = pipeline_steps(PipelineSchedule::kOneFOneB, 2, 1, 3);

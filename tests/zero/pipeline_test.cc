@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pipeline parallelism with ZeRO (zero/pipeline.h): a pipelined GPT gives the
+// bits of data parallelism with the same global batch, under both schedules,
+// at ZeRO stages 0 and 1, with the tied embedding split between the end
+// stages; and layouts that do not fit are refused.
+#include "zero/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "comm/world.h"
+#include "model/gpt.h"
+#include "zero/engine.h"
+
+namespace zerodp::zero {
+namespace {
+
+constexpr int kSeq = 8, kBatch = 2, kVocab = 500, kSteps = 3;
+
+// Four blocks: ops 0 embedding, 1-4 blocks, 5 ln_f, 6 head.
+model::GptConfig small_gpt() { return model::GptConfig{16, kVocab, 512, 4, 2, 16}; }
+
+// Global micro-batch g of step `step`: the same tokens whoever runs it.
+void feed_global(model::Workspace& ws, int64_t step, int64_t g) {
+  std::vector<int32_t> tokens(kBatch * kSeq), targets(kBatch * kSeq);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((step * 131 + g * 37 + static_cast<int64_t>(i) * 13 + g * g) % kVocab);
+    targets[i] = static_cast<int32_t>((tokens[i] * 7 + 3) % kVocab);
+  }
+  ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});
+}
+
+struct Trained {
+  std::vector<double> losses, norms;
+  std::vector<float> master;  // the whole model's, after the last step
+};
+
+EngineConfig engine_config(Stage stage, Dtype dtype, int accum) {
+  EngineConfig c;
+  c.stage = stage;
+  c.dtype = dtype;
+  c.grad_accum = accum;
+  c.clip_norm = 0.5;  // clipped steps: the norm crosses the stages
+  c.lr_schedule.max_lr = 1e-2;
+  return c;
+}
+
+// Data parallelism on n ranks, `accum` micro-batches each: rank r's
+// micro-batch m is global m * n + r.
+Trained data_parallel(int n, Stage stage, Dtype dtype, int accum) {
+  const model::Gpt gpt(small_gpt());
+  Trained run;
+  comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+    Engine engine(gpt, comm, engine_config(stage, dtype, accum), /*seed=*/11, kBatch, kSeq);
+    Trained mine;
+    for (int64_t step = 0; step < kSteps; ++step) {
+      const StepResult r = engine.train_step(
+          [&](model::Workspace& ws, int micro) { feed_global(ws, step, int64_t{micro} * n + comm.rank()); });
+      mine.losses.push_back(r.loss);
+      mine.norms.push_back(r.grad_norm);
+    }
+    mine.master = engine.gather_master_params();
+    if (comm.rank() == 0) run = mine;
+  });
+  return run;
+}
+
+Trained pipelined(int stages, int replicas, std::vector<int> cuts, PipelineSchedule schedule, Stage stage, Dtype dtype,
+                  int accum) {
+  const model::Gpt gpt(small_gpt());
+  Trained run;
+  comm::run_thread_ranks(stages * replicas, {}, [&](comm::Communicator& comm) {
+    Pipeline pipe(gpt, comm, engine_config(stage, dtype, accum), {stages, schedule, cuts}, /*seed=*/11, kBatch, kSeq);
+    Trained mine;
+    for (int64_t step = 0; step < kSteps; ++step) {
+      const StepResult r = pipe.train_step([&](model::Workspace& ws, int micro) {
+        feed_global(ws, step, int64_t{micro} * pipe.replicas() + pipe.replica());
+      });
+      mine.losses.push_back(r.loss);
+      mine.norms.push_back(r.grad_norm);
+    }
+    mine.master = pipe.gather_master_params();
+    if (comm.rank() == 0) run = mine;
+  });
+  return run;
+}
+
+void expect_same_bits(const Trained& a, const Trained& b, const std::string& what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+  for (size_t i = 0; i < a.losses.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
+        << what << " step " << i << " loss " << a.losses[i] << " vs " << b.losses[i];
+    EXPECT_EQ(std::memcmp(&a.norms[i], &b.norms[i], sizeof(double)), 0)
+        << what << " step " << i << " norm " << a.norms[i] << " vs " << b.norms[i];
+  }
+  ASSERT_EQ(a.master.size(), b.master.size()) << what;
+  size_t differ = 0;
+  for (size_t i = 0; i < a.master.size(); ++i) differ += a.master[i] == b.master[i] ? 0 : 1;
+  EXPECT_EQ(differ, 0u) << what << ": master weights that differ";
+}
+
+TEST(Pipeline, TwoStagesGiveTheBitsOfDataParallelism) {
+  const Trained dp = data_parallel(2, Stage::k0, Dtype::fp32(), 4);
+  for (PipelineSchedule schedule : {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe}) {
+    for (Stage stage : {Stage::k0, Stage::k1}) {
+      expect_same_bits(
+          pipelined(2, 2, {3}, schedule, stage, Dtype::fp32(), 4), dp,
+          std::string(pipeline_schedule_name(schedule)) + " P=2 D=2 ZeRO " + std::to_string(static_cast<int>(stage)));
+    }
+  }
+}
+
+TEST(Pipeline, AtFp32EveryPowerOfTwoGivesTheSameBits) {
+  // 8 global micro-batches: data parallelism on 4 ranks x 2, a pipeline of
+  // 2 stages x 2 replicas x 4, of 4 stages x 1 replica x 8 (its last stage
+  // holds only the final norm and the head).
+  const Trained dp = data_parallel(4, Stage::k1, Dtype::fp32(), 2);
+  expect_same_bits(pipelined(2, 2, {2}, PipelineSchedule::kOneFOneB, Stage::k1, Dtype::fp32(), 4), dp, "P=2 D=2");
+  expect_same_bits(pipelined(4, 1, {1, 3, 5}, PipelineSchedule::kOneFOneB, Stage::k0, Dtype::fp32(), 8), dp, "P=4 D=1");
+  expect_same_bits(pipelined(3, 1, {2, 4}, PipelineSchedule::kGpipe, Stage::k1, Dtype::fp32(), 8), dp, "P=3 D=1");
+}
+
+TEST(Pipeline, MixedPrecisionGivesTheBitsOfItsReplicaCount) {
+  for (Dtype dtype : {Dtype::bf16(), Dtype::fp16()}) {
+    const Trained dp = data_parallel(2, Stage::k1, dtype, 3);
+    expect_same_bits(pipelined(2, 2, {4}, PipelineSchedule::kOneFOneB, Stage::k1, dtype, 3), dp,
+                     std::string(dtype.name()) + " P=2 D=2");
+  }
+}
+
+TEST(Pipeline, LayoutsThatDoNotFitAreRefused) {
+  const model::Gpt gpt(small_gpt());
+  auto refused = [&](int n, PipelineLayout layout, Stage stage) {
+    bool threw = false;
+    comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
+      try {
+        Pipeline pipe(gpt, comm, engine_config(stage, Dtype::fp32(), 2), layout, 1, kBatch, kSeq);
+      } catch (const ConfigError&) {
+        if (comm.rank() == 0) threw = true;
+        comm.abort("refused");
+      }
+    });
+    return threw;
+  };
+  EXPECT_TRUE(refused(3, {2, PipelineSchedule::kOneFOneB, {3}}, Stage::k1));  // 2 does not divide 3
+  EXPECT_TRUE(refused(2, {2, PipelineSchedule::kOneFOneB, {6}}, Stage::k1));  // ln_f and the head stay together
+  EXPECT_TRUE(refused(2, {2, PipelineSchedule::kOneFOneB, {0}}, Stage::k1));
+  EXPECT_TRUE(refused(2, {2, PipelineSchedule::kOneFOneB, {}}, Stage::k1));
+  EXPECT_TRUE(refused(2, {2, PipelineSchedule::kOneFOneB, {3}}, Stage::k2));
+  EXPECT_TRUE(refused(2, {2, PipelineSchedule::kOneFOneB, {3}}, Stage::k3));
+}
+
+}  // namespace
+}  // namespace zerodp::zero
