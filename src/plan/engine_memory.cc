@@ -114,6 +114,10 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
       }
       if (last_op[u] != i) continue;
       open[u] = false;
+      if (!s.exported.empty() && s.exported[u]) {
+        pool.give(4 * c);  // copied out, given back at once
+        continue;
+      }
       if (traits(run.stage).reduce == GradReduce::kAllReduce) {
         // Packed into the open bucket while adjacent and while it has room;
         // otherwise that bucket goes to its all-reduce and a new one opens.

@@ -85,6 +85,10 @@ struct UnitSchedule {
   // Per op: whether its backward reads its unit's weights
   // (model::Op::backward_reads_params); empty: every op's does.
   std::vector<bool> op_backward_reads = {};
+  // Per unit: its gradient leaves the engine after its backward instead of
+  // being reduced (a pipeline's last stage's copy of the tied embedding,
+  // zero::Engine::StageLink::borrowed); empty: none.
+  std::vector<bool> exported = {};
 
   uint64_t num_params() const;
   uint64_t largest_unit() const;

@@ -12,42 +12,12 @@
 #include "plan/activations.h"
 #include "plan/collective_cost.h"
 #include "plan/engine_memory.h"
+#include "plan/pipeline_memory.h"
 
 namespace zerodp::plan {
 namespace {
 
 constexpr std::array<Stage, 2> kPipelineZeroStages = {Stage::k0, Stage::k1};
-
-// A GPT's activations of one micro-batch split by where they live: each
-// block's kept tensors (per block), the embedding's output (the first
-// stage), the tail's (final layernorm, logits, losses: the last stage) and
-// what every stage holds once (backward scratch, checkpointing's recompute
-// buffers), from the family's own list (model/gpt_family.h).
-struct ActivationSplit {
-  uint64_t per_block = 0, first = 0, last = 0, every = 0;
-};
-
-ActivationSplit split_activations(const PipelineConfig& c) {
-  ActivationConfig a;
-  a.micro_batch = c.micro_batch;
-  a.seq_len = c.seq_len;
-  a.checkpointing = c.checkpointing;
-  const ActivationEstimate est = estimate_activations(c.shape, a);
-  const auto layers = static_cast<uint64_t>(c.shape.layers);
-  ActivationSplit s;
-  for (const ActivationTerm& t : est.terms) {
-    if (t.role == "backward scratch" || t.role == "recompute") {
-      s.every += t.bytes;
-    } else if (t.name == "embedding output") {
-      s.first += t.bytes;
-    } else if (t.count == layers && layers > 1) {  // a block's tensor, one per block (P <= L makes L > 1)
-      s.per_block += t.bytes / layers;
-    } else {
-      s.last += t.bytes;
-    }
-  }
-  return s;
-}
 
 // The ops a pipeline cuts, in order: the embedding, each block, and the
 // final layernorm with the LM head (one item: the head reads the final
@@ -122,14 +92,13 @@ PipelinePlan plan_pipeline(const PipelineConfig& c) {
       at += static_cast<size_t>(c.layers_per_stage[static_cast<size_t>(s)]);
     }
   }
-  const ActivationSplit act = split_activations(c);
-  const BytesPerParam bpp = bytes_per_param(c.precision, c.optimizer);
   const uint64_t btc = static_cast<uint64_t>(c.micro_batch) * seq * c.shape.channels;
   PipelinePlan plan;
   plan.config = c;
   plan.replicas = c.ranks / p;
   plan.bubble = bubble_fraction(p, c.micro_batches);
-  plan.tied_embedding_elements = p > 1 ? static_cast<uint64_t>(c.shape.vocab) * c.shape.channels : 0;
+  // The last stage's copy is the whole embedding unit (the engine's units are whole).
+  plan.tied_embedding_elements = p > 1 ? c.shape.embedding_params() : 0;
   const size_t items = flops.size();
   for (int s = 0; s < p; ++s) {
     const size_t lo = first[static_cast<size_t>(s)], hi = s + 1 < p ? first[static_cast<size_t>(s) + 1] : items;
@@ -143,26 +112,38 @@ PipelinePlan plan_pipeline(const PipelineConfig& c) {
     for (int l = 0; l < st.layers; ++l) units.push_back(c.shape.block_params());
     if (st.head) {
       units.push_back(c.shape.final_params());
-      if (!st.embedding) units.push_back(static_cast<uint64_t>(c.shape.vocab) * c.shape.channels);  // wte's copy
+      if (!st.embedding) units.push_back(c.shape.embedding_params());  // the tied embedding's copy
     }
     st.params = std::accumulate(units.begin(), units.end(), uint64_t{0});
     for (size_t i = lo; i < hi; ++i) st.forward_flops += flops[i];
-    const uint64_t shard = owned_elements(units, plan.replicas, 0);
-    const uint64_t largest = *std::max_element(units.begin(), units.end());
-    st.compute_copy = c.precision.is_low_precision() ? 4 * largest : 0;
-    st.activations_per_micro =
-        static_cast<uint64_t>(st.layers) * act.per_block + (st.embedding ? act.first : 0) + (st.head ? act.last : 0);
-    st.scratch = act.every;
     st.in_flight = micro_batches_in_flight(c.schedule, p, s, c.micro_batches);
-    st.activations = static_cast<uint64_t>(st.in_flight) * st.activations_per_micro + st.scratch;
-    for (size_t z = 0; z < kPipelineZeroStages.size(); ++z) {
-      st.states[z] = model_state_bytes_with_shard(st.params, shard, kPipelineZeroStages[z], bpp);
-      st.peak[z] = st.states[z].total() + st.compute_copy + st.activations;
-      plan.peak[z] = std::max(plan.peak[z], st.peak[z]);
-    }
+    const ActivationSplit act = split_activations(c);
+    const uint64_t workspace = stage_workspace_bytes(c, st);
+    st.scratch = act.scratch + (st.layers > 0 ? act.recompute : 0);
+    st.activations_per_micro = workspace - st.scratch;
+    st.activations = static_cast<uint64_t>(st.in_flight) * workspace;
+    // To its neighbours: activations up, gradients down, B x T x C fp32 per
+    // micro-batch; the tied embedding: the last stage's part of its
+    // gradient (fp32) per micro-batch, and the first stage's updated
+    // weights once per step.
     const uint64_t neighbours = (s > 0 ? 1 : 0) + (s + 1 < p ? 1 : 0);
     st.sent_per_step = neighbours * static_cast<uint64_t>(c.micro_batches) * btc * sizeof(float);
+    if (p > 1 && s == p - 1)
+      st.sent_per_step += static_cast<uint64_t>(c.micro_batches) * plan.tied_embedding_elements * 4;
+    if (p > 1 && s == 0) st.sent_per_step += plan.tied_embedding_elements * c.precision.size();
     plan.stages.push_back(st);
+  }
+  // Each stage's busiest rank (its replica 0), as its engine books it.
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    PipelineStagePlan& st = plan.stages[s];
+    for (size_t z = 0; z < kPipelineZeroStages.size(); ++z) {
+      const EngineRun run{.stage = kPipelineZeroStages[z], .dtype = c.precision, .optimizer = c.optimizer};
+      const RankPrediction r = predict_pipeline_rank(plan, run, static_cast<int>(s) * plan.replicas);
+      st.states[z] = ModelStateBytes{r.params, r.grads, r.master, r.adam_m, r.adam_v};
+      st.compute_copy = r.compute_copy;
+      st.peak[z] = r.total();
+      plan.peak[z] = std::max(plan.peak[z], st.peak[z]);
+    }
   }
   return plan;
 }

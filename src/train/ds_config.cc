@@ -210,6 +210,16 @@ void apply_activation_checkpointing(Section a, TrainConfig& c) {
   a.finish();
 }
 
+// pipeline.stages is --pipeline-stages; the cut is the planner's (or
+// --pipeline-cut) and the messages are the schedule's own.
+void apply_pipeline(Section p, TrainConfig& c) {
+  apply_direct_keys(p, c);
+  p.ignore({"partition", "seed_layers", "pipe_partitioned", "grad_partitioned"},
+           "zerodp cuts by the planner's FLOPs (or --pipeline-cut) and sends the residual stream whole");
+  p.ignore({"activation_checkpoint_interval"}, "use activation_checkpointing or --activation-checkpointing");
+  p.finish();
+}
+
 // The batch: the direct keys, and train_batch_size, which decides the others
 // by DeepSpeed's batch rule once the ranks are known (resolve_batch);
 // Hugging Face's "auto" in it is derived there too.
@@ -268,7 +278,6 @@ void ignore_unimplemented(Section& top) {
               "data_types",
               "autotuning",
               "compression_training",
-              "pipeline",
               "seq_parallel_communication_data_type",
               "disable_allgather"},
              "not implemented by zerodp");
@@ -317,6 +326,7 @@ void apply_deepspeed_config(std::string_view json_text, std::string_view source,
   apply_batch(top, c, source);
   if (top.has("activation_checkpointing")) apply_activation_checkpointing(top.section("activation_checkpointing"), c);
   if (top.has("zero_optimization")) apply_zero(top.section("zero_optimization"), c);
+  if (top.has("pipeline")) apply_pipeline(top.section("pipeline"), c);
   apply_precision(top, c, source);
   if (top.has("optimizer")) ds::apply_optimizer(top.section("optimizer"), c);
   if (top.has("scheduler")) ds::apply_scheduler(top.section("scheduler"), c);

@@ -22,6 +22,7 @@
 #include "train/effective_config.h"
 #include "train/memory_check.h"
 #include "train/metrics.h"
+#include "train/pipeline_layout.h"
 #include "train/progress.h"
 #include "train/rank_figures.h"
 #include "train/sampler.h"
@@ -32,6 +33,7 @@
 #include "train/warm_up.h"
 #include "weights/init_weights.h"
 #include "zero/engine.h"
+#include "zero/pipeline.h"
 
 namespace zerodp::train {
 namespace {
@@ -54,18 +56,33 @@ zero::BatchFeeder feed_from(const DistributedSampler& sampler, const int64_t& at
   };
 }
 
+// The memory plan, checked before anything is allocated and again after
+// the warm-up (part 1 of a rank's run).
+struct Preflight {
+  plan::ProcessPrediction process_plan;        // data parallelism's (empty with a pipeline)
+  std::optional<plan::PipelinePlan> pipeline;  // --pipeline-stages
+  plan::LocalRanks local;                      // this process's ranks
+  uint64_t baseline = 0;  // the process's resident bytes after the warm-up, the largest of any rank's
+  MemoryLimit limit;
+};
+
 // Rank 0's opening lines: the model, the data, the layout, the compute, the
 // memory plan and the effective configuration.
 void print_opening(const RunSetup& run, const TrainConfig& config, const comm::Communicator& comm,
-                   const plan::ProcessPrediction& process_plan, uint64_t baseline, const MemoryLimit& limit,
-                   const std::vector<Setting>& settings) {
+                   const Preflight& preflight, const std::vector<Setting>& settings) {
   const int n = comm.size();
+  const int dp = config.data_parallel_ranks(n);
   fmt::print("zerodp train: {}\n", run.lm->describe());
   fmt::print("data: {}\n", run.corpus.description);
-  fmt::print("ranks: {} ({}), ZeRO stage {}, {}, micro-batch {} x seq {} x accum {} -> {} tokens/step\n", n,
+  const std::string layout =
+      config.pipeline_stages > 1
+          ? fmt::format("{} = {} pipeline stages x {} replicas, {} schedule", n, config.pipeline_stages, dp,
+                        pipeline_schedule_name(config.pipeline_schedule))
+          : fmt::format("{}", n);
+  fmt::print("ranks: {} ({}), ZeRO stage {}, {}, micro-batch {} x seq {} x accum {} -> {} tokens/step\n", layout,
              comm.backend_name(), config.engine.stage, config.engine.dtype.name(), config.micro_batch, config.seq_len,
              config.engine.grad_accum,
-             static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n);
+             static_cast<int64_t>(config.micro_batch) * config.seq_len * config.engine.grad_accum * dp);
   const kernels::BlasInfo blas = kernels::blas_info();
   // The products' precision, where they run, then the SIMD level and BLAS.
   std::string products;
@@ -78,21 +95,25 @@ void print_opening(const RunSetup& run, const TrainConfig& config, const comm::C
   fmt::print("compute: {}SIMD {} (best here {}), OpenBLAS {} kernels\n", products, simd_level_name(active_simd_level()),
              simd_level_name(best_simd_level()), blas.core);
   if (!blas.note.empty()) fmt::print("note: {}\n", blas.note);
-  fmt::print(
-      "memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
-      "limit {}: {}\n",
-      mib(process_plan.total()), mib(baseline), process_plan.ranks.size(), process_plan.ranks.size() == 1 ? "" : "s",
-      limit.bytes == UINT64_MAX ? std::string("none") : gib(limit.bytes), limit.source);
+  const MemoryLimit& limit = preflight.limit;
+  const std::string limit_text = limit.bytes == UINT64_MAX ? std::string("none") : gib(limit.bytes);
+  if (preflight.pipeline) {
+    fmt::print("{}", plan::format_pipeline_text(*preflight.pipeline));
+    fmt::print(
+        "memory: the pipeline's plan {} for this process = baseline {} + its ranks' stage peaks; limit {}: {}\n",
+        mib(preflight.baseline +
+            pipeline_local_bytes(*preflight.pipeline, pipeline_engine_run(config, run.consolidate), preflight.local)),
+        mib(preflight.baseline), limit_text, limit.source);
+  } else {
+    const plan::ProcessPrediction& process_plan = preflight.process_plan;
+    fmt::print(
+        "memory: the plan {} for this process = baseline {} (measured after the warm-up) + {} rank{}; "
+        "limit {}: {}\n",
+        mib(process_plan.total()), mib(preflight.baseline), process_plan.ranks.size(),
+        process_plan.ranks.size() == 1 ? "" : "s", limit_text, limit.source);
+  }
   fmt::print("{}", format_effective_config(settings));
 }
-
-// The memory plan, checked before anything is allocated and again after
-// the warm-up (part 1 of a rank's run).
-struct Preflight {
-  plan::ProcessPrediction process_plan;
-  uint64_t baseline = 0;  // the process's resident bytes after the warm-up, the largest of any rank's
-  MemoryLimit limit;
-};
 
 // Refuse before allocating anything when the plan does not fit, naming a
 // stage that would: at once with the process as it is, then again with the
@@ -106,12 +127,25 @@ Preflight preflight(const RunSetup& run, const TrainConfig& config, comm::Commun
       config.backend == comm::Backend::kThread ? plan::LocalRanks{0, n} : plan::LocalRanks{comm.rank(), 1};
   Preflight p;
   p.limit = memory_limit(config);
-  plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), p.limit.bytes, p.limit.source);
-  if (shape.offload_optimizer || shape.offload_params)
-    check_offload_room(config, plan::predict_process(run.model_config, shape, local, 0));
+  p.local = local;
+  if (config.pipeline_stages > 1) {
+    // A pipeline's ranks hold their stages: the pipeline's plan checks them.
+    p.pipeline = run_pipeline_plan(config, run.model_config, n);
+    check_pipeline_memory(*p.pipeline, pipeline_engine_run(config, run.consolidate), local, current_rss_bytes(),
+                          p.limit.bytes, p.limit.source);
+  } else {
+    plan::check_memory_fits(run.model_config, shape, local, current_rss_bytes(), p.limit.bytes, p.limit.source);
+    if (shape.offload_optimizer || shape.offload_params)
+      check_offload_room(config, plan::predict_process(run.model_config, shape, local, 0));
+  }
   warm_up(*run.lm, comm, config.engine, config.micro_batch, config.seq_len, comm.rank() - local.first, local.count);
   comm.barrier();
   p.baseline = comm.all_reduce_uint64(current_rss_bytes(), comm::ReduceOp::kMax);
+  if (p.pipeline) {
+    check_pipeline_memory(*p.pipeline, pipeline_engine_run(config, run.consolidate), local, p.baseline, p.limit.bytes,
+                          p.limit.source);
+    return p;
+  }
   plan::check_memory_fits(run.model_config, shape, local, p.baseline, p.limit.bytes, p.limit.source);
   p.process_plan = plan::predict_process(run.model_config, shape, local, p.baseline);
   return p;
@@ -139,16 +173,20 @@ class RankRun {
         preflight_(preflight),
         lead_(comm.rank() == 0),
         n_(comm.size()),
-        engine_(*run.lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
-                config.activation_checkpointing),
-        train_sampler_(run.corpus.train, config.seq_len, config.micro_batch, n_, config.seed, run.corpus.record_length,
+        dp_(config.data_parallel_ranks(n_)),
+        trainee_(make_trainee(run, config, comm, preflight)),
+        engine_(trainee_->engine()),
+        pipeline_(dynamic_cast<zero::Pipeline*>(trainee_.get())),
+        train_sampler_(run.corpus.train, config.seq_len, config.micro_batch, dp_, config.seed, run.corpus.record_length,
                        run.corpus.train_name, run.corpus.train_targets, run.corpus.train_segments),
-        val_sampler_(run.corpus.val, config.seq_len, config.micro_batch, n_, config.seed + 1, run.corpus.record_length,
+        val_sampler_(run.corpus.val, config.seq_len, config.micro_batch, dp_, config.seed + 1, run.corpus.record_length,
                      run.corpus.val_name, run.corpus.val_targets, run.corpus.val_segments),
-        train_feed_(feed_from(train_sampler_, step_, comm.rank())),
-        val_feed_(feed_from(val_sampler_, val_index_, comm.rank())),
+        // Stage-major ranks (rank = stage x D + replica): the replica reads
+        // the data rank `replica` of D would.
+        train_feed_(feed_from(train_sampler_, step_, comm.rank() % dp_)),
+        val_feed_(feed_from(val_sampler_, val_index_, comm.rank() % dp_)),
         settings_(effective_settings(config, n_)),
-        tokens_per_step_(static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * n_),
+        tokens_per_step_(static_cast<double>(config.micro_batch) * config.seq_len * config.engine.grad_accum * dp_),
         progress_(lead_ ? std::optional<Progress>(std::in_place, config.steps, config.log_every,
                                                   config.backend == comm::Backend::kThread)
                         : std::nullopt),
@@ -156,7 +194,7 @@ class RankRun {
 
   void run(TrainOutcome& outcome) {
     if (lead_) {
-      print_opening(run_, config_, comm_, preflight_.process_plan, preflight_.baseline, preflight_.limit, settings_);
+      print_opening(run_, config_, comm_, preflight_, settings_);
     }
     start();
     const LoopEnd end = loop();
@@ -167,9 +205,21 @@ class RankRun {
  private:
   Progress* progress() { return lead_ ? &*progress_ : nullptr; }
 
+  // The whole model's engine, or this rank's stage of a pipeline.
+  static std::unique_ptr<zero::Trainable> make_trainee(const RunSetup& run, const TrainConfig& config,
+                                                       comm::Communicator& comm, const Preflight& preflight) {
+    if (preflight.pipeline) {
+      return std::make_unique<zero::Pipeline>(*run.lm, comm, config.engine,
+                                              engine_pipeline_layout(*preflight.pipeline, *run.lm), config.seed,
+                                              config.micro_batch, config.seq_len, config.activation_checkpointing);
+    }
+    return std::make_unique<zero::Engine>(*run.lm, comm, config.engine, config.seed, config.micro_batch, config.seq_len,
+                                          config.activation_checkpointing);
+  }
+
   double validate_now() {
     double sum = 0;
-    for (val_index_ = 0; val_index_ < config_.eval_batches; ++val_index_) sum += engine_.eval_loss(val_feed_);
+    for (val_index_ = 0; val_index_ < config_.eval_batches; ++val_index_) sum += trainee_->eval_loss(val_feed_);
     return sum / config_.eval_batches;
   }
 
@@ -179,7 +229,7 @@ class RankRun {
     if (!config_.init_from.empty()) {
       const std::unique_ptr<weights::InitWeights> reader =
           weights::open_init_weights(config_.init_from, run_.model_config);
-      engine_.load_params([&reader](size_t first, std::span<float> out) { reader->read(first, out); });
+      trainee_->load_params([&reader](size_t first, std::span<float> out) { reader->read(first, out); });
       if (lead_) progress_->note(fmt::format("initialised from {} ({})", config_.init_from, reader->description()));
     }
     if (!config_.resume_dir.empty()) {
@@ -210,7 +260,7 @@ class RankRun {
   void add_observers() {
     if (run_.held_out) {
       observers_.push_back(
-          owned_.emplace_back(std::make_unique<HeldOutReport>(engine_, *run_.lm, run_.corpus, config_, progress()))
+          owned_.emplace_back(std::make_unique<HeldOutReport>(*trainee_, *run_.lm, run_.corpus, config_, progress()))
               .get());
     }
     observers_.push_back(&checkpoints_);
@@ -240,7 +290,7 @@ class RankRun {
       const comm::CommStats before_across = replica ? replica->stats() : comm::CommStats{};
       const auto t0 = Clock::now();
       const double cpu0 = engine_.cpu_seconds();
-      const zero::StepResult r = engine_.train_step(train_feed_);
+      const zero::StepResult r = trainee_->train_step(train_feed_);
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
       end.last_step_cpu = engine_.cpu_seconds() - cpu0;
       end.train_seconds += dt;
@@ -270,10 +320,16 @@ class RankRun {
                       "signal exits at once)",
                       signal_name(end.interrupted), step_));
     }
-    if (checkpoints_.last_saved() != step_) checkpoints_.save(step_, root);
+    // A pipeline's checkpoints are not built (check_pipeline refuses --save).
+    if (pipeline_ == nullptr && checkpoints_.last_saved() != step_) checkpoints_.save(step_, root);
     if (lead_ || config_.backend == comm::Backend::kMpi) outcome.interrupted_signal = end.interrupted;
     if (!lead_) return;
     progress_->finish();
+    if (pipeline_ != nullptr) {
+      fmt::print("interrupted by {} after step {} of {}; a pipelined run saves no checkpoint yet\n",
+                 signal_name(end.interrupted), step_, config_.steps);
+      return;
+    }
     fmt::print(
         "interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
         "  {}\n",
@@ -292,21 +348,37 @@ class RankRun {
     const double final_val = validate_now();
     const AllRankFigures figures = collect_figures(comm_, engine_, end.last_step_comm, end.last_step_cpu);
     const zero::LedgerBuffer<float> params =
-        run_.consolidate ? engine_.gather_params_to(0) : zero::LedgerBuffer<float>();
+        run_.consolidate ? trainee_->gather_params_to(0) : zero::LedgerBuffer<float>();
+    const std::string pipeline_text = pipeline_ ? pipeline_summary() : std::string();
     if (!lead_) return;
     progress_->finish();
     report_final(end, final_val, params, outcome);
     RunStats stats = run_stats(figures, end);
-    fmt::print("{}", format_summary(stats));
+    if (pipeline_) {
+      // The data-parallel summary's formulas are the whole model's; a
+      // pipeline's ranks hold stages: their own block.
+      fmt::print("\n{}Throughput: {:.0f} tokens/s over {:.1f} s\n", pipeline_text, stats.tokens_per_second,
+                 stats.seconds);
+    } else {
+      fmt::print("{}", format_summary(stats));
+    }
     if (config_.sample_tokens > 0) {
       fmt::print("\nSample ({} tokens, temperature {:g}, top-k {}):\n{}\n", config_.sample_tokens, config_.temperature,
                  config_.top_k, sample_text(*run_.lm, params, run_.corpus, config_));
     }
     outcome.baseline_bytes = preflight_.baseline;
-    outcome.planned_bytes = preflight_.process_plan.total();
     outcome.peak_rss_bytes = peak_rss_bytes();
-    fmt::print("{}", format_process_memory(preflight_.process_plan, outcome.peak_rss_bytes,
-                                           config_.backend == comm::Backend::kMpi));
+    if (pipeline_) {
+      outcome.planned_bytes =
+          preflight_.baseline +
+          pipeline_local_bytes(*preflight_.pipeline, pipeline_engine_run(config_, run_.consolidate), preflight_.local);
+      fmt::print("process memory: peak RSS {} against the pipeline's plan {}\n", mib(outcome.peak_rss_bytes),
+                 mib(outcome.planned_bytes));
+    } else {
+      outcome.planned_bytes = preflight_.process_plan.total();
+      fmt::print("{}", format_process_memory(preflight_.process_plan, outcome.peak_rss_bytes,
+                                             config_.backend == comm::Backend::kMpi));
+    }
     outcome.losses = end.losses;
     outcome.final_val_loss = final_val;
     outcome.tokens_per_second = stats.tokens_per_second;
@@ -338,6 +410,36 @@ class RankRun {
     }
   }
 
+  // Each rank's last schedule and ledger peak, gathered (collective); rank
+  // 0's text: per stage, the measured bubble beside the formula's, and the
+  // ledger's peak beside the plan's.
+  std::string pipeline_summary() {
+    struct Mine {
+      double schedule_s, compute_s;
+      uint64_t ledger_peak;
+    };
+    const zero::Pipeline::ScheduleTime t = pipeline_->last_schedule();
+    const std::vector<Mine> all =
+        comm_.all_gather_value(Mine{t.schedule_s, t.compute_s, engine_.ledger().peak_total()});
+    if (!lead_) return {};
+    const plan::PipelinePlan& plan = *preflight_.pipeline;
+    const plan::EngineRun planned = pipeline_engine_run(config_, run_.consolidate);
+    std::string out = fmt::format(
+        "== The pipeline: {} stages x {} replicas, {}, M = {}; the formula's bubble {:.1f}% ==\n", plan.stages.size(),
+        plan.replicas, pipeline_schedule_name(plan.config.schedule), config_.engine.grad_accum,
+        100.0 * bubble_fraction(static_cast<int>(plan.stages.size()), config_.engine.grad_accum));
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+      const Mine& m = all[s * static_cast<size_t>(plan.replicas)];  // the stage's replica 0
+      out += fmt::format(
+          "  stage {}: last step's schedule {:.3f} s, forwards and backwards {:.3f} s, bubble {:.1f}%; ledger peak {} "
+          "(plan {})\n",
+          s, m.schedule_s, m.compute_s, 100.0 * (m.schedule_s > 0 ? 1.0 - m.compute_s / m.schedule_s : 0.0),
+          mib(m.ledger_peak),
+          mib(plan::predict_pipeline_rank(plan, planned, static_cast<int>(s) * plan.replicas).total()));
+    }
+    return out;
+  }
+
   RunStats run_stats(const AllRankFigures& figures, const LoopEnd& end) const {
     RunStats stats;
     stats.model_description = run_.lm->describe();
@@ -366,7 +468,10 @@ class RankRun {
   const Preflight& preflight_;
   const bool lead_;
   const int n_;
-  zero::Engine engine_;
+  const int dp_;  // data-parallel ranks: N, or a pipeline's replicas
+  std::unique_ptr<zero::Trainable> trainee_;
+  zero::Engine& engine_;      // trainee_'s: the whole model's, or this rank's stage's
+  zero::Pipeline* pipeline_;  // trainee_ with --pipeline-stages, else null
   const DistributedSampler train_sampler_;
   const DistributedSampler val_sampler_;
   int64_t step_ = 0;       // the data position: the next step to train

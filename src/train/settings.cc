@@ -395,6 +395,7 @@ std::vector<SettingRow> build_settings() {
   rows::add_optimizer_rows(out);
   rows::add_schedule_rows(out);
   rows::add_engine_rows(out);
+  rows::add_pipeline_rows(out);
   return out;
 }
 

@@ -103,5 +103,6 @@ void add_run_rows(std::vector<SettingRow>& out);        // settings.cc
 void add_optimizer_rows(std::vector<SettingRow>& out);  // settings_optim.cc
 void add_schedule_rows(std::vector<SettingRow>& out);   // settings_optim.cc
 void add_engine_rows(std::vector<SettingRow>& out);     // settings.cc
+void add_pipeline_rows(std::vector<SettingRow>& out);   // settings_pipeline.cc
 
 }  // namespace zerodp::train::rows

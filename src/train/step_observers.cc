@@ -92,13 +92,13 @@ void CheckpointPolicy::save_at(int64_t data_step, const std::string& root, bool 
   }
 }
 
-HeldOutReport::HeldOutReport(zero::Engine& engine, const model::CausalLm& lm, const Corpus& corpus,
+HeldOutReport::HeldOutReport(zero::Trainable& trainee, const model::CausalLm& lm, const Corpus& corpus,
                              const TrainConfig& config, Progress* progress)
-    : engine_(engine), lm_(lm), corpus_(corpus), config_(config), progress_(progress) {}
+    : trainee_(trainee), lm_(lm), corpus_(corpus), config_(config), progress_(progress) {}
 
 void HeldOutReport::on_step(const StepEvent& event) {
   if (event.val_loss < 0) return;
-  const zero::LedgerBuffer<float> now = engine_.gather_params_to(0);  // collective
+  const zero::LedgerBuffer<float> now = trainee_.gather_params_to(0);  // collective
   if (progress_ == nullptr) return;
   progress_->note(fmt::format("step {}: validation loss {:.4f}, held-out sums answered exactly: {:.0f}%", event.step,
                               event.val_loss,

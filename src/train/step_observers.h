@@ -64,12 +64,12 @@ class CheckpointPolicy : public StepObserver {
 
 class HeldOutReport : public StepObserver {
  public:
-  HeldOutReport(zero::Engine& engine, const model::CausalLm& lm, const Corpus& corpus, const TrainConfig& config,
+  HeldOutReport(zero::Trainable& trainee, const model::CausalLm& lm, const Corpus& corpus, const TrainConfig& config,
                 Progress* progress);
   void on_step(const StepEvent& event) override;
 
  private:
-  zero::Engine& engine_;
+  zero::Trainable& trainee_;
   const model::CausalLm& lm_;
   const Corpus& corpus_;
   const TrainConfig& config_;

@@ -117,7 +117,10 @@ void validate(const TrainConfig& c) {
 
 namespace zerodp::train {
 
-void resolve_batch(TrainConfig& c, int ranks) {
+void resolve_batch(TrainConfig& c, int world) {
+  check_pipeline(c, world);
+  // DeepSpeed's rule counts the data-parallel ranks: a pipeline's replicas.
+  const int ranks = c.data_parallel_ranks(world);
   check_shard_group(c, ranks);
   if (c.engine.lr_schedule.total_steps == 0) c.engine.lr_schedule.total_steps = c.steps;
   if (c.resume_micro_batches > 0) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "core/pipeline_schedule.h"
 #include "zero/engine_config.h"
 
 namespace zerodp::train {
@@ -69,6 +70,13 @@ struct TrainConfig {
 
   // The engine: stage, precision, optimizer, schedule, scaler, clipping.
   zero::EngineConfig engine = default_engine();
+
+  // Pipeline parallelism (zero/pipeline.h): P stages of N / P data-parallel
+  // replicas each; 1: none.
+  int pipeline_stages = 1;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
+  std::vector<int> pipeline_cut;  // blocks per stage, P of them; empty: balanced by FLOPs
+  int data_parallel_ranks(int ranks) const { return ranks / pipeline_stages; }
 
   // Evaluation and output.
   int eval_every = 200;         // validation loss every K steps; 0 = only at the end
@@ -145,7 +153,8 @@ void validate(const TrainConfig& config);
 void check_start_point(const TrainConfig& config);
 
 // DeepSpeed's batch rule, train_batch_size = micro_batch * grad_accum *
-// ranks, for `ranks` ranks, with DeepSpeed's derivations when
+// ranks, for `ranks` data-parallel ranks (the world's over the pipeline's
+// stages, after check_pipeline), with DeepSpeed's derivations when
 // train_batch_size is given: with the micro-batch, the accumulation is
 // derived; with the accumulation, the micro-batch; with neither, the
 // accumulation is 1 and the micro-batch derived; with both, the rule is
@@ -153,6 +162,6 @@ void check_start_point(const TrainConfig& config);
 // the accumulation is its micro-batches over `ranks`. ConfigError when a
 // division is not exact or the rule fails.
 // Idempotent: derived values count as given afterwards.
-void resolve_batch(TrainConfig& config, int ranks);
+void resolve_batch(TrainConfig& config, int world);
 
 }  // namespace zerodp::train

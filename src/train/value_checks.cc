@@ -126,4 +126,37 @@ void check_shard_group(const TrainConfig& c, int ranks) {
             name, g);
 }
 
+void check_pipeline(const TrainConfig& c, int ranks) {
+  const int p = c.pipeline_stages;
+  const std::string name = c.spelled("pipeline-stages");
+  if (p == 1) {
+    ZDP_CHECK(c.pipeline_cut.size() <= 1, ConfigError, "[train] --pipeline-cut gives {} stages but {} is 1: give {} {}",
+              c.pipeline_cut.size(), name, name, c.pipeline_cut.size());
+    return;
+  }
+  ZDP_CHECK(ranks % p == 0, ConfigError,
+            "[train] {} {} does not divide the {} ranks: use a rank count that is a multiple of {} (N = stages x "
+            "replicas)",
+            name, p, ranks, p);
+  ZDP_CHECK(c.pipeline_cut.empty() || c.pipeline_cut.size() == static_cast<size_t>(p), ConfigError,
+            "[train] --pipeline-cut gives {} stages but {} is {}: give one number of blocks per stage",
+            c.pipeline_cut.size(), name, p);
+  ZDP_CHECK(!traits(c.engine.stage).partitions_grads, ConfigError,
+            "[train] --stage {} with {}: a pipeline accumulates each stage's gradients over its micro-batches, "
+            "which partitioned gradients would reduce-scatter once per micro-batch (DeepSpeed refuses it too); use "
+            "--stage 0 or 1",
+            stage_number(c.engine.stage), name);
+  ZDP_CHECK(c.engine.offload_optimizer_dir.empty() && c.engine.offload_params_dir.empty(), ConfigError,
+            "[train] --offload-optimizer and --offload-params are not built for pipeline stages: leave them out "
+            "with {}",
+            name);
+  ZDP_CHECK(c.engine.shard_group_size == 0, ConfigError,
+            "[train] --shard-group-size with {}: a pipeline's replicas are its own groups; leave one of them out",
+            name);
+  ZDP_CHECK(c.save_dir.empty() && c.resume_dir.empty() && c.save_every == 0, ConfigError,
+            "[train] checkpoints of a pipelined run are not built yet: leave out --save, --save-every and --resume "
+            "with {}",
+            name);
+}
+
 }  // namespace zerodp::train

@@ -22,5 +22,10 @@ void check_engine_values(const TrainConfig& config);
 // mics_shard_size / zero_hpz_partition_size) must divide them, and below
 // them needs stage 1-3. ConfigError naming the flag or key and the fix.
 void check_shard_group(const TrainConfig& config, int ranks);
+// Pipeline stages once the ranks are known: P must divide them, the cut
+// must have P stages, and what a pipelined run does not do yet (ZeRO
+// stages 2-3, offload, hybrid sharding, checkpoints) is refused, each
+// naming the flag and the fix.
+void check_pipeline(const TrainConfig& config, int ranks);
 
 }  // namespace zerodp::train

@@ -69,6 +69,7 @@
 #include "zero/param_store.h"
 #include "zero/partition_plan.h"
 #include "zero/state_buffer.h"
+#include "zero/trainable.h"
 
 namespace zerodp::zero {
 
@@ -82,29 +83,22 @@ struct StepResult {
   bool clipped = false;
 };
 
-// Loads micro-batch `micro` (0..grad_accum-1) of this rank into the workspace.
-using BatchFeeder = std::function<void(model::Workspace& ws, int micro)>;
-
-// Starting weights, read a slice at a time: fills `out` with flat parameters
-// [first, first + out.size()) as fp32. A rank asks only for what it holds
-// (model::Model::init_range, an llm.c file's reader, a given buffer).
-using ParamSource = std::function<void(size_t first, std::span<float> out)>;
-
-class Engine {
+class Engine final : public Trainable {
  public:
   // Initialises the parameters from `seed`: each rank generates only the
   // elements its stage holds, a chunk at a time, with the bits of a full
   // initialisation (model::Model::init_range); no rank builds the whole model.
   Engine(const model::Model& model, comm::Communicator& comm, const EngineConfig& config, uint64_t seed,
          int micro_batch, int seq_len, bool checkpointing = false);
-  ~Engine();
+  ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   // One optimizer step over grad_accum micro-batches.
-  StepResult train_step(const BatchFeeder& feed);
+  StepResult train_step(const BatchFeeder& feed) override;
   // Forward only on one micro-batch; returns the loss averaged over ranks.
-  double eval_loss(const BatchFeeder& feed);
+  double eval_loss(const BatchFeeder& feed) override;
+  Engine& engine() override { return *this; }
 
   // ---- pipeline stages (zero/pipeline.h) ----
   // What a pipeline stage's engine shares with the other stages; without a
@@ -157,12 +151,12 @@ class Engine {
   // The same on `root` only, booked in this rank's ledger as scratch while
   // the copy lives (empty on the other ranks). Stage 3 gathers one unit at a
   // time, so the other ranks hold at most a unit. Collective.
-  LedgerBuffer<float> gather_params_to(int root);
+  LedgerBuffer<float> gather_params_to(int root) override;
   // Starts from given weights instead of the seed's: each rank reads the
   // elements its stage holds from `source`, a chunk at a time, and rounds its
   // parameters from them. Call before the first step (optimizer state is
   // left as it is). Not collective.
-  void load_params(const ParamSource& source);
+  void load_params(const ParamSource& source) override;
   // load_params from one flat buffer of every parameter.
   void set_master_params(std::span<const float> flat);
 

@@ -2,6 +2,7 @@
 #include "zero/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "core/error.h"
@@ -137,6 +138,14 @@ void Pipeline::send_tied_params() {
 StepResult Pipeline::train_step(const BatchFeeder& feed) {
   std::vector<double> losses;
   const auto k = workspaces_.size();
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  double compute = 0;
+  auto timed = [&compute](auto&& fn) {
+    const auto t0 = Clock::now();
+    fn();
+    compute += std::chrono::duration<double>(Clock::now() - t0).count();
+  };
   for (const PipeStep& step : steps_) {
     model::Workspace& ws = *workspaces_[static_cast<size_t>(step.micro) % k];
     const model::StageModel& sm = *stage_model_;
@@ -146,7 +155,7 @@ StepResult Pipeline::train_step(const BatchFeeder& feed) {
         break;
       case PipeAction::kForward:
         feed(ws, step.micro);
-        engine_->forward_micro(ws);
+        timed([&] { engine_->forward_micro(ws); });
         if (stage_ == layout_.stages - 1) losses.push_back(ws.loss());
         break;
       case PipeAction::kSendActivation:
@@ -156,7 +165,7 @@ StepResult Pipeline::train_step(const BatchFeeder& feed) {
         above_->broadcast(fp32(sm.output_gradient(ws)), 1);
         break;
       case PipeAction::kBackward:
-        engine_->backward_micro(ws, step.micro);
+        timed([&] { engine_->backward_micro(ws, step.micro); });
         break;
       case PipeAction::kSendGradient:
         below_->broadcast(fp32(sm.input_gradient(ws)), 1);
@@ -167,9 +176,77 @@ StepResult Pipeline::train_step(const BatchFeeder& feed) {
         break;
     }
   }
+  last_schedule_ = {std::chrono::duration<double>(Clock::now() - start).count(), compute};
   const StepResult result = engine_->finish_step(losses);
   send_tied_params();
   return result;
+}
+
+double Pipeline::eval_loss(const BatchFeeder& feed) {
+  model::Workspace& ws = *workspaces_.front();
+  const model::StageModel& sm = *stage_model_;
+  if (below_) below_->broadcast(fp32(sm.input(ws)), 0);
+  feed(ws, 0);
+  engine_->forward_micro(ws);
+  const bool last = stage_ == layout_.stages - 1;
+  if (!last) above_->broadcast(fp32(sm.output(ws)), 0);
+  const double mine = last ? stage_comm_->all_reduce_scalar(ws.loss(), comm::ReduceOp::kAvg) : 0.0;
+  return pipe_comm_->all_reduce_scalar(mine, comm::ReduceOp::kSum);  // one stage's, and zeros
+}
+
+std::vector<int> Pipeline::unit_owners() const {
+  std::vector<int> owner(model_.units().size(), -1);
+  for (int s = layout_.stages - 1; s >= 0; --s) {  // the first stage last: the tied unit is its
+    const auto [first, end] = stage_ops(model_, layout_, s);
+    for (int i = first; i < end; ++i) owner[static_cast<size_t>(model_.ops()[static_cast<size_t>(i)].unit)] = s;
+  }
+  return owner;
+}
+
+LedgerBuffer<float> Pipeline::gather_params_to(int root) {
+  LedgerBuffer<float> stage_params = engine_->gather_params_to(0);  // the stage's, on its replica 0
+  LedgerBuffer<float> whole;
+  if (world_.rank() == root) whole = engine_->book_floats(MemoryCategory::kScratch, model_.num_params());
+  size_t largest = 0;
+  for (const model::UnitInfo& u : model_.units()) largest = std::max(largest, u.count);
+  LedgerBuffer<float> passing = engine_->book_floats(MemoryCategory::kScratch, largest);
+  const std::vector<int> owner = unit_owners();
+  for (size_t u = 0; u < owner.size(); ++u) {
+    const model::UnitInfo& unit = model_.units()[u];
+    const int from = owner[u] * replicas_;  // the owning stage's replica 0
+    std::span<float> buf = passing.span().first(unit.count);
+    if (world_.rank() == from) {
+      const int here = stage_model_->unit_of(static_cast<int>(u));
+      buf = stage_params.span().subspan(stage_model_->units()[static_cast<size_t>(here)].offset, unit.count);
+    } else if (world_.rank() == root) {
+      buf = whole.span().subspan(unit.offset, unit.count);
+    }
+    world_.broadcast(fp32(buf), from);
+    if (world_.rank() == root && world_.rank() == from) {
+      std::copy(buf.begin(), buf.end(), whole.span().begin() + static_cast<std::ptrdiff_t>(unit.offset));
+    }
+  }
+  return whole;
+}
+
+void Pipeline::load_params(const ParamSource& source) {
+  const model::StageModel& sm = *stage_model_;
+  engine_->load_params([&](size_t first, std::span<float> out) {
+    // Stage-flat [first, first + size) in pieces of the stage's units, each
+    // read at its whole-model offset.
+    size_t at = first;
+    while (!out.empty()) {
+      const auto& units = sm.units();
+      size_t k = 0;
+      while (units[k].offset + units[k].count <= at) ++k;
+      const size_t take = std::min(out.size(), units[k].offset + units[k].count - at);
+      const model::UnitInfo& whole = model_.units()[static_cast<size_t>(sm.whole_units()[k])];
+      source(whole.offset + (at - units[k].offset), out.first(take));
+      out = out.subspan(take);
+      at += take;
+    }
+  });
+  send_tied_params();
 }
 
 std::vector<float> Pipeline::gather_master_params() {

@@ -36,6 +36,7 @@
 #include "core/pipeline_schedule.h"
 #include "model/stage_model.h"
 #include "zero/engine.h"
+#include "zero/trainable.h"
 
 namespace zerodp::zero {
 
@@ -47,14 +48,14 @@ struct PipelineLayout {
   std::vector<int> cuts = {};
 };
 
-class Pipeline {
+class Pipeline final : public Trainable {
  public:
   // Collective over `world`. ConfigError for a layout that does not fit
   // (P does not divide N, a cut out of order or where the model cannot be
   // cut, ZeRO stages 2-3, hybrid sharding, offload).
   Pipeline(const model::Model& model, comm::Communicator& world, const EngineConfig& config,
            const PipelineLayout& layout, uint64_t seed, int micro_batch, int seq_len, bool checkpointing = false);
-  ~Pipeline();
+  ~Pipeline() override;
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
@@ -62,17 +63,35 @@ class Pipeline {
   // feed(ws, micro) loads this replica's micro-batch `micro` (global
   // micro-batch micro x D + replica()). Every stage calls it with the same
   // data: the first stage reads the inputs, the last the targets.
-  StepResult train_step(const BatchFeeder& feed);
+  StepResult train_step(const BatchFeeder& feed) override;
+  // The replica's micro-batch 0 forward through the stages; the last
+  // stage's losses averaged over the replicas, on every rank.
+  double eval_loss(const BatchFeeder& feed) override;
+  // Unit by unit from the stage that owns it (the tied unit: the first).
+  // Every rank takes part and holds at most the largest unit meanwhile.
+  LedgerBuffer<float> gather_params_to(int root) override;
+  // Each stage reads its units from the whole model's offsets; the tied
+  // unit's copies are made equal again.
+  void load_params(const ParamSource& source) override;
 
   int stage() const { return stage_; }
   int replica() const { return replica_; }
   int stages() const { return layout_.stages; }
   int replicas() const { return replicas_; }
-  Engine& engine() { return *engine_; }
+  Engine& engine() override { return *engine_; }
   const model::StageModel& stage_model() const { return *stage_model_; }
   // Every parameter of the whole model as fp32 master values, in its flat
   // order, on every rank (tests, small models). Collective over the world.
   std::vector<float> gather_master_params();
+  // The last step's schedule on this rank: its wall time (the list, from
+  // the first message or forward to the last backward) and the time its
+  // forwards and backwards ran; the rest is the bubble, which the formula
+  // (P - 1) / (M + P - 1) predicts for equal stages.
+  struct ScheduleTime {
+    double schedule_s = 0, compute_s = 0;
+    double bubble() const { return schedule_s > 0 ? 1.0 - compute_s / schedule_s : 0.0; }
+  };
+  ScheduleTime last_schedule() const { return last_schedule_; }
   // The bytes this rank sent to and received from its neighbours (the
   // residual stream, its gradient, the tied unit's gradient and parameters).
   uint64_t sent_bytes() const;
@@ -80,6 +99,8 @@ class Pipeline {
  private:
   // The first stage's tied unit's parameters, to the last stage.
   void send_tied_params();
+  // Per unit of the whole model: the stage that owns it.
+  std::vector<int> unit_owners() const;
   comm::Buffer fp32(std::span<float> s) const { return {s.data(), s.size(), Dtype::fp32()}; }
 
   const model::Model& model_;
@@ -95,6 +116,7 @@ class Pipeline {
   std::vector<PipeStep> steps_;
   int tied_unit_ = -1;             // the stage's unit that the other end stage holds too
   LedgerBuffer<float> tied_grad_;  // one micro-batch's head part of its gradient
+  ScheduleTime last_schedule_;
 };
 
 }  // namespace zerodp::zero

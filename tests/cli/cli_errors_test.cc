@@ -73,6 +73,17 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("plan --params 1B --ranks 4 --pipeline-stages 2", "--pipeline-stages needs a GPT's shape");
   expect_refused("plan --model gpt2-124m --ranks 4 --pipeline-stages 2 --pipeline-cut 6,5", "--pipeline-cut needs 2");
   expect_refused("plan --model gpt2-124m --ranks 4 --pipeline-stages 2 --pipeline-schedule zb", "use 1f1b or gpipe");
+  // A pipelined run: N a multiple of P, stages 0-1, no offload, hybrid or checkpoints yet, GPT models.
+  const std::string pp = " --pipeline-stages 2 --stage 1";
+  expect_refused("train --ranks 3" + pp + m, "--pipeline-stages 2 does not divide the 3 ranks");
+  expect_refused("train --ranks 4 --pipeline-stages 2 --stage 2" + m, "--stage 2 with --pipeline-stages");
+  expect_refused("train --ranks 4" + pp + " --pipeline-cut 1,2,1" + m, "--pipeline-cut gives 3 stages");
+  expect_refused("train --ranks 4" + pp + " --pipeline-cut 2,x" + m, "--pipeline-cut '2,x'");
+  expect_refused("train --ranks 4" + pp + " --pipeline-schedule zb" + m, "use 1f1b or gpipe");
+  expect_refused("train --ranks 4" + pp + " --save-every 5 --save /tmp/zerodp_never" + m,
+                 "checkpoints of a pipelined run are not built yet");
+  expect_refused("train --ranks 4" + pp + " --shard-group-size 2" + m, "--shard-group-size with --pipeline-stages");
+  expect_refused("train --ranks 4" + pp + " --model llama-tiny" + m, "cuts GPT models only so far");
   // Stochastic rounding rounds a bf16 momentum; there is nothing to round otherwise.
   expect_refused("train --optimizer lion --lion-momentum-rounding stochastic" + m,
                  "--lion-momentum-rounding rounds a bf16 momentum");

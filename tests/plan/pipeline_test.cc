@@ -94,8 +94,9 @@ TEST(Pipeline, TheBalancedCutIsTheBestContiguousCut) {
 }
 
 // One stage is the whole model: its parameters are Φ, its states at ZeRO 1
-// are the engine's stage-1 states, and its activations the family's whole
-// estimate, split into blocks, ends and scratch and added up again.
+// are the engine's stage-1 states with the step's accumulation, and its
+// activations the family's whole estimate, split into blocks, ends and
+// scratch and added up again.
 TEST(Pipeline, OneStageIsTheWholeModel) {
   const PipelineConfig c = gpt2_config(4, 1, 8);
   const PipelinePlan p = plan_pipeline(c);
@@ -114,15 +115,17 @@ TEST(Pipeline, OneStageIsTheWholeModel) {
   EXPECT_EQ(s.activations, estimate_activations(c.shape, a).total_bytes);
   a.include_backward_scratch = false;
   EXPECT_EQ(s.activations - s.scratch, estimate_activations(c.shape, a).total_bytes);
-  EngineRun run{Stage::k1, 4, c.precision, c.optimizer};
+  EngineRun run{Stage::k1, 4, c.precision, c.optimizer, /*grad_accum=*/8};
   const RankPrediction engine = predict_engine_rank(gpt_unit_schedule(c.shape), run, 0, 0);
   EXPECT_EQ(s.states[1].total(), engine.model_states());
 }
 
 // Two stages: the parameters are the model's and the tied embedding's copy,
-// the kept activations of one micro-batch the model's, each stage's own
-// scratch beside them; 1F1B holds two micro-batches at stage 0 and one at
-// stage 1, GPipe all eight; each stage sends M residual streams one way.
+// the kept activations of one micro-batch the model's and the second
+// stage's input, each workspace's own scratch beside them; 1F1B holds two
+// micro-batches at stage 0 and one at stage 1, GPipe all eight; each stage
+// sends M residual streams one way, the last stage M fp32 parts of the
+// tied embedding's gradient, the first its updated weights once.
 TEST(Pipeline, TwoStagesAddUpToTheModel) {
   PipelineConfig c = gpt2_config(4, 2, 8);
   const PipelinePlan one = plan_pipeline(gpt2_config(4, 1, 8));
@@ -133,17 +136,18 @@ TEST(Pipeline, TwoStagesAddUpToTheModel) {
   EXPECT_TRUE(a.embedding && !a.head && !b.embedding && b.head);
   EXPECT_EQ(a.layers + b.layers, 12);
   EXPECT_EQ(b.first_layer, a.layers);
-  const uint64_t wte = static_cast<uint64_t>(c.shape.vocab) * c.shape.channels;
-  EXPECT_EQ(a.params + b.params, c.shape.num_params() + wte);
-  EXPECT_EQ(p.tied_embedding_elements, wte);
-  EXPECT_EQ(a.activations_per_micro + b.activations_per_micro, one.stages[0].activations_per_micro);
+  const uint64_t embedding = c.shape.embedding_params();
+  EXPECT_EQ(a.params + b.params, c.shape.num_params() + embedding);
+  EXPECT_EQ(p.tied_embedding_elements, embedding);
+  const uint64_t stream = 2ull * 128 * 768 * 4;  // B x T x C fp32
+  EXPECT_EQ(a.activations_per_micro + b.activations_per_micro, one.stages[0].activations_per_micro + stream);
   EXPECT_EQ(a.scratch, one.stages[0].scratch);
+  EXPECT_EQ(a.activations, 2 * (a.activations_per_micro + a.scratch));
   EXPECT_EQ(a.in_flight, 2);
   EXPECT_EQ(b.in_flight, 1);
   EXPECT_DOUBLE_EQ(a.forward_flops + b.forward_flops, one.stages[0].forward_flops);
-  const uint64_t stream = 8ull * 2 * 128 * 768 * 4;  // M x B x T x C fp32
-  EXPECT_EQ(a.sent_per_step, stream);
-  EXPECT_EQ(b.sent_per_step, stream);
+  EXPECT_EQ(a.sent_per_step, 8 * stream + embedding * c.precision.size());
+  EXPECT_EQ(b.sent_per_step, 8 * stream + 8 * embedding * 4);
   EXPECT_DOUBLE_EQ(p.bubble, 1.0 / 9);
   c.schedule = PipelineSchedule::kGpipe;
   const PipelinePlan g = plan_pipeline(c);

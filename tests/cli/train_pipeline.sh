@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Pipeline parallelism through the CLI (docs/pipeline.md), fp32 with
+# clipping, the same 8 micro-batches per step everywhere:
+# - --ranks 4 --pipeline-stages 2 (D = 2, M = 4) gives the losses of data
+#   parallelism on 2 ranks (accum 4) and on 4 ranks (accum 2), under 1F1B at
+#   ZeRO 1 and GPipe at ZeRO 0, and with a given cut;
+# - --ranks 4 --pipeline-stages 4 (D = 1, M = 8), its last stage the head alone;
+# - mpirun -np 4 gives the thread run's losses when MPIRUN is given;
+# - the summary holds each stage's ledger equal to its plan.
+# usage: train_pipeline.sh ZERODP [MPIRUN]
+set -euo pipefail
+zerodp=$1 mpirun=${2:-}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+trap 'echo "FAILED (exit $?) at line $LINENO"; tail -n 15 "$dir"/*.log' ERR
+common=(train --micro-batch 3 --seq-len 20 --eval-every 3 --precision fp32 --clip 0.5 --comm-timeout 120 --steps 6)
+losses() { grep -o '"loss":[^,}]*' "$1"; }
+same() {  # same FILE_A FILE_B WHAT
+  diff <(losses "$1") <(losses "$2") > /dev/null || { echo "$3: losses differ"; diff <(losses "$1") <(losses "$2"); exit 1; }
+}
+
+"$zerodp" "${common[@]}" --ranks 2 --stage 1 --grad-accum 4 --metrics "$dir/dp2.jsonl" > "$dir/dp2.log"
+"$zerodp" "${common[@]}" --ranks 4 --stage 1 --grad-accum 2 --metrics "$dir/dp4.jsonl" > "$dir/dp4.log"
+[ "$(losses "$dir/dp2.jsonl" | wc -l)" = 6 ] || { echo "expected 6 steps of metrics"; exit 1; }
+same "$dir/dp2.jsonl" "$dir/dp4.jsonl" "data parallelism N=2 vs N=4"
+"$zerodp" "${common[@]}" --ranks 4 --stage 1 --pipeline-stages 2 --grad-accum 4 --metrics "$dir/pp.jsonl" \
+  > "$dir/pp.log"
+same "$dir/dp2.jsonl" "$dir/pp.jsonl" "1F1B P=2 D=2 ZeRO 1 vs data parallelism"
+grep -q "2 stages x 2 replicas, 1f1b, M = 4" "$dir/pp.log" || { echo "the summary does not name the pipeline"; exit 1; }
+# Every stage's ledger peak equals its plan ("ledger peak X (plan X)").
+if grep -E "ledger peak" "$dir/pp.log" | grep -vE "ledger peak ([0-9.]+ MiB) \(plan \1\)"; then
+  echo "a stage's ledger differs from its plan"
+  exit 1
+fi
+"$zerodp" "${common[@]}" --ranks 4 --stage 0 --pipeline-stages 2 --pipeline-schedule gpipe --pipeline-cut 1,3 \
+  --grad-accum 4 --metrics "$dir/gpipe.jsonl" > "$dir/gpipe.log"
+same "$dir/dp2.jsonl" "$dir/gpipe.jsonl" "GPipe P=2 D=2 ZeRO 0, cut 1,3, vs data parallelism"
+"$zerodp" "${common[@]}" --ranks 4 --stage 1 --pipeline-stages 4 --grad-accum 8 --metrics "$dir/p4.jsonl" \
+  > "$dir/p4.log"
+same "$dir/dp2.jsonl" "$dir/p4.jsonl" "1F1B P=4 D=1 vs data parallelism"
+
+if [ -n "$mpirun" ]; then
+  "$mpirun" --oversubscribe --allow-run-as-root -np 4 "$zerodp" "${common[@]}" --backend mpi --stage 1 \
+    --pipeline-stages 2 --grad-accum 4 --metrics "$dir/mpi.jsonl" > "$dir/mpi.log"
+  same "$dir/dp2.jsonl" "$dir/mpi.jsonl" "MPI P=2 D=2 vs thread data parallelism"
+fi
+echo "identical: pipelines of 2 and 4 stages, both schedules, ZeRO 0 and 1${mpirun:+, MPI}"

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pipeline's plan held against its engines' ledgers: GPT models cut
+// into 2 and 3 stages of 1 and 2 replicas, ZeRO 0 and 1, fp32 and bf16,
+// both schedules, with and without accumulation and the end's gather; two
+// steps of zero::Pipeline on thread ranks, the comm thread off, and every
+// rank's ledger equal, category by category, to plan's prediction for that
+// rank (plan/pipeline_memory.h).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "comm/world.h"
+#include "model/gpt.h"
+#include "model/gpt_family.h"
+#include "plan/model_shape.h"
+#include "plan/pipeline_memory.h"
+#include "zero/pipeline.h"
+
+namespace zerodp::plan {
+namespace {
+
+using zero::MemoryCategory;
+
+struct Case {
+  model::GptConfig gpt;
+  int stages, replicas, micro_batches;
+  PipelineSchedule schedule;
+  Stage zero;
+  Dtype dtype;
+  bool gather;  // the end's consolidated copy
+};
+
+std::string describe(const Case& c) {
+  return fmt::format("L={} P={} D={} M={} {} ZeRO {} {} gather={}", c.gpt.layers, c.stages, c.replicas, c.micro_batches,
+                     pipeline_schedule_name(c.schedule), stage_number(c.zero), c.dtype.name(), c.gather);
+}
+
+constexpr int kBatch = 2, kSeq = 7;
+
+void expect_ledger_matches(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  PipelineConfig pc;
+  pc.shape = gpt_shape(c.gpt);
+  pc.ranks = c.stages * c.replicas;
+  pc.stages = c.stages;
+  pc.schedule = c.schedule;
+  pc.micro_batches = c.micro_batches;
+  pc.micro_batch = kBatch;
+  pc.seq_len = kSeq;
+  pc.precision = c.dtype;
+  const PipelinePlan plan = plan_pipeline(pc);
+  zero::PipelineLayout layout{c.stages, c.schedule, {}};
+  for (size_t s = 1; s < plan.stages.size(); ++s) layout.cuts.push_back(plan.stages[s].first_layer + 1);
+
+  const model::Gpt gpt(c.gpt);
+  zero::EngineConfig ec;
+  ec.stage = c.zero;
+  ec.dtype = c.dtype;
+  ec.grad_accum = c.micro_batches;
+  ec.overlap = false;
+  ec.bucket_elements = 3000;
+  std::vector<zero::LedgerSnapshot> measured(static_cast<size_t>(pc.ranks));
+  comm::run_thread_ranks(pc.ranks, {}, [&](comm::Communicator& comm) {
+    zero::Pipeline pipe(gpt, comm, ec, layout, /*seed=*/3, kBatch, kSeq);
+    const zero::BatchFeeder feed = [&](model::Workspace& ws, int micro) {
+      std::vector<int32_t> tokens(kBatch * kSeq), targets(kBatch * kSeq);
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(micro)) % static_cast<size_t>(c.gpt.vocab));
+        targets[i] = static_cast<int32_t>((i * 5 + 1) % static_cast<size_t>(c.gpt.vocab));
+      }
+      ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});
+    };
+    pipe.train_step(feed);
+    pipe.train_step(feed);
+    if (c.gather) pipe.gather_params_to(0);
+    measured[static_cast<size_t>(comm.rank())] = pipe.engine().ledger().snapshot();
+  });
+  const EngineRun run{.stage = c.zero,
+                      .dtype = c.dtype,
+                      .optimizer = ec.optimizer,
+                      .bucket_elements = ec.bucket_elements,
+                      .consolidated_copy = c.gather};
+  for (int r = 0; r < pc.ranks; ++r) {
+    SCOPED_TRACE(fmt::format("rank {}", r));
+    const zero::LedgerSnapshot& s = measured[static_cast<size_t>(r)];
+    const RankPrediction p = predict_pipeline_rank(plan, run, r);
+    auto both = [&](MemoryCategory cat, uint64_t expected) {
+      EXPECT_EQ(s[cat].current, expected) << zero::memory_category_name(cat) << " current";
+      EXPECT_EQ(s[cat].peak, expected) << zero::memory_category_name(cat) << " peak";
+    };
+    both(MemoryCategory::kParams, p.params);
+    both(MemoryCategory::kGrads, p.grads);
+    both(MemoryCategory::kMaster, p.master);
+    both(MemoryCategory::kAdamM, p.adam_m);
+    both(MemoryCategory::kAdamV, p.adam_v);
+    both(MemoryCategory::kActivations, p.activations);
+    both(MemoryCategory::kComm, p.comm);
+    EXPECT_EQ(s[MemoryCategory::kGathered].peak, p.gathered) << "gathered peak";
+    EXPECT_EQ(s[MemoryCategory::kScratch].peak, p.scratch()) << "scratch peak";
+    EXPECT_EQ(s[MemoryCategory::kBuckets].peak, p.buckets) << "buckets peak";
+    EXPECT_EQ(s.total.peak, p.total()) << "total peak";
+  }
+  // The plan's per-stage peak is the stage's replica 0's at the engine's
+  // defaults.
+  const EngineRun defaults{.stage = c.zero, .dtype = c.dtype, .optimizer = ec.optimizer};
+  for (size_t st = 0; st < plan.stages.size(); ++st) {
+    const size_t z = c.zero == Stage::k0 ? 0 : 1;
+    EXPECT_EQ(plan.stages[st].peak[z],
+              predict_pipeline_rank(plan, defaults, static_cast<int>(st) * c.replicas).total());
+  }
+}
+
+TEST(PlanVsLedgerPipeline, EveryStageOfEveryLayoutMatchesExactly) {
+  // Odd sizes: 3 heads of 7 channels, vocab 37 padded to 41, context 13.
+  const model::GptConfig odd{13, 37, 41, 3, 3, 21};
+  const model::GptConfig four{16, 50, 64, 4, 2, 16};
+  const auto one_f = PipelineSchedule::kOneFOneB, gpipe = PipelineSchedule::kGpipe;
+  for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
+    for (Stage z : {Stage::k0, Stage::k1}) {
+      expect_ledger_matches({odd, 2, 1, 1, one_f, z, dt, false});
+      expect_ledger_matches({odd, 2, 2, 3, one_f, z, dt, true});
+      expect_ledger_matches({odd, 3, 1, 4, gpipe, z, dt, false});
+      expect_ledger_matches({four, 2, 2, 4, gpipe, z, dt, true});
+      expect_ledger_matches({four, 3, 1, 5, one_f, z, dt, false});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::plan
