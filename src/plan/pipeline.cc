@@ -201,10 +201,17 @@ PipelineStepTime predict_pipeline_step(const PipelinePlan& plan, Stage zero, con
     t.reduce_s = std::max(t.reduce_s, seconds + updated * hw.optimizer_s_per_param);
   }
   if (p > 1) {
+    // The tied embedding (zero/pipeline.h): the last stage's part of its
+    // gradient to the first stage each micro-batch (fp32), the updated
+    // weights back after the step, rendezvous sends on both ends' paths.
     const bool across = host(0) != host((p - 1) * d);
-    const Placement ends{.ranks = 2, .per_host = across ? 1 : 2, .sharing = across ? link_sharing : 1};
-    t.tied_s = collective_seconds(CollectiveOp::kAllReduce, static_cast<double>(plan.tied_embedding_elements) * dsize,
-                                  ends, hw);
+    const Link& link = across ? hw.link : hw.local;
+    ZDP_CHECK(link.known(), ConfigError, "[plan] --predict needs the {} for the tied embedding: give {}",
+              across ? "link between hosts" : "shared-memory link", across ? "--link-bandwidth" : "--local-bandwidth");
+    const double sharing = across ? link_sharing : 1;
+    const auto send = [&](double bytes) { return link.latency_s + bytes * sharing / link.bandwidth; };
+    const auto e = static_cast<double>(plan.tied_embedding_elements);
+    t.tied_s = c.micro_batches * send(e * sizeof(float)) + send(e * dsize);
   }
   t.step_s = t.schedule_s + t.reduce_s + t.tied_s;
   return t;
@@ -258,13 +265,15 @@ std::string format_pipeline_text(const PipelinePlan& plan) {
   }
   out += fmt::format(
       "  bubble (P-1)/(M+P-1) = {:.1f}% of each step; activations: {} micro-batch(es) in flight at stage s ({}), "
-      "one set of backward scratch; peak-1: ZeRO stage 1's states + the fp32 compute copy + activations\n",
+      "each in a workspace of its own; peak-1: the stage engine's peak at ZeRO stage 1 (states, compute copy, "
+      "activations, buffers)\n",
       100 * plan.bubble, c.schedule == PipelineSchedule::kGpipe ? "M" : "min(P-s, M)",
       pipeline_schedule_name(c.schedule));
   if (p > 1) {
     out += fmt::format(
         "  sent: the residual stream forward and its gradient backward, B x T x C fp32 per micro-batch and "
-        "neighbour; the tied embedding's {} gradient elements are summed between stages 0 and {} each step\n",
+        "neighbour; the tied embedding's {} elements: stage {}'s part of their gradient (fp32) to stage 0 per "
+        "micro-batch, the updated weights back per step\n",
         plan.tied_embedding_elements, p - 1);
   }
   out +=

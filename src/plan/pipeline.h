@@ -7,14 +7,16 @@
 // alternates one forward and one backward).
 //
 // What a pipeline stage holds per rank: its units' model states among D
-// replicas (a GPT's last stage also holds a copy of the tied token
-// embedding for its LM head, as Megatron does; the two copies' gradients
-// are summed between the first and last stage each step), the fp32 compute
-// copy of its largest unit (mixed precision), and the activations of the
-// micro-batches in flight: M under GPipe, min(P - s, M) at stage s under
-// 1F1B, with one set of backward scratch. What it sends: per micro-batch,
-// the residual stream (B x T x C in fp32, the bits the next stage computes
-// from) forward and its gradient backward. The bubble, the share of a step
+// replicas (a GPT's last stage also holds a copy of the embedding unit for
+// its tied LM head, as Megatron does), the fp32 compute copy of its largest
+// unit (mixed precision), and the activations of the micro-batches in
+// flight, each in a stage workspace of its own: M under GPipe, min(P - s, M)
+// at stage s under 1F1B (plan/pipeline_memory.h has the exact ledger). What
+// it sends: per micro-batch, the residual stream (B x T x C in fp32, the
+// bits the next stage computes from) forward and its gradient backward; the
+// last stage also its part of the tied embedding's gradient (fp32, so that
+// the first stage's sum is the whole model's, in its order), and the first
+// stage the updated embedding back once per step. The bubble, the share of a step
 // a stage waits, is (P - 1) / (M + P - 1) for both schedules: 1F1B reorders
 // the same work to hold fewer activations, not to wait less.
 //
@@ -97,7 +99,7 @@ struct PipelinePlan {
   int replicas = 1;  // D = N / P
   std::vector<PipelineStagePlan> stages;
   double bubble = 0;
-  uint64_t tied_embedding_elements = 0;  // summed between the first and last stage each step (P > 1)
+  uint64_t tied_embedding_elements = 0;  // the embedding unit both end stages hold (P > 1)
   // The busiest rank: the largest peak over the stages, at ZeRO 0 and 1.
   std::array<uint64_t, 2> peak = {};
 };
@@ -123,15 +125,16 @@ int largest_layers_that_fit(const PipelineConfig& config, uint64_t bytes);
 // compute and its sends per micro-batch: for equal stages (M + P - 1) x t),
 // then, after the flush, the replicas' gradient reduction at the ZeRO stage
 // (0: all-reduce; 1: reduce-scatter, then the all-gather of the updated
-// parameters), the tied embedding's gradient all-reduce between the first
-// and the last stage, and the optimizer on the stage's updated elements.
+// parameters) with the optimizer on the stage's updated elements, and the
+// tied embedding's sends between the end stages: M fp32 gradient parts one
+// way, the updated weights back.
 struct PipelineStepTime {
   std::vector<double> stage_s;  // per stage: one micro-batch's forward and backward
   std::vector<double> send_s;   // per boundary s -> s + 1: one micro-batch's activation and gradient
   double schedule_s = 0;        // the micro-batches through the pipeline
   double bubble = 0;            // the slowest stage's idle share of the schedule
   double reduce_s = 0;          // the busiest stage's replica reduction and optimizer
-  double tied_s = 0;            // the tied embedding's gradient sum (P > 1)
+  double tied_s = 0;            // the tied embedding's sends between the end stages (P > 1)
   double step_s = 0;
 };
 // ConfigError without a compute rate, or without the link a boundary or

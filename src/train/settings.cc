@@ -252,11 +252,15 @@ void add_layout_rows(std::vector<SettingRow>& out) {
       kMust, kOwn, [](const TrainConfig& c) { return c.seq_len; }, [](TrainConfig& c, int v) { c.seq_len = v; },
       always));
   out.push_back(
-      derived("train-batch-size", [](const SettingRow&, const TrainConfig& c, int ranks) -> std::optional<Shown> {
+      derived("train-batch-size", [](const SettingRow&, const TrainConfig& c, int world) -> std::optional<Shown> {
+        // DeepSpeed's rule counts the data-parallel ranks (a pipeline's replicas).
+        const int ranks = c.data_parallel_ranks(world);
         const int64_t batch = static_cast<int64_t>(c.micro_batch) * c.engine.grad_accum * ranks;
-        return Shown{batch, c.train_batch_size > 0 ? c.source_of("train-batch-size")
-                                                   : fmt::format("derived: micro-batch {} x grad-accum {} x {} ranks",
-                                                                 c.micro_batch, c.engine.grad_accum, ranks)};
+        return Shown{batch, c.train_batch_size > 0
+                                ? c.source_of("train-batch-size")
+                                : fmt::format("derived: micro-batch {} x grad-accum {} x {} {}", c.micro_batch,
+                                              c.engine.grad_accum, ranks,
+                                              c.pipeline_stages > 1 ? "pipeline replicas" : "ranks")};
       }));
 }
 

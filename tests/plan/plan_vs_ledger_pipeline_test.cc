@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "ledger_expect.h"
 #include "model/gpt.h"
 #include "model/gpt_family.h"
 #include "plan/model_shape.h"
@@ -86,17 +87,9 @@ void expect_ledger_matches(const Case& c) {
     SCOPED_TRACE(fmt::format("rank {}", r));
     const zero::LedgerSnapshot& s = measured[static_cast<size_t>(r)];
     const RankPrediction p = predict_pipeline_rank(plan, run, r);
-    auto both = [&](MemoryCategory cat, uint64_t expected) {
-      EXPECT_EQ(s[cat].current, expected) << zero::memory_category_name(cat) << " current";
-      EXPECT_EQ(s[cat].peak, expected) << zero::memory_category_name(cat) << " peak";
-    };
-    both(MemoryCategory::kParams, p.params);
-    both(MemoryCategory::kGrads, p.grads);
-    both(MemoryCategory::kMaster, p.master);
-    both(MemoryCategory::kAdamM, p.adam_m);
-    both(MemoryCategory::kAdamV, p.adam_v);
-    both(MemoryCategory::kActivations, p.activations);
-    both(MemoryCategory::kComm, p.comm);
+    expect_states_and_activations(s, p);
+    EXPECT_EQ(s[MemoryCategory::kComm].current, p.comm) << "comm current";
+    EXPECT_EQ(s[MemoryCategory::kComm].peak, p.comm) << "comm peak";
     EXPECT_EQ(s[MemoryCategory::kGathered].peak, p.gathered) << "gathered peak";
     EXPECT_EQ(s[MemoryCategory::kScratch].peak, p.scratch()) << "scratch peak";
     EXPECT_EQ(s[MemoryCategory::kBuckets].peak, p.buckets) << "buckets peak";

@@ -15,6 +15,7 @@
 
 #include "comm/world.h"
 #include "core/offload_extents.h"
+#include "ledger_expect.h"
 #include "model/gpt_family.h"
 #include "model/llama_family.h"
 #include "model/mlp_family.h"
@@ -138,18 +139,7 @@ void expect_ledger_matches(const model::ModelConfig& mc, const RunShape& run, bo
     SCOPED_TRACE(describe(mc, run, overlap) + fmt::format(" rank {}", r));
     const zero::LedgerSnapshot& s = measured[static_cast<size_t>(r)];
     const RankPrediction p = predict_rank(mc, run, r);
-    auto both = [&](MemoryCategory c, uint64_t expected) {
-      EXPECT_EQ(s[c].current, expected) << zero::memory_category_name(c) << " current";
-      EXPECT_EQ(s[c].peak, expected) << zero::memory_category_name(c) << " peak";
-    };
-    both(MemoryCategory::kParams, p.params);
-    both(MemoryCategory::kGrads, p.grads);
-    both(MemoryCategory::kMaster, p.master);
-    both(MemoryCategory::kAdamM, p.adam_m);
-    both(MemoryCategory::kAdamV, p.adam_v);
-    both(MemoryCategory::kActivations, p.activations);
-    both(MemoryCategory::kOffload, p.offload);
-    EXPECT_EQ(s.model_states.peak, p.model_states());
+    expect_states_and_activations(s, p);
     EXPECT_EQ(s[MemoryCategory::kGathered].peak, p.gathered) << "gathered peak";
     EXPECT_EQ(s[MemoryCategory::kComm].peak, p.comm) << "comm peak";
     EXPECT_EQ(s[MemoryCategory::kComm].current, p.comm) << "comm current";
