@@ -100,7 +100,7 @@ void Communicator::mark_broken(const std::string& reason) {
 void Communicator::abort(std::string_view reason) { mark_broken(std::string(reason)); }
 
 void Communicator::fault_point(std::string_view point) {
-  inject_save_fault_if_due(rank_, point, [this] { return peer_failed(); });
+  inject_save_fault_if_due(fault_rank_, point, [this] { return peer_failed(); });
 }
 
 template <typename Fn>
@@ -110,9 +110,9 @@ void Communicator::run(Collective kind, uint64_t sent, uint64_t received, Fn&& f
               broken_reason_);
   }
   const auto start = std::chrono::steady_clock::now();
-  const uint64_t call = ++calls_made_;
+  const uint64_t call = ++*calls_made_;
   try {
-    inject_fault_if_due(rank_, call, kind, [this] { return peer_failed(); });
+    inject_fault_if_due(fault_rank_, call, kind, [this] { return peer_failed(); });
     fn();
   } catch (const Error& e) {
     mark_broken(e.message());
@@ -145,6 +145,8 @@ std::unique_ptr<Communicator> Communicator::split(int color) {
     throw;
   }
   child->parent_stats_ = &stats_;
+  child->calls_made_ = calls_made_;
+  child->fault_rank_ = fault_rank_;
   return child;
 }
 

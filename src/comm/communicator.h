@@ -27,6 +27,7 @@
 //   collective (see stats.h).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -230,7 +231,12 @@ class Communicator {
   CommStats stats_;
   CommStats* parent_stats_ = nullptr;  // split(): the parent's counters, updated too
   std::string broken_reason_;
-  uint64_t calls_made_ = 0;  // collectives started, for fault injection
+  // Fault injection (fault_injection.h) counts a rank's collectives over
+  // all its groups and names it by its rank in the group it was split from:
+  // a split child shares its parent's count and rank. The count is atomic:
+  // the rank thread and the comm thread call different groups at once.
+  std::shared_ptr<std::atomic<uint64_t>> calls_made_ = std::make_shared<std::atomic<uint64_t>>(0);
+  int fault_rank_ = rank_;
 };
 
 }  // namespace zerodp::comm
