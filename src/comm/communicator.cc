@@ -88,7 +88,7 @@ Communicator::Communicator(int rank, int size, const CommOptions& options)
 Communicator::~Communicator() = default;
 
 std::string Communicator::message_prefix(Collective kind) const {
-  return fmt::format("[{}] rank {}", collective_name(kind), rank_);
+  return fmt::format("[{}] {}", collective_name(kind), rank_name(rank_));
 }
 
 void Communicator::mark_broken(const std::string& reason) {
@@ -131,6 +131,8 @@ void Communicator::run(Collective kind, uint64_t sent, uint64_t received, Fn&& f
     s.seconds += seconds;
   }
 }
+
+std::string Communicator::rank_name(int rank) const { return fmt::format("rank {}", rank); }
 
 std::unique_ptr<Communicator> Communicator::split(int color) {
   ZDP_CHECK(color >= 0, CommError, "[split] rank {}: color {} must be >= 0", rank_, color);

@@ -217,8 +217,11 @@ class Communicator {
   // poisoned). Ends an injected hang (fault_injection.h); false by default.
   virtual bool peer_failed() const { return false; }
 
-  // "[all_reduce] rank 3" for messages.
+  // "[all_reduce] rank 3" for messages (with the backend's rank_name).
   std::string message_prefix(Collective kind) const;
+  // "rank r" in messages; a backend that knows a split group's ranks in the
+  // world says so too ("rank 1 (world rank 3)").
+  virtual std::string rank_name(int rank) const;
 
  private:
   template <typename Fn>

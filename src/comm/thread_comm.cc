@@ -94,6 +94,8 @@ std::unique_ptr<Communicator> ThreadCommunicator::do_split(int color, std::span<
   return std::make_unique<ThreadCommunicator>(std::move(child), child_rank, options());
 }
 
+std::string ThreadCommunicator::rank_name(int rank) const { return group_->rank_name(rank); }
+
 void ThreadCommunicator::on_broken(const std::string& reason) { group_->poison(rank(), reason); }
 
 void ThreadCommunicator::sync(Collective kind) { group_->sync(rank(), kind, deadline_, options().timeout); }
@@ -106,8 +108,8 @@ const CallInfo& ThreadCommunicator::begin(const CallInfo& call) {
   for (int k = 0; k < size(); ++k) {
     const CallInfo& peer = group_->peer_info(k, id);
     if (!same_call(peer, call)) {
-      ZDP_THROW(CommError, "{}: mismatched collective calls: rank {} called {} while this rank called {}",
-                message_prefix(call.kind), k, describe(peer), describe(call));
+      ZDP_THROW(CommError, "{}: mismatched collective calls: {} called {} while this rank called {}",
+                message_prefix(call.kind), rank_name(k), describe(peer), describe(call));
     }
   }
   return group_->peer_info(rank(), id);

@@ -36,6 +36,7 @@ class ThreadCommunicator final : public Communicator {
   ~ThreadCommunicator() override;
 
   std::string_view backend_name() const override { return "thread"; }
+
   // This rank makes no more calls: peers waiting for it throw instead of
   // timing out. Called by the destructor too.
   void depart();
@@ -57,6 +58,7 @@ class ThreadCommunicator final : public Communicator {
   bool peer_failed() const override { return group_->poisoned(); }
 
  private:
+  std::string rank_name(int rank) const override;
   // Publishes this rank's call, waits for all peers, and checks that they
   // made the same call (CommError naming the first that did not).
   const CallInfo& begin(const CallInfo& call);

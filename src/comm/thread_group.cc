@@ -44,6 +44,14 @@ ThreadGroup::ThreadGroup(std::shared_ptr<ThreadGroup> parent, std::vector<int> p
     : ThreadGroup(static_cast<int>(parent_ranks.size())) {
   parent_ = std::move(parent);
   parent_ranks_ = std::move(parent_ranks);
+  for (int r : parent_ranks_) {
+    world_ranks_.push_back(parent_->world_ranks_.empty() ? r : parent_->world_ranks_[static_cast<size_t>(r)]);
+  }
+}
+
+std::string ThreadGroup::rank_name(int rank) const {
+  if (world_ranks_.empty() || rank < 0 || rank >= size_) return fmt::format("rank {}", rank);
+  return fmt::format("rank {} (world rank {})", rank, world_ranks_[static_cast<size_t>(rank)]);
 }
 
 std::shared_ptr<ThreadGroup> ThreadGroup::child(const std::shared_ptr<ThreadGroup>& parent, uint64_t split, int color,
@@ -82,12 +90,12 @@ void ThreadGroup::wake_sleepers() {
 void ThreadGroup::throw_poisoned(const std::string& what) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed_rank_ < 0) ZDP_THROW(PeerFailedError, "{}: a rank of the parent group failed: {}", what, failed_reason_);
-  ZDP_THROW(PeerFailedError, "{}: peer rank {} failed: {}", what, failed_rank_, failed_reason_);
+  ZDP_THROW(PeerFailedError, "{}: peer {} failed: {}", what, rank_name(failed_rank_), failed_reason_);
 }
 
 void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout) {
   // Only formatted on the error paths.
-  auto what = [&] { return fmt::format("[{}] rank {}", collective_name(kind), rank); };
+  auto what = [&] { return fmt::format("[{}] {}", collective_name(kind), rank_name(rank)); };
   Slot& self = slots_[rank];
   const uint64_t target = self.phase.load(std::memory_order_relaxed) + 1;
   self.phase.store(target, std::memory_order_seq_cst);
@@ -105,14 +113,14 @@ void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, st
     const Slot& peer = slots_[waiting_for];
     if (peer.departed.load(std::memory_order_acquire) && peer.phase.load(std::memory_order_acquire) < target) {
       ZDP_THROW(CommError,
-                "{}: peer rank {} finished its work without making this call (ranks made different "
+                "{}: peer {} finished its work without making this call (ranks made different "
                 "sequences of collective calls)",
-                what(), waiting_for);
+                what(), rank_name(waiting_for));
     }
   };
   auto throw_timeout = [&] {
-    ZDP_THROW(CommTimeoutError, "{}: timed out after {} ms waiting for rank {} (it has not reached this collective)",
-              what(), timeout.count(), waiting_for);
+    ZDP_THROW(CommTimeoutError, "{}: timed out after {} ms waiting for {} (it has not reached this collective)", what(),
+              timeout.count(), rank_name(waiting_for));
   };
 
   if (all_arrived()) return;

@@ -61,6 +61,10 @@ class ThreadGroup {
   ThreadGroup& operator=(const ThreadGroup&) = delete;
 
   int size() const { return size_; }
+  // "rank r" in messages, with its rank in the root group where this is a
+  // split child ("rank 1 (world rank 3)"): a pipeline's and hybrid
+  // sharding's groups name the failed or late rank as the user launched it.
+  std::string rank_name(int rank) const;
 
   // The call description rank `rank` publishes for its call number `call`
   // (double-buffered by parity: a peer cannot be two calls ahead, so the
@@ -115,6 +119,7 @@ class ThreadGroup {
   std::string failed_reason_;            // guarded by mutex_
   std::shared_ptr<ThreadGroup> parent_;  // set once, before the group is shared
   std::vector<int> parent_ranks_;
+  std::vector<int> world_ranks_;  // per rank, its root group's rank; empty in the root
   struct PendingChild {
     std::shared_ptr<ThreadGroup> group;
     size_t fetched = 0;

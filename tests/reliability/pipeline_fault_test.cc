@@ -2,8 +2,9 @@
 // A pipeline stage that fails ends the job: rank 3 of a 2 x 2 pipeline (the
 // last stage's second replica) throws or hangs at one of its collectives,
 // at sites in its engine's reductions, the pipeline's messages and the
-// step's norm, and every rank must end with a CommError within the bound,
-// the failed rank's naming the fault.
+// step's norm, and every rank must end with a CommError within the bound
+// that names rank 3 as launched (a split group's messages give the world
+// rank beside their own).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -94,6 +95,9 @@ TEST(PipelineFault, AFailedStageEndsEveryRank) {
       for (int r = 0; r < kRanks; ++r) {
         EXPECT_FALSE(o.other_error[static_cast<size_t>(r)]) << "rank " << r << " ended with a non-CommError";
         EXPECT_FALSE(o.errors[static_cast<size_t>(r)].empty()) << "rank " << r << " ended without an error";
+        // Named as launched, whichever group saw it: "rank 3", or "(world rank 3)".
+        EXPECT_NE(o.errors[static_cast<size_t>(r)].find("rank 3"), std::string::npos)
+            << "rank " << r << ": " << o.errors[static_cast<size_t>(r)];
         std::printf("  %s k=%llu rank %d: %s\n", action == FaultAction::kThrow ? "throw" : "hang",
                     static_cast<unsigned long long>(k), r, o.errors[static_cast<size_t>(r)].c_str());
       }
