@@ -308,6 +308,19 @@ TEST(DeepSpeedConfig, OffloadParamToNvmeIsOffloadParams) {
             std::string::npos);
 }
 
+// DeepSpeed's pipeline section: stages is --pipeline-stages; the partition
+// method and the other keys are named as ignored.
+TEST(DeepSpeedConfig, PipelineStagesAreThePipelineStages) {
+  const Applied a = apply(R"({"pipeline": {"stages": 2, "partition": "parameters", "seed_layers": false}})");
+  EXPECT_EQ(a.config.pipeline_stages, 2);
+  EXPECT_EQ(a.config.source_of("pipeline-stages"), "config pipeline.stages");
+  ASSERT_EQ(a.warnings.size(), 2u);  // partition, seed_layers
+  EXPECT_NE(a.warnings[0].find("pipeline.partition"), std::string::npos) << a.warnings[0];
+  EXPECT_NE(error_of(R"({"pipeline": {"stages": "auto"}})").find("pipeline.stages"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pipeline": {"stages": 0}})").find("pipeline.stages"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pipeline": {"stagez": 2}})").find("stagez"), std::string::npos);
+}
+
 // MiCS's mics_shard_size and ZeRO++ hpZ's zero_hpz_partition_size are
 // hybrid sharding's group size; DeepSpeed's "off" values (-1, 1) keep the
 // flat layout; both given must agree.

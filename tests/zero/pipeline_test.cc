@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "comm/world.h"
@@ -91,9 +91,9 @@ Trained pipelined(int stages, int replicas, std::vector<int> cuts, PipelineSched
 void expect_same_bits(const Trained& a, const Trained& b, const std::string& what) {
   ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
   for (size_t i = 0; i < a.losses.size(); ++i) {
-    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
+    EXPECT_EQ(std::bit_cast<uint64_t>(a.losses[i]), std::bit_cast<uint64_t>(b.losses[i]))
         << what << " step " << i << " loss " << a.losses[i] << " vs " << b.losses[i];
-    EXPECT_EQ(std::memcmp(&a.norms[i], &b.norms[i], sizeof(double)), 0)
+    EXPECT_EQ(std::bit_cast<uint64_t>(a.norms[i]), std::bit_cast<uint64_t>(b.norms[i]))
         << what << " step " << i << " norm " << a.norms[i] << " vs " << b.norms[i];
   }
   ASSERT_EQ(a.master.size(), b.master.size()) << what;
