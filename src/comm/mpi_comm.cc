@@ -179,7 +179,7 @@ class MpiCommunicator final : public Communicator {
     }
     wait_all(call.kind, tag);
   }
-  std::unique_ptr<Communicator> do_split(int color, std::span<const int> /*colors*/) override {
+  std::unique_ptr<Communicator> do_split(int color, std::span<const int> colors) override {
     // Every rank passed split()'s all_gather_value, so none is missing.
     MPI_Comm sub = MPI_COMM_NULL;
     ZDP_CHECK(MPI_Comm_split(comm_, color, rank(), &sub) == MPI_SUCCESS, CommError,
@@ -188,8 +188,21 @@ class MpiCommunicator final : public Communicator {
     int sub_rank = 0, sub_size = 1;
     MPI_Comm_rank(sub, &sub_rank);
     MPI_Comm_size(sub, &sub_size);
-    return std::make_unique<MpiCommunicator>(sub, sub_rank, sub_size, options());
+    auto child = std::make_unique<MpiCommunicator>(sub, sub_rank, sub_size, options());
+    // Its ranks in the world, for messages: the key (this rank) keeps the
+    // parent's order.
+    for (int k = 0; k < size(); ++k) {
+      if (colors[static_cast<size_t>(k)] == color) child->world_ranks_.push_back(world_rank(k));
+    }
+    return child;
   }
+  std::string rank_name(int rank) const override {
+    if (world_ranks_.empty() || rank < 0 || static_cast<size_t>(rank) >= world_ranks_.size()) {
+      return fmt::format("rank {}", rank);
+    }
+    return fmt::format("rank {} (world rank {})", rank, world_ranks_[static_cast<size_t>(rank)]);
+  }
+  int world_rank(int rank) const { return world_ranks_.empty() ? rank : world_ranks_[static_cast<size_t>(rank)]; }
   void on_broken(const std::string&) override {
     // Cancel what is still posted so MPI does not write into buffers the
     // caller is about to free; sends cannot be cancelled reliably, only freed.
@@ -357,8 +370,9 @@ class MpiCommunicator final : public Communicator {
         receiving = pending_[i].is_recv;
       }
     }
-    ZDP_THROW(CommTimeoutError, "{}: timed out after {} ms waiting for rank {} ({})", message_prefix(kind),
-              options().timeout.count(), peer, receiving ? "its data never arrived" : "it never took this rank's data");
+    ZDP_THROW(CommTimeoutError, "{}: timed out after {} ms waiting for {} ({})", message_prefix(kind),
+              options().timeout.count(), rank_name(peer),
+              receiving ? "its data never arrived" : "it never took this rank's data");
   }
 
   // out = this rank's shard of the ordered reduction of `in` over ranks.
@@ -409,6 +423,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
+  std::vector<int> world_ranks_;  // a split group's ranks in the world (messages); empty in the world
   int count_bits_ = 0;
   Clock::time_point deadline_{};
   std::vector<MPI_Request> requests_;
