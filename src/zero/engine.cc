@@ -701,9 +701,9 @@ float Engine::micro_grad_scale() const {
 void Engine::link_stage(StageLink link) {
   const StageTraits& stage = traits(config_.stage);
   ZDP_CHECK(!stage.partitions_grads && !stage.partitions_params, ConfigError,
-            "[pipeline] ZeRO stage {} with pipeline stages: a pipeline runs each stage's micro-batches one after "
-            "another, so partitioned gradients would be reduced once per micro-batch (as DeepSpeed, which refuses it "
-            "too); use --zero-stage 0 or 1",
+            "[pipeline] ZeRO stage {} with pipeline stages: a pipeline accumulates each stage's gradients over its "
+            "micro-batches, which partitioned gradients would reduce-scatter once per micro-batch (DeepSpeed refuses "
+            "it too); use --stage 0 or 1",
             static_cast<int>(config_.stage));
   ZDP_CHECK(!offload_ && !param_store_, ConfigError,
             "[pipeline] --offload-optimizer and --offload-params are not built for pipeline stages yet: train "

@@ -75,24 +75,24 @@ Pipeline::Pipeline(const model::Model& model, comm::Communicator& world, const E
   }
 
   // A unit of the whole model on both end stages.
-  std::vector<int> first_units, last_units;
+  std::vector<int> shared_units;
   {
     const model::StageModel first_stage(model, 0, stage_ops(model, layout, 0).second);
     const auto [lf, le] = stage_ops(model, layout, p - 1);
     const model::StageModel last_stage(model, lf, le);
     for (int u : last_stage.whole_units()) {
-      if (p > 1 && first_stage.unit_of(u) >= 0) first_units.push_back(u);
+      if (p > 1 && first_stage.unit_of(u) >= 0) shared_units.push_back(u);
     }
   }
-  ZDP_CHECK(first_units.size() <= 1, ConfigError,
-            "[pipeline] {} units are used by both end stages; a pipeline keeps one tied unit", first_units.size());
-  const bool tied = !first_units.empty();
+  ZDP_CHECK(shared_units.size() <= 1, ConfigError,
+            "[pipeline] {} units are used by both end stages; a pipeline keeps one tied unit", shared_units.size());
+  const bool tied = !shared_units.empty();
   const bool end_stage = stage_ == 0 || stage_ == p - 1;
   auto tied_group = world.split(tied && end_stage ? replica_ : world.size() + me);
   if (tied && end_stage) {
     tied_group->count_apart();
     tied_ = std::move(tied_group);
-    tied_unit_ = stage_model_->unit_of(first_units.front());
+    tied_unit_ = stage_model_->unit_of(shared_units.front());
   }
 
   engine_ = std::make_unique<Engine>(*stage_model_, *stage_comm_, config, seed, micro_batch, seq_len, checkpointing);

@@ -123,6 +123,15 @@ TEST(Pipeline, AtFp32EveryPowerOfTwoGivesTheSameBits) {
   expect_same_bits(pipelined(3, 1, {2, 4}, PipelineSchedule::kGpipe, Stage::k1, Dtype::fp32(), 8), dp, "P=3 D=1");
 }
 
+// One micro-batch a step at fp32 and ZeRO 0: the engine accumulates into
+// the gradient buffer itself (no scratch), where the tied seed lands too.
+TEST(Pipeline, OneMicroBatchInPlaceGivesTheSameBits) {
+  const Trained dp = data_parallel(2, Stage::k0, Dtype::fp32(), 1);
+  expect_same_bits(pipelined(2, 2, {3}, PipelineSchedule::kOneFOneB, Stage::k0, Dtype::fp32(), 1), dp, "P=2 D=2 M=1");
+  expect_same_bits(pipelined(2, 2, {3}, PipelineSchedule::kGpipe, Stage::k1, Dtype::fp32(), 1), dp,
+                   "P=2 D=2 M=1 ZeRO 1");
+}
+
 TEST(Pipeline, MixedPrecisionGivesTheBitsOfItsReplicaCount) {
   for (Dtype dtype : {Dtype::bf16(), Dtype::fp16()}) {
     const Trained dp = data_parallel(2, Stage::k1, dtype, 3);
