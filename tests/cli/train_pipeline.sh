@@ -6,6 +6,8 @@
 #   parallelism on 2 ranks (accum 4) and on 4 ranks (accum 2), under 1F1B at
 #   ZeRO 1 and GPipe at ZeRO 0, and with a given cut;
 # - --ranks 4 --pipeline-stages 4 (D = 1, M = 8), its last stage the head alone;
+# - --init-from a consolidated checkpoint reaches every stage: the pipelined
+#   run from it gives the data-parallel run's losses from it;
 # - mpirun -np 4 gives the thread run's losses when MPIRUN is given;
 # - the summary holds each stage's ledger equal to its plan.
 # usage: train_pipeline.sh ZERODP [MPIRUN]
@@ -40,9 +42,20 @@ same "$dir/dp2.jsonl" "$dir/gpipe.jsonl" "GPipe P=2 D=2 ZeRO 0, cut 1,3, vs data
   > "$dir/p4.log"
 same "$dir/dp2.jsonl" "$dir/p4.jsonl" "1F1B P=4 D=1 vs data parallelism"
 
+# Starting weights through the stages (the tied embedding's copies included).
+"$zerodp" "${common[@]}" --ranks 2 --stage 1 --save "$dir/ckpt" > "$dir/save.log"
+"$zerodp" ckpt consolidate "$dir/ckpt" "$dir/weights" > "$dir/consolidate.log"
+from=(--init-from "$dir/weights/model.safetensors")
+"$zerodp" "${common[@]}" "${from[@]}" --ranks 2 --stage 1 --grad-accum 4 --metrics "$dir/dp_from.jsonl" > "$dir/dp_from.log"
+"$zerodp" "${common[@]}" "${from[@]}" --ranks 4 --stage 1 --pipeline-stages 2 --grad-accum 4 \
+  --metrics "$dir/pp_from.jsonl" > "$dir/pp_from.log"
+same "$dir/dp_from.jsonl" "$dir/pp_from.jsonl" "--init-from: P=2 vs data parallelism"
+diff <(losses "$dir/dp_from.jsonl") <(losses "$dir/dp2.jsonl") > /dev/null &&
+  { echo "--init-from changed nothing: the weights did not arrive"; exit 1; }
+
 if [ -n "$mpirun" ]; then
   "$mpirun" --oversubscribe --allow-run-as-root -np 4 "$zerodp" "${common[@]}" --backend mpi --stage 1 \
     --pipeline-stages 2 --grad-accum 4 --metrics "$dir/mpi.jsonl" > "$dir/mpi.log"
   same "$dir/dp2.jsonl" "$dir/mpi.jsonl" "MPI P=2 D=2 vs thread data parallelism"
 fi
-echo "identical: pipelines of 2 and 4 stages, both schedules, ZeRO 0 and 1${mpirun:+, MPI}"
+echo "identical: pipelines of 2 and 4 stages, both schedules, ZeRO 0 and 1, --init-from${mpirun:+, MPI}"
