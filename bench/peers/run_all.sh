@@ -15,8 +15,12 @@
 # PEERS (0 skips PyTorch's runs and the loss comparison: zerodp alone, on a
 # machine without torch; numpy is still needed for the data), BACKENDS (the
 # zerodp backends of the main rounds, default "thread mpi"; "thread" needs no
-# OpenMPI), CONFIGS (default "avx512 avx2" on a CPU with AVX-512, else "avx2"):
+# OpenMPI), PRECISION (fp32, the default; bf16: zerodp --precision bf16
+# --compute bf16 against PyTorch's CPU autocast to bf16 through oneDNN, both
+# with bf16 matrix products and fp32 sums), CONFIGS (default "avx512 avx2" on
+# a CPU with AVX-512, else "avx2"):
 #   avx512  ZERODP_SIMD=avx512 OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512
+#           (ZERODP_SIMD=avx512bf16 with PRECISION=bf16 on a CPU with AVX512_BF16)
 #   avx2    ZERODP_SIMD=avx2 OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2
 #           (an AVX2-only CPU such as Zen 3, emulated on an AVX-512 one: zerodp's
 #           kernels, OpenBLAS's and PyTorch's all stop at AVX2)
@@ -36,6 +40,12 @@ extras="${EXTRAS:-1}"
 py="${PYTHON:-/usr/bin/python3}"
 peers="${PEERS:-1}"
 backends="${BACKENDS:-thread mpi}"
+precision="${PRECISION:-fp32}"
+case "$precision" in
+  fp32) zerodp_precision=(--precision fp32) autocast=none ;;
+  bf16) zerodp_precision=(--precision bf16 --compute bf16) autocast=bf16 ;;
+  *) echo "run_all: unknown PRECISION '$precision': use fp32 or bf16" >&2; exit 2 ;;
+esac
 src_bin="${ZERODP:-$root/build/zerodp}"
 [[ -x "$src_bin" ]] || { echo "run_all: no zerodp binary at $src_bin: build it (ninja -C build zerodp) or set ZERODP" >&2; exit 2; }
 "$py" -c "import numpy" 2>/dev/null || { echo "run_all: $py has no numpy: apt-get install python3-numpy, or set PYTHON" >&2; exit 2; }
@@ -64,13 +74,13 @@ log="$out/runs/log.txt"
 start=$(date +%s)
 note() { echo "[$(( $(date +%s) - start ))s] load $(cut -d' ' -f1-3 /proc/loadavg) | $*" | tee -a "$log"; }
 
-{ echo "date: $(date -u)"; echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"; echo "cores: $(nproc)"
+{ echo "date: $(date -u)"; echo "precision: $precision"; echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"; echo "cores: $(nproc)"
   lscpu || true; free -m || true; } > "$out/runs/machine.txt"
 
 # 1. Data and zerodp's initial weights (one step at lr 0 leaves them unchanged), in llm.c's format.
 "$py" "$here/make_data.py" "$out/data"
 data="$out/data/peers_train.bin"
-base=(train --model gpt-bench --data "$data" --precision fp32 --micro-batch 4 --seq-len 64 --schedule constant
+base=(train --model gpt-bench --data "$data" "${zerodp_precision[@]}" --micro-batch 4 --seq-len 64 --schedule constant
       --clip 0 --weight-decay 0 --optimizer adamw --seed 1234 --eval-every 0 --sample-tokens 0)
 common=("${base[@]}" --lr 3e-4)  # PyTorch's AdamW in torch_ddp.py: lr 3e-4, betas (0.9, 0.999), eps 1e-8, no decay
 rm -rf "$out/init" "$out/initw"
@@ -81,7 +91,7 @@ model_bin="$out/initw/model.bin"
 torch_run() {  # mode steps tag
   note "torch $1 ($3)"
   timeout 300 "$py" "$here/torch_ddp.py" --mode "$1" --model-bin "$model_bin" --data "$data" --steps "$2" \
-    --out "$runs/$3.json" > "$runs/$3.log" 2>&1 || note "FAILED: torch $1 ($3), see $runs/$3.log"
+    --autocast "$autocast" --out "$runs/$3.json" > "$runs/$3.log" 2>&1 || note "FAILED: torch $1 ($3), see $runs/$3.log"
 }
 zerodp_run() {  # backend stage ranks steps tag
   note "zerodp $1 stage $2 N=$3 ($5)"
@@ -110,7 +120,10 @@ run_config() {
   mkdir -p "$runs"
   : > "$log"
   case "$config" in
-    avx512) export ZERODP_SIMD=avx512 OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512 ;;
+    avx512) export ZERODP_SIMD=avx512 OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512
+      # bf16 products run on the bf16 units where the CPU has them (oneDNN
+      # uses them too); the plain avx512 level would compute them portably.
+      if [[ "$precision" == bf16 ]] && grep -qw avx512_bf16 /proc/cpuinfo; then export ZERODP_SIMD=avx512bf16; fi ;;
     avx2) export ZERODP_SIMD=avx2 OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 ;;
     native) unset ZERODP_SIMD OPENBLAS_CORETYPE ATEN_CPU_CAPABILITY ;;
   esac

@@ -60,6 +60,16 @@ def fmt_mb(x):
     return "-" if x is None else f"{x / MB:,.0f}"
 
 
+def precision_label(folder):
+    """fp32, or the bf16 products of PRECISION=bf16 (PyTorch's JSON says autocast bf16)."""
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("torch-") and name.endswith(".json"):
+            if json.load(open(os.path.join(folder, name))).get("autocast") == "bf16":
+                return "bf16 products: zerodp --compute bf16, PyTorch autocast"
+            return "fp32"
+    return "fp32"
+
+
 def main():
     folder = sys.argv[1]
     configs = [("PyTorch DDP (gloo)", "torch-ddp", None), ("zerodp stage 0, thread", "zerodp-thread-s0", "torch-ddp"),
@@ -74,7 +84,7 @@ def main():
     loads = [float(x) for x in re.findall(r"load (\S+)", open(os.path.join(folder, "log.txt")).read())]
     print(f"Load average (1 min) before the runs: min {min(loads):.2f}, median {st.median(loads):.2f}, "
           f"max {max(loads):.2f} ({os.cpu_count()} cores).\n")
-    print("| configuration (N=2, B=4, T=64, fp32) | runs | tokens/s median | min | max | vs peer (paired median) "
+    print(f"| configuration (N=2, B=4, T=64, {precision_label(folder)}) | runs | tokens/s median | min | max | vs peer (paired median) "
           "| peak RSS per rank (MB) | ledger model states per rank (MB) | ledger peak per rank (MB) | loss at last step |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     data = {prefix: runs(folder, prefix) for _, prefix, _ in configs}

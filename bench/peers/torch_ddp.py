@@ -119,7 +119,10 @@ def worker(rank, a, port):
         idx = torch.from_numpy(np.stack([tokens[s:s + t] for s in starts]))
         tgt = torch.from_numpy(np.stack([tokens[s + 1:s + t + 1] for s in starts]))
         opt.zero_grad(set_to_none=True)
-        loss = ddp(idx, tgt)
+        # --autocast bf16: CPU autocast runs the matrix products in bf16
+        # (oneDNN) with fp32 weights and optimizer, PyTorch's mixed precision.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            loss = ddp(idx, tgt)
         loss.backward()
         opt.step()
         seconds.append(time.perf_counter() - t0)
@@ -129,7 +132,7 @@ def worker(rank, a, port):
     dist.all_gather_object(gathered, {"losses": losses, "rss_kb": rss})
     if rank == 0:
         mean_loss = [sum(g["losses"][s] for g in gathered) / a.ranks for s in range(a.steps)]
-        out = {"program": "torch", "torch": torch.__version__, "mode": a.mode, "ranks": a.ranks,
+        out = {"program": "torch", "torch": torch.__version__, "mode": a.mode, "autocast": a.autocast, "ranks": a.ranks,
                "tokens_per_step": a.ranks * b * t, "step_seconds": seconds, "loss": mean_loss,
                "rss_kb": [g["rss_kb"] for g in gathered]}
         with open(a.out, "w") as f:
@@ -154,6 +157,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
     a = ap.parse_args()
     with socket.socket() as s:  # a free port for gloo's rendezvous
         s.bind(("127.0.0.1", 0))
