@@ -54,6 +54,7 @@ struct PlanOptions {
   int pipeline_stages = 1;
   std::string pipeline_schedule = "1f1b";
   std::vector<int> pipeline_cut;
+  std::string pipeline_balance = "flops";
   std::string compare;
   bool json = false;
   std::string chart;
@@ -246,6 +247,7 @@ std::vector<plan::PipelinePlan> pipeline_plans(const PlanOptions& o, const plan:
     p.precision = c.precision;
     p.optimizer = c.optimizer;
     p.layers_per_stage = o.pipeline_cut;
+    p.balance = plan::parse_pipeline_balance(o.pipeline_balance);
     out.push_back(plan::plan_pipeline(p));
   }
   return out;
@@ -380,8 +382,13 @@ void add_layout_options(CLI::App* cmd, PlanOptions& o) {
                   "1f1b (stage s holds min(P-s, M) micro-batches' activations) or gpipe (all M)")
       ->capture_default_str();
   cmd->add_option("--pipeline-cut", o.pipeline_cut,
-                  "Blocks per pipeline stage, P numbers summing to the model's blocks (default: balanced by FLOPs)")
+                  "Blocks per pipeline stage, P numbers summing to the model's blocks (default: balanced by\n"
+                  "--pipeline-balance)")
       ->delimiter(',');
+  cmd->add_option("--pipeline-balance", o.pipeline_balance,
+                  "What the default cut balances: flops (each stage's time) or memory (each stage's peak per rank\n"
+                  "at ZeRO 1, its activations counted once per micro-batch in flight)")
+      ->capture_default_str();
 }
 
 }  // namespace

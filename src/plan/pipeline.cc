@@ -33,11 +33,14 @@ std::vector<double> op_forward_flops(const PipelineConfig& c, int seq_len) {
 }  // namespace
 
 std::vector<size_t> balanced_cut(std::span<const double> costs, int parts) {
-  const size_t n = costs.size();
+  std::vector<double> prefix(costs.size() + 1, 0.0);
+  for (size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
+  return balanced_cut(costs.size(), parts, [&prefix](size_t, size_t lo, size_t hi) { return prefix[hi] - prefix[lo]; });
+}
+
+std::vector<size_t> balanced_cut(size_t n, int parts, const PartCost& cost) {
   const auto p = static_cast<size_t>(parts);
   ZDP_CHECK(parts >= 1 && p <= n, ConfigError, "[plan] {} items cannot be cut into {} non-empty parts", n, parts);
-  std::vector<double> prefix(n + 1, 0.0);
-  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
   // best[k][i]: the least largest part over cuts of items [0, i) into k parts.
   constexpr double kNone = std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> best(p + 1, std::vector<double>(n + 1, kNone));
@@ -46,7 +49,7 @@ std::vector<size_t> balanced_cut(std::span<const double> costs, int parts) {
   for (size_t k = 1; k <= p; ++k) {
     for (size_t i = k; i <= n; ++i) {
       for (size_t j = k - 1; j < i; ++j) {
-        const double worst = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        const double worst = std::max(best[k - 1][j], cost(k - 1, j, i));
         // Ties go to the later cut: the earlier stages, which hold more
         // micro-batches in flight under 1F1B, get the fewer items.
         if (worst <= best[k][i]) {
@@ -64,6 +67,40 @@ std::vector<size_t> balanced_cut(std::span<const double> costs, int parts) {
   return first;
 }
 
+std::string_view pipeline_balance_name(PipelineBalance balance) {
+  return balance == PipelineBalance::kFlops ? "flops" : "memory";
+}
+
+PipelineBalance parse_pipeline_balance(std::string_view name) {
+  if (name == "memory") return PipelineBalance::kMemory;
+  ZDP_CHECK(name == "flops", ConfigError, "[pipeline] --pipeline-balance '{}' is not known: use flops or memory", name);
+  return PipelineBalance::kFlops;
+}
+
+namespace {
+
+// A stage's memory per rank at ZeRO 1 for items [lo, hi) of `items` (the
+// embedding, the blocks, the head) as stage `s`: its units' states among
+// the D replicas and its workspaces in flight. The cut's cost, O(1) per
+// part: the exact plan (pipeline_memory.h) then reports the chosen cut.
+double stage_memory(const PipelineConfig& c, const ActivationSplit& act, int replicas, size_t s, size_t lo, size_t hi,
+                    size_t items) {
+  const bool embedding = lo == 0, head = hi == items;
+  const auto layers = static_cast<uint64_t>(std::min(hi, items - 1) - std::max<size_t>(lo, 1));
+  uint64_t params = layers * c.shape.block_params();
+  if (embedding) params += c.shape.embedding_params();
+  if (head) params += c.shape.final_params() + (embedding ? 0 : c.shape.embedding_params());
+  const uint64_t shard = (params + static_cast<uint64_t>(replicas) - 1) / static_cast<uint64_t>(replicas);
+  const BytesPerParam bpp = bytes_per_param(c.precision, c.optimizer);
+  const uint64_t states = model_state_bytes_with_shard(params, shard, Stage::k1, bpp).total();
+  const uint64_t workspace =
+      layers * act.per_block + act.input + (head ? act.tail : 0) + act.scratch + (layers > 0 ? act.recompute : 0);
+  const int in_flight = micro_batches_in_flight(c.schedule, c.stages, static_cast<int>(s), c.micro_batches);
+  return static_cast<double>(states + static_cast<uint64_t>(in_flight) * workspace);
+}
+
+}  // namespace
+
 PipelinePlan plan_pipeline(const PipelineConfig& c) {
   c.shape.validate();
   const int p = c.stages, layers = c.shape.layers;
@@ -76,8 +113,14 @@ PipelinePlan plan_pipeline(const PipelineConfig& c) {
   const int seq = c.seq_len > 0 ? c.seq_len : c.shape.context;
   const std::vector<double> flops = op_forward_flops(c, seq);  // embedding, L blocks, head
   std::vector<size_t> first;
-  if (c.layers_per_stage.empty()) {
+  if (c.layers_per_stage.empty() && c.balance == PipelineBalance::kFlops) {
     first = balanced_cut(flops, p);
+  } else if (c.layers_per_stage.empty()) {
+    const ActivationSplit act = split_activations(c);
+    const int replicas = c.ranks / p;
+    first = balanced_cut(flops.size(), p, [&](size_t s, size_t lo, size_t hi) {
+      return stage_memory(c, act, replicas, s, lo, hi, flops.size());
+    });
   } else {
     ZDP_CHECK(static_cast<int>(c.layers_per_stage.size()) == p &&
                   std::all_of(c.layers_per_stage.begin(), c.layers_per_stage.end(), [](int l) { return l >= 1; }) &&

@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,6 +61,19 @@ using zerodp::PipelineSchedule;
 // largest part's cost the least possible (exact); the first index of each
 // part. ConfigError when there are fewer items than parts.
 std::vector<size_t> balanced_cut(std::span<const double> costs, int parts);
+// The same over any cost of a part: cost(part, lo, hi) for items [lo, hi)
+// as part `part` (0-based), which may depend on the part (a pipeline
+// stage's micro-batches in flight do).
+using PartCost = std::function<double(size_t part, size_t lo, size_t hi)>;
+std::vector<size_t> balanced_cut(size_t items, int parts, const PartCost& cost);
+
+// What the default cut balances: each stage's forward FLOPs (its time), or
+// each stage's memory per rank at ZeRO 1 (its states, and its activations
+// times its micro-batches in flight), for the busiest rank's peak.
+enum class PipelineBalance : uint8_t { kFlops, kMemory };
+std::string_view pipeline_balance_name(PipelineBalance balance);  // "flops", "memory"
+// ConfigError naming the two for anything else.
+PipelineBalance parse_pipeline_balance(std::string_view name);
 
 struct PipelineConfig {
   GptShape shape;
@@ -72,8 +86,9 @@ struct PipelineConfig {
   bool checkpointing = false;
   Dtype precision = Dtype::bf16();
   optim::OptimizerConfig optimizer = {};
-  // Blocks per stage, P numbers summing to L; empty: balanced by FLOPs.
+  // Blocks per stage, P numbers summing to L; empty: balanced by `balance`.
   std::vector<int> layers_per_stage = {};
+  PipelineBalance balance = PipelineBalance::kFlops;
 };
 
 // One pipeline stage, per rank of it.

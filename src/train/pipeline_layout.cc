@@ -25,6 +25,7 @@ plan::PipelinePlan run_pipeline_plan(const TrainConfig& config, const model::Mod
   p.precision = config.engine.dtype;
   p.optimizer = config.engine.optimizer;
   p.layers_per_stage = config.pipeline_cut;
+  p.balance = plan::parse_pipeline_balance(config.pipeline_balance);
   return plan::plan_pipeline(p);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "plan/pipeline.h"
 #include "train/settings_rows.h"
 
 namespace zerodp::train::rows {
@@ -62,11 +63,22 @@ void add_pipeline_rows(std::vector<SettingRow>& out) {
       {.spelling = "--pipeline-cut",
        .help = "Blocks per pipeline stage, P numbers separated by commas summing to the model's blocks\n"
                "(e.g. 9,3); the first stage also holds the embedding, the last the final norm and the head.\n"
-               "Default: balanced by the planner's FLOPs (zerodp plan --pipeline-stages prints the cut)",
+               "Default: balanced as --pipeline-balance says (zerodp plan --pipeline-stages prints the cut)",
        .show_default = false},
       [](const TrainConfig& c) { return fmt::format("{}", fmt::join(c.pipeline_cut, ",")); },
       [](TrainConfig& c, const std::string& v) { c.pipeline_cut = parse_cut(v); },
       when([](const TrainConfig& c) { return !c.pipeline_cut.empty(); })));
+  out.push_back(engine<std::string>(
+      "pipeline-balance",
+      {.spelling = "--pipeline-balance",
+       .help = "What the default cut balances: flops (each stage's time) or memory (each stage's peak per\n"
+               "rank, its activations counted once per micro-batch in flight: under 1F1B the first stages\n"
+               "hold more of them)"},
+      [](const TrainConfig& c) { return c.pipeline_balance; },
+      [](TrainConfig& c, const std::string& v) {
+        c.pipeline_balance = std::string(plan::pipeline_balance_name(plan::parse_pipeline_balance(v)));
+      },
+      when(pipelined)));
 }
 
 }  // namespace zerodp::train::rows

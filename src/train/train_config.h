@@ -75,7 +75,8 @@ struct TrainConfig {
   // replicas each; 1: none.
   int pipeline_stages = 1;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
-  std::vector<int> pipeline_cut;  // blocks per stage, P of them; empty: balanced by FLOPs
+  std::vector<int> pipeline_cut;           // blocks per stage, P of them; empty: balanced as pipeline_balance says
+  std::string pipeline_balance = "flops";  // plan::PipelineBalance's name: flops or memory
   int data_parallel_ranks(int ranks) const { return ranks / pipeline_stages; }
 
   // Evaluation and output.

@@ -80,6 +80,8 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --ranks 4" + pp + " --pipeline-cut 1,2,1" + m, "--pipeline-cut gives 3 stages");
   expect_refused("train --ranks 4" + pp + " --pipeline-cut 2,x" + m, "--pipeline-cut '2,x'");
   expect_refused("train --ranks 4" + pp + " --pipeline-schedule zb" + m, "use 1f1b or gpipe");
+  expect_refused("train --ranks 4" + pp + " --pipeline-balance time" + m, "use flops or memory");
+  expect_refused("plan --model gpt2-124m --ranks 4 --pipeline-stages 2 --pipeline-balance time", "use flops or memory");
   expect_refused("train --ranks 4" + pp + " --save-every 5 --save /tmp/zerodp_never" + m,
                  "checkpoints of a pipelined run are not built yet");
   expect_refused("train --ranks 4" + pp + " --shard-group-size 2" + m, "--shard-group-size with --pipeline-stages");

@@ -158,6 +158,32 @@ TEST(Pipeline, TwoStagesAddUpToTheModel) {
   EXPECT_EQ(p.peak[1], std::max(a.peak[1], b.peak[1]));
 }
 
+// --pipeline-balance memory: the cut whose busiest rank's peak (ZeRO 1) is
+// the least of every cut; for gpt2-124m under 1F1B, where the first stage
+// holds two micro-batches, it gives the first stage fewer blocks than the
+// FLOP-balanced cut, and a lower peak.
+TEST(Pipeline, TheMemoryBalancedCutHasTheLeastPeak) {
+  PipelineConfig c = gpt2_config(4, 2, 4);
+  c.micro_batch = 4;
+  c.seq_len = 256;
+  c.precision = Dtype::fp32();
+  const PipelinePlan flops = plan_pipeline(c);
+  c.balance = PipelineBalance::kMemory;
+  const PipelinePlan memory = plan_pipeline(c);
+  EXPECT_LT(memory.stages[0].layers, flops.stages[0].layers);
+  EXPECT_LT(memory.peak[1], flops.peak[1]);
+  uint64_t least = UINT64_MAX;
+  c.balance = PipelineBalance::kFlops;
+  for (int first = 1; first < 12; ++first) {
+    c.layers_per_stage = {first, 12 - first};
+    least = std::min(least, plan_pipeline(c).peak[1]);
+  }
+  EXPECT_EQ(memory.peak[1], least);
+  EXPECT_EQ(parse_pipeline_balance("memory"), PipelineBalance::kMemory);
+  EXPECT_EQ(pipeline_balance_name(parse_pipeline_balance("flops")), "flops");
+  EXPECT_THROW(parse_pipeline_balance("time"), ConfigError);
+}
+
 TEST(Pipeline, AGivenCutIsFollowedAndABadOneRefused) {
   PipelineConfig c = gpt2_config(4, 2, 4);
   c.layers_per_stage = {6, 6};
