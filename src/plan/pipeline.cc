@@ -93,8 +93,7 @@ double stage_memory(const PipelineConfig& c, const ActivationSplit& act, int rep
   const uint64_t shard = (params + static_cast<uint64_t>(replicas) - 1) / static_cast<uint64_t>(replicas);
   const BytesPerParam bpp = bytes_per_param(c.precision, c.optimizer);
   const uint64_t states = model_state_bytes_with_shard(params, shard, Stage::k1, bpp).total();
-  const uint64_t workspace =
-      layers * act.per_block + act.input + (head ? act.tail : 0) + act.scratch + (layers > 0 ? act.recompute : 0);
+  const uint64_t workspace = workspace_bytes(act, layers, head);
   const int in_flight = micro_batches_in_flight(c.schedule, c.stages, static_cast<int>(s), c.micro_batches);
   return static_cast<double>(states + static_cast<uint64_t>(in_flight) * workspace);
 }
@@ -112,11 +111,11 @@ PipelinePlan plan_pipeline(const PipelineConfig& c) {
             c.micro_batches);
   const int seq = c.seq_len > 0 ? c.seq_len : c.shape.context;
   const std::vector<double> flops = op_forward_flops(c, seq);  // embedding, L blocks, head
+  const ActivationSplit act = split_activations(c);            // once: each stage's workspace is made of it
   std::vector<size_t> first;
   if (c.layers_per_stage.empty() && c.balance == PipelineBalance::kFlops) {
     first = balanced_cut(flops, p);
   } else if (c.layers_per_stage.empty()) {
-    const ActivationSplit act = split_activations(c);
     const int replicas = c.ranks / p;
     first = balanced_cut(flops.size(), p, [&](size_t s, size_t lo, size_t hi) {
       return stage_memory(c, act, replicas, s, lo, hi, flops.size());
@@ -160,9 +159,8 @@ PipelinePlan plan_pipeline(const PipelineConfig& c) {
     st.params = std::accumulate(units.begin(), units.end(), uint64_t{0});
     for (size_t i = lo; i < hi; ++i) st.forward_flops += flops[i];
     st.in_flight = micro_batches_in_flight(c.schedule, p, s, c.micro_batches);
-    const ActivationSplit act = split_activations(c);
-    const uint64_t workspace = stage_workspace_bytes(c, st);
-    st.scratch = act.scratch + (st.layers > 0 ? act.recompute : 0);
+    const uint64_t workspace = workspace_bytes(act, static_cast<uint64_t>(st.layers), st.head);
+    st.scratch = workspace_scratch(act, static_cast<uint64_t>(st.layers));
     st.activations_per_micro = workspace - st.scratch;
     st.activations = static_cast<uint64_t>(st.in_flight) * workspace;
     // To its neighbours: activations up, gradients down, B x T x C fp32 per

@@ -33,10 +33,16 @@ ActivationSplit split_activations(const PipelineConfig& c) {
   return s;
 }
 
+uint64_t workspace_scratch(const ActivationSplit& act, uint64_t layers) {
+  return act.scratch + (layers > 0 ? act.recompute : 0);
+}
+
+uint64_t workspace_bytes(const ActivationSplit& act, uint64_t layers, bool head) {
+  return layers * act.per_block + act.input + (head ? act.tail : 0) + workspace_scratch(act, layers);
+}
+
 uint64_t stage_workspace_bytes(const PipelineConfig& c, const PipelineStagePlan& st) {
-  const ActivationSplit a = split_activations(c);
-  return static_cast<uint64_t>(st.layers) * a.per_block + a.input + (st.head ? a.tail : 0) + a.scratch +
-         (st.layers > 0 ? a.recompute : 0);
+  return workspace_bytes(split_activations(c), static_cast<uint64_t>(st.layers), st.head);
 }
 
 namespace {

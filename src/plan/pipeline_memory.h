@@ -34,7 +34,12 @@ struct ActivationSplit {
 };
 ActivationSplit split_activations(const PipelineConfig& config);
 
-// Bytes of one of the stage's workspaces (model::Workspace::total_bytes()).
+// Bytes of one stage workspace of `layers` blocks, with the head's buffers
+// or not (model::Workspace::total_bytes()), and the part of them that is
+// backward scratch (with checkpointing's recompute set where it has blocks).
+uint64_t workspace_bytes(const ActivationSplit& act, uint64_t layers, bool head);
+uint64_t workspace_scratch(const ActivationSplit& act, uint64_t layers);
+// One of the stage's workspaces.
 uint64_t stage_workspace_bytes(const PipelineConfig& config, const PipelineStagePlan& stage);
 
 // The stage's units and ops, in the engine's order.
