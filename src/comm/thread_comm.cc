@@ -96,7 +96,12 @@ std::unique_ptr<Communicator> ThreadCommunicator::do_split(int color, std::span<
 
 std::string ThreadCommunicator::rank_name(int rank) const { return group_->rank_name(rank); }
 
-void ThreadCommunicator::on_broken(const std::string& reason) { group_->poison(rank(), reason); }
+void ThreadCommunicator::on_broken(const std::string& reason) {
+  group_->poison(rank(), reason);
+  // The error unwinds into code that may free the buffers this rank's call
+  // published (a pipeline's workspaces): not while a peer still reads them.
+  group_->wait_for_readers(rank());
+}
 
 void ThreadCommunicator::sync(Collective kind) { group_->sync(rank(), kind, deadline_, options().timeout); }
 
@@ -104,7 +109,11 @@ const CallInfo& ThreadCommunicator::begin(const CallInfo& call) {
   deadline_ = ThreadGroup::Clock::now() + options().timeout;
   const uint64_t id = ++calls_;
   group_->info(rank(), id) = call;
-  sync(call.kind);
+  // Past the opening phase, a collective with a closing one reads its peers'
+  // buffers until it arrives there; the value-only calls read the slots.
+  const bool reads_peers = call.kind != Collective::kBarrier && call.kind != Collective::kScalarAllReduce &&
+                           call.kind != Collective::kIntAllReduce;
+  group_->sync(rank(), call.kind, deadline_, options().timeout, reads_peers);
   for (int k = 0; k < size(); ++k) {
     const CallInfo& peer = group_->peer_info(k, id);
     if (!same_call(peer, call)) {

@@ -93,7 +93,47 @@ void ThreadGroup::throw_poisoned(const std::string& what) const {
   ZDP_THROW(PeerFailedError, "{}: peer {} failed: {}", what, rank_name(failed_rank_), failed_reason_);
 }
 
-void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout) {
+void ThreadGroup::sync(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout,
+                       bool opens_reads) {
+  Slot& self = slots_[rank];
+  // Ends the reading window of the previous phase (after this rank's copies:
+  // the store is a release) and opens this one's before the rank can see its
+  // peers arrive, so a failed peer's wait_for_readers either sees the flag or
+  // this rank sees the failure below and reads nothing.
+  self.reading.store(opens_reads, std::memory_order_seq_cst);
+  try {
+    wait_at_phase(rank, kind, deadline, timeout);
+    if (opens_reads && poisoned_.load(std::memory_order_seq_cst)) {
+      throw_poisoned(fmt::format("[{}] {}", collective_name(kind), rank_name(rank)));
+    }
+  } catch (...) {
+    self.reading.store(false, std::memory_order_seq_cst);
+    throw;
+  }
+}
+
+void ThreadGroup::wait_for_readers(int rank) {
+  slots_[rank].reading.store(false, std::memory_order_seq_cst);
+  {
+    // poison() may have found the failure claimed by a rank that has not
+    // published it yet: publish it here, as peers must see it before reading.
+    std::lock_guard<std::mutex> lock(mutex_);
+    poisoned_.store(true, std::memory_order_seq_cst);
+  }
+  cv_.notify_all();
+  // A reader is copying (bounded work) or about to see the failure in its
+  // sync and clear its flag, so this ends; yield, as the reader may share
+  // this rank's core.
+  for (int k = 0; k < size_; ++k) {
+    const Slot& peer = slots_[k];
+    while (peer.reading.load(std::memory_order_seq_cst) && !peer.departed.load(std::memory_order_seq_cst)) {
+      std::this_thread::yield();
+    }
+  }
+}
+
+void ThreadGroup::wait_at_phase(int rank, Collective kind, Clock::time_point deadline,
+                                std::chrono::milliseconds timeout) {
   // Only formatted on the error paths.
   auto what = [&] { return fmt::format("[{}] {}", collective_name(kind), rank_name(rank)); };
   Slot& self = slots_[rank];

@@ -74,8 +74,19 @@ class ThreadGroup {
 
   // Rank `rank` arrives at its next phase and waits until every peer has too.
   // Errors start "[kind] rank r:"; `timeout` is what the deadline was
-  // computed from, for the message.
-  void sync(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout);
+  // computed from, for the message. `opens_reads`: past this phase the rank
+  // reads (or writes) its peers' buffers until it arrives at its next phase,
+  // the collective's closing one; see wait_for_readers.
+  void sync(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout,
+            bool opens_reads = false);
+
+  // Rank `rank` leaves a collective by an error, and its caller may free the
+  // buffers it published as soon as the error unwinds; a peer that saw every
+  // rank arrive may still be copying from them. Publishes the failure (the
+  // group must already be marked failed: poison first) and returns once no
+  // peer is between a reading phase and its closing one; a peer still
+  // waiting to open one sees the failure and does not read.
+  void wait_for_readers(int rank);
 
   // Marks the group failed by `rank` (first caller wins) and wakes everyone.
   void poison(int rank, const std::string& reason);
@@ -97,10 +108,13 @@ class ThreadGroup {
   struct alignas(64) Slot {
     std::atomic<uint64_t> phase{0};
     std::atomic<bool> departed{false};
+    std::atomic<bool> reading{false};  // set from entering a reading phase until the next phase or an error
     CallInfo info[2];
   };
 
   void wake_sleepers();
+  // sync's arrival and wait, without the reading window.
+  void wait_at_phase(int rank, Collective kind, Clock::time_point deadline, std::chrono::milliseconds timeout);
   [[noreturn]] void throw_poisoned(const std::string& what) const;
   // Records the failure (first caller wins; false if already recorded).
   bool claim_failure(int rank, const std::string& reason);
