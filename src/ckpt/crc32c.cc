@@ -66,7 +66,33 @@ bool detect_hardware() { return false; }
 
 const bool kHardware = detect_hardware();
 
+// a * b modulo the polynomial, in the reflected representation the register
+// uses (bit 31 is x^0, bit 0 is x^31).
+uint32_t multiply_mod_poly(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t bit = 1u << 31; bit != 0; bit >>= 1) {
+    if ((a & bit) != 0) product ^= b;
+    b = (b & 1u) != 0 ? (b >> 1) ^ kPoly : b >> 1;  // b * x
+  }
+  return product;
+}
+
+// x^(8 bytes) modulo the polynomial, by squaring.
+uint32_t x_to_bytes(uint64_t bytes) {
+  uint32_t power = 1u << 31;   // x^0
+  uint32_t square = 1u << 23;  // x^8
+  for (; bytes != 0; bytes >>= 1) {
+    if ((bytes & 1u) != 0) power = multiply_mod_poly(power, square);
+    square = multiply_mod_poly(square, square);
+  }
+  return power;
+}
+
 }  // namespace
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t size_b) {
+  return multiply_mod_poly(x_to_bytes(size_b), crc_a) ^ crc_b;
+}
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -22,6 +22,13 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
 inline uint32_t crc32c(const void* data, size_t size) { return crc32c_extend(0, data, size); }
 inline uint32_t crc32c(std::span<const std::byte> data) { return crc32c(data.data(), data.size()); }
 
+// The CRC of a + b from the CRCs of its parts and b's length in bytes: the
+// whole file's checksum from the parts that pipeline stages write of one
+// shard file (checkpoint.h). A CRC is affine in its input, so
+// crc(a + b) == crc(a) * x^(8 len(b)) + crc(b), modulo the polynomial;
+// the power takes log2(len) multiplications.
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t size_b);
+
 // The portable table version, for tests of the hardware path.
 uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t size);
 // Whether crc32c_extend uses the SSE4.2 instruction on this CPU.

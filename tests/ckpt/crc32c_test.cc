@@ -44,6 +44,21 @@ TEST(Crc32c, ExtendIsConcatenation) {
   EXPECT_EQ(crc32c_extend_portable(of(a), b.data(), b.size()), of(a + b));
 }
 
+TEST(Crc32c, CombineIsConcatenation) {
+  // Every split of a text, the empty parts included, and a long second part
+  // (the power's higher bits).
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += static_cast<char>((i * 37 + 11) % 251);
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    const std::string a = text.substr(0, cut), b = text.substr(cut);
+    ASSERT_EQ(crc32c_combine(of(a), of(b), b.size()), of(text)) << cut;
+  }
+  const std::string big(1 << 20, 'z');
+  EXPECT_EQ(crc32c_combine(of("head"), of(big), big.size()), of("head" + big));
+  // Three parts, combined left to right, as a shard file's parts are.
+  EXPECT_EQ(crc32c_combine(crc32c_combine(of("ab"), of("cde"), 3), of("fghij"), 5), of("abcdefghij"));
+}
+
 TEST(Crc32c, DetectsEverySingleBitFlip) {
   std::string s(64, 'x');
   const uint32_t base = of(s);
