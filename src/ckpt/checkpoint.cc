@@ -11,8 +11,10 @@
 #include <iterator>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "ckpt/checkpoint_dir.h"
+#include "ckpt/crc32c.h"
 #include "ckpt/file_io.h"
 #include "ckpt/manifest.h"
 #include "ckpt/shard_reader.h"
@@ -84,34 +86,90 @@ struct TensorNames {
     return std::any_of(unit_tensors.begin(), unit_tensors.end(), [](const auto& t) { return !t.empty(); });
   }
 };
-TensorNames tensor_names(const std::vector<StateTensorView>& views, size_t units) {
-  TensorNames out;
+
+// The tensor names of each unit of `part` in the views' order (empty lists
+// for the units outside it).
+std::vector<std::vector<std::string>> unit_tensor_names(const std::vector<StateTensorView>& views, size_t units,
+                                                        const FilePart& part) {
   std::vector<std::vector<std::string>> of(units);
   for (size_t i = 0; i < views.size(); ++i) {
     const StateTensorView& v = views[i];
-    ZDP_CHECK(v.unit < units && (i == 0 || views[i - 1].unit <= v.unit), ShapeError,
-              "[ckpt save] state view {} ({}) is of unit {} after unit {}: the views are not unit-major", i, v.name,
-              v.unit, i == 0 ? 0 : views[i - 1].unit);
+    ZDP_CHECK(v.unit >= part.unit_begin && v.unit < part.unit_end && (i == 0 || views[i - 1].unit <= v.unit),
+              ShapeError,
+              "[ckpt] state view {} ({}) is of unit {} after unit {}: the views are not unit-major over units [{}, {})",
+              i, v.name, v.unit, i == 0 ? 0 : views[i - 1].unit, part.unit_begin, part.unit_end);
     of[v.unit].push_back(v.name);
-    if (std::find(out.names.begin(), out.names.end(), v.name) == out.names.end()) out.names.push_back(v.name);
   }
-  out.unit_tensors.resize(units);
-  out.views.assign(units, std::vector<size_t>(out.names.size(), SIZE_MAX));
-  size_t view = 0;
-  for (size_t u = 0; u < units; ++u) {
+  for (size_t u = part.unit_begin; u < part.unit_end; ++u) {
     ZDP_CHECK(!of[u].empty() && of[u][0] == "master", ShapeError,
-              "[ckpt save] the engine's state views of unit {} do not start with master", u);
-    size_t last = 0;
-    for (size_t k = 0; k < of[u].size(); ++k, ++view) {
-      const auto t = static_cast<size_t>(std::find(out.names.begin(), out.names.end(), of[u][k]) - out.names.begin());
-      ZDP_CHECK(k == 0 || t > last, ShapeError,
-                "[ckpt save] unit {}'s state views ({}) are not in the order of the others' ({})", u,
-                fmt::join(of[u], ", "), fmt::join(out.names, ", "));
-      out.unit_tensors[u].push_back(static_cast<uint32_t>(t));
-      out.views[u][t] = view;
-      last = t;
+              "[ckpt] the engine's state views of unit {} do not start with master", u);
+  }
+  return of;
+}
+
+// Where ranks share shard files, each knows only its units' tensors, and
+// every rank needs all of them for its file's layout (and rank 0 for the
+// manifest): one all-gather of each rank's lists as text, padded to the
+// longest. Replicas of a stage describe the same units alike.
+std::vector<std::vector<std::string>> agree_unit_tensor_names(comm::Communicator& comm,
+                                                              const std::vector<std::vector<std::string>>& mine) {
+  std::string text;
+  for (size_t u = 0; u < mine.size(); ++u) {
+    if (mine[u].empty()) continue;
+    text += std::to_string(u);
+    for (const auto& name : mine[u]) text += " " + name;
+    text += "\n";
+  }
+  const uint64_t longest = comm.all_reduce_uint64(text.size(), comm::ReduceOp::kMax);
+  text.resize(longest, '\n');
+  std::vector<std::byte> all(longest * static_cast<size_t>(comm.size()));
+  comm.all_gather_value_bytes(std::as_bytes(std::span(text)), all);
+  std::vector<std::vector<std::string>> of(mine.size());
+  for (int r = 0; r < comm.size(); ++r) {
+    std::istringstream lines(std::string(reinterpret_cast<const char*>(all.data()) + longest * r, longest));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      std::istringstream words(line);
+      size_t u = 0;
+      words >> u;
+      std::vector<std::string> names;
+      for (std::string name; words >> name;) names.push_back(name);
+      ZDP_CHECK(u < of.size() && (of[u].empty() || of[u] == names), ShapeError,
+                "[ckpt save] rank {} holds unit {} with tensors [{}], another rank with [{}]", r, u,
+                fmt::join(names, ", "), u < of.size() ? fmt::join(of[u], ", ") : fmt::join(names, ", "));
+      of[u] = std::move(names);
     }
   }
+  for (size_t u = 0; u < of.size(); ++u) {
+    ZDP_CHECK(!of[u].empty(), ShapeError, "[ckpt save] no rank holds unit {}", u);
+  }
+  return of;
+}
+
+// The table of `of` (every unit's names, or those of some units) and where
+// the views are in it.
+TensorNames tensor_table(const std::vector<std::vector<std::string>>& of, const std::vector<StateTensorView>& views) {
+  TensorNames out;
+  for (const auto& unit : of) {
+    for (const auto& name : unit) {
+      if (std::find(out.names.begin(), out.names.end(), name) == out.names.end()) out.names.push_back(name);
+    }
+  }
+  auto index = [&](const std::string& name) {
+    return static_cast<uint32_t>(std::find(out.names.begin(), out.names.end(), name) - out.names.begin());
+  };
+  out.unit_tensors.resize(of.size());
+  for (size_t u = 0; u < of.size(); ++u) {
+    for (size_t k = 0; k < of[u].size(); ++k) {
+      const uint32_t t = index(of[u][k]);
+      ZDP_CHECK(k == 0 || t > out.unit_tensors[u].back(), ShapeError,
+                "[ckpt save] unit {}'s state views ({}) are not in the order of the others' ({})", u,
+                fmt::join(of[u], ", "), fmt::join(out.names, ", "));
+      out.unit_tensors[u].push_back(t);
+    }
+  }
+  out.views.assign(of.size(), std::vector<size_t>(out.names.size(), SIZE_MAX));
+  for (size_t i = 0; i < views.size(); ++i) out.views[views[i].unit][index(views[i].name)] = i;
   // A unit holding all of them needs no list.
   for (auto& t : out.unit_tensors) {
     if (t.size() == out.names.size()) t.clear();
@@ -189,9 +247,12 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
   const auto start = Clock::now();
   comm::Communicator& comm = state.communicator();
   const int rank = comm.rank();
-  const int ranks = comm.size();
   const RunRecord record = state.record();
   const StepCounters counters = state.counters();
+  // The files this rank writes to: its own, or its part of a shared one.
+  const FilePart part = state.file_part();
+  const int ranks = part.files, file = part.file;
+  const bool shared = ranks != comm.size();
   const int64_t step = options.data_step >= 0 ? options.data_step : counters.steps;
   const std::string name = step_dir_name(step);
   const std::string final_dir = join_path(root, name);
@@ -220,7 +281,9 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
   const uint64_t save_id = comm.all_reduce_uint64(my_id, comm::ReduceOp::kMax);
 
   const std::vector<StateTensorView> views = state.state_tensors();
-  const TensorNames names = tensor_names(views, record.units.size());
+  std::vector<std::vector<std::string>> unit_names = unit_tensor_names(views, record.units.size(), part);
+  if (shared) unit_names = agree_unit_tensor_names(comm, unit_names);
+  const TensorNames names = tensor_table(unit_names, views);
   const std::vector<std::string>& tensors = names.names;
   std::vector<TensorLayout> layouts(tensors.size());
   std::transform(tensors.begin(), tensors.end(), layouts.begin(),
@@ -229,20 +292,24 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
   for (const auto& u : record.units) unit_counts.push_back(u.count);
 
   ShardFileInfo mine;
+  uint64_t part_start = 0;
   on_every_rank(
       comm,
       [&] {
-        const ShardLayout layout(unit_counts, ranks, rank, layouts, options.chunk_bytes, names.unit_tensors);
+        const ShardLayout layout(unit_counts, ranks, file, layouts, options.chunk_bytes, names.unit_tensors);
         const FileHeader header{.version = format_version_for(tensors, names.per_unit()),
-                                .rank = static_cast<uint32_t>(rank),
+                                .rank = static_cast<uint32_t>(file),
                                 .ranks = static_cast<uint32_t>(ranks),
                                 .num_units = static_cast<uint32_t>(unit_counts.size()),
                                 .num_tensors = static_cast<uint32_t>(tensors.size()),
                                 .chunk_bytes = options.chunk_bytes,
                                 .save_id = save_id};
-        const std::string path = join_path(tmp_dir, shard_file_name(rank, ranks));
-        ShardWriter writer(path + ".tmp", header, layout);
-        for (size_t u = 0; u < unit_counts.size(); ++u) {
+        // A file of its own goes by a temporary name until it is whole; a
+        // shared file's parts write in place (the directory is the step's
+        // temporary one, and the manifest's CRC checks the whole).
+        const std::string path = join_path(tmp_dir, shard_file_name(file, ranks));
+        ShardWriter writer(shared ? path : path + ".tmp", header, layout, {part.unit_begin, part.unit_end});
+        for (size_t u = part.unit_begin; u < part.unit_end; ++u) {
           state.open_unit(u, /*loading=*/false);
           for (size_t t = 0; t < tensors.size(); ++t) {
             if (names.views[u][t] == SIZE_MAX) {
@@ -252,31 +319,42 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
             const auto& v = views[names.views[u][t]];
             // The plan shard, also at stage 0 where the view is the whole unit.
             const TensorLayout& l = layouts[t];
-            const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, rank, l);
+            const comm::ShardRange own = record_range(unit_counts[v.unit], ranks, file, l);
             ZDP_CHECK(own.offset >= v.range.offset && own.offset + own.count <= v.range.offset + v.range.count,
                       ShapeError, "[ckpt save] rank {} unit {}: the view does not cover the rank's shard", rank,
                       v.unit);
             writer.write_record_bytes(
                 u, t,
                 view_bytes(v, l).subspan((own.offset - v.range.offset) * l.value_bytes, own.count * l.value_bytes));
-            if (u == 0 && t == 0) reach(options, SavePoint::kShardPartial, comm);
+            if (u == part.unit_begin && t == 0) reach(options, SavePoint::kShardPartial, comm);
           }
           state.close_unit(u, /*loaded=*/false);
         }
         mine = writer.finish();
-        rename_path(path + ".tmp", path);
+        part_start = writer.start();
+        if (!shared) rename_path(path + ".tmp", path);
         sync_directory(tmp_dir);
-        mine.file = shard_file_name(rank, ranks);
+        mine.file = shard_file_name(file, ranks);
         reach(options, SavePoint::kShardWritten, comm);
       },
       survivable);
 
-  // Rank 0 needs every file's CRC for the manifest.
-  const std::vector<uint32_t> crcs = comm.all_gather_value(mine.crc32c);
+  // Rank 0 needs every file's CRC for the manifest: each part's, joined in
+  // file order.
+  struct WrittenPart {
+    uint64_t start = 0, bytes = 0;
+    uint32_t crc32c = 0;
+    int32_t file = 0;
+  };
+  const std::vector<WrittenPart> parts =
+      comm.all_gather_value(WrittenPart{.start = part_start, .bytes = mine.bytes, .crc32c = mine.crc32c, .file = file});
 
+  std::vector<uint64_t> file_bytes;
   uint64_t total = 0;
   for (int r = 0; r < ranks; ++r) {
-    total += ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size();
+    file_bytes.push_back(
+        ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size());
+    total += file_bytes.back();
   }
   on_every_rank(
       comm,
@@ -284,11 +362,23 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
         if (rank != 0) return;
         Manifest m = base_manifest(record, counters, ranks, names, options, save_id);
         for (int r = 0; r < ranks; ++r) {
-          m.shards.push_back(
-              {.file = shard_file_name(r, ranks),
-               .bytes =
-                   ShardLayout(unit_counts, ranks, r, layouts, options.chunk_bytes, names.unit_tensors).file_size(),
-               .crc32c = crcs[r]});
+          std::vector<WrittenPart> of_file;
+          std::copy_if(parts.begin(), parts.end(), std::back_inserter(of_file),
+                       [r](const WrittenPart& p) { return p.file == r; });
+          std::sort(of_file.begin(), of_file.end(),
+                    [](const WrittenPart& a, const WrittenPart& b) { return a.start < b.start; });
+          uint64_t at = 0;
+          uint32_t crc = 0;
+          for (const WrittenPart& p : of_file) {
+            ZDP_CHECK(p.start == at, ShapeError, "[ckpt save] shard file {}: a part starts at byte {}, not {}", r,
+                      p.start, at);
+            crc = crc32c_combine(crc, p.crc32c, p.bytes);
+            at += p.bytes;
+          }
+          ZDP_CHECK(at == file_bytes[static_cast<size_t>(r)], ShapeError,
+                    "[ckpt save] shard file {}: its parts hold {} of its {} bytes", r, at,
+                    file_bytes[static_cast<size_t>(r)]);
+          m.shards.push_back({.file = shard_file_name(r, ranks), .bytes = at, .crc32c = crc});
         }
         write_manifest(tmp_dir, m);
         reach(options, SavePoint::kManifestWritten, comm);
@@ -322,6 +412,10 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
 }
 
 }  // namespace
+
+FilePart TrainingState::file_part() {
+  return {.file = communicator().rank(), .files = communicator().size(), .unit_begin = 0, .unit_end = record().units.size()};
+}
 
 SaveResult save(TrainingState& state, const std::string& root, const SaveOptions& options) {
   try {
@@ -359,8 +453,9 @@ LoadResult load(TrainingState& state, const std::string& path) {
               manifest_path, optim::optimizer_kind_name(m.optimizer.kind), optim::optimizer_kind_name(opt.kind),
               optim::optimizer_kind_name(m.optimizer.kind));
     const std::vector<StateTensorView> views = state.state_tensors();
-    const TensorNames names = tensor_names(views, record.units.size());
-    for (size_t u = 0; u < record.units.size(); ++u) {
+    const FilePart part = state.file_part();
+    const TensorNames names = tensor_table(unit_tensor_names(views, record.units.size(), part), views);
+    for (size_t u = part.unit_begin; u < part.unit_end; ++u) {
       std::vector<std::string> mine;
       for (size_t t = 0; t < names.names.size(); ++t) {
         if (names.views[u][t] != SIZE_MAX) mine.push_back(names.names[t]);

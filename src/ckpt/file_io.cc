@@ -16,7 +16,9 @@
 namespace zerodp::ckpt {
 
 File::File(const std::string& path, Mode mode) : path_(path) {
-  const int flags = mode == Mode::kRead ? O_RDONLY | O_CLOEXEC : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  const int flags = mode == Mode::kRead     ? O_RDONLY | O_CLOEXEC
+                    : mode == Mode::kShared ? O_WRONLY | O_CREAT | O_CLOEXEC
+                                            : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   fd_ = ::open(path.c_str(), flags, 0644);
   if (fd_ < 0) {
     const int err = errno;
@@ -75,6 +77,12 @@ void File::append(std::span<const std::byte> data) {
       ZDP_THROW(IoError, "[ckpt] {}: write failed ({})", path_, errno_text(errno));
     }
     done += static_cast<size_t>(n);
+  }
+}
+
+void File::seek(uint64_t offset) {
+  if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    ZDP_THROW(IoError, "[ckpt] {}: cannot seek to offset {} ({})", path_, offset, errno_text(errno));
   }
 }
 

@@ -19,7 +19,10 @@ namespace zerodp::ckpt {
 
 class File {
  public:
-  enum class Mode { kRead, kCreate };  // kCreate: write-only, created or truncated
+  // kCreate: write-only, created or truncated. kShared: write-only, created
+  // if missing and never truncated, for writers that each write their own
+  // byte range of one file (a shard file's parts, checkpoint.h).
+  enum class Mode { kRead, kCreate, kShared };
 
   File() = default;
   // Throws IoError (kRead of a missing file says "missing").
@@ -37,9 +40,12 @@ class File {
   // Reads exactly out.size() bytes at `offset`; IoError when the file ends
   // before (the message names the offset and the file size).
   void read_at(uint64_t offset, std::span<std::byte> out) const;
-  // Appends at the current end (files opened with kCreate).
+  // Appends at the current position: the end of what was written (files
+  // opened for writing).
   void append(std::span<const std::byte> data);
-  // Writes exactly data.size() bytes at `offset` (files opened with kCreate);
+  // Moves the position append writes at.
+  void seek(uint64_t offset);
+  // Writes exactly data.size() bytes at `offset` (files opened for writing);
   // the position append uses does not move.
   void write_at(uint64_t offset, std::span<const std::byte> data);
   void sync();

@@ -9,11 +9,26 @@
 namespace zerodp::ckpt {
 
 ShardWriter::ShardWriter(const std::string& path, const FileHeader& header, const ShardLayout& layout)
-    : file_(path, File::Mode::kCreate), layout_(layout) {
+    : ShardWriter(path, header, layout, Part{0, layout.num_units()}) {}
+
+ShardWriter::ShardWriter(const std::string& path, const FileHeader& header, const ShardLayout& layout, Part part)
+    : file_(path, part.unit_begin == 0 && part.unit_end == layout.num_units() ? File::Mode::kCreate
+                                                                             : File::Mode::kShared),
+      layout_(layout),
+      next_(part.unit_begin * layout.num_tensors()),
+      end_(part.unit_end * layout.num_tensors()) {
   ZDP_CHECK(header.chunk_bytes == layout.chunk_bytes() && header.num_tensors == layout.num_tensors() &&
                 header.num_units == layout.num_units(),
             ShapeError, "[ckpt write] {}: the file header does not match the shard layout", path);
-  put(encode(header));
+  ZDP_CHECK(part.unit_begin <= part.unit_end && part.unit_end <= layout.num_units(), ShapeError,
+            "[ckpt write] {}: units [{}, {}) are not a part of the file's {}", path, part.unit_begin, part.unit_end,
+            layout.num_units());
+  if (part.unit_begin == 0) {
+    put(encode(header));
+    return;
+  }
+  start_ = bytes_ = layout.num_tensors() == 0 ? 0 : layout.record(part.unit_begin, 0).position;
+  file_.seek(start_);
 }
 
 void ShardWriter::put(std::span<const std::byte> data) {
@@ -53,12 +68,14 @@ void ShardWriter::write_record_bytes(size_t unit, size_t tensor, std::span<const
 }
 
 ShardFileInfo ShardWriter::finish() {
-  ZDP_CHECK(done(), ShapeError, "[ckpt write] {}: finished after {} of {} records", file_.path(), next_,
-            layout_.num_units() * layout_.num_tensors());
-  ZDP_CHECK_EQ(bytes_, layout_.file_size(), ShapeError, "[ckpt write] file size");
+  ZDP_CHECK(done(), ShapeError, "[ckpt write] {}: finished before record {} of {}", file_.path(), next_, end_);
+  const uint64_t end = end_ == layout_.num_units() * layout_.num_tensors()
+                           ? layout_.file_size()
+                           : layout_.record(end_ / layout_.num_tensors(), 0).position;
+  ZDP_CHECK_EQ(bytes_, end, ShapeError, "[ckpt write] file size");
   file_.sync();
   file_.close();
-  return {std::filesystem::path(file_.path()).filename().string(), bytes_, crc_};
+  return {std::filesystem::path(file_.path()).filename().string(), bytes_ - start_, crc_};
 }
 
 }  // namespace zerodp::ckpt

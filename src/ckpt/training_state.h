@@ -6,7 +6,8 @@
 //
 // The partition is the one every checkpoint uses: each unit's elements are
 // split over the N ranks with comm::shard_range (the rank's "plan shard"),
-// N being communicator().size().
+// N being communicator().size(), or file_part().files where ranks share
+// shard files.
 // Thread-safety: one TrainingState per rank, used from that rank's thread.
 #pragma once
 
@@ -55,6 +56,18 @@ struct RunRecord {
   std::string engine_json;  // the rest of the run's config as a JSON object (informational); "" for {}
 };
 
+// The shard file a rank writes, and which of its units. Data parallelism:
+// rank r writes all of file r of N. A pipeline of P stages over D replicas:
+// the checkpoint is the D-rank one data parallelism would write, and the
+// stage-s rank of replica d writes the units of stage s into file d (the
+// stages' units are contiguous and in stage order), so its files move
+// between any layout as a D-rank checkpoint does.
+struct FilePart {
+  int file = 0;   // the file and plan shard: 0..files-1
+  int files = 1;  // the checkpoint's N
+  size_t unit_begin = 0, unit_end = 0;
+};
+
 class TrainingState {
  public:
   virtual ~TrainingState() = default;
@@ -63,9 +76,12 @@ class TrainingState {
   // save and load run.
   virtual comm::Communicator& communicator() = 0;
   virtual RunRecord record() const = 0;
-  // Every (unit, tensor) this rank holds: unit-major, each unit's "master"
-  // first. Units may hold different tensors (8-bit Adam's fp32 units hold
-  // exp_avg and exp_avg_sq), in an order that agrees between units.
+  // Default: file communicator().rank() of communicator().size(), every unit.
+  virtual FilePart file_part();
+  // Every (unit, tensor) this rank holds, of every unit of its file_part():
+  // unit-major, each unit's "master" first. Units may hold different tensors
+  // (8-bit Adam's fp32 units hold exp_avg and exp_avg_sq), in an order that
+  // agrees between units.
   virtual std::vector<StateTensorView> state_tensors() = 0;
   virtual StepCounters counters() const = 0;
   // States kept outside RAM (--offload-optimizer) reach a unit's views
