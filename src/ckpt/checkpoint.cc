@@ -414,7 +414,10 @@ SaveResult save_steps(TrainingState& state, const std::string& root, const SaveO
 }  // namespace
 
 FilePart TrainingState::file_part() {
-  return {.file = communicator().rank(), .files = communicator().size(), .unit_begin = 0, .unit_end = record().units.size()};
+  return {.file = communicator().rank(),
+          .files = communicator().size(),
+          .unit_begin = 0,
+          .unit_end = record().units.size()};
 }
 
 SaveResult save(TrainingState& state, const std::string& root, const SaveOptions& options) {

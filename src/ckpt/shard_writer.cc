@@ -12,8 +12,8 @@ ShardWriter::ShardWriter(const std::string& path, const FileHeader& header, cons
     : ShardWriter(path, header, layout, Part{0, layout.num_units()}) {}
 
 ShardWriter::ShardWriter(const std::string& path, const FileHeader& header, const ShardLayout& layout, Part part)
-    : file_(path, part.unit_begin == 0 && part.unit_end == layout.num_units() ? File::Mode::kCreate
-                                                                             : File::Mode::kShared),
+    : file_(path,
+            part.unit_begin == 0 && part.unit_end == layout.num_units() ? File::Mode::kCreate : File::Mode::kShared),
       layout_(layout),
       next_(part.unit_begin * layout.num_tensors()),
       end_(part.unit_end * layout.num_tensors()) {

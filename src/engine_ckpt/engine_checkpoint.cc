@@ -42,10 +42,10 @@ std::string engine_config_json(const zero::EngineConfig& c) {
   return j.dump();
 }
 
-ckpt::RunRecord EngineTrainingState::record() const {
-  const model::Model& model = engine_.model();
+ckpt::RunRecord EngineTrainingState::record() const { return run_record(engine_.model(), engine_.config()); }
+
+ckpt::RunRecord run_record(const model::Model& model, const zero::EngineConfig& c) {
   const model::ModelConfig config = model.config();
-  const zero::EngineConfig& c = engine_.config();
   ckpt::RunRecord r;
   r.model_kind = config.kind();
   r.model_json = model::model_config_json(config);
@@ -67,17 +67,23 @@ std::vector<ckpt::StateTensorView> EngineTrainingState::state_tensors() {
   return out;
 }
 
-ckpt::StepCounters EngineTrainingState::counters() const {
-  const zero::Engine::Counters c = engine_.counters();
+ckpt::StepCounters step_counters(const zero::Engine& engine) {
+  const zero::Engine::Counters c = engine.counters();
   return {.steps = c.steps, .optimizer_steps = c.optimizer_steps, .scaler = c.scaler};
 }
 
+zero::Engine::Counters engine_counters(const zero::Engine& engine, const ckpt::StepCounters& loaded) {
+  zero::Engine::Counters c = engine.counters();
+  c.steps = loaded.steps;
+  c.optimizer_steps = loaded.optimizer_steps;
+  c.scaler = loaded.scaler;
+  return c;
+}
+
+ckpt::StepCounters EngineTrainingState::counters() const { return step_counters(engine_); }
+
 void EngineTrainingState::state_loaded(const ckpt::StepCounters& counters) {
-  zero::Engine::Counters c = engine_.counters();
-  c.steps = counters.steps;
-  c.optimizer_steps = counters.optimizer_steps;
-  c.scaler = counters.scaler;
-  engine_.state_loaded(c);
+  engine_.state_loaded(engine_counters(engine_, counters));
 }
 
 void EngineTrainingState::check_saved_model(const std::string& saved_model_json,

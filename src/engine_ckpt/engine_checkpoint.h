@@ -45,6 +45,13 @@ class EngineTrainingState final : public ckpt::TrainingState {
   zero::Engine& engine_;
 };
 
+// The manifest's record of a run of `model` with `config` (the engine's
+// model, or a pipeline's whole model).
+ckpt::RunRecord run_record(const model::Model& model, const zero::EngineConfig& config);
+// An engine's step counters as the checkpoint keeps them, and back.
+ckpt::StepCounters step_counters(const zero::Engine& engine);
+zero::Engine::Counters engine_counters(const zero::Engine& engine, const ckpt::StepCounters& loaded);
+
 // The engine config beyond what the manifest records elsewhere (stage,
 // gradient accumulation, clipping, LR schedule, loss scaler), as the JSON
 // object of the manifest's "engine" field.

@@ -233,8 +233,8 @@ class Engine final : public Trainable {
   // The timeout of every communicator the engine calls (the world's and,
   // with hybrid sharding, its groups'). Not while the comm thread runs a
   // collective: between steps.
-  void set_comm_timeout(std::chrono::milliseconds timeout);
-  std::chrono::milliseconds comm_timeout() const { return comm_.options().timeout; }
+  void set_comm_timeout(std::chrono::milliseconds timeout) override;
+  std::chrono::milliseconds comm_timeout() const override { return comm_.options().timeout; }
   int64_t steps_taken() const { return steps_; }
   // This rank's CPU time so far: the calling thread's (call it on the
   // rank's own thread) and its comm thread's. A step's difference is the
@@ -436,25 +436,6 @@ class Engine final : public Trainable {
   std::unique_ptr<CommWorker> worker_;
   int64_t steps_ = 0;
   int64_t step_masked_targets_ = 0;  // last_step_masked_targets()
-};
-
-// Raises an engine's collective timeout to at least `timeout` while it
-// lives, and restores it after: a checkpoint's collectives wait for the
-// peers' file I/O (with hybrid sharding, for group 0's whole save), which
-// can take longer than any step's collective.
-class CommTimeoutAtLeast {
- public:
-  CommTimeoutAtLeast(Engine& engine, std::chrono::milliseconds timeout)
-      : engine_(engine), before_(engine.comm_timeout()) {
-    engine_.set_comm_timeout(std::max(before_, timeout));
-  }
-  ~CommTimeoutAtLeast() { engine_.set_comm_timeout(before_); }
-  CommTimeoutAtLeast(const CommTimeoutAtLeast&) = delete;
-  CommTimeoutAtLeast& operator=(const CommTimeoutAtLeast&) = delete;
-
- private:
-  Engine& engine_;
-  std::chrono::milliseconds before_;
 };
 
 }  // namespace zerodp::zero

@@ -135,6 +135,19 @@ void Pipeline::send_tied_params() {
   if (tied_) tied_->broadcast(engine_->unit_params(static_cast<size_t>(tied_unit_)), 0);
 }
 
+void Pipeline::state_loaded(const Engine::Counters& counters) {
+  engine_->state_loaded(counters);
+  send_tied_params();
+}
+
+void Pipeline::set_comm_timeout(std::chrono::milliseconds timeout) {
+  for (comm::Communicator* c :
+       {&world_, stage_comm_.get(), pipe_comm_.get(), below_.get(), above_.get(), tied_.get()}) {
+    if (c != nullptr) c->set_timeout(timeout);
+  }
+  engine_->set_comm_timeout(timeout);
+}
+
 StepResult Pipeline::train_step(const BatchFeeder& feed) {
   std::vector<double> losses;
   const auto k = workspaces_.size();

@@ -29,6 +29,7 @@
 // Thread-safety: one Pipeline per rank, driven by that rank's thread.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -74,6 +75,20 @@ class Pipeline final : public Trainable {
   // unit's copies are made equal again.
   void load_params(const ParamSource& source) override;
 
+  // Checkpoints (engine_ckpt/pipeline_checkpoint.h): the whole model, the
+  // world, each unit's stage, and the end of a load.
+  const model::Model& model() const { return model_; }
+  comm::Communicator& world() { return world_; }
+  // Per unit of the whole model: the stage that owns it (updates and saves
+  // it; the tied unit is the first stage's).
+  std::vector<int> unit_owners() const;
+  // After every stage's engine views were filled: the engine's state_loaded,
+  // then the tied unit's parameters to the last stage. Collective.
+  void state_loaded(const Engine::Counters& counters);
+  // The timeout of the world and of every group (CommTimeoutAtLeast).
+  std::chrono::milliseconds comm_timeout() const override { return world_.options().timeout; }
+  void set_comm_timeout(std::chrono::milliseconds timeout) override;
+
   int stage() const { return stage_; }
   int replica() const { return replica_; }
   int stages() const { return layout_.stages; }
@@ -99,8 +114,6 @@ class Pipeline final : public Trainable {
  private:
   // The first stage's tied unit's parameters, to the last stage.
   void send_tied_params();
-  // Per unit of the whole model: the stage that owns it.
-  std::vector<int> unit_owners() const;
   comm::Buffer fp32(std::span<float> s) const { return {s.data(), s.size(), Dtype::fp32()}; }
 
   const model::Model& model_;

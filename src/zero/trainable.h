@@ -7,6 +7,8 @@
 // Thread-safety: one per rank, driven by that rank's thread.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <span>
 
@@ -42,6 +44,29 @@ class Trainable {
   virtual void load_params(const ParamSource& source) = 0;
   // This rank's engine: the whole model's, or its pipeline stage's.
   virtual Engine& engine() = 0;
+  // The timeout of every communicator the trainee calls collectives on
+  // (CommTimeoutAtLeast raises it around a checkpoint's I/O).
+  virtual std::chrono::milliseconds comm_timeout() const = 0;
+  virtual void set_comm_timeout(std::chrono::milliseconds timeout) = 0;
+};
+
+// Raises the trainee's collective timeout to at least `timeout` while it
+// lives, and restores it after: a checkpoint's collectives wait for the
+// peers' file I/O (with hybrid sharding, for group 0's whole save), which
+// can take longer than any step's collective.
+class CommTimeoutAtLeast {
+ public:
+  CommTimeoutAtLeast(Trainable& trainee, std::chrono::milliseconds timeout)
+      : trainee_(trainee), before_(trainee.comm_timeout()) {
+    trainee_.set_comm_timeout(std::max(before_, timeout));
+  }
+  ~CommTimeoutAtLeast() { trainee_.set_comm_timeout(before_); }
+  CommTimeoutAtLeast(const CommTimeoutAtLeast&) = delete;
+  CommTimeoutAtLeast& operator=(const CommTimeoutAtLeast&) = delete;
+
+ private:
+  Trainable& trainee_;
+  std::chrono::milliseconds before_;
 };
 
 }  // namespace zerodp::zero
