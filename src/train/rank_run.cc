@@ -15,7 +15,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/process_memory.h"
 #include "core/simd.h"
-#include "engine_ckpt/engine_checkpoint.h"
+#include "engine_ckpt/pipeline_checkpoint.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 #include "optim/optimizer.h"
@@ -190,7 +190,7 @@ class RankRun {
         progress_(lead_ ? std::optional<Progress>(std::in_place, config.steps, config.log_every,
                                                   config.backend == comm::Backend::kThread)
                         : std::nullopt),
-        checkpoints_(engine_, config, run.data_fingerprint, progress()) {}
+        checkpoints_(*trainee_, n_, config, run.data_fingerprint, progress()) {}
 
   void run(TrainOutcome& outcome) {
     if (lead_) {
@@ -233,8 +233,8 @@ class RankRun {
       if (lead_) progress_->note(fmt::format("initialised from {} ({})", config_.init_from, reader->description()));
     }
     if (!config_.resume_dir.empty()) {
-      const zero::CommTimeoutAtLeast waits_for_io(engine_, timeout_ms(config_.checkpoint_timeout_s));
-      const ckpt::LoadResult loaded = engine_ckpt::load(engine_, config_.resume_dir);
+      const zero::CommTimeoutAtLeast waits_for_io(*trainee_, timeout_ms(config_.checkpoint_timeout_s));
+      const ckpt::LoadResult loaded = engine_ckpt::load(*trainee_, config_.resume_dir);
       step_ = loaded.step;
       if (lead_) {
         progress_->note(fmt::format("resumed from {} at step {} (saved by {} ranks at stage {}, {}); {}", loaded.path,
@@ -320,16 +320,10 @@ class RankRun {
                       "signal exits at once)",
                       signal_name(end.interrupted), step_));
     }
-    // A pipeline's checkpoints are not built (check_pipeline refuses --save).
-    if (pipeline_ == nullptr && checkpoints_.last_saved() != step_) checkpoints_.save(step_, root);
+    if (checkpoints_.last_saved() != step_) checkpoints_.save(step_, root);
     if (lead_ || config_.backend == comm::Backend::kMpi) outcome.interrupted_signal = end.interrupted;
     if (!lead_) return;
     progress_->finish();
-    if (pipeline_ != nullptr) {
-      fmt::print("interrupted by {} after step {} of {}; a pipelined run saves no checkpoint yet\n",
-                 signal_name(end.interrupted), step_, config_.steps);
-      return;
-    }
     fmt::print(
         "interrupted by {} after step {} of {}; the checkpoint is in {}. Continue the run with:\n"
         "  {}\n",

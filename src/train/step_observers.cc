@@ -9,7 +9,7 @@
 #include "ckpt/checkpoint_dir.h"
 #include "comm/mpi.h"
 #include "core/error.h"
-#include "engine_ckpt/engine_checkpoint.h"
+#include "engine_ckpt/pipeline_checkpoint.h"
 #include "train/rank_figures.h"
 #include "train/samples.h"
 
@@ -31,12 +31,25 @@ std::string resume_command(const TrainConfig& config, const std::string& root, i
   if (config.backend == comm::Backend::kThread && config.given("ranks")) {
     out += fmt::format(" --ranks {}", config.ranks);
   }
+  // The layout is not the checkpoint's to decide (any layout resumes it):
+  // the command keeps the one the run was given (a pipeline's stage too,
+  // which the default, ZeRO 3, would not fit).
+  if (config.given("stage") || config.pipeline_stages > 1)
+    out += fmt::format(" --stage {}", stage_number(config.engine.stage));
+  if (config.pipeline_stages > 1) {
+    out += fmt::format(" --pipeline-stages {}", config.pipeline_stages);
+    if (config.given("pipeline-schedule")) {
+      out += fmt::format(" --pipeline-schedule {}", pipeline_schedule_name(config.pipeline_schedule));
+    }
+    if (!config.pipeline_cut.empty()) out += fmt::format(" --pipeline-cut {}", fmt::join(config.pipeline_cut, ","));
+    if (config.given("pipeline-balance")) out += fmt::format(" --pipeline-balance {}", config.pipeline_balance);
+  }
   return out;
 }
 
-CheckpointPolicy::CheckpointPolicy(zero::Engine& engine, const TrainConfig& config, const DataFingerprint& data,
-                                   Progress* progress)
-    : engine_(engine), config_(config), data_(data), progress_(progress) {}
+CheckpointPolicy::CheckpointPolicy(zero::Trainable& trainee, int ranks, const TrainConfig& config,
+                                   const DataFingerprint& data, Progress* progress)
+    : trainee_(trainee), ranks_(ranks), config_(config), data_(data), progress_(progress) {}
 
 void CheckpointPolicy::on_step(const StepEvent& event) {
   if (!config_.save_dir.empty() && config_.save_every > 0 && event.step % config_.save_every == 0) {
@@ -52,12 +65,12 @@ void CheckpointPolicy::save_at(int64_t data_step, const std::string& root, bool 
   options.seed = config_.seed;
   options.data_step = data_step;
   options.keep_last = config_.keep_last;
-  options.metadata = run_record(config_, data_, engine_.communicator().size());
+  options.metadata = run_record(config_, data_, config_.data_parallel_ranks(ranks_));
   options.survive_write_errors = survive_write_errors;
-  const zero::CommTimeoutAtLeast waits_for_io(engine_, timeout_ms(config_.checkpoint_timeout_s));
+  const zero::CommTimeoutAtLeast waits_for_io(trainee_, timeout_ms(config_.checkpoint_timeout_s));
   ckpt::SaveResult saved;
   try {
-    saved = engine_ckpt::save(engine_, root, options);
+    saved = engine_ckpt::save(trainee_, root, options);
   } catch (const std::exception& e) {
     std::string last;
     try {
@@ -83,7 +96,7 @@ void CheckpointPolicy::save_at(int64_t data_step, const std::string& root, bool 
     ZDP_THROW(IoError, "{}. {}", failed,
               last.empty() ? std::string("There is no complete checkpoint yet: run again from the start")
                            : fmt::format("The last complete checkpoint is {}; continue with: {}", last,
-                                         resume_command(config_, root, engine_.communicator().size())));
+                                         resume_command(config_, root, ranks_)));
   }
   last_saved_ = data_step;
   if (progress_ != nullptr) {

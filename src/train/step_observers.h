@@ -36,9 +36,11 @@ std::string resume_command(const TrainConfig& config, const std::string& root, i
 
 class CheckpointPolicy : public StepObserver {
  public:
-  CheckpointPolicy(zero::Engine& engine, const TrainConfig& config, const DataFingerprint& data, Progress* progress);
+  // `ranks`: the run's (the world's, a pipeline's stages included).
+  CheckpointPolicy(zero::Trainable& trainee, int ranks, const TrainConfig& config, const DataFingerprint& data,
+                   Progress* progress);
   void on_step(const StepEvent& event) override;
-  // Saves the engine's state as of `data_step` steps under `root`
+  // Saves the trainee's state as of `data_step` steps under `root`
   // (collective). A failed save leaves nothing of itself (ckpt::save removes
   // its step-N.tmp) and throws IoError on every rank naming the cause, the
   // last complete checkpoint under `root` and the command that resumes it.
@@ -54,7 +56,8 @@ class CheckpointPolicy : public StepObserver {
  private:
   void save_at(int64_t data_step, const std::string& root, bool survive_write_errors);
 
-  zero::Engine& engine_;
+  zero::Trainable& trainee_;
+  int ranks_;
   const TrainConfig& config_;
   const DataFingerprint& data_;
   Progress* progress_;

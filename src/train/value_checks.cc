@@ -153,10 +153,6 @@ void check_pipeline(const TrainConfig& c, int ranks) {
   ZDP_CHECK(c.engine.shard_group_size == 0, ConfigError,
             "[train] --shard-group-size with {}: a pipeline's replicas are its own groups; leave one of them out",
             name);
-  ZDP_CHECK(c.save_dir.empty() && c.resume_dir.empty() && c.save_every == 0, ConfigError,
-            "[train] checkpoints of a pipelined run are not built yet: leave out --save, --save-every and --resume "
-            "with {}",
-            name);
 }
 
 }  // namespace zerodp::train

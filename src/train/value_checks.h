@@ -24,7 +24,7 @@ void check_engine_values(const TrainConfig& config);
 void check_shard_group(const TrainConfig& config, int ranks);
 // Pipeline stages once the ranks are known: P must divide them, the cut
 // must have P stages, and what a pipelined run does not do yet (ZeRO
-// stages 2-3, offload, hybrid sharding, checkpoints) is refused, each
+// stages 2-3, offload, hybrid sharding) is refused, each
 // naming the flag and the fix.
 void check_pipeline(const TrainConfig& config, int ranks);
 

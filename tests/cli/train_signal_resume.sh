@@ -9,7 +9,10 @@
 # complete checkpoint intact. Mode mpirun signals mpirun itself instead: it
 # forwards SIGTERM to the ranks, which save as above, and then exits with 1
 # (Open MPI's own code for a job it was told to end), not the ranks' 143.
-# usage: train_signal_resume.sh ZERODP thread|mpi|mpirun|twice [MPIRUN]
+# Mode pipeline: 4 thread ranks in 2 pipeline stages (ZeRO 1) save the
+# checkpoint of their 2 replicas, and the command the run prints, run as
+# printed, ends equal to 2-rank data parallelism's uninterrupted run.
+# usage: train_signal_resume.sh ZERODP thread|mpi|mpirun|twice|pipeline [MPIRUN]
 set -euo pipefail
 zerodp=$1 mode=$2 mpirun=${3:-}
 dir=$(mktemp -d)
@@ -17,10 +20,13 @@ trap 'rm -rf "$dir"' EXIT
 # mpirun passes a signal on only after about a second: that run is longer.
 steps=120
 [ "$mode" = mpirun ] && steps=600
-common=(train --stage 2 --precision bf16 --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0
+stage=2
+[ "$mode" = pipeline ] && stage=1
+common=(train --stage "$stage" --precision bf16 --micro-batch 2 --seq-len 32 --eval-every 0 --sample-tokens 0
         --held-out 0 --steps "$steps" --seed 7 --comm-timeout 60)
 launch=("$zerodp")
 ranks=(--ranks 2)
+[ "$mode" = pipeline ] && ranks=(--ranks 4 --pipeline-stages 2)
 expected_code=143
 [ "$mode" = mpirun ] && expected_code=1
 if [ "$mode" = mpi ] || [ "$mode" = mpirun ]; then
@@ -76,7 +82,14 @@ latest=$(cat "$dir/run/latest")
 [ "$latest" != "$(printf step-%08d "$steps")" ] || { echo "the run finished before the signal: nothing was tested"; exit 1; }
 echo "stopped at $latest"
 
-"${launch[@]}" train --resume "$dir/run" --save "$dir/run" "${ranks[@]}" > "$dir/resumed.log"
+if [ "$mode" = pipeline ]; then
+  # The printed command, as printed (the stage and the pipeline's layout in it).
+  read -ra printed <<< "$(grep -A1 "Continue the run with:" "$dir/run.log" | tail -n 1)"
+  [ "${printed[0]}" = zerodp ] || { tail -3 "$dir/run.log"; echo "no command to run"; exit 1; }
+  "$zerodp" "${printed[@]:1}" > "$dir/resumed.log"
+else
+  "${launch[@]}" train --resume "$dir/run" --save "$dir/run" "${ranks[@]}" > "$dir/resumed.log"
+fi
 grep -q "resumed from" "$dir/resumed.log" || { cat "$dir/resumed.log"; echo "did not resume"; exit 1; }
 "$zerodp" ckpt consolidate "$dir/straight" "$dir/out_straight" > /dev/null
 "$zerodp" ckpt consolidate "$dir/run" "$dir/out_run" > /dev/null
