@@ -12,7 +12,8 @@
 #   pipeline and as data parallelism on 4 ranks at ZeRO 2, and a pipeline of
 #   4 stages resumes data parallelism's, each with the losses of steps 4-6
 #   of the run that never stopped;
-# - mpirun -np 4 gives the thread run's losses when MPIRUN is given;
+# - mpirun -np 4 gives the thread run's losses when MPIRUN is given, and
+#   its checkpoint resumes on thread ranks;
 # - the summary holds each stage's ledger equal to its plan.
 # usage: train_pipeline.sh ZERODP [MPIRUN]
 set -euo pipefail
@@ -76,7 +77,9 @@ diff <(losses "$dir/dp_from.jsonl") <(losses "$dir/dp2.jsonl") > /dev/null &&
 
 if [ -n "$mpirun" ]; then
   "$mpirun" --oversubscribe --allow-run-as-root -np 4 "$zerodp" "${common[@]}" --backend mpi --stage 1 \
-    --pipeline-stages 2 --grad-accum 4 --metrics "$dir/mpi.jsonl" > "$dir/mpi.log"
+    --pipeline-stages 2 --grad-accum 4 --metrics "$dir/mpi.jsonl" --save "$dir/mpick" --save-every 3 > "$dir/mpi.log"
   same "$dir/dp2.jsonl" "$dir/mpi.jsonl" "MPI P=2 D=2 vs thread data parallelism"
+  # Its checkpoint, each file written in parts by two processes, on thread ranks.
+  resumed "$dir/mpick" dp_from_mpi --ranks 2 --stage 1
 fi
 echo "identical: pipelines of 2 and 4 stages, both schedules, ZeRO 0 and 1, checkpoints between layouts, --init-from${mpirun:+, MPI}"
