@@ -9,7 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -23,24 +22,16 @@
 #include "comm/world.h"
 #include "model/gpt.h"
 #include "zero/pipeline.h"
+#include "zero/pipeline_test_util.h"
 
 namespace zerodp::ckpt::testing {
 namespace {
 
-constexpr int kSeq = 8, kBatch = 2, kVocab = 500;
-
-// Four blocks: ops 0 embedding, 1-4 blocks, 5 ln_f, 6 head.
-model::GptConfig small_gpt() { return model::GptConfig{16, kVocab, 512, 4, 2, 16}; }
-
-// Global micro-batch g of step `step`: the same tokens whoever runs it.
-void feed_global(model::Workspace& ws, int64_t step, int64_t g) {
-  std::vector<int32_t> tokens(kBatch * kSeq), targets(kBatch * kSeq);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = static_cast<int32_t>((step * 131 + g * 37 + static_cast<int64_t>(i) * 13 + g * g) % kVocab);
-    targets[i] = static_cast<int32_t>((tokens[i] * 7 + 3) % kVocab);
-  }
-  ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});
-}
+using zero::testing::expect_same_bits;
+using zero::testing::feed_global;
+using zero::testing::Trained;
+constexpr int kSeq = zero::testing::kPipeSeq, kBatch = zero::testing::kPipeBatch;
+model::GptConfig small_gpt() { return zero::testing::small_pipeline_gpt(); }
 
 // A run's layout: `stages` pipeline stages (0: plain data parallelism) over
 // `replicas` data-parallel ranks, `accum` micro-batches per replica a step.
@@ -63,11 +54,6 @@ zero::EngineConfig config_of(const Layout& l, optim::OptimizerKind optimizer) {
   c.clip_norm = 0.5;
   return c;
 }
-
-struct Trained {
-  std::vector<double> losses;
-  std::vector<float> master;  // the whole model's, after the last step
-};
 
 // Steps [first, end) of the run in layout `l`, from `load` (a checkpoint;
 // empty: the seed's start), saving to `save` at the end (empty: no save).
@@ -109,16 +95,6 @@ Trained run(const Layout& l, int64_t first, int64_t end, const std::string& load
     if (comm.rank() == 0) run = mine;
   });
   return run;
-}
-
-void expect_same_bits(const Trained& a, const Trained& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
-  for (size_t i = 0; i < a.losses.size(); ++i) {
-    EXPECT_EQ(std::bit_cast<uint64_t>(a.losses[i]), std::bit_cast<uint64_t>(b.losses[i]))
-        << what << " step " << i << ": " << a.losses[i] << " vs " << b.losses[i];
-  }
-  ASSERT_EQ(a.master.size(), b.master.size()) << what;
-  EXPECT_TRUE(bitwise_equal(a.master, b.master)) << what << ": the master weights differ";
 }
 
 std::string file_bytes(const std::string& path) {
@@ -166,7 +142,7 @@ TEST(PipelineCheckpoint, ResumesInEveryLayout) {
   TempDir pipe_dir, dp_dir;
   const Trained pipe_half = run({.stages = 2, .replicas = 2, .cuts = {3}, .accum = 4}, 0, 2, "", pipe_dir.path());
   const Trained dp_half = run({.replicas = 2, .accum = 4}, 0, 2, "", dp_dir.path());
-  const Trained rest{{straight.losses[2], straight.losses[3]}, straight.master};
+  const Trained rest{.losses = {straight.losses[2], straight.losses[3]}, .norms = {}, .master = straight.master};
   const std::vector<Layout> from_pipeline = {
       {.stages = 2, .replicas = 2, .cuts = {3}, .accum = 4},  // the same pipeline
       {.replicas = 4, .stage = Stage::k2, .accum = 2},        // data parallelism, another N and stage

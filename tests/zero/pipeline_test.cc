@@ -14,29 +14,17 @@
 #include "comm/world.h"
 #include "model/gpt.h"
 #include "zero/engine.h"
+#include "zero/pipeline_test_util.h"
 
 namespace zerodp::zero {
 namespace {
 
-constexpr int kSeq = 8, kBatch = 2, kVocab = 500, kSteps = 3;
-
-// Four blocks: ops 0 embedding, 1-4 blocks, 5 ln_f, 6 head.
-model::GptConfig small_gpt() { return model::GptConfig{16, kVocab, 512, 4, 2, 16}; }
-
-// Global micro-batch g of step `step`: the same tokens whoever runs it.
-void feed_global(model::Workspace& ws, int64_t step, int64_t g) {
-  std::vector<int32_t> tokens(kBatch * kSeq), targets(kBatch * kSeq);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = static_cast<int32_t>((step * 131 + g * 37 + static_cast<int64_t>(i) * 13 + g * g) % kVocab);
-    targets[i] = static_cast<int32_t>((tokens[i] * 7 + 3) % kVocab);
-  }
-  ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});
-}
-
-struct Trained {
-  std::vector<double> losses, norms;
-  std::vector<float> master;  // the whole model's, after the last step
-};
+using testing::expect_same_bits;
+using testing::feed_global;
+using testing::Trained;
+constexpr int kSteps = 3;
+constexpr int kSeq = testing::kPipeSeq, kBatch = testing::kPipeBatch;
+model::GptConfig small_gpt() { return testing::small_pipeline_gpt(); }
 
 EngineConfig engine_config(Stage stage, Dtype dtype, int accum) {
   EngineConfig c;
@@ -86,20 +74,6 @@ Trained pipelined(int stages, int replicas, std::vector<int> cuts, PipelineSched
     if (comm.rank() == 0) run = mine;
   });
   return run;
-}
-
-void expect_same_bits(const Trained& a, const Trained& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
-  for (size_t i = 0; i < a.losses.size(); ++i) {
-    EXPECT_EQ(std::bit_cast<uint64_t>(a.losses[i]), std::bit_cast<uint64_t>(b.losses[i]))
-        << what << " step " << i << " loss " << a.losses[i] << " vs " << b.losses[i];
-    EXPECT_EQ(std::bit_cast<uint64_t>(a.norms[i]), std::bit_cast<uint64_t>(b.norms[i]))
-        << what << " step " << i << " norm " << a.norms[i] << " vs " << b.norms[i];
-  }
-  ASSERT_EQ(a.master.size(), b.master.size()) << what;
-  size_t differ = 0;
-  for (size_t i = 0; i < a.master.size(); ++i) differ += a.master[i] == b.master[i] ? 0 : 1;
-  EXPECT_EQ(differ, 0u) << what << ": master weights that differ";
 }
 
 TEST(Pipeline, TwoStagesGiveTheBitsOfDataParallelism) {
