@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "comm/mpi.h"
 #include "comm/shard.h"
@@ -29,14 +30,29 @@ int auto_iters(const CommBenchOptions& o, double one_call_s) {
 // Seconds per call of `once` on every rank at once: the slowest rank's
 // mean (the clock stops after a barrier, so a collective's slowest peer
 // counts), best of kBatches; a first untimed call touches the pages.
+// With an idle time (CommBenchOptions::idle_ms), each call starts after
+// a barrier and the idle time on every rank, and a rank times its calls
+// alone: the slowest rank's mean of them.
 template <typename F>
 double time_on_every_rank(comm::Communicator& c, const CommBenchOptions& o, F&& once) {
   auto timed = [&](int iters) {
-    c.barrier();
-    const auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) once();
-    c.barrier();
-    const double local = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+    double local = 0;
+    if (o.idle_ms > 0) {
+      for (int i = 0; i < iters; ++i) {
+        c.barrier();
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.idle_ms));
+        const auto start = Clock::now();
+        once();
+        local += std::chrono::duration<double>(Clock::now() - start).count();
+      }
+      local /= iters;
+    } else {
+      c.barrier();
+      const auto start = Clock::now();
+      for (int i = 0; i < iters; ++i) once();
+      c.barrier();
+      local = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+    }
     return c.all_reduce_scalar(local, comm::ReduceOp::kMax);
   };
   once();

@@ -33,6 +33,12 @@ struct CommBenchOptions {
   std::vector<size_t> sizes;  // buffer sizes S in bytes, each a whole number of elements (comm_bench_sizes)
   int iters = 0;              // timed calls per batch; 0: automatic, aiming at target_s per size (3..2000)
   double target_s = 0.2;
+  // --idle-ms: every rank waits this long before each timed call, and only
+  // the calls are timed. A run's collectives follow compute, on an idle
+  // link; back to back (0) they meet a link still busy with the last call,
+  // where TCP behaves otherwise (docs/scale.md, "Back to back or after
+  // compute").
+  int idle_ms = 0;
   comm::CommOptions comm;  // the collectives' timeout
   // The compressed collectives' codecs to time (--codec): every rank packs
   // and unpacks each size at once, as the ranks of a run do.

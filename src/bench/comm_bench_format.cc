@@ -26,7 +26,8 @@ std::string format_comm_json(const CommBenchOptions& o, const std::vector<CommBe
                            .dtype = std::string(o.dtype.name()),
                            .samples = {},
                            .codec = {},
-                           .build = build_info().commit};
+                           .build = build_info().commit,
+                           .idle_ms = o.idle_ms};
   for (const CommBenchRow& r : rows) {
     m.samples.push_back({.collective = r.collective, .bytes = r.bytes, .count = r.count, .seconds = r.seconds});
   }
@@ -67,6 +68,11 @@ std::string format_comm_table(const CommBenchOptions& o, const std::vector<CommB
   auto add = std::back_inserter(out);
   fmt::format_to(add, "# zerodp bench comm: backend {}, {} ranks, {}; baseline: {}; memcpy: one thread, same bytes\n",
                  comm::backend_name(o.backend), n, o.dtype.name(), baseline_note);
+  if (o.idle_ms > 0) {
+    fmt::format_to(
+        add, "# each of our calls after {} ms idle on every rank, and timed alone (the baseline's back to back)\n",
+        o.idle_ms);
+  }
   fmt::format_to(add,
                  "# algbw = S/t, busbw = algbw * factor (all_reduce 2(n-1)/n, reduce_scatter and all_gather (n-1)/n, "
                  "broadcast 1); GB/s = 1e9 bytes/s\n");

@@ -40,6 +40,7 @@ struct BenchCommFlags {
   std::string min_bytes = "1K";
   std::string max_bytes = "256M";
   int iters = 0;
+  int idle_ms = 0;
   bool quick = false;
   std::string baseline = "auto";
   double timeout_s = 120;
@@ -68,9 +69,12 @@ bench::CommBenchOptions to_options(const BenchCommFlags& f) {
   ZDP_CHECK(lo <= hi, ConfigError, "[bench comm] --min-bytes {} is larger than --max-bytes {}", f.min_bytes,
             f.max_bytes);
   ZDP_CHECK(f.iters >= 0, ConfigError, "[bench comm] --iters must be >= 0 (0 = automatic), got {}", f.iters);
+  ZDP_CHECK(f.idle_ms >= 0 && f.idle_ms <= 60000, ConfigError,
+            "[bench comm] --idle-ms must be 0..60000 (milliseconds before each timed call), got {}", f.idle_ms);
   ZDP_CHECK(f.timeout_s > 0, ConfigError, "[bench comm] --timeout must be positive, got {}", f.timeout_s);
   o.sizes = bench::comm_bench_sizes(lo, hi, f.quick ? 4 : 2, o.dtype);
   o.iters = f.iters;
+  o.idle_ms = f.idle_ms;
   o.target_s = f.quick ? 0.05 : 0.2;
   o.comm.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
   for (const auto& name : f.codecs) {
@@ -88,6 +92,7 @@ std::vector<std::string> child_args(const BenchCommFlags& f, bool baseline_child
                                 "--min-bytes", f.min_bytes,
                                 "--max-bytes", f.max_bytes,
                                 "--iters",     std::to_string(f.iters),
+                                "--idle-ms",   std::to_string(f.idle_ms),
                                 "--baseline",  f.baseline,
                                 "--timeout",   fmt::format("{}", f.timeout_s)};
   args.emplace_back("--collective");
@@ -221,6 +226,12 @@ void add_bench_comm_command(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--max-bytes", o->max_bytes, "largest buffer S; sizes double from min to max")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed calls per batch; 0 = automatic (about 0.2 s per size in all, 3..2000)")
+      ->capture_default_str();
+  cmd->add_option("--idle-ms", o->idle_ms,
+                  "idle every rank this long before each timed call, and time the calls alone. A run's collectives "
+                  "follow compute, on an idle link; across a slow TCP link, calls back to back (0) can take turns on "
+                  "its two directions and measure half its rate (docs/scale.md). Give 300 or more to calibrate "
+                  "zerodp plan --predict across hosts")
       ->capture_default_str();
   cmd->add_flag("--quick", o->quick, "sizes step by 4x and about 0.05 s per size (a smoke run)");
   cmd->add_option("--baseline", o->baseline, "OpenMPI baseline: auto (when MPI and mpirun exist), mpi (required), none")

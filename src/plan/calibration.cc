@@ -88,6 +88,7 @@ nlohmann::json comm_measurements_to_json(const CommMeasurements& m) {
   nlohmann::json j = {{"format", kCommFormat}, {"version", kCommVersion}, {"backend", m.backend},
                       {"ranks", m.ranks},      {"dtype", m.dtype},        {"rows", rows}};
   if (!m.build.empty()) j["build"] = m.build;
+  if (m.idle_ms > 0) j["idle_ms"] = m.idle_ms;
   if (!m.codec.empty()) {
     nlohmann::json codec = nlohmann::json::array();
     for (const CodecSample& c : m.codec) {
@@ -112,6 +113,7 @@ CommMeasurements comm_measurements_from_json(const nlohmann::json& j, std::strin
   m.ranks = static_cast<int>(positive(j, "ranks", what));
   m.dtype = text(j, "dtype", what);
   if (j.contains("build")) m.build = text(j, "build", what);
+  if (j.contains("idle_ms")) m.idle_ms = static_cast<int>(positive(j, "idle_ms", what));
   const nlohmann::json& rows = field(j, "rows", what);
   ZDP_CHECK(rows.is_array(), InputFileError, "[plan] {}: \"rows\" must be an array", what);
   for (const nlohmann::json& r : rows) {
@@ -200,7 +202,9 @@ Link fit_link(const CommMeasurements& m, const Hardware& hw, std::string_view so
             where, smallest);
   return Link{.latency_s = latency,
               .bandwidth = moved / time,
-              .source = fmt::format("{} ({} ranks, {})", where, m.ranks, m.backend)};
+              .source = fmt::format("{} ({} ranks, {}, {})", where, m.ranks, m.backend,
+                                    m.idle_ms > 0 ? fmt::format("each call after {} ms idle", m.idle_ms)
+                                                  : std::string("calls back to back"))};
 }
 
 CodecCost fit_codec(const CommMeasurements& m, comm::Quantization q, std::string_view source) {

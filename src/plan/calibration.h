@@ -61,6 +61,9 @@ struct CommMeasurements {
   // The commit of the zerodp that measured (core/build_info.h); JSON
   // "build", absent from files written before it was recorded ("").
   std::string build = {};
+  // bench comm's --idle-ms: the idle time before each timed call (JSON
+  // "idle_ms", absent: 0, back to back).
+  int idle_ms = 0;
 };
 
 // busbw / algbw, nccl-tests' convention: all_reduce 2(n-1)/n,

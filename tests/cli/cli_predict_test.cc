@@ -68,8 +68,25 @@ TEST(CliPredict, CalibratesFromBenchOutputs) {
                        model_file.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("shared memory       "), std::string::npos);
-  EXPECT_NE(r.out.find("[bench comm " + comm_file.string() + " (2 ranks, thread)]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[bench comm " + comm_file.string() + " (2 ranks, thread, calls back to back)]"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("[bench model " + model_file.string() + " (gpt-tiny, B 2 x T 16)]"), std::string::npos) << r.out;
+}
+
+TEST(CliPredict, SaysWhetherTheLinksCallsFollowedAnIdleTime) {
+  // --idle-ms: each timed call after that long idle (a run's collectives
+  // follow compute); the file records it and the plan names it.
+  const Result comm =
+      run("bench comm --ranks 2 --collective all_reduce --min-bytes 1K --max-bytes 1M --quick --baseline none "
+          "--idle-ms 2 --json");
+  ASSERT_EQ(comm.code, 0) << comm.err;
+  EXPECT_EQ(nlohmann::json::parse(comm.out)["idle_ms"], 2) << comm.out;
+  const auto comm_file = write_temp("zerodp_predict_comm_idle.json", comm.out);
+  const Result r = run(kRun + kMachine + "--ranks-per-host 2 --calibrate-comm " + comm_file.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(2 ranks, thread, each call after 2 ms idle)]"), std::string::npos) << r.out;
+  EXPECT_EQ(run("bench comm --idle-ms -1").code, 2);
 }
 
 TEST(CliPredict, HybridAndQuantizedRunsWithTheCodecFromBenchComm) {
