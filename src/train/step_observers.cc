@@ -34,8 +34,9 @@ std::string resume_command(const TrainConfig& config, const std::string& root, i
   // The layout is not the checkpoint's to decide (any layout resumes it):
   // the command keeps the one the run was given (a pipeline's stage too,
   // which the default, ZeRO 3, would not fit).
-  if (config.given("stage") || config.pipeline_stages > 1)
+  if (config.given("stage") || config.pipeline_stages > 1) {
     out += fmt::format(" --stage {}", stage_number(config.engine.stage));
+  }
   if (config.pipeline_stages > 1) {
     out += fmt::format(" --pipeline-stages {}", config.pipeline_stages);
     if (config.given("pipeline-schedule")) {
