@@ -27,7 +27,7 @@ ShardWriter::ShardWriter(const std::string& path, const FileHeader& header, cons
     put(encode(header));
     return;
   }
-  start_ = bytes_ = layout.num_tensors() == 0 ? 0 : layout.record(part.unit_begin, 0).position;
+  start_ = bytes_ = layout.record(part.unit_begin, 0).position;  // every unit holds "master"
   file_.seek(start_);
 }
 
