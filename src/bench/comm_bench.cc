@@ -56,7 +56,9 @@ double time_on_every_rank(comm::Communicator& c, const CommBenchOptions& o, F&& 
     return c.all_reduce_scalar(local, comm::ReduceOp::kMax);
   };
   once();
-  const int iters = auto_iters(o, timed(1));
+  // The idle time counts against the size's time budget: a call of 40 us
+  // after 300 ms idle is a 300 ms iteration, not a 40 us one.
+  const int iters = auto_iters(o, timed(1) + o.idle_ms / 1e3);
   double best = timed(iters);
   for (int batch = 1; batch < kBatches; ++batch) best = std::min(best, timed(iters));
   return best;
