@@ -16,6 +16,7 @@
 #include "comm/shard.h"
 #include "comm/world.h"
 #include "support/rank_harness.h"
+#include "support/same_bits.h"
 
 namespace zerodp::comm {
 namespace {
@@ -58,7 +59,7 @@ void call(Communicator& c, Collective kind, size_t count = 10, Dtype dtype = Dty
   }
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ::zerodp::testing::contains;
 
 class EveryCollective : public ::testing::TestWithParam<Collective> {};
 

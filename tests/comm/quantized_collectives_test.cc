@@ -16,6 +16,7 @@
 #include "core/aligned_buffer.h"
 #include "quantized_collectives.h"
 #include "support/rank_harness.h"
+#include "support/same_bits.h"
 
 namespace zerodp::comm {
 namespace {
@@ -37,7 +38,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, QuantizedCollectives, ::testing::Values(1, 2, 3,
   return name;
 });
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ::zerodp::testing::contains;
 
 // Runs `call` on `ranks` thread ranks, which must fail with a CommError;
 // returns each rank's message (empty where the rank did not throw).

@@ -61,8 +61,8 @@ void check_all_patterns(Dtype dtype) {
   }
 }
 
-class ReduceAtLevel : public testing::AtEverySimdLevel {};
-class CopyBytes : public testing::AtEverySimdLevel {};
+class ReduceAtLevel : public zerodp::testing::AtEverySimdLevel {};
+class CopyBytes : public zerodp::testing::AtEverySimdLevel {};
 
 TEST_P(ReduceAtLevel, EveryFp16PatternMatchesTheScalarDefinition) { check_all_patterns<Half>(Dtype::fp16()); }
 

@@ -13,6 +13,7 @@
 #include "comm/world.h"
 #include "small_values.h"
 #include "support/rank_harness.h"
+#include "support/same_bits.h"
 
 namespace zerodp::comm {
 namespace {
@@ -29,7 +30,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, SmallValues, ::testing::Values(1, 2, 3, 4), [](c
   return name;
 });
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ::zerodp::testing::contains;
 
 TEST(IntAllReduce, SumPastTwoToTheSixtyFourIsAnErrorOnEveryRank) {
   std::atomic<int> failures{0};

@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "kernels/compute.h"
 #include "kernels/gemm_bf16_kernels.h"
+#include "support/same_bits.h"
 #include "support/simd_levels.h"
 
 namespace zerodp::kernels {
@@ -28,9 +29,7 @@ namespace {
 using bf16_gemm::bf16_dot_step;
 using bf16_gemm::operand_bits;
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using ::zerodp::testing::same_bits;
 
 // The kernel's operand: an fp32 subnormal reads as zero, else bf16 nearest even.
 float operand(float x) {
@@ -89,7 +88,7 @@ struct Shape {
   int m, n, k;
 };
 
-class GemmBf16 : public testing::AtEverySimdLevel {};
+class GemmBf16 : public zerodp::testing::AtEverySimdLevel {};
 INSTANTIATE_AT_EVERY_SIMD_LEVEL(GemmBf16);
 
 TEST_P(GemmBf16, EveryTransposeEdgeAlphaAndBetaGiveTheDefinedSum) {

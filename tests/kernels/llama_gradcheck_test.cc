@@ -21,7 +21,7 @@
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
 
-namespace zerodp::kernels {
+namespace zerodp::kernels::llama_gradcheck {
 namespace {
 
 using testing::grad_check;
@@ -332,4 +332,4 @@ TEST(LlamaGradCheck, SwiGlu) {
 }
 
 }  // namespace
-}  // namespace zerodp::kernels
+}  // namespace zerodp::kernels::llama_gradcheck

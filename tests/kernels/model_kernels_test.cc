@@ -18,6 +18,7 @@
 #include "kernels/gelu.h"
 #include "kernels/model_kernels.h"
 #include "kernels/softmax_xent.h"
+#include "support/same_bits.h"
 
 namespace zerodp::kernels {
 namespace {
@@ -34,9 +35,7 @@ std::vector<float> wide_values(size_t n, uint32_t seed, float scale) {
   return x;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using ::zerodp::testing::same_bits;
 
 TEST(ModelKernels, EveryLevelGivesTheScalarBitsForGelu) {
   const ModelKernelSet& ref = model_kernel_set(SimdLevel::kScalar);

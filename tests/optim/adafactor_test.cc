@@ -20,7 +20,7 @@
 #include "optim/optimizer.h"
 #include "test_data.h"
 
-namespace zerodp::optim {
+namespace zerodp::optim::adafactor {
 namespace {
 
 using testing::first_bit_difference;
@@ -343,4 +343,4 @@ TEST(Adafactor, RefusesHuggingFacesInvalidCombinations) {
 }
 
 }  // namespace
-}  // namespace zerodp::optim
+}  // namespace zerodp::optim::adafactor

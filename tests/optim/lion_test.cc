@@ -18,7 +18,7 @@
 #include "optim/optimizer.h"
 #include "test_data.h"
 
-namespace zerodp::optim {
+namespace zerodp::optim::lion {
 namespace {
 
 using testing::first_bit_difference;
@@ -483,4 +483,4 @@ TEST(Lion, StateIsOneMomentumBookedWithTheAccountant) {
 }
 
 }  // namespace
-}  // namespace zerodp::optim
+}  // namespace zerodp::optim::lion

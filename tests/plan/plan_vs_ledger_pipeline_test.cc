@@ -19,7 +19,7 @@
 #include "plan/pipeline_memory.h"
 #include "zero/pipeline.h"
 
-namespace zerodp::plan {
+namespace zerodp::plan::plan_vs_ledger_pipeline {
 namespace {
 
 using zero::MemoryCategory;
@@ -122,4 +122,4 @@ TEST(PlanVsLedgerPipeline, EveryStageOfEveryLayoutMatchesExactly) {
 }
 
 }  // namespace
-}  // namespace zerodp::plan
+}  // namespace zerodp::plan::plan_vs_ledger_pipeline

@@ -12,7 +12,7 @@
 #include "plan/collective_cost.h"
 #include "plan/step_time.h"
 
-namespace zerodp::plan {
+namespace zerodp::plan::step_time_hybrid {
 namespace {
 
 // L 1, C 4, V 8, T 2: units of 40, 244 and 8 elements (Φ 292).
@@ -209,4 +209,4 @@ TEST(QuantizedStepTime, HybridQuantizesTheGroupNotTheReplicas) {
 }
 
 }  // namespace
-}  // namespace zerodp::plan
+}  // namespace zerodp::plan::step_time_hybrid

@@ -21,6 +21,7 @@
 #include "comm/fault_injection.h"
 #include "comm/world.h"
 #include "core/error.h"
+#include "support/scoped_fault.h"
 #include "zero/engine_test_util.h"
 
 namespace zerodp::zero {
@@ -36,11 +37,6 @@ constexpr int kSteps = 2;
 constexpr auto kHangTimeout = std::chrono::milliseconds(2000);
 constexpr auto kGenerousTimeout = std::chrono::milliseconds(60000);
 constexpr auto kBound = std::chrono::seconds(10);
-
-struct FaultGuard {
-  explicit FaultGuard(const std::optional<FaultSpec>& f) { comm::set_fault(f); }
-  ~FaultGuard() { comm::set_fault(std::nullopt); }
-};
 
 struct Outcome {
   bool failed = false;              // run_thread_ranks threw
@@ -107,7 +103,7 @@ void check_faults(int stage, Dtype dtype, FaultAction action) {
   const EngineConfig config = config_for(stage, dtype);
   uint64_t total = 0;
   {
-    FaultGuard none(std::nullopt);
+    zerodp::testing::ScopedFault none(std::nullopt);
     const Outcome clean = run(config, kGenerousTimeout);
     ASSERT_FALSE(clean.failed) << "the fault-free run failed";
     total = clean.calls[kFaultyRank];
@@ -116,7 +112,8 @@ void check_faults(int stage, Dtype dtype, FaultAction action) {
   }
   double worst = 0.0;
   for (uint64_t k : sites(total, action)) {
-    FaultGuard guard(FaultSpec{.rank = kFaultyRank, .collective = k, .save = 0, .point = {}, .action = action});
+    zerodp::testing::ScopedFault guard(
+        FaultSpec{.rank = kFaultyRank, .collective = k, .save = 0, .point = {}, .action = action});
     const Outcome o = run(config, action == FaultAction::kHang ? kHangTimeout : kGenerousTimeout);
     worst = std::max(worst, o.seconds);
     SCOPED_TRACE(fmt::format("stage {} {} fault at collective {} of {}", stage, dtype.name(), k, total));

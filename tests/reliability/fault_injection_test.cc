@@ -13,15 +13,10 @@
 #include "ckpt/save_point.h"
 #include "comm/world.h"
 #include "core/error.h"
+#include "support/scoped_fault.h"
 
 namespace zerodp::comm {
 namespace {
-
-// Clears the process-wide fault whatever the test does.
-struct FaultGuard {
-  explicit FaultGuard(std::optional<FaultSpec> f) { set_fault(f); }
-  ~FaultGuard() { set_fault(std::nullopt); }
-};
 
 TEST(FaultSpec, ParsesAllKeysInAnyOrder) {
   const FaultSpec a = parse_fault_spec("rank=1,collective=7,action=throw");
@@ -52,7 +47,7 @@ TEST(FaultSpec, ParsesSaveFaults) {
 // comm parses any point name; the save points are ckpt's, and ckpt refuses
 // an unknown one as a save begins, with the message the parser used to give.
 TEST(FaultSpec, UnknownSavePointIsRefusedByCkpt) {
-  FaultGuard guard(parse_fault_spec("rank=1,save=1,point=halfway,action=exit"));  // unknown point
+  zerodp::testing::ScopedFault guard(parse_fault_spec("rank=1,save=1,point=halfway,action=exit"));  // unknown point
   try {
     ckpt::check_fault_save_point();
     FAIL() << "no error";
@@ -68,7 +63,7 @@ TEST(FaultSpec, UnknownSavePointIsRefusedByCkpt) {
 // and point of the named rank fail, as the write error (IoError) it stands
 // for.
 TEST(FaultInjection, SaveFaultFiresAtItsSaveAndPointOnly) {
-  FaultGuard guard(
+  zerodp::testing::ScopedFault guard(
       FaultSpec{.rank = 1, .collective = 0, .save = 2, .point = "shard-written", .action = FaultAction::kThrow});
   const auto never = [] { return false; };
   for (const char* point : {"begin", "shard-partial", "shard-written"}) {
@@ -102,7 +97,8 @@ TEST(FaultSpec, RefusesMalformedValues) {
 // Rank 1 throws at its 3rd collective; the others get a PeerFailedError that
 // names rank 1, and the run rethrows rank 1's own error.
 TEST(FaultInjection, ThrowAtKthCollectiveFailsEveryRank) {
-  FaultGuard guard(FaultSpec{.rank = 1, .collective = 3, .save = 0, .point = {}, .action = FaultAction::kThrow});
+  zerodp::testing::ScopedFault guard(
+      FaultSpec{.rank = 1, .collective = 3, .save = 0, .point = {}, .action = FaultAction::kThrow});
   std::vector<std::string> errors(3);
   std::vector<int> completed(3, 0);
   try {
@@ -133,7 +129,8 @@ TEST(FaultInjection, ThrowAtKthCollectiveFailsEveryRank) {
 // 2nd call hits the all_gather_value, at the 3rd the all_reduce_uint64.
 TEST(FaultInjection, SmallTypedCollectivesCountAsCalls) {
   for (const auto& [k, name] : {std::pair<uint64_t, std::string>{2, "all_gather_value"}, {3, "all_reduce_uint64"}}) {
-    FaultGuard guard(FaultSpec{.rank = 1, .collective = k, .save = 0, .point = {}, .action = FaultAction::kThrow});
+    zerodp::testing::ScopedFault guard(
+        FaultSpec{.rank = 1, .collective = k, .save = 0, .point = {}, .action = FaultAction::kThrow});
     std::vector<std::string> errors(3);
     try {
       run_thread_ranks(3, {.timeout = std::chrono::seconds(2)}, [&](Communicator& c) {
@@ -160,7 +157,7 @@ TEST(FaultInjection, SmallTypedCollectivesCountAsCalls) {
 
 // Without a fault (and after set_fault(nullopt)), nothing happens.
 TEST(FaultInjection, NoFaultNoEffect) {
-  FaultGuard guard(std::nullopt);
+  zerodp::testing::ScopedFault guard(std::nullopt);
   run_thread_ranks(2, {.timeout = std::chrono::seconds(2)}, [&](Communicator& c) {
     for (int i = 0; i < 4; ++i) c.barrier();
   });

@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "zero/engine_test_util.h"
 
-namespace zerodp::zero {
+namespace zerodp::zero::nonfinite_grad {
 namespace {
 
 constexpr int kRanks = 3;
@@ -138,4 +138,4 @@ INSTANTIATE_TEST_SUITE_P(Stages, NonfiniteGrad, ::testing::Values(0, 1, 2, 3),
                          [](const auto& info) { return "stage" + std::to_string(info.param); });
 
 }  // namespace
-}  // namespace zerodp::zero
+}  // namespace zerodp::zero::nonfinite_grad

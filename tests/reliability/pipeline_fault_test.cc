@@ -18,9 +18,10 @@
 #include "comm/world.h"
 #include "core/error.h"
 #include "model/gpt.h"
+#include "support/scoped_fault.h"
 #include "zero/pipeline.h"
 
-namespace zerodp::zero {
+namespace zerodp::zero::pipeline_fault {
 namespace {
 
 using comm::FaultAction;
@@ -31,11 +32,6 @@ constexpr int kRanks = 4, kFaultyRank = 3, kSeq = 8, kBatch = 2;
 constexpr auto kHangTimeout = std::chrono::milliseconds(2000);
 constexpr auto kGenerousTimeout = std::chrono::milliseconds(60000);
 constexpr auto kBound = std::chrono::seconds(10);  // a hang detector, not a performance threshold
-
-struct FaultGuard {
-  explicit FaultGuard(const std::optional<FaultSpec>& f) { comm::set_fault(f); }
-  ~FaultGuard() { comm::set_fault(std::nullopt); }
-};
 
 struct Outcome {
   bool failed = false;
@@ -81,14 +77,15 @@ Outcome run(std::chrono::milliseconds timeout) {
 
 TEST(PipelineFault, AFailedStageEndsEveryRank) {
   {
-    FaultGuard none(std::nullopt);
+    zerodp::testing::ScopedFault none(std::nullopt);
     ASSERT_FALSE(run(kGenerousTimeout).failed) << "the fault-free run failed";
   }
   double worst = 0;
   for (FaultAction action : {FaultAction::kThrow, FaultAction::kHang}) {
     for (uint64_t k : {1, 2, 4, 7, 12, 20}) {
       if (action == FaultAction::kHang && k % 2 == 1) continue;  // each hang costs a timeout
-      FaultGuard guard(FaultSpec{.rank = kFaultyRank, .collective = k, .save = 0, .point = {}, .action = action});
+      zerodp::testing::ScopedFault guard(
+          FaultSpec{.rank = kFaultyRank, .collective = k, .save = 0, .point = {}, .action = action});
       const Outcome o = run(action == FaultAction::kHang ? kHangTimeout : kGenerousTimeout);
       worst = std::max(worst, o.seconds);
       SCOPED_TRACE(fmt::format("{} at collective {}", action == FaultAction::kThrow ? "throw" : "hang", k));
@@ -115,4 +112,4 @@ TEST(PipelineFault, AFailedStageEndsEveryRank) {
 }
 
 }  // namespace
-}  // namespace zerodp::zero
+}  // namespace zerodp::zero::pipeline_fault

@@ -29,7 +29,7 @@
 #include "weights/model_record.h"
 #include "weights/weights_reader.h"
 
-namespace zerodp::weights::testing {
+namespace zerodp::weights::testing::hf {
 namespace {
 
 // The checkpoints these tests export come from ckpt and its test helpers.
@@ -465,4 +465,4 @@ TEST(HfFixture, LogitsMatchTorch) {
 }
 
 }  // namespace
-}  // namespace zerodp::weights::testing
+}  // namespace zerodp::weights::testing::hf

@@ -26,7 +26,7 @@
 #include "engine_test_util.h"
 #include "zero/engine.h"
 
-namespace zerodp::zero {
+namespace zerodp::zero::hybrid_quantized {
 namespace {
 
 using comm::Quantization;
@@ -164,4 +164,4 @@ TEST(HybridQuantized, SentBytesArePackedInsideTheGroupAndPlainAcross) {
 }
 
 }  // namespace
-}  // namespace zerodp::zero
+}  // namespace zerodp::zero::hybrid_quantized

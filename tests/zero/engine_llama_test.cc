@@ -21,7 +21,7 @@
 #include "model/llama.h"
 #include "zero/engine.h"
 
-namespace zerodp::zero {
+namespace zerodp::zero::engine_llama {
 namespace {
 
 using testing::expect_same_bits;
@@ -180,4 +180,4 @@ TEST(LlamaEngine, HybridShardingAndCompressedCollectivesRunIt) {
 }
 
 }  // namespace
-}  // namespace zerodp::zero
+}  // namespace zerodp::zero::engine_llama

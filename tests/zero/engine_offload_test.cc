@@ -19,7 +19,7 @@
 #include "support/scratch_dir.h"
 #include "zero/engine.h"
 
-namespace zerodp::zero {
+namespace zerodp::zero::engine_offload {
 namespace {
 
 using zerodp::testing::ScopedEnv;
@@ -253,4 +253,4 @@ TEST(Offload, ADirectoryThatCannotHoldTheFileIsRefused) {
 }
 
 }  // namespace
-}  // namespace zerodp::zero
+}  // namespace zerodp::zero::engine_offload

@@ -16,7 +16,7 @@
 #include "zero/engine.h"
 #include "zero/pipeline_test_util.h"
 
-namespace zerodp::zero {
+namespace zerodp::zero::pipeline_test {
 namespace {
 
 using testing::expect_same_bits;
@@ -137,4 +137,4 @@ TEST(Pipeline, LayoutsThatDoNotFitAreRefused) {
 }
 
 }  // namespace
-}  // namespace zerodp::zero
+}  // namespace zerodp::zero::pipeline_test
