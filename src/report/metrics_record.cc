@@ -77,6 +77,17 @@ std::optional<int64_t> count_or_null(const json& obj, const char* key, const Rec
   return it->get<int64_t>();
 }
 
+// Per-rank seconds: absent or null is empty; anything but an array of
+// numbers is refused.
+std::vector<double> per_rank_seconds(const json& obj, const char* key, const RecordPlace& at) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  if (!it->is_array() || !std::all_of(it->begin(), it->end(), [](const json& x) { return x.is_number(); })) {
+    record_error(at, fmt::format("\"{}\" must be an array of numbers, got {}", key, it->dump()));
+  }
+  return it->get<std::vector<double>>();
+}
+
 bool flag(const json& obj, const char* key, const RecordPlace& at) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return false;
@@ -166,6 +177,8 @@ json to_json(const StepRecord& record) {
   if (record.trained_tokens) j["trained_tokens"] = *record.trained_tokens;
   if (record.masked_tokens) j["masked_tokens"] = *record.masked_tokens;
   if (!record.cpu_seconds.empty()) j["cpu_seconds"] = record.cpu_seconds;
+  if (!record.comm_cpu_seconds.empty()) j["comm_cpu_seconds"] = record.comm_cpu_seconds;
+  if (!record.comm_wait_seconds.empty()) j["comm_wait_seconds"] = record.comm_wait_seconds;
   return j;
 }
 
@@ -208,12 +221,9 @@ StepRecord parse_step_record(const json& line, const RecordPlace& at) {
   s.masked_tokens = count_or_null(line, "masked_tokens", at);
   if (const auto m = line.find("memory"); m != line.end() && !m->is_null()) s.memory = parse_memory(*m, at);
   if (const auto c = line.find("comm"); c != line.end() && !c->is_null()) s.comm = parse_comm(*c, at);
-  if (const auto c = line.find("cpu_seconds"); c != line.end() && !c->is_null()) {
-    if (!c->is_array() || !std::all_of(c->begin(), c->end(), [](const json& x) { return x.is_number(); })) {
-      record_error(at, fmt::format("\"cpu_seconds\" must be an array of numbers, got {}", c->dump()));
-    }
-    s.cpu_seconds = c->get<std::vector<double>>();
-  }
+  s.cpu_seconds = per_rank_seconds(line, "cpu_seconds", at);
+  s.comm_cpu_seconds = per_rank_seconds(line, "comm_cpu_seconds", at);
+  s.comm_wait_seconds = per_rank_seconds(line, "comm_wait_seconds", at);
   return s;
 }
 

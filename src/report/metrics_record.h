@@ -17,7 +17,11 @@
 //           memory: [per rank {category: {current, peak}, ..., model_states: bytes}],
 //           comm:   [per rank {collective: {calls, bytes_sent, bytes_received, seconds}}]
 //                   (a collective with no calls in the step is left out),
-//           cpu_seconds: [per rank, the step's CPU time of its threads].
+//           cpu_seconds: [per rank, the step's CPU time of its threads],
+//           comm_cpu_seconds: [per rank, of that the comm thread's],
+//           comm_wait_seconds: [per rank, the wall time its compute thread
+//                   waited for its comm thread: the communication the step
+//                   did not hide behind compute].
 //   final:  {"final": {"step": N, "val_loss": x, "held_out_accuracy": a}},
 //           the last line: the validation pass after the last step
 //           (FinalRecord; held_out_accuracy only on held-out runs).
@@ -96,6 +100,11 @@ struct StepRecord {
   // Per rank: the step's CPU time of its threads (the compute thread and
   // its comm thread), seconds; absent in files from before it was written.
   std::vector<double> cpu_seconds;
+  // Per rank: of that CPU time, the comm thread's; and the wall time the
+  // compute thread waited for the comm thread. Absent in files from before
+  // they were written.
+  std::vector<double> comm_cpu_seconds;
+  std::vector<double> comm_wait_seconds;
   bool operator==(const StepRecord&) const = default;
 };
 

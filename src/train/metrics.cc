@@ -127,6 +127,8 @@ report::StepRecord step_record(int64_t step, const zero::StepResult& r, double s
   rec.memory = memory_records(figures.memory);
   rec.comm = comm_records(figures.step_comm);
   rec.cpu_seconds = figures.step_cpu_seconds;
+  rec.comm_cpu_seconds = figures.step_comm_cpu_seconds;
+  rec.comm_wait_seconds = figures.step_comm_wait_seconds;
   return rec;
 }
 

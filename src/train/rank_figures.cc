@@ -18,15 +18,20 @@ struct RankFigures {
   std::array<std::array<uint64_t, 4>, comm::kNumCollectives> comm{};  // calls, sent, received, microseconds
   uint64_t masked_targets = 0;                                        // zero::Engine::last_step_masked_targets
   uint64_t cpu_ns = 0;                                                // the step's CPU time, nanoseconds
+  uint64_t comm_cpu_ns = 0;                                           // of it, the comm thread's
+  uint64_t comm_wait_ns = 0;                                          // the compute thread's wait for it
 };
 static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
 
 }  // namespace
 
 AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step,
-                               double step_cpu_seconds) {
+                               const zero::RankThreadTimes& step_times) {
   RankFigures mine;
-  mine.cpu_ns = static_cast<uint64_t>(std::max(0.0, step_cpu_seconds) * 1e9);
+  const auto ns = [](double seconds) { return static_cast<uint64_t>(std::max(0.0, seconds) * 1e9); };
+  mine.cpu_ns = ns(step_times.cpu_seconds);
+  mine.comm_cpu_ns = ns(step_times.comm_cpu_seconds);
+  mine.comm_wait_ns = ns(step_times.comm_wait_seconds);
   const zero::LedgerSnapshot ledger = engine.ledger().snapshot();
   for (size_t c = 0; c < zero::kNumMemoryCategories; ++c) {
     mine.memory.current[c] = ledger.categories[c].current;
@@ -77,6 +82,8 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     all.masked_targets += r.masked_targets;
     all.memory.push_back(r.memory);
     all.step_cpu_seconds.push_back(static_cast<double>(r.cpu_ns) / 1e9);
+    all.step_comm_cpu_seconds.push_back(static_cast<double>(r.comm_cpu_ns) / 1e9);
+    all.step_comm_wait_seconds.push_back(static_cast<double>(r.comm_wait_ns) / 1e9);
     comm::CommStats& c = all.step_comm.emplace_back();
     for (int k = 0; k < comm::kNumCollectives; ++k) {
       comm::CollectiveStats& s = c[static_cast<comm::Collective>(k)];

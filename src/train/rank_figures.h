@@ -21,11 +21,13 @@ struct AllRankFigures {
   std::vector<comm::CommStats> step_comm;  // per rank
   uint64_t masked_targets = 0;             // the last step's, over every rank (no loss at them)
   std::vector<double> step_cpu_seconds;    // per rank: the step's CPU time of its threads
+  std::vector<double> step_comm_cpu_seconds;   // per rank: of it, its comm thread's
+  std::vector<double> step_comm_wait_seconds;  // per rank: its compute thread's wait for the comm thread
 };
 
 // One all-gather of a fixed-size struct of integers.
-// `step_cpu_seconds`: the step's CPU time on this rank (StepEvent::cpu_seconds).
+// `step_times`: the step's thread times on this rank (StepEvent::times).
 AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& engine, const comm::CommStats& step,
-                               double step_cpu_seconds);
+                               const zero::RankThreadTimes& step_times);
 
 }  // namespace zerodp::train

@@ -157,7 +157,7 @@ struct LoopEnd {
   double train_seconds = 0;
   std::vector<double> losses;
   comm::CommStats last_step_comm;
-  double last_step_cpu = 0;          // this rank's CPU time in the last step
+  zero::RankThreadTimes last_step_times;  // this rank's thread times in the last step
   comm::CommStats last_step_across;  // hybrid sharding: what of it crossed the groups (counted in both)
 };
 
@@ -289,10 +289,10 @@ class RankRun {
       const comm::CommStats before = comm_.stats();
       const comm::CommStats before_across = replica ? replica->stats() : comm::CommStats{};
       const auto t0 = Clock::now();
-      const double cpu0 = engine_.cpu_seconds();
+      const zero::RankThreadTimes times0 = engine_.thread_times();
       const zero::StepResult r = trainee_->train_step(train_feed_);
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-      end.last_step_cpu = engine_.cpu_seconds() - cpu0;
+      end.last_step_times = engine_.thread_times() - times0;
       end.train_seconds += dt;
       end.last_step_comm = comm_.stats() - before;
       if (replica) end.last_step_across = replica->stats() - before_across;
@@ -302,7 +302,7 @@ class RankRun {
                             .steps = config_.steps,
                             .result = r,
                             .seconds = dt,
-                            .cpu_seconds = end.last_step_cpu,
+                            .times = end.last_step_times,
                             .tokens_per_step = tokens_per_step_,
                             .val_loss = eval ? validate_now() : -1.0,
                             .comm = end.last_step_comm};
@@ -340,7 +340,7 @@ class RankRun {
           checkpoints_.failed_saves()));
     }
     const double final_val = validate_now();
-    const AllRankFigures figures = collect_figures(comm_, engine_, end.last_step_comm, end.last_step_cpu);
+    const AllRankFigures figures = collect_figures(comm_, engine_, end.last_step_comm, end.last_step_times);
     const zero::LedgerBuffer<float> params =
         run_.consolidate ? trainee_->gather_params_to(0) : zero::LedgerBuffer<float>();
     const std::string pipeline_text = pipeline_ ? pipeline_summary() : std::string();

@@ -18,7 +18,7 @@ struct StepEvent {
   int64_t steps = 0;  // the run's last step
   zero::StepResult result;
   double seconds = 0;          // this step's wall time on this rank
-  double cpu_seconds = 0;      // this step's CPU time of this rank's threads (zero::Engine::cpu_seconds)
+  zero::RankThreadTimes times;  // this step's on this rank (zero::Engine::thread_times)
   double tokens_per_step = 0;  // the job's: micro-batch x seq x accum x ranks
   double val_loss = -1;        // the validation loss after this step; -1 when not evaluated
   comm::CommStats comm;        // this rank's collectives during the step

@@ -123,7 +123,7 @@ MetricsLog::MetricsLog(zero::Engine& engine, comm::Communicator& comm, MetricsWr
     : engine_(engine), comm_(comm), writer_(writer) {}
 
 void MetricsLog::on_step(const StepEvent& event) {
-  const AllRankFigures figures = collect_figures(comm_, engine_, event.comm, event.cpu_seconds);  // collective
+  const AllRankFigures figures = collect_figures(comm_, engine_, event.comm, event.times);  // collective
   if (writer_ == nullptr) return;
   writer_->write(step_record(event.step, event.result, event.seconds, event.tokens_per_step, event.val_loss, figures));
 }

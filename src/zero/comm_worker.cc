@@ -23,7 +23,11 @@ CommWorker::Ticket CommWorker::submit(std::function<void()> task) {
 
 void CommWorker::wait(Ticket ticket) {
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] { return completed_ >= ticket; });  // failed and skipped tasks complete too
+  if (completed_ < ticket) {
+    const double start = clock_seconds(ClockKind::kWall);
+    cv_.wait(lock, [&] { return completed_ >= ticket; });  // failed and skipped tasks complete too
+    waited_seconds_ += clock_seconds(ClockKind::kWall) - start;
+  }
   if (failure_ && failed_ticket_ <= ticket) std::rethrow_exception(failure_);
 }
 

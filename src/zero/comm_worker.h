@@ -24,6 +24,17 @@
 
 namespace zerodp::zero {
 
+// A rank's thread times so far; a step's are the difference of two.
+struct RankThreadTimes {
+  double cpu_seconds = 0;        // CPU of the rank's compute thread and its comm thread
+  double comm_cpu_seconds = 0;   // CPU of the comm thread alone
+  double comm_wait_seconds = 0;  // wall time the compute thread waited for the comm thread
+  RankThreadTimes operator-(const RankThreadTimes& b) const {
+    return {cpu_seconds - b.cpu_seconds, comm_cpu_seconds - b.comm_cpu_seconds,
+            comm_wait_seconds - b.comm_wait_seconds};
+  }
+};
+
 class CommWorker {
  public:
   using Ticket = uint64_t;
@@ -42,6 +53,12 @@ class CommWorker {
   void drain();
   // The worker thread's CPU time so far (core/clock.h).
   double cpu_seconds() { return thread_cpu_seconds(thread_.native_handle()); }
+  // Wall time the caller of wait/drain has spent blocked so far: the
+  // communication its compute did not hide.
+  double waited_seconds() {
+    std::lock_guard lock(mutex_);
+    return waited_seconds_;
+  }
 
  private:
   void run();
@@ -54,6 +71,7 @@ class CommWorker {
   std::exception_ptr failure_;
   Ticket failed_ticket_ = 0;  // the task that failed first
   bool stopping_ = false;
+  double waited_seconds_ = 0;
   std::thread thread_;  // last: started after the state above exists
 };
 

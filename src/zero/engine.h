@@ -236,10 +236,16 @@ class Engine final : public Trainable {
   void set_comm_timeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds comm_timeout() const override { return comm_.options().timeout; }
   int64_t steps_taken() const { return steps_; }
-  // This rank's CPU time so far: the calling thread's (call it on the
-  // rank's own thread) and its comm thread's. A step's difference is the
-  // CPU the step cost the rank, whatever else shares the machine.
-  double cpu_seconds() const { return clock_seconds(ClockKind::kThreadCpu) + (worker_ ? worker_->cpu_seconds() : 0.0); }
+  // This rank's thread times so far: the CPU of the calling thread (call it
+  // on the rank's own thread) and of its comm thread, and the time the
+  // first waited for the second. A step's difference is what the step cost
+  // the rank, whatever else shares the machine.
+  RankThreadTimes thread_times() const {
+    const double comm_cpu = worker_ ? worker_->cpu_seconds() : 0.0;
+    return {.cpu_seconds = clock_seconds(ClockKind::kThreadCpu) + comm_cpu,
+            .comm_cpu_seconds = comm_cpu,
+            .comm_wait_seconds = worker_ ? worker_->waited_seconds() : 0.0};
+  }
   double loss_scale() const { return scaler_.scale(); }
   // This rank's targets that were the ignore id (no loss: a chat record's
   // prompt, padding) in the last train_step, over its micro-batches.

@@ -49,6 +49,8 @@ StepRecord full_step() {
     c["all_reduce_scalar"] = {3, 24, 24, std::nullopt};  // a file from before the seconds were written
     s.comm.push_back(c);
     s.cpu_seconds.push_back(0.3125 + 0.0625 * static_cast<double>(r));
+    s.comm_cpu_seconds.push_back(0.125 + 0.0625 * static_cast<double>(r));
+    s.comm_wait_seconds.push_back(0.25 - 0.0625 * static_cast<double>(r));
   }
   return s;
 }
@@ -87,8 +89,10 @@ TEST(MetricsRecord, TokenCountsMustBeCounts) {
   }
 }
 
-TEST(MetricsRecord, CpuSecondsAreNumbersPerRank) {
-  for (const char* bad : {R"({"step":1,"loss":1,"cpu_seconds":0.5})", R"({"step":1,"loss":1,"cpu_seconds":["x"]})"}) {
+TEST(MetricsRecord, ThreadSecondsAreNumbersPerRank) {
+  for (const char* bad : {R"({"step":1,"loss":1,"cpu_seconds":0.5})", R"({"step":1,"loss":1,"cpu_seconds":["x"]})",
+                          R"({"step":1,"loss":1,"comm_cpu_seconds":{"a":1}})",
+                          R"({"step":1,"loss":1,"comm_wait_seconds":[1,"x"]})"}) {
     EXPECT_THROW((void)parse_step_record(nlohmann::json::parse(bad), kAt), ConfigError) << bad;
   }
 }

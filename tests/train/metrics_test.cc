@@ -39,7 +39,12 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   const report::StepRecord s = step_record(
       7, r, 0.5, 1000.0, -1.0,
       AllRankFigures{
-          .memory = memory, .step_comm = step_comm, .masked_targets = 40, .step_cpu_seconds = {0.4375, 0.375}});
+          .memory = memory,
+          .step_comm = step_comm,
+          .masked_targets = 40,
+          .step_cpu_seconds = {0.4375, 0.375},
+          .step_comm_cpu_seconds = {0.125, 0.0625},
+          .step_comm_wait_seconds = {0.25, 0.1875}});
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.loss, 2.5);
   // Of the step's 1000 targets, 40 were masked over every rank.
@@ -54,6 +59,8 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   EXPECT_EQ(s.tokens_per_s, 2000.0);
   EXPECT_EQ(s.step_seconds, 0.5);
   EXPECT_EQ(s.cpu_seconds, (std::vector<double>{0.4375, 0.375}));
+  EXPECT_EQ(s.comm_cpu_seconds, (std::vector<double>{0.125, 0.0625}));
+  EXPECT_EQ(s.comm_wait_seconds, (std::vector<double>{0.25, 0.1875}));
   ASSERT_EQ(s.memory.size(), 2u);
   EXPECT_EQ(s.memory[0].categories.size(), zero::kNumMemoryCategories);
   const std::string params(zero::memory_category_name(zero::MemoryCategory::kParams));

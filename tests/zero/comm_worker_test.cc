@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "core/clock.h"
@@ -57,6 +59,22 @@ TEST(CommWorker, ItsCpuSecondsCountItsTasks) {
   }));
   EXPECT_GE(worker.cpu_seconds() - before, 0.02);
   EXPECT_LT(clock_seconds(ClockKind::kThreadCpu) - caller, 0.02) << "the caller waited, it did not spin";
+}
+
+// The caller's wait counts the wall time it blocked: none for a task that
+// is done before the wait, the task's remaining time for one still running.
+TEST(CommWorker, ItsWaitedSecondsCountTheCallersBlockedTime) {
+  CommWorker worker;
+  const auto done = worker.submit([] {});
+  worker.drain();
+  const double before = worker.waited_seconds();
+  worker.wait(done);
+  EXPECT_EQ(worker.waited_seconds(), before) << "a finished task is not waited for";
+  const double start = clock_seconds(ClockKind::kWall);
+  worker.wait(worker.submit([] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }));
+  const double blocked = clock_seconds(ClockKind::kWall) - start;
+  EXPECT_GE(worker.waited_seconds() - before, 0.025);
+  EXPECT_LE(worker.waited_seconds() - before, blocked);
 }
 
 }  // namespace
