@@ -17,10 +17,10 @@
 namespace zerodp::train {
 
 struct AllRankFigures {
-  std::vector<RankMemory> memory;          // per rank
-  std::vector<comm::CommStats> step_comm;  // per rank
-  uint64_t masked_targets = 0;             // the last step's, over every rank (no loss at them)
-  std::vector<double> step_cpu_seconds;    // per rank: the step's CPU time of its threads
+  std::vector<RankMemory> memory;              // per rank
+  std::vector<comm::CommStats> step_comm;      // per rank
+  uint64_t masked_targets = 0;                 // the last step's, over every rank (no loss at them)
+  std::vector<double> step_cpu_seconds;        // per rank: the step's CPU time of its threads
   std::vector<double> step_comm_cpu_seconds;   // per rank: of it, its comm thread's
   std::vector<double> step_comm_wait_seconds;  // per rank: its compute thread's wait for the comm thread
 };
