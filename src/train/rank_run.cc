@@ -158,7 +158,7 @@ struct LoopEnd {
   std::vector<double> losses;
   comm::CommStats last_step_comm;
   zero::RankThreadTimes last_step_times;  // this rank's thread times in the last step
-  comm::CommStats last_step_across;  // hybrid sharding: what of it crossed the groups (counted in both)
+  comm::CommStats last_step_across;       // hybrid sharding: what of it crossed the groups (counted in both)
 };
 
 // One rank's run after its preflight: the engine and its data, then start,

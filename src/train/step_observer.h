@@ -17,11 +17,11 @@ struct StepEvent {
   int64_t step = 0;   // steps done, this one included (the data position a save resumes at)
   int64_t steps = 0;  // the run's last step
   zero::StepResult result;
-  double seconds = 0;          // this step's wall time on this rank
+  double seconds = 0;           // this step's wall time on this rank
   zero::RankThreadTimes times;  // this step's on this rank (zero::Engine::thread_times)
-  double tokens_per_step = 0;  // the job's: micro-batch x seq x accum x ranks
-  double val_loss = -1;        // the validation loss after this step; -1 when not evaluated
-  comm::CommStats comm;        // this rank's collectives during the step
+  double tokens_per_step = 0;   // the job's: micro-batch x seq x accum x ranks
+  double val_loss = -1;         // the validation loss after this step; -1 when not evaluated
+  comm::CommStats comm;         // this rank's collectives during the step
 };
 
 class StepObserver {

@@ -90,9 +90,9 @@ TEST(MetricsRecord, TokenCountsMustBeCounts) {
 }
 
 TEST(MetricsRecord, ThreadSecondsAreNumbersPerRank) {
-  for (const char* bad : {R"({"step":1,"loss":1,"cpu_seconds":0.5})", R"({"step":1,"loss":1,"cpu_seconds":["x"]})",
-                          R"({"step":1,"loss":1,"comm_cpu_seconds":{"a":1}})",
-                          R"({"step":1,"loss":1,"comm_wait_seconds":[1,"x"]})"}) {
+  for (const char* bad :
+       {R"({"step":1,"loss":1,"cpu_seconds":0.5})", R"({"step":1,"loss":1,"cpu_seconds":["x"]})",
+        R"({"step":1,"loss":1,"comm_cpu_seconds":{"a":1}})", R"({"step":1,"loss":1,"comm_wait_seconds":[1,"x"]})"}) {
     EXPECT_THROW((void)parse_step_record(nlohmann::json::parse(bad), kAt), ConfigError) << bad;
   }
 }

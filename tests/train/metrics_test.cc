@@ -36,15 +36,13 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   step_comm[1][comm::Collective::kAllGather] = {2, 100, 200, 0.5};
   step_comm[1][comm::Collective::kReduceScatter] = {1, 50, 60, 0.25};
 
-  const report::StepRecord s = step_record(
-      7, r, 0.5, 1000.0, -1.0,
-      AllRankFigures{
-          .memory = memory,
-          .step_comm = step_comm,
-          .masked_targets = 40,
-          .step_cpu_seconds = {0.4375, 0.375},
-          .step_comm_cpu_seconds = {0.125, 0.0625},
-          .step_comm_wait_seconds = {0.25, 0.1875}});
+  const report::StepRecord s = step_record(7, r, 0.5, 1000.0, -1.0,
+                                           AllRankFigures{.memory = memory,
+                                                          .step_comm = step_comm,
+                                                          .masked_targets = 40,
+                                                          .step_cpu_seconds = {0.4375, 0.375},
+                                                          .step_comm_cpu_seconds = {0.125, 0.0625},
+                                                          .step_comm_wait_seconds = {0.25, 0.1875}});
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.loss, 2.5);
   // Of the step's 1000 targets, 40 were masked over every rank.
