@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cstdio>
 
 namespace zerodp {
 
@@ -22,6 +23,17 @@ double thread_cpu_seconds(pthread_t thread) {
   timespec ts{};
   if (pthread_getcpuclockid(thread, &id) != 0 || clock_gettime(id, &ts) != 0) return 0.0;
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double thread_runqueue_seconds() {
+  // "<on-cpu ns> <runqueue ns> <timeslices>": a read of a few bytes from
+  // procfs, a few microseconds.
+  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (f == nullptr) return 0.0;
+  unsigned long long on_cpu = 0, waiting = 0;
+  const int read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
+  std::fclose(f);
+  return read == 2 ? 1e-9 * static_cast<double>(waiting) : 0.0;
 }
 
 std::string_view clock_name(ClockKind kind) { return kind == ClockKind::kThreadCpu ? "cpu" : "wall"; }

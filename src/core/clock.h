@@ -26,6 +26,13 @@ double clock_seconds(ClockKind kind);
 // in seconds since it started; 0 when it cannot be read.
 double thread_cpu_seconds(pthread_t thread);
 
+// The time the calling thread has spent ready to run while other threads
+// held the cores, in seconds since it started (Linux's
+// /proc/thread-self/schedstat, its second field); 0 when the kernel does
+// not keep it. A wall duration less the thread's CPU and this is the time
+// it was blocked (waiting on a lock, a condition or the network).
+double thread_runqueue_seconds();
+
 std::string_view clock_name(ClockKind kind);                       // "wall", "cpu"
 std::optional<ClockKind> parse_clock_kind(std::string_view name);  // the names above
 

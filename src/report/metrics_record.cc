@@ -179,6 +179,7 @@ json to_json(const StepRecord& record) {
   if (!record.cpu_seconds.empty()) j["cpu_seconds"] = record.cpu_seconds;
   if (!record.comm_cpu_seconds.empty()) j["comm_cpu_seconds"] = record.comm_cpu_seconds;
   if (!record.comm_wait_seconds.empty()) j["comm_wait_seconds"] = record.comm_wait_seconds;
+  if (!record.runqueue_seconds.empty()) j["runqueue_seconds"] = record.runqueue_seconds;
   return j;
 }
 
@@ -224,6 +225,7 @@ StepRecord parse_step_record(const json& line, const RecordPlace& at) {
   s.cpu_seconds = per_rank_seconds(line, "cpu_seconds", at);
   s.comm_cpu_seconds = per_rank_seconds(line, "comm_cpu_seconds", at);
   s.comm_wait_seconds = per_rank_seconds(line, "comm_wait_seconds", at);
+  s.runqueue_seconds = per_rank_seconds(line, "runqueue_seconds", at);
   return s;
 }
 

@@ -21,7 +21,9 @@
 //           comm_cpu_seconds: [per rank, of that the comm thread's],
 //           comm_wait_seconds: [per rank, the wall time its compute thread
 //                   waited for its comm thread: the communication the step
-//                   did not hide behind compute].
+//                   did not hide behind compute],
+//           runqueue_seconds: [per rank, the wall time its compute thread
+//                   was ready to run while other threads held the cores].
 //   final:  {"final": {"step": N, "val_loss": x, "held_out_accuracy": a}},
 //           the last line: the validation pass after the last step
 //           (FinalRecord; held_out_accuracy only on held-out runs).
@@ -105,6 +107,9 @@ struct StepRecord {
   // they were written.
   std::vector<double> comm_cpu_seconds;
   std::vector<double> comm_wait_seconds;
+  // Per rank: the wall time the compute thread was ready to run but off its
+  // core (Linux's schedstat; 0 where the kernel does not keep it).
+  std::vector<double> runqueue_seconds;
   bool operator==(const StepRecord&) const = default;
 };
 

@@ -129,6 +129,7 @@ report::StepRecord step_record(int64_t step, const zero::StepResult& r, double s
   rec.cpu_seconds = figures.step_cpu_seconds;
   rec.comm_cpu_seconds = figures.step_comm_cpu_seconds;
   rec.comm_wait_seconds = figures.step_comm_wait_seconds;
+  rec.runqueue_seconds = figures.step_runqueue_seconds;
   return rec;
 }
 

@@ -20,6 +20,7 @@ struct RankFigures {
   uint64_t cpu_ns = 0;                                                // the step's CPU time, nanoseconds
   uint64_t comm_cpu_ns = 0;                                           // of it, the comm thread's
   uint64_t comm_wait_ns = 0;                                          // the compute thread's wait for it
+  uint64_t runqueue_ns = 0;                                           // the compute thread's time off its core
 };
 static_assert(std::has_unique_object_representations_v<RankFigures>, "RankFigures must have no padding");
 
@@ -32,6 +33,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
   mine.cpu_ns = ns(step_times.cpu_seconds);
   mine.comm_cpu_ns = ns(step_times.comm_cpu_seconds);
   mine.comm_wait_ns = ns(step_times.comm_wait_seconds);
+  mine.runqueue_ns = ns(step_times.runqueue_seconds);
   const zero::LedgerSnapshot ledger = engine.ledger().snapshot();
   for (size_t c = 0; c < zero::kNumMemoryCategories; ++c) {
     mine.memory.current[c] = ledger.categories[c].current;
@@ -84,6 +86,7 @@ AllRankFigures collect_figures(comm::Communicator& comm, const zero::Engine& eng
     all.step_cpu_seconds.push_back(static_cast<double>(r.cpu_ns) / 1e9);
     all.step_comm_cpu_seconds.push_back(static_cast<double>(r.comm_cpu_ns) / 1e9);
     all.step_comm_wait_seconds.push_back(static_cast<double>(r.comm_wait_ns) / 1e9);
+    all.step_runqueue_seconds.push_back(static_cast<double>(r.runqueue_ns) / 1e9);
     comm::CommStats& c = all.step_comm.emplace_back();
     for (int k = 0; k < comm::kNumCollectives; ++k) {
       comm::CollectiveStats& s = c[static_cast<comm::Collective>(k)];

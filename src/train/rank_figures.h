@@ -23,6 +23,7 @@ struct AllRankFigures {
   std::vector<double> step_cpu_seconds;        // per rank: the step's CPU time of its threads
   std::vector<double> step_comm_cpu_seconds;   // per rank: of it, its comm thread's
   std::vector<double> step_comm_wait_seconds;  // per rank: its compute thread's wait for the comm thread
+  std::vector<double> step_runqueue_seconds;   // per rank: its compute thread's time ready but off its core
 };
 
 // One all-gather of a fixed-size struct of integers.

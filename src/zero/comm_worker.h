@@ -29,9 +29,10 @@ struct RankThreadTimes {
   double cpu_seconds = 0;        // CPU of the rank's compute thread and its comm thread
   double comm_cpu_seconds = 0;   // CPU of the comm thread alone
   double comm_wait_seconds = 0;  // wall time the compute thread waited for the comm thread
+  double runqueue_seconds = 0;   // wall time the compute thread was ready but off its core
   RankThreadTimes operator-(const RankThreadTimes& b) const {
-    return {cpu_seconds - b.cpu_seconds, comm_cpu_seconds - b.comm_cpu_seconds,
-            comm_wait_seconds - b.comm_wait_seconds};
+    return {cpu_seconds - b.cpu_seconds, comm_cpu_seconds - b.comm_cpu_seconds, comm_wait_seconds - b.comm_wait_seconds,
+            runqueue_seconds - b.runqueue_seconds};
   }
 };
 

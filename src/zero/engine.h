@@ -237,14 +237,15 @@ class Engine final : public Trainable {
   std::chrono::milliseconds comm_timeout() const override { return comm_.options().timeout; }
   int64_t steps_taken() const { return steps_; }
   // This rank's thread times so far: the CPU of the calling thread (call it
-  // on the rank's own thread) and of its comm thread, and the time the
-  // first waited for the second. A step's difference is what the step cost
+  // on the rank's own thread) and of its comm thread, the time the first
+  // waited for the second, and the time it was ready but off its core. A step's difference is what the step cost
   // the rank, whatever else shares the machine.
   RankThreadTimes thread_times() const {
     const double comm_cpu = worker_ ? worker_->cpu_seconds() : 0.0;
     return {.cpu_seconds = clock_seconds(ClockKind::kThreadCpu) + comm_cpu,
             .comm_cpu_seconds = comm_cpu,
-            .comm_wait_seconds = worker_ ? worker_->waited_seconds() : 0.0};
+            .comm_wait_seconds = worker_ ? worker_->waited_seconds() : 0.0,
+            .runqueue_seconds = thread_runqueue_seconds()};
   }
   double loss_scale() const { return scaler_.scale(); }
   // This rank's targets that were the ignore id (no loss: a chat record's

@@ -5,6 +5,10 @@
 #include "core/clock.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -36,6 +40,47 @@ TEST(Clock, TheThreadsCpuTimeAdvancesWithItsWork) {
   for (int i = 0; i < 20'000'000; ++i) x = x + 1e-9 * i;
   EXPECT_GT(clock_seconds(ClockKind::kThreadCpu), cpu0);
   EXPECT_GT(x, 0);
+}
+
+// Two threads held to one core, one of them at the lowest priority: the
+// scheduler gives the core to the other nearly all the time, so the low
+// one spends most of its wall time ready but off the core (runqueue time,
+// far above its CPU time); a sleeping thread is not ready and counts none.
+TEST(Clock, TheRunqueueTimeCountsTheTimeAnotherThreadHeldTheCore) {
+  cpu_set_t allowed;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed), 0);
+  int core = 0;
+  while (core < CPU_SETSIZE && !CPU_ISSET(core, &allowed)) ++core;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(core, &one);
+  const auto spin = [](double seconds) {
+    const double start = clock_seconds(ClockKind::kWall);
+    volatile double x = 0;
+    while (clock_seconds(ClockKind::kWall) - start < seconds) x = x + 1.0;
+  };
+  double slept = -1, waited = -1, cpu = -1;
+  std::thread low([&] {  // its own thread: a raised nice value cannot be lowered again
+    const double s0 = thread_runqueue_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    slept = thread_runqueue_seconds() - s0;
+    (void)pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+    const double w0 = thread_runqueue_seconds(), c0 = clock_seconds(ClockKind::kThreadCpu);
+    spin(0.4);
+    waited = thread_runqueue_seconds() - w0;
+    cpu = clock_seconds(ClockKind::kThreadCpu) - c0;
+  });
+  std::thread high([&] {
+    (void)pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    spin(0.5);
+  });
+  low.join();
+  high.join();
+  if (waited == 0 && slept == 0) GTEST_SKIP() << "this kernel keeps no /proc/thread-self/schedstat";
+  EXPECT_GT(waited, 0.2) << "its CPU " << cpu;
+  EXPECT_GT(waited, 2 * cpu);
+  EXPECT_LT(slept, 0.05) << "a sleeping thread is not ready to run";
 }
 
 }  // namespace

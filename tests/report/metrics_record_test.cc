@@ -51,6 +51,7 @@ StepRecord full_step() {
     s.cpu_seconds.push_back(0.3125 + 0.0625 * static_cast<double>(r));
     s.comm_cpu_seconds.push_back(0.125 + 0.0625 * static_cast<double>(r));
     s.comm_wait_seconds.push_back(0.25 - 0.0625 * static_cast<double>(r));
+    s.runqueue_seconds.push_back(0.5 + 0.125 * static_cast<double>(r));
   }
   return s;
 }
@@ -92,7 +93,8 @@ TEST(MetricsRecord, TokenCountsMustBeCounts) {
 TEST(MetricsRecord, ThreadSecondsAreNumbersPerRank) {
   for (const char* bad :
        {R"({"step":1,"loss":1,"cpu_seconds":0.5})", R"({"step":1,"loss":1,"cpu_seconds":["x"]})",
-        R"({"step":1,"loss":1,"comm_cpu_seconds":{"a":1}})", R"({"step":1,"loss":1,"comm_wait_seconds":[1,"x"]})"}) {
+        R"({"step":1,"loss":1,"comm_cpu_seconds":{"a":1}})", R"({"step":1,"loss":1,"comm_wait_seconds":[1,"x"]})",
+        R"({"step":1,"loss":1,"runqueue_seconds":true})"}) {
     EXPECT_THROW((void)parse_step_record(nlohmann::json::parse(bad), kAt), ConfigError) << bad;
   }
 }

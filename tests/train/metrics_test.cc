@@ -42,7 +42,8 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
                                                           .masked_targets = 40,
                                                           .step_cpu_seconds = {0.4375, 0.375},
                                                           .step_comm_cpu_seconds = {0.125, 0.0625},
-                                                          .step_comm_wait_seconds = {0.25, 0.1875}});
+                                                          .step_comm_wait_seconds = {0.25, 0.1875},
+                                                          .step_runqueue_seconds = {0.0625, 0.125}});
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.loss, 2.5);
   // Of the step's 1000 targets, 40 were masked over every rank.
@@ -59,6 +60,7 @@ TEST(MetricsRecordFromTrainer, StepRecordCarriesTheFigures) {
   EXPECT_EQ(s.cpu_seconds, (std::vector<double>{0.4375, 0.375}));
   EXPECT_EQ(s.comm_cpu_seconds, (std::vector<double>{0.125, 0.0625}));
   EXPECT_EQ(s.comm_wait_seconds, (std::vector<double>{0.25, 0.1875}));
+  EXPECT_EQ(s.runqueue_seconds, (std::vector<double>{0.0625, 0.125}));
   ASSERT_EQ(s.memory.size(), 2u);
   EXPECT_EQ(s.memory[0].categories.size(), zero::kNumMemoryCategories);
   const std::string params(zero::memory_category_name(zero::MemoryCategory::kParams));
