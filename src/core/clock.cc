@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include <chrono>
-#include <cstdio>
+#include <fstream>
 
 namespace zerodp {
 
@@ -28,12 +28,10 @@ double thread_cpu_seconds(pthread_t thread) {
 double thread_runqueue_seconds() {
   // "<on-cpu ns> <runqueue ns> <timeslices>": a read of a few bytes from
   // procfs, a few microseconds.
-  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
-  if (f == nullptr) return 0.0;
+  std::ifstream stat("/proc/thread-self/schedstat");
   unsigned long long on_cpu = 0, waiting = 0;
-  const int read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
-  std::fclose(f);
-  return read == 2 ? 1e-9 * static_cast<double>(waiting) : 0.0;
+  if (!(stat >> on_cpu >> waiting)) return 0.0;
+  return 1e-9 * static_cast<double>(waiting);
 }
 
 std::string_view clock_name(ClockKind kind) { return kind == ClockKind::kThreadCpu ? "cpu" : "wall"; }
