@@ -238,8 +238,9 @@ class Engine final : public Trainable {
   int64_t steps_taken() const { return steps_; }
   // This rank's thread times so far: the CPU of the calling thread (call it
   // on the rank's own thread) and of its comm thread, the time the first
-  // waited for the second, and the time it was ready but off its core. A step's difference is what the step cost
-  // the rank, whatever else shares the machine.
+  // waited for the second, and the time it was ready but off its core. A
+  // step's difference is what the step cost the rank, whatever else shares
+  // the machine.
   RankThreadTimes thread_times() const {
     const double comm_cpu = worker_ ? worker_->cpu_seconds() : 0.0;
     return {.cpu_seconds = clock_seconds(ClockKind::kThreadCpu) + comm_cpu,
