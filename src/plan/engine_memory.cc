@@ -92,11 +92,12 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
     for (uint64_t bytes : queue) pool.give(bytes);
     queue.clear();
   };
-  // Stage 0's open bucket: capacity (elements; 0 = none), filled, lowest flat element.
-  uint64_t capacity = 0, filled = 0, lo = 0;
+  // Stage 0's open bucket: capacity (elements; 0 = none), filled, lowest
+  // flat element, and its pooled bytes (0: in place in the gradient buffer).
+  uint64_t capacity = 0, filled = 0, lo = 0, bucket_bytes = 0;
   auto flush = [&] {
     if (capacity == 0) return;
-    enqueue(capacity * dsize);
+    enqueue(bucket_bytes);
     capacity = 0;
     filled = 0;
   };
@@ -126,14 +127,17 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
           // Filled downwards from this unit's end: never more than the
           // flat elements below it (as the engine sizes it).
           capacity = std::min(std::max(run.bucket_elements, c), offsets[u] + c);
-          if (capacity == c && !low) {
-            // A bucket the unit fills alone: at fp32 its gradient is the
-            // bucket, the reduction's input.
+          // The first micro-batch's bucket is the gradient buffer's own
+          // range: nothing pooled, and its all-reduce runs in place.
+          bucket_bytes = micro == 0 ? 0 : capacity * dsize;
+          if (bucket_bytes != 0 && capacity == c && !low) {
+            // A later micro-batch's bucket the unit fills alone: at fp32 its
+            // gradient is the bucket, the reduction's input.
             capacity = 0;
             enqueue(4 * c);
             continue;
           }
-          pool.take(capacity * dsize);
+          if (bucket_bytes != 0) pool.take(bucket_bytes);
         }
         filled += c;
         lo = offsets[u];

@@ -15,10 +15,12 @@
 //             largest unit's size: 2 with prefetch (the current unit and the
 //             next), 1 without (or when the schedule has one op)
 //   buckets   the transient fp32 gradient of each unit while its backward ops
-//             run, plus what it is reduced from: at stage 0 a bucket of
-//             max(bucket_elements, unit) elements in the training dtype that
-//             packs adjacent units until full (then all-reduced, and a new one
-//             opened); at stages 2-3 in fp16/bf16 a low-precision copy of the
+//             run, plus what it is reduced from: at stage 0, from the second
+//             micro-batch of a step on, a bucket of max(bucket_elements, unit)
+//             elements in the training dtype that packs adjacent units until
+//             full (then all-reduced, and a new one opened; the first
+//             micro-batch's buckets are ranges of the grads buffer, reduced
+//             in place); at stages 2-3 in fp16/bf16 a low-precision copy of the
 //             unit (fp32 reduces the gradient itself); stage 1 converts
 //             straight into its grads buffer. The engine pools them
 //             (zero/buffer_pool.h): per byte size, the most out at once,

@@ -566,9 +566,18 @@ void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
     bucket_.filled = 0;
     bucket_.hi = start + count;
   }
+  if (scratch && micro == 0) {
+    // The first micro-batch's bucket is grads_' own range, as in place: the
+    // gradient (rounded to the training dtype) goes straight there and is
+    // all-reduced in place, so no bucket buffer is pooled; later
+    // micro-batches' buckets are added to it. The sum is element-wise: the
+    // same bits either way.
+    convert_into(grads_.unit(unit), comm::ConstBuffer(scratch->data(), count, Dtype::fp32()));
+    scratch.reset();
+  }
   if (!scratch) {
-    // In place: the gradient is already in grads_, the bucket is the range
-    // it covers; a full one goes at once.
+    // In place: the gradient is in grads_, the bucket is the range it
+    // covers; a full one goes at once.
     bucket_.filled += count;
     bucket_.lo = start;
     if (bucket_.filled == bucket_.capacity) flush_bucket(micro);
@@ -599,7 +608,7 @@ void Engine::flush_bucket(int micro) {
   if (bucket_.capacity == 0) return;
   const size_t lo = bucket_.lo, len = bucket_.hi - bucket_.lo;
   const comm::Buffer acc = grads_.all().slice(lo, len);
-  if (!bucket_.data) {  // in place (one micro-batch per step)
+  if (!bucket_.data) {  // in place (the first micro-batch, or the only one at fp32)
     bucket_ = Bucket{};
     limit_in_flight(submit([this, acc] { comm_.all_reduce(acc, acc, comm::ReduceOp::kSum); }));
     return;
@@ -608,8 +617,9 @@ void Engine::flush_bucket(int micro) {
   const comm::Buffer staging = all.slice(bucket_.capacity - bucket_.filled, bucket_.filled);
   BufferPool::Handle keep = std::move(bucket_.data);
   bucket_ = Bucket{};
+  // A later micro-batch's bucket (the first's is in place): reduced, then
+  // added to the earlier micro-batches' sum.
   limit_in_flight(submit([this, staging, acc, micro, keep, lo, len] {
-    if (micro == 0) return comm_.all_reduce(staging, acc, comm::ReduceOp::kSum);
     comm_.all_reduce(staging, staging, comm::ReduceOp::kSum);
     add_pairwise(staging, micro, config_.grad_accum,
                  [&](int p) { return p == 0 ? acc : grad_partials_[p - 1].all().slice(lo, len); });

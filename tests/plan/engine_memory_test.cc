@@ -81,23 +81,31 @@ TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
 }
 
 TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
-  // bf16, buckets of 12 elements (24 B). Backward reduces unit 2 (4 el.,
-  // flat 17..20): a bucket opens; unit 1 (7 el., flat 10..16) is adjacent and
-  // fits (11); unit 0 (10) does not: flush, open another of 20 B (it needs
-  // only the 10 elements below its end). The pool: the three gradients (40,
-  // 16, 28) and the two buckets (24, 20).
+  // bf16, buckets of 12 elements (24 B). A step's first micro-batch rounds
+  // each unit's gradient straight into the bf16 gradient buffer and
+  // all-reduces ranges of it in place: the pool holds only the three fp32
+  // gradients (40, 16, 28).
   EngineRun run{.stage = Stage::k0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
-  // Lagging over 2 micro-batches: the first pass's two buckets still queued
-  // when the second pass takes its own, so two of each bucket size.
+  EXPECT_EQ(p.buckets, 40u + 16u + 28u);
+  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u);
+  // The second micro-batch packs buckets: unit 2 (4 el., flat 17..20) opens
+  // one; unit 1 (7 el., flat 10..16) is adjacent and fits (11); unit 0 (10)
+  // does not: flush, open another of 20 B (it needs only the 10 elements
+  // below its end).
   run.grad_accum = 2;
+  p = predict_engine_rank(tied(), run, 0, 0);
+  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
+  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u + 24u + 20u);
+  // Lagging over 3 micro-batches: the second pass's two buckets still
+  // queued when the third takes its own, so two of each bucket size.
+  run.grad_accum = 3;
   p = predict_engine_rank(tied(), run, 0, 0);
   EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
   EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u + 2 * 24u + 2 * 20u);
   // A bucket is never smaller than the unit it must hold: one per unit (8,
   // 14, 20 B).
-  run.grad_accum = 1;
+  run.grad_accum = 2;
   run.bucket_elements = 1;
   EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 8u + 14u + 20u);
   // fp32 with accumulation, buckets of 12 (48 B): unit 0's bucket would
