@@ -149,7 +149,10 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o) {
   constexpr double kLr = 3e-4;
   const auto adamw = optim::make_optimizer(opt_cfg, n);
   m->init_params(params, o.seed);
-  auto ws = m->make_workspace(o.batch, r.seq_len, o.checkpointing);
+  auto ws = m->make_workspace_for({.micro_batch = o.batch,
+                                   .seq_len = r.seq_len,
+                                   .checkpointing = o.checkpointing,
+                                   .bf16_product_inputs = o.compute == kernels::Compute::kBf16});
   std::mt19937 gen(static_cast<uint32_t>(o.seed));
   std::vector<int32_t> tokens, targets, labels;
   std::vector<float> features, values;

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/compute.h"
 #include "model/gpt_family.h"
 #include "model/presets.h"
 #include "plan/calibration.h"
@@ -44,6 +45,7 @@ struct PlanOptions {
   std::optional<int> micro_batch;
   std::optional<int> seq_len;
   bool checkpointing = false;
+  std::string compute = "fp32";
   int grad_accum = 1;
   bool quantize_weights = false, quantize_grads = false;
   int quantize_grads_bits = 8;
@@ -70,6 +72,14 @@ struct PlanOptions {
   std::string disk_bandwidth, calibrate_disk;
   std::optional<double> model_efficiency, overlap_efficiency, optimizer_ns;
 };
+
+// --compute: whether the run's products are bf16 (their inputs then kept as
+// bf16 operands).
+bool bf16_compute(const std::string& compute) {
+  const std::optional<kernels::Compute> c = kernels::parse_compute(compute);
+  ZDP_CHECK(c.has_value(), ConfigError, "[plan] --compute {}: use fp32 or bf16", compute);
+  return *c == kernels::Compute::kBf16;
+}
 
 // Defaults, then the --hardware file, then bench measurements, then flags.
 plan::Hardware to_hardware(const PlanOptions& o) {
@@ -212,6 +222,7 @@ plan::PlanConfig to_config(const PlanOptions& o) {
     a.micro_batch = o.micro_batch.value_or(1);
     a.seq_len = o.seq_len.value_or(0);
     a.checkpointing = o.checkpointing;
+    a.bf16_product_inputs = bf16_compute(o.compute);
     c.activations = a;
   }
   if (!o.chart.empty()) {
@@ -445,6 +456,10 @@ void add_plan_command(CLI::App& app) {
                   "Sequence length T for the activation estimate (default: the model's context)");
   cmd->add_flag("--activation-checkpointing", opts->checkpointing,
                 "Keep only block outputs and recompute one block at a time in backward");
+  cmd->add_option("--compute", opts->compute,
+                  "The run's matrix products (zerodp train --compute): fp32, or bf16, whose runs keep the activations "
+                  "only products read (a GPT block's ln1, qkv, attention output, ln2, GELU output) in bf16")
+      ->capture_default_str();
   cmd->add_option(
       "--compare", opts->compare,
       "Also print another tool's estimate: deepspeed (its estimate_zero2/3_model_states_mem_needs, in GiB)");

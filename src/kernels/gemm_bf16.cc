@@ -67,6 +67,12 @@ void grow(auto& v, size_t size) {
 
 bool bf16_units_at(SimdLevel level) { return level == SimdLevel::kAvx512Bf16; }
 
+void round_to_bf16_operands(std::span<const float> in, std::span<BFloat16> out) {
+  ZDP_CHECK(in.size() == out.size(), ShapeError, "[gemm_bf16] {} values rounded into {} bf16 operands", in.size(),
+            out.size());
+  for (size_t i = 0; i < in.size(); ++i) out[i].bits = bf16_gemm::operand_bits(in[i]);
+}
+
 void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                int ldb, float beta, float* c, int ldc, SimdLevel level) {
   bf16_gemm::gemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, level, kBlocking);

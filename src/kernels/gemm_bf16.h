@@ -27,6 +27,9 @@
 // running sums carried between blocks of k when beta != 0; gemm_bf16.cc).
 // Thread-safety: any number of threads may call it at once.
 #pragma once
+#include <span>
+
+#include "core/dtype.h"
 #include "core/simd.h"
 #include "kernels/gemm.h"
 
@@ -38,5 +41,12 @@ void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, c
 // Whether `level` runs the bf16 products on the CPU's bf16 units (else in
 // portable C++, bitwise the same).
 bool bf16_units_at(SimdLevel level);
+
+// The bf16 operands gemm_bf16 makes of `in` (nearest even, a NaN quieted,
+// an fp32 subnormal the zero of its sign), into `out` (the same size;
+// ShapeError otherwise). Widened back to fp32 (exactly), they are values the
+// product reads unchanged: a tensor that only matrix products read can be
+// kept this way at half its bytes with no bit of any result changed.
+void round_to_bf16_operands(std::span<const float> in, std::span<BFloat16> out);
 
 }  // namespace zerodp::kernels

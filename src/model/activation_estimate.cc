@@ -21,6 +21,16 @@ void ActivationTerms::add(const ActivationRule& r, const char* role, uint64_t co
   est_.terms.push_back(std::move(term));
 }
 
+void ActivationTerms::add_bf16(const ActivationRule& r, const char* role, uint64_t count) {
+  const uint64_t align = static_cast<uint64_t>(est_.config.align_elements);
+  const uint64_t slots = (r.elements + 1) / 2;
+  const uint64_t padded = (slots + align - 1) / align * align;
+  ActivationTerm term{r.name + " (bf16)", r.shape, role,
+                      r.elements,         count,   padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
+  est_.total_bytes += term.bytes;
+  est_.terms.push_back(std::move(term));
+}
+
 void ActivationTerms::add_unpadded(const ActivationRule& r, const char* role, uint64_t count) {
   ActivationTerm term{r.name,     r.shape, role,
                       r.elements, count,   r.elements * count * static_cast<uint64_t>(est_.config.element_bytes)};

@@ -19,6 +19,9 @@ struct ActivationConfig {
   int micro_batch = 1;         // B
   int seq_len = 0;             // T; 0 means the model's context
   bool checkpointing = false;  // keep only block outputs, recompute blocks
+  // Keep the tensors only matrix products read as bf16 operands
+  // (WorkspaceOptions::bf16_product_inputs: --compute bf16).
+  bool bf16_product_inputs = false;
   bool include_backward_scratch = true;
   int element_bytes = 4;    // fp32 compute
   int align_elements = 16;  // each tensor padded to a multiple (GptWorkspace: 64 bytes)
@@ -45,6 +48,9 @@ struct ActivationRule {
   std::string name;
   std::string shape;
   uint64_t elements = 0;
+  // Read only by matrix products: kept as bf16 operands with
+  // ActivationConfig::bf16_product_inputs.
+  bool product_input = false;
 };
 
 // Appends terms to an estimate and keeps its total; every tensor is padded
@@ -55,6 +61,9 @@ class ActivationTerms {
   // alignment of est.config are positive.
   explicit ActivationTerms(ActivationEstimate& est);
   void add(const ActivationRule& rule, const char* role, uint64_t count);
+  // A tensor kept in bf16, two elements to one of the config's (fp32)
+  // elements, padded to the same alignment.
+  void add_bf16(const ActivationRule& rule, const char* role, uint64_t count);
   // A tensor the workspace holds outside its aligned arena (its own
   // vector): its elements as they are, unpadded.
   void add_unpadded(const ActivationRule& rule, const char* role, uint64_t count);

@@ -120,6 +120,11 @@ std::unique_ptr<Workspace> Gpt::make_workspace(int micro_batch, int seq_len, boo
   return std::make_unique<GptWorkspace>(config_, micro_batch, seq_len, checkpointing);
 }
 
+std::unique_ptr<Workspace> Gpt::make_workspace_for(const WorkspaceOptions& o) const {
+  return std::make_unique<GptWorkspace>(config_, o.micro_batch, o.seq_len, o.checkpointing, GptPart{},
+                                        o.bf16_product_inputs);
+}
+
 bool Gpt::can_cut_before(int op_index) const { return op_index >= 1 && op_index <= config_.layers + 1; }
 
 std::unique_ptr<Workspace> Gpt::make_stage_workspace(int micro_batch, int seq_len, bool checkpointing, int first_op,

@@ -39,6 +39,9 @@ class Gpt final : public CausalLm {
   // fcprojw) N(0, 0.02 / sqrt(2L)), biases 0, layernorm weights 1; the padded
   // rows of wte (ids >= V) are 0. One random stream per tensor.
   std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
+  // bf16 product inputs: each block's ln1, qkv, attention output, ln2 and
+  // GELU output (model/gpt_workspace.h).
+  std::unique_ptr<Workspace> make_workspace_for(const WorkspaceOptions& options) const override;
   // Pipeline stages: cuts before a block or the final norm; the residual
   // stream and its gradient cross them.
   bool can_cut_before(int op_index) const override;

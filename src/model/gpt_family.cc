@@ -74,18 +74,18 @@ std::optional<ActivationEstimate> GptSpec::estimate_activations(const Activation
   const uint64_t btc = n * c;
 
   const std::vector<ActivationRule> block_internals = {
-      {"ln1 output", "B*T*C", btc},
+      {"ln1 output", "B*T*C", btc, true},
       {"ln1 mean", "B*T", n},
       {"ln1 rstd", "B*T", n},
-      {"qkv", "B*T*3C", 3 * btc},
+      {"qkv", "B*T*3C", 3 * btc, true},
       {"attention probabilities", "B*H*T*T", b * h * t * t},
-      {"attention output", "B*T*C", btc},
+      {"attention output", "B*T*C", btc, true},
       {"residual after attention", "B*T*C", btc},
-      {"ln2 output", "B*T*C", btc},
+      {"ln2 output", "B*T*C", btc, true},
       {"ln2 mean", "B*T", n},
       {"ln2 rstd", "B*T", n},
       {"fc output", "B*T*4C", 4 * btc},
-      {"GELU output", "B*T*4C", 4 * btc},
+      {"GELU output", "B*T*4C", 4 * btc, true},
   };
   const ActivationRule block_output = {"block output", "B*T*C", btc};
   const std::vector<ActivationRule> tail_rules = {
@@ -106,12 +106,26 @@ std::optional<ActivationEstimate> GptSpec::estimate_activations(const Activation
       {"attention probabilities gradient (one head)", "T*T", t * t},
   };
 
+  // The tensors only matrix products read (product_input above) kept as
+  // bf16, and the two fp32 working buffers they are computed in.
+  const bool bf16_inputs = est.config.bf16_product_inputs && !est.config.checkpointing && l > 0;
+  if (bf16_inputs) {
+    terms.add({"product input working buffer (ln1, attention output, GELU output)", "B*T*4C", 4 * btc}, "working copy",
+              1);
+    terms.add({"product input working buffer (qkv, ln2)", "B*T*3C", 3 * btc}, "working copy", 1);
+  }
   terms.add({"embedding output", "B*T*C", btc}, "kept", 1);
   if (est.config.checkpointing) {
     terms.add(block_output, "checkpoint", l);
     for (const ActivationRule& r : block_internals) terms.add(r, "recompute", 1);
   } else {
-    for (const ActivationRule& r : block_internals) terms.add(r, "kept", l);
+    for (const ActivationRule& r : block_internals) {
+      if (bf16_inputs && r.product_input) {
+        terms.add_bf16(r, "kept", l);
+      } else {
+        terms.add(r, "kept", l);
+      }
+    }
     terms.add(block_output, "kept", l);
   }
   for (const ActivationRule& r : tail_rules) terms.add(r, "kept", 1);

@@ -44,6 +44,9 @@
 //   final layernorm), attention output gradient N*C, qkv gradient N*3C,
 //   GELU output gradient N*4C, fc output gradient N*4C, and the attention
 //   probabilities' gradient of one (sample, head) at a time T*T.
+// With bf16 product inputs (--compute bf16) the ln1 output, qkv, attention
+// output, ln2 output and GELU output are kept at 2 bytes an element, and two
+// fp32 working buffers (N*4C and N*3C) are added.
 // With activation checkpointing only the residual stream is kept (L + 1
 // tensors of N*C); one block's internals are recompute scratch, rebuilt
 // block by block in backward. Not allocated at all: attention scores before

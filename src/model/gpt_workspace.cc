@@ -8,7 +8,8 @@
 
 namespace zerodp::model {
 
-GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing, GptPart part)
+GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing, GptPart part,
+                           bool bf16_product_inputs)
     : batch_(micro_batch), seq_(seq_len), checkpointing_(checkpointing), config_(config), part_(part) {
   config.validate();
   ZDP_CHECK(micro_batch >= 1, ConfigError, "[gpt] micro batch is {}, must be at least 1", micro_batch);
@@ -28,20 +29,36 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
   for (auto& r : resid_) carver.add(r, N * C, true);
   // With checkpointing the one LayerActs set is recompute scratch, not kept.
   layers_.resize(checkpointing ? std::min(blocks, 1) : blocks);
+  const bool bf16_inputs = bf16_product_inputs && !checkpointing && blocks > 0;
+  // bf16 product inputs: the two fp32 working buffers every block shares.
+  std::span<float> work_a, work_b;
+  if (bf16_inputs) {
+    carver.add(work_a, N * 4 * C, false);  // ln1, atty, fch_gelu
+    carver.add(work_b, N * 3 * C, false);  // qkv, ln2
+  }
   for (auto& a : layers_) {
     const bool keep = !checkpointing;
-    carver.add(a.ln1, N * C, keep);
+    // Kept in fp32, or as bf16 operands (the fp32 span then set to a
+    // working buffer once the arena is carved).
+    auto product_input = [&](std::span<float>& fp32, std::span<BFloat16>& kept, size_t n) {
+      if (bf16_inputs) {
+        carver.add(kept, n, true);
+      } else {
+        carver.add(fp32, n, keep);
+      }
+    };
+    product_input(a.ln1, a.ln1_kept, N * C);
     carver.add(a.ln1_mean, N, keep);
     carver.add(a.ln1_rstd, N, keep);
-    carver.add(a.qkv, N * 3 * C, keep);
+    product_input(a.qkv, a.qkv_kept, N * 3 * C);
     carver.add(a.att, size_t(micro_batch) * config.heads * T * T, keep);
-    carver.add(a.atty, N * C, keep);
+    product_input(a.atty, a.atty_kept, N * C);
     carver.add(a.res2, N * C, keep);
-    carver.add(a.ln2, N * C, keep);
+    product_input(a.ln2, a.ln2_kept, N * C);
     carver.add(a.ln2_mean, N, keep);
     carver.add(a.ln2_rstd, N, keep);
     carver.add(a.fch, N * 4 * C, keep);
-    carver.add(a.fch_gelu, N * 4 * C, keep);
+    product_input(a.fch_gelu, a.fch_gelu_kept, N * 4 * C);
   }
   if (part_.head) {
     carver.add(lnf_, N * C, true);
@@ -58,6 +75,15 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
   carver.add(dfch_, N * 4 * C, false);
   carver.add(datt_, T * T, false);
   arena_ = carver.carve();
+  if (bf16_inputs) {
+    for (auto& a : layers_) {
+      a.ln1 = work_a.first(N * C);
+      a.qkv = work_b.first(N * 3 * C);
+      a.atty = work_a.first(N * C);
+      a.ln2 = work_b.first(N * C);
+      a.fch_gelu = work_a.first(N * 4 * C);
+    }
+  }
   activation_bytes_ = carver.activation_bytes();
   scratch_bytes_ = carver.scratch_bytes();
   tokens_.assign(N, 0);

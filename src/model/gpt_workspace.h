@@ -11,6 +11,9 @@
 // Without checkpointing every block keeps its LayerActs. With checkpointing
 // only the residual stream (each block's input) is kept and one LayerActs is
 // shared: a block's backward first recomputes its forward into it.
+// With bf16 product inputs (and no checkpointing) each block keeps ln1, qkv,
+// attention output, ln2 and GELU output as bf16 operands and computes them
+// in two shared fp32 working buffers (LayerActs).
 // Thread-safety: used by one thread at a time.
 #pragma once
 
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/dtype.h"
 #include "model/gpt_config.h"
 #include "model/model.h"
 
@@ -38,6 +42,11 @@ struct LayerActs {
   std::span<float> ln2_rstd;  // [N]
   std::span<float> fch;       // [N, 4C]  fc output (GELU input)
   std::span<float> fch_gelu;  // [N, 4C]
+  // With bf16 product inputs (WorkspaceOptions): the kept copies of the
+  // five tensors only matrix products read, whose fp32 spans above are then
+  // two working buffers every block shares (ln1, atty and fch_gelu in one,
+  // qkv and ln2 in the other: never live at once). Empty otherwise.
+  std::span<BFloat16> ln1_kept, qkv_kept, atty_kept, ln2_kept, fch_gelu_kept;
 };
 
 // The part of the model a workspace serves: blocks [first_layer, end_layer)
@@ -50,7 +59,8 @@ struct GptPart {
 
 class GptWorkspace final : public Workspace {
  public:
-  GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing, GptPart part = {});
+  GptWorkspace(const GptConfig& config, int micro_batch, int seq_len, bool checkpointing, GptPart part = {},
+               bool bf16_product_inputs = false);
 
   void set_batch(const Batch& batch) override;
   float loss() const override { return loss_; }

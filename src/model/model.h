@@ -146,6 +146,19 @@ class Workspace {
 
 struct ModelConfig;  // model/family.h
 
+// What a workspace is made for (Model::make_workspace_for).
+struct WorkspaceOptions {
+  int micro_batch = 1;
+  int seq_len = 1;  // ignored by the MLP
+  bool checkpointing = false;
+  // Keep the activations that only matrix products read as the bf16
+  // operands those products make of them (kernels::round_to_bf16_operands),
+  // at half their bytes: for a run whose products are bf16 (--compute bf16)
+  // the results are the same bits. A family without such a layout (or with
+  // checkpointing, which keeps none of them) ignores it.
+  bool bf16_product_inputs = false;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -182,6 +195,10 @@ class Model {
   // backward instead of keeping its activations (GPT only; ConfigError for
   // the MLP).
   virtual std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const = 0;
+  // The same with every option; the default ignores bf16_product_inputs.
+  virtual std::unique_ptr<Workspace> make_workspace_for(const WorkspaceOptions& options) const {
+    return make_workspace(options.micro_batch, options.seq_len, options.checkpointing);
+  }
 
   virtual void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const = 0;
   virtual void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,

@@ -13,18 +13,35 @@ size_t padded(size_t count) { return (count + kArenaAlignFloats - 1) / kArenaAli
 
 }  // namespace
 
+void ArenaCarver::book(size_t floats, bool is_activation) {
+  (is_activation ? activation_floats_ : scratch_floats_) += padded(floats);
+  total_ += padded(floats);
+}
+
 void ArenaCarver::add(std::span<float>& slot, size_t count, bool is_activation) {
-  requests_.push_back({&slot, count});
-  (is_activation ? activation_floats_ : scratch_floats_) += padded(count);
-  total_ += padded(count);
+  requests_.push_back({.slot = &slot, .count = count});
+  book(count, is_activation);
+}
+
+void ArenaCarver::add(std::span<BFloat16>& slot, size_t count, bool is_activation) {
+  static_assert(sizeof(BFloat16) * 2 == sizeof(float) && alignof(BFloat16) <= alignof(float));
+  requests_.push_back({.bf16_slot = &slot, .count = count});
+  book((count + 1) / 2, is_activation);
 }
 
 AlignedBuffer<float> ArenaCarver::carve() {
   AlignedBuffer<float> arena(total_);
   size_t o = 0;
   for (const Request& r : requests_) {
-    *r.slot = std::span<float>(arena.data() + o, r.count);
-    o += padded(r.count);
+    if (r.slot != nullptr) {
+      *r.slot = std::span<float>(arena.data() + o, r.count);
+      o += padded(r.count);
+    } else {
+      // The arena is raw storage (AlignedBuffer does not construct floats
+      // in it); these elements are only ever read and written as BFloat16.
+      *r.bf16_slot = std::span<BFloat16>(reinterpret_cast<BFloat16*>(arena.data() + o), r.count);
+      o += padded((r.count + 1) / 2);
+    }
   }
   return arena;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/dtype.h"
 #include "model/model.h"
 
 namespace zerodp::model::detail {
@@ -24,15 +25,20 @@ class ArenaCarver {
  public:
   // `slot` is set by carve(); it must outlive that call.
   void add(std::span<float>& slot, size_t count, bool is_activation);
+  // bf16 elements, carved from the same arena (two to a float, 64-byte
+  // aligned like the rest).
+  void add(std::span<BFloat16>& slot, size_t count, bool is_activation);
   AlignedBuffer<float> carve();
   size_t activation_bytes() const { return activation_floats_ * sizeof(float); }
   size_t scratch_bytes() const { return scratch_floats_ * sizeof(float); }
 
  private:
   struct Request {
-    std::span<float>* slot;
-    size_t count;
+    std::span<float>* slot = nullptr;  // or
+    std::span<BFloat16>* bf16_slot = nullptr;
+    size_t count = 0;  // elements of the slot's type
   };
+  void book(size_t floats, bool is_activation);
   std::vector<Request> requests_;
   size_t activation_floats_ = 0, scratch_floats_ = 0, total_ = 0;
 };

@@ -50,6 +50,7 @@ uint64_t predict_activation_bytes(const model::ModelConfig& config, const RunSha
   a.micro_batch = run.micro_batch;
   a.seq_len = run.seq_len;
   a.checkpointing = run.checkpointing;
+  a.bf16_product_inputs = run.bf16_compute;
   ZDP_CHECK(run.seq_len >= 1, ConfigError, "[plan] sequence length {} must be at least 1", run.seq_len);
   ZDP_CHECK(config.spec != nullptr, ConfigError, "[plan] no model to plan");
   const std::optional<model::ActivationEstimate> est = config.spec->estimate_activations(a);
@@ -77,6 +78,7 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
     RunShape one = run;
     one.micro_batch = 1;
     one.checkpointing = false;
+    one.bf16_compute = false;  // model::generate's workspace keeps fp32
     p.sample_workspace = predict_activation_bytes(config, one);
   }
   return p;

@@ -39,6 +39,7 @@ struct RunShape {
   int micro_batch = 1;
   int seq_len = 1;             // tokens per sample (ignored by the MLP)
   bool checkpointing = false;  // activation checkpointing (GPT)
+  bool bf16_compute = false;   // --compute bf16: the products' inputs kept as bf16 (model::WorkspaceOptions)
   int grad_accum = 1;
   bool prefetch = true;                 // zero::EngineConfig::prefetch
   uint64_t bucket_elements = 25 << 20;  // zero::EngineConfig::bucket_elements (stage 0)

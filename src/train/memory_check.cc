@@ -22,6 +22,7 @@ plan::RunShape run_shape(const TrainConfig& config, int ranks, bool consolidated
   shape.micro_batch = config.micro_batch;
   shape.seq_len = config.seq_len;
   shape.checkpointing = config.activation_checkpointing;
+  shape.bf16_compute = config.engine.compute == kernels::Compute::kBf16;
   shape.grad_accum = config.engine.grad_accum;
   shape.prefetch = config.engine.prefetch;
   shape.bucket_elements = config.engine.bucket_elements;

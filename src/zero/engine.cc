@@ -234,7 +234,12 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
     stats_acc_ = LedgerBuffer<double>(ledger_, MemoryCategory::kComm, scratch.acc);
   }
 
-  workspace_ = model_.make_workspace(micro_batch, seq_len, checkpointing);
+  // bf16 products round what they read to bf16 anyway: the activations
+  // only they read are kept so, at half the bytes and the same bits.
+  workspace_ = model_.make_workspace_for({.micro_batch = micro_batch,
+                                          .seq_len = seq_len,
+                                          .checkpointing = checkpointing,
+                                          .bf16_product_inputs = config_.compute == kernels::Compute::kBf16});
   ledger_.allocate(MemoryCategory::kActivations, workspace_->total_bytes());
   last_backward_op_ = model_.last_backward_op();
   grad_scratch_.resize(plan_.num_units());
@@ -733,7 +738,10 @@ void Engine::backward_micro(model::Workspace& ws, int micro) {
 StepResult Engine::finish_step(const std::vector<double>& local_losses) { return apply_step(local_losses); }
 
 model::Workspace& Engine::add_workspace() {
-  auto ws = model_.make_workspace(workspace_->micro_batch(), workspace_->seq_len(), workspace_->checkpointing());
+  auto ws = model_.make_workspace_for({.micro_batch = workspace_->micro_batch(),
+                                       .seq_len = workspace_->seq_len(),
+                                       .checkpointing = workspace_->checkpointing(),
+                                       .bf16_product_inputs = config_.compute == kernels::Compute::kBf16});
   ledger_.allocate(MemoryCategory::kActivations, ws->total_bytes());
   more_workspaces_.push_back(std::move(ws));
   return *more_workspaces_.back();

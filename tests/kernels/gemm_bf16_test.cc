@@ -17,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/convert.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "kernels/compute.h"
 #include "kernels/gemm_bf16_kernels.h"
 #include "support/same_bits.h"
@@ -217,6 +219,44 @@ TEST(GemmBf16Step, OperandsAreTheHardwaresConversion) {
   EXPECT_EQ(operand_bits(std::bit_cast<float>(0x807FFFFFu)), 0x8000);
   EXPECT_EQ(operand_bits(std::bit_cast<float>(0x7F800001u)), 0x7FC0);  // a NaN, quieted
   EXPECT_EQ(operand_bits(std::bit_cast<float>(0x7F7FFFFFu)), 0x7F80);  // rounds to infinity
+}
+
+// A tensor kept as its bf16 operands and widened back gives the product
+// the same bits as the fp32 tensor, where a plain bf16 conversion (core's,
+// which keeps subnormals) would not: 0x007FFFFF rounds to 2^-126 there.
+TEST(GemmBf16Step, KeptOperandsWidenToValuesTheProductReadsUnchanged) {
+  const std::vector<float> a = {1.0f,
+                                std::bit_cast<float>(0x3F808000u),
+                                std::bit_cast<float>(0x007FFFFFu),
+                                std::bit_cast<float>(0x807FFFFFu),
+                                0x1.fffffep-1f,
+                                -3.3f,
+                                1e-30f};
+  const int k = static_cast<int>(a.size());
+  // The subnormal's weight makes 2^-126 count 1.0 in the sum.
+  std::vector<float> b(a.size(), 0.5f);
+  b[2] = 0x1p126f;
+  std::vector<BFloat16> kept(a.size());
+  round_to_bf16_operands(a, kept);
+  std::vector<float> widened(a.size());
+  convert(std::span<const BFloat16>(kept), std::span<float>(widened));
+  EXPECT_EQ(kept[2].bits, 0x0000);
+  for (const SimdLevel level : supported_simd_levels()) {
+    float direct = 0.0f, from_kept = 0.0f;
+    gemm_bf16(Trans::kNo, Trans::kNo, 1, 1, k, 1.0f, a.data(), k, b.data(), 1, 0.0f, &direct, 1, level);
+    gemm_bf16(Trans::kNo, Trans::kNo, 1, 1, k, 1.0f, widened.data(), k, b.data(), 1, 0.0f, &from_kept, 1, level);
+    EXPECT_EQ(std::bit_cast<uint32_t>(direct), std::bit_cast<uint32_t>(from_kept)) << simd_level_name(level);
+    // What the operand rounding is for: core's conversion keeps the
+    // subnormal, rounded up to 2^-126, which the product then reads.
+    std::vector<BFloat16> plain(a.size());
+    convert(std::span<const float>(a), std::span<BFloat16>(plain));
+    convert(std::span<const BFloat16>(plain), std::span<float>(widened));
+    float from_plain = 0.0f;
+    gemm_bf16(Trans::kNo, Trans::kNo, 1, 1, k, 1.0f, widened.data(), k, b.data(), 1, 0.0f, &from_plain, 1, level);
+    EXPECT_NE(direct, from_plain) << simd_level_name(level);
+    convert(std::span<const BFloat16>(kept), std::span<float>(widened));
+  }
+  EXPECT_THROW(round_to_bf16_operands(a, std::span<BFloat16>(kept).first(3)), ShapeError);
 }
 
 TEST(GemmBf16Step, FlushesResultsTinyAfterRounding) {

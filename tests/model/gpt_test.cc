@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/simd.h"
+#include "kernels/compute.h"
 #include "model/gpt_workspace.h"
 #include "model_test_util.h"
 
@@ -226,6 +228,46 @@ TEST(Gpt, CheckpointingGivesBitwiseEqualGradientsWithLessMemory) {
   std::printf("6 layers, C=64, B=4, T=64, V=256: kept activations %.3f, all workspace bytes %.3f\n", kept, total);
   EXPECT_LT(kept, 0.15);
   EXPECT_LT(total, 0.5);
+}
+
+// bf16 products round what they read to bf16: keeping the tensors only
+// products read as those bf16 operands gives the same bits at every SIMD
+// level, in fewer bytes; with fp32 products the same workspace would not
+// (it is made only for bf16 ones), which shows the test can fail.
+TEST(Gpt, Bf16ProductInputsKeepTheBitsOfBf16Products) {
+  const GptConfig c{64, 256, 256, 3, 4, 64};
+  Gpt m(c);
+  std::vector<float> params(m.num_params());
+  m.init_params(params, 21);
+  const int B = 2, T = 48;
+  Inputs in = random_inputs(size_t(B) * T, c.vocab, 22);
+  auto pass = [&](kernels::Compute compute, bool bf16_inputs, std::vector<float>& grads) {
+    const kernels::ScopedCompute scoped(compute);
+    auto ws = m.make_workspace_for({.micro_batch = B, .seq_len = T, .bf16_product_inputs = bf16_inputs});
+    grads.assign(params.size(), 0.0f);
+    return train_pass(m, params, grads, *ws, in.batch());
+  };
+  for (const SimdLevel level : supported_simd_levels()) {
+    SCOPED_TRACE(simd_level_name(level));
+    const ScopedSimdLevel forced(level);
+    std::vector<float> g_fp32, g_bf16;
+    const float l_fp32 = pass(kernels::Compute::kBf16, false, g_fp32);
+    const float l_bf16 = pass(kernels::Compute::kBf16, true, g_bf16);
+    EXPECT_EQ(l_fp32, l_bf16);
+    EXPECT_EQ(std::memcmp(g_fp32.data(), g_bf16.data(), g_fp32.size() * sizeof(float)), 0);
+  }
+  std::vector<float> g_fp32, g_bf16;
+  pass(kernels::Compute::kFp32, false, g_fp32);
+  pass(kernels::Compute::kFp32, true, g_bf16);
+  EXPECT_NE(std::memcmp(g_fp32.data(), g_bf16.data(), g_fp32.size() * sizeof(float)), 0);
+
+  // Bytes: five of the twelve per-block tensors at half size, less two
+  // shared fp32 working buffers; checkpointing keeps none of them.
+  const auto plain = m.make_workspace(B, T, false);
+  const auto bf16 = m.make_workspace_for({.micro_batch = B, .seq_len = T, .bf16_product_inputs = true});
+  EXPECT_LT(bf16->total_bytes(), plain->total_bytes());
+  const auto ckpt = m.make_workspace_for({B, T, true, true});
+  EXPECT_EQ(ckpt->total_bytes(), m.make_workspace(B, T, true)->total_bytes());
 }
 
 TEST(Gpt, RankThreadsShareOneModel) {

@@ -109,6 +109,7 @@ std::vector<zero::LedgerSnapshot> measure(const model::ModelConfig& mc, const Ru
   ec.quantize_weights = run.quantize_weights;
   ec.quantize_grads = run.quantize_grads;
   ec.shard_group_size = run.shard_group;
+  ec.compute = run.bf16_compute ? kernels::Compute::kBf16 : kernels::Compute::kFp32;
   const testing::ScratchDir offload_dir("plan_vs_ledger_offload");
   if (run.offload_optimizer) ec.offload_optimizer_dir = offload_dir.path.string();
   if (run.offload_params) ec.offload_params_dir = offload_dir.path.string();
@@ -220,6 +221,26 @@ TEST(PlanVsLedger, EveryStageRankCountAndPrecisionMatchesExactly) {
         for (int n = 1; n <= 4; ++n) {
           RunShape run = run_shape(c, stage, n, dt);
           expect_ledger_matches(c.model, run, /*overlap=*/false);
+          run.consolidated_copy = true;
+          expect_ledger_matches(c.model, run, /*overlap=*/false);
+        }
+      }
+    }
+  }
+}
+
+// bf16 products: the activations only they read are kept as bf16 (GPT),
+// with and without checkpointing (which keeps none of them), at fp32 and
+// bf16 storage; the consolidated copy's sample workspace stays fp32.
+TEST(PlanVsLedger, Bf16ComputeKeepsProductInputsInBf16) {
+  for (const Case& c : cases()) {
+    for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
+      for (Stage stage : {Stage::k0, Stage::k3}) {
+        for (bool checkpointing : {false, true}) {
+          if (checkpointing && c.model.as<model::MlpSpec>() != nullptr) continue;  // the MLP has no blocks
+          RunShape run = run_shape(c, stage, 2, dt);
+          run.bf16_compute = true;
+          run.checkpointing = checkpointing;
           run.consolidated_copy = true;
           expect_ledger_matches(c.model, run, /*overlap=*/false);
         }
