@@ -92,7 +92,10 @@ void warm_up_linear(std::span<const LinearShape> shapes) {
            w_out);
     matmul(Trans::kNo, Trans::kNo, s.rows, w_in, s.out, 1.0f, dout.data(), s.out, weight.data(), w_in, 0.0f, c.data(),
            w_in);
-    matmul(Trans::kYes, Trans::kNo, s.out, w_in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 0.0f, c.data(),
+    // beta 1, as linear_backward accumulates the weight gradient: the bf16
+    // product then carries its sums between blocks of k (rows past 1024) in
+    // a buffer of its own, which must be filled here too.
+    matmul(Trans::kYes, Trans::kNo, s.out, w_in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 1.0f, c.data(),
            w_in);
   }
 }

@@ -31,6 +31,22 @@ void ActivationTerms::add_bf16(const ActivationRule& r, const char* role, uint64
   est_.terms.push_back(std::move(term));
 }
 
+bool ActivationTerms::bf16_product_inputs() const {
+  return est_.config.bf16_product_inputs && !est_.config.checkpointing;
+}
+
+void ActivationTerms::add_block_internals(const std::vector<ActivationRule>& rules, uint64_t layers) {
+  for (const ActivationRule& r : rules) {
+    if (est_.config.checkpointing) {
+      add(r, "recompute", 1);
+    } else if (r.product_input && bf16_product_inputs()) {
+      add_bf16(r, "kept", layers);
+    } else {
+      add(r, "kept", layers);
+    }
+  }
+}
+
 void ActivationTerms::add_unpadded(const ActivationRule& r, const char* role, uint64_t count) {
   ActivationTerm term{r.name,     r.shape, role,
                       r.elements, count,   r.elements * count * static_cast<uint64_t>(est_.config.element_bytes)};

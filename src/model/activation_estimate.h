@@ -64,6 +64,13 @@ class ActivationTerms {
   // A tensor kept in bf16, two elements to one of the config's (fp32)
   // elements, padded to the same alignment.
   void add_bf16(const ActivationRule& rule, const char* role, uint64_t count);
+  // Whether the blocks keep their product inputs as bf16 (the config asks
+  // for it and checkpointing keeps none of them).
+  bool bf16_product_inputs() const;
+  // A block's internal tensors: `layers` of each kept (the product inputs in
+  // bf16 where bf16_product_inputs()), or with checkpointing one set of
+  // recompute scratch.
+  void add_block_internals(const std::vector<ActivationRule>& rules, uint64_t layers);
   // A tensor the workspace holds outside its aligned arena (its own
   // vector): its elements as they are, unpadded.
   void add_unpadded(const ActivationRule& rule, const char* role, uint64_t count);

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/gpt_block.h"
 
-#include "core/convert.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/gelu.h"
-#include "kernels/gemm_bf16.h"
 #include "kernels/layernorm.h"
 #include "kernels/linear.h"
 #include "kernels/profile.h"
+#include "model/product_inputs.h"
 
 namespace zerodp::model::detail {
 
@@ -20,17 +19,6 @@ namespace {
 
 std::span<const float> slice(std::span<const float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
 std::span<float> slice(std::span<float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
-
-// bf16 product inputs (LayerActs): once the forward's last product has read
-// a tensor from its working buffer, it is kept as the bf16 operands those
-// products made of it; the backward widens it back (exactly) before its
-// products read it. Without them both do nothing.
-void keep(std::span<const float> working, std::span<BFloat16> kept) {
-  if (!kept.empty()) kernels::round_to_bf16_operands(working, kept);
-}
-void restore(std::span<const BFloat16> kept, std::span<float> working) {
-  if (!kept.empty()) convert(kept, working);
-}
 
 }  // namespace
 
@@ -51,18 +39,18 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
     kernels::linear_forward(a.qkv, a.ln1, slice(params, lay.qkvw, 3 * c * c), slice(params, lay.qkvb, 3 * c), s);
   }
-  keep(a.ln1, a.ln1_kept);
+  keep_product_input(a.ln1, a.ln1_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, kernels::attention_flops(att_shape));
     kernels::attention_forward(a.atty, a.att, a.qkv, att_shape);
   }
-  keep(a.qkv, a.qkv_kept);
+  keep_product_input(a.qkv, a.qkv_kept);
   {
     const LinearShape s{N, C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
     kernels::linear_forward(a.res2, a.atty, slice(params, lay.attprojw, c * c), slice(params, lay.attprojb, c), s);
   }
-  keep(a.atty, a.atty_kept);
+  keep_product_input(a.atty, a.atty_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kResidual);
     kernels::accumulate(a.res2, x);  // res2 = x + attproj(...)
@@ -77,7 +65,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
     kernels::linear_forward(a.fch, a.ln2, slice(params, lay.fcw, 4 * c * c), slice(params, lay.fcb, 4 * c), s);
   }
-  keep(a.ln2, a.ln2_kept);
+  keep_product_input(a.ln2, a.ln2_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);
     kernels::gelu_forward(a.fch_gelu, a.fch);
@@ -87,7 +75,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
     kernels::linear_forward(out, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), slice(params, lay.fcprojb, c), s);
   }
-  keep(a.fch_gelu, a.fch_gelu_kept);
+  keep_product_input(a.fch_gelu, a.fch_gelu_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kResidual);
     kernels::accumulate(out, a.res2);  // out = res2 + fcproj(...)
@@ -102,7 +90,7 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
   kernels::Profile* prof = ws.profile();
   const kernels::AttentionShape att_shape{ws.micro_batch(), ws.seq_len(), C, cfg.heads};
   std::span<float> dres = ws.dresid();  // [N, C]: d(out) in, d(x) out
-  restore(a.fch_gelu_kept, a.fch_gelu);
+  restore_product_input(a.fch_gelu_kept, a.fch_gelu);
   {
     // out = res2 + fcproj(fch_gelu): d(fch_gelu) = d(out) @ Wfcproj
     const LinearShape s{N, 4 * C, C};
@@ -114,7 +102,7 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
     ScopedKernelTimer t(prof, KernelKind::kGelu);
     kernels::gelu_backward(ws.dfch(), a.fch, ws.dfch_gelu());
   }
-  restore(a.ln2_kept, a.ln2);
+  restore_product_input(a.ln2_kept, a.ln2);
   {
     const LinearShape s{N, C, 4 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
@@ -127,19 +115,19 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
     kernels::layernorm_backward(dres, slice(grads, lay.ln2w, c), slice(grads, lay.ln2b, c), ws.dln(), a.res2,
                                 slice(params, lay.ln2w, c), a.ln2_mean, a.ln2_rstd, N, C);
   }
-  restore(a.atty_kept, a.atty);
+  restore_product_input(a.atty_kept, a.atty);
   {
     const LinearShape s{N, C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
     kernels::linear_backward(ws.datty(), slice(grads, lay.attprojw, c * c), slice(grads, lay.attprojb, c), dres, a.atty,
                              slice(params, lay.attprojw, c * c), s, false);
   }
-  restore(a.qkv_kept, a.qkv);
+  restore_product_input(a.qkv_kept, a.qkv);
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, 2 * kernels::attention_flops(att_shape));
     kernels::attention_backward(ws.dqkv(), ws.datt(), ws.datty(), a.qkv, a.att, att_shape);
   }
-  restore(a.ln1_kept, a.ln1);
+  restore_product_input(a.ln1_kept, a.ln1);
   {
     const LinearShape s{N, C, 3 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));

@@ -106,28 +106,15 @@ std::optional<ActivationEstimate> GptSpec::estimate_activations(const Activation
       {"attention probabilities gradient (one head)", "T*T", t * t},
   };
 
-  // The tensors only matrix products read (product_input above) kept as
-  // bf16, and the two fp32 working buffers they are computed in.
-  const bool bf16_inputs = est.config.bf16_product_inputs && !est.config.checkpointing && l > 0;
-  if (bf16_inputs) {
+  // The product inputs' two fp32 working buffers (GptWorkspace).
+  if (terms.bf16_product_inputs() && l > 0) {
     terms.add({"product input working buffer (ln1, attention output, GELU output)", "B*T*4C", 4 * btc}, "working copy",
               1);
     terms.add({"product input working buffer (qkv, ln2)", "B*T*3C", 3 * btc}, "working copy", 1);
   }
   terms.add({"embedding output", "B*T*C", btc}, "kept", 1);
-  if (est.config.checkpointing) {
-    terms.add(block_output, "checkpoint", l);
-    for (const ActivationRule& r : block_internals) terms.add(r, "recompute", 1);
-  } else {
-    for (const ActivationRule& r : block_internals) {
-      if (bf16_inputs && r.product_input) {
-        terms.add_bf16(r, "kept", l);
-      } else {
-        terms.add(r, "kept", l);
-      }
-    }
-    terms.add(block_output, "kept", l);
-  }
+  terms.add_block_internals(block_internals, l);
+  terms.add(block_output, est.config.checkpointing ? "checkpoint" : "kept", l);
   for (const ActivationRule& r : tail_rules) terms.add(r, "kept", 1);
   if (est.config.include_backward_scratch) {
     for (const ActivationRule& r : scratch_rules) terms.add(r, "backward scratch", 1);

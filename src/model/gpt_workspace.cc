@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/product_inputs.h"
 #include "model/workspace_arena.h"
 
 namespace zerodp::model {
@@ -38,14 +39,8 @@ GptWorkspace::GptWorkspace(const GptConfig& config, int micro_batch, int seq_len
   }
   for (auto& a : layers_) {
     const bool keep = !checkpointing;
-    // Kept in fp32, or as bf16 operands (the fp32 span then set to a
-    // working buffer once the arena is carved).
     auto product_input = [&](std::span<float>& fp32, std::span<BFloat16>& kept, size_t n) {
-      if (bf16_inputs) {
-        carver.add(kept, n, true);
-      } else {
-        carver.add(fp32, n, keep);
-      }
+      detail::add_product_input(carver, fp32, kept, n, keep, bf16_inputs);
     };
     product_input(a.ln1, a.ln1_kept, N * C);
     carver.add(a.ln1_mean, N, keep);

@@ -115,6 +115,10 @@ std::unique_ptr<Workspace> Llama::make_workspace(int micro_batch, int seq_len, b
   return std::make_unique<LlamaWorkspace>(config_, micro_batch, seq_len, checkpointing);
 }
 
+std::unique_ptr<Workspace> Llama::make_workspace_for(const WorkspaceOptions& o) const {
+  return std::make_unique<LlamaWorkspace>(config_, o.micro_batch, o.seq_len, o.checkpointing, o.bf16_product_inputs);
+}
+
 void Llama::forward(int op_index, std::span<const float> params, Workspace& base) const {
   ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[llama] op {} out of range [0, {})", op_index,
             ops_.size());

@@ -32,6 +32,9 @@ class Llama final : public CausalLm {
   // 1, biases 0. One random stream per tensor.
   std::vector<TensorInfo> tensors() const override;
   std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
+  // bf16 product inputs: each block's n1, q, k, v, y, n2 and m
+  // (model/llama_workspace.h).
+  std::unique_ptr<Workspace> make_workspace_for(const WorkspaceOptions& options) const override;
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;

@@ -10,6 +10,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "model/product_inputs.h"
 
 namespace zerodp::model::detail {
 namespace {
@@ -77,6 +78,7 @@ void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, st
   linear(prof, a.q, a.n1, p.subspan(lay.q, s.dq * s.c), bias(p, qb, lay.q_bias, s.dq), {s.N, s.C, s.Dq});
   linear(prof, a.k, a.n1, p.subspan(lay.k, s.dkv * s.c), bias(p, qb, lay.k_bias, s.dkv), {s.N, s.C, s.Dkv});
   linear(prof, a.v, a.n1, p.subspan(lay.v, s.dkv * s.c), bias(p, qb, lay.v_bias, s.dkv), {s.N, s.C, s.Dkv});
+  keep_product_input(a.n1, a.n1_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, kernels::gqa_attention_flops(s.attention));
     // In place: backward needs only the rotated q and k.
@@ -84,7 +86,11 @@ void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, st
     kernels::rope_forward(a.k, a.k, ws.rope(), ws.positions(), s.rope_k);
     kernels::gqa_attention_forward(a.y, a.att, a.q, a.k, a.v, ws.seg_start(), s.attention);
   }
+  keep_product_input(a.q, a.q_kept);
+  keep_product_input(a.k, a.k_kept);
+  keep_product_input(a.v, a.v_kept);
   linear(prof, a.h, a.y, p.subspan(lay.o, s.c * s.dq), {}, {s.N, s.Dq, s.C});
+  keep_product_input(a.y, a.y_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kResidual);
     kernels::accumulate(a.h, x);  // h = x + o(y)
@@ -95,11 +101,13 @@ void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, st
   }
   linear(prof, a.gate, a.n2, p.subspan(lay.gate, s.f * s.c), {}, {s.N, s.C, s.F});
   linear(prof, a.up, a.n2, p.subspan(lay.up, s.f * s.c), {}, {s.N, s.C, s.F});
+  keep_product_input(a.n2, a.n2_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);  // the MLP's activation
     kernels::swiglu_forward(a.m, a.gate, a.up);
   }
   linear(prof, out, a.m, p.subspan(lay.down, s.c * s.f), {}, {s.N, s.F, s.C});
+  keep_product_input(a.m, a.m_kept);
   ScopedKernelTimer t(prof, KernelKind::kResidual);
   kernels::accumulate(out, a.h);  // out = h + down(m)
 }
@@ -111,12 +119,14 @@ void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, s
   const bool qb = cfg.qkv_bias;
   std::span<float> dresid = ws.dresid(), dn = ws.dn();
   // The MLP half: dresid holds d(out) = d(h) through the residual.
+  restore_product_input(a.m_kept, a.m);
   linear_back(prof, ws.dm(), g.subspan(lay.down, s.c * s.f), {}, dresid, a.m, p.subspan(lay.down, s.c * s.f),
               {s.N, s.F, s.C}, false);
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);
     kernels::swiglu_backward(ws.dgate(), ws.dup(), ws.dm(), a.gate, a.up);
   }
+  restore_product_input(a.n2_kept, a.n2);
   linear_back(prof, dn, g.subspan(lay.gate, s.f * s.c), {}, ws.dgate(), a.n2, p.subspan(lay.gate, s.f * s.c),
               {s.N, s.C, s.F}, false);
   linear_back(prof, dn, g.subspan(lay.up, s.f * s.c), {}, ws.dup(), a.n2, p.subspan(lay.up, s.f * s.c), {s.N, s.C, s.F},
@@ -128,8 +138,12 @@ void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, s
                               s.N, s.C);
   }
   // The attention half: d(h) = d(x) through the residual.
+  restore_product_input(a.y_kept, a.y);
   linear_back(prof, ws.dy(), g.subspan(lay.o, s.c * s.dq), {}, dresid, a.y, p.subspan(lay.o, s.c * s.dq),
               {s.N, s.Dq, s.C}, false);
+  restore_product_input(a.q_kept, a.q);
+  restore_product_input(a.k_kept, a.k);
+  restore_product_input(a.v_kept, a.v);
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, 2 * kernels::gqa_attention_flops(s.attention));
     kernels::gqa_attention_backward(ws.dq(), ws.dk(), ws.dv(), ws.datt(), ws.dy(), a.q, a.k, a.v, a.att, ws.seg_start(),
@@ -137,6 +151,7 @@ void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, s
     kernels::rope_backward(ws.dq(), ws.dq(), ws.rope(), ws.positions(), s.rope_q);
     kernels::rope_backward(ws.dk(), ws.dk(), ws.rope(), ws.positions(), s.rope_k);
   }
+  restore_product_input(a.n1_kept, a.n1);
   linear_back(prof, dn, g.subspan(lay.q, s.dq * s.c), bias(g, qb, lay.q_bias, s.dq), ws.dq(), a.n1,
               p.subspan(lay.q, s.dq * s.c), {s.N, s.C, s.Dq}, false);
   linear_back(prof, dn, g.subspan(lay.k, s.dkv * s.c), bias(g, qb, lay.k_bias, s.dkv), ws.dk(), a.n1,

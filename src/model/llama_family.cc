@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/llama_family.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -127,29 +129,34 @@ std::optional<ActivationEstimate> LlamaSpec::estimate_activations(const Activati
   const uint64_t n = b * t, C = c.hidden, F = c.intermediate, V = c.vocab, L = c.layers;
   const uint64_t dq = uint64_t(c.heads) * c.head_dim, dkv = uint64_t(c.kv_heads) * c.head_dim;
   const std::vector<ActivationRule> block_internals = {
-      {"input norm output", "B*T*C", n * C},
+      {"input norm output", "B*T*C", n * C, true},
       {"input norm rstd", "B*T", n},
-      {"q (after RoPE)", "B*T*H*d", n * dq},
-      {"k (after RoPE)", "B*T*Hkv*d", n * dkv},
-      {"v", "B*T*Hkv*d", n * dkv},
+      {"q (after RoPE)", "B*T*H*d", n * dq, true},
+      {"k (after RoPE)", "B*T*Hkv*d", n * dkv, true},
+      {"v", "B*T*Hkv*d", n * dkv, true},
       {"attention probabilities", "B*H*T*T", b * uint64_t(c.heads) * t * t},
-      {"attention output", "B*T*H*d", n * dq},
+      {"attention output", "B*T*H*d", n * dq, true},
       {"residual after attention", "B*T*C", n * C},
-      {"post-attention norm output", "B*T*C", n * C},
+      {"post-attention norm output", "B*T*C", n * C, true},
       {"post-attention norm rstd", "B*T", n},
       {"gate", "B*T*F", n * F},
       {"up", "B*T*F", n * F},
-      {"silu(gate)*up", "B*T*F", n * F},
+      {"silu(gate)*up", "B*T*F", n * F, true},
   };
   const ActivationRule block_output = {"block output", "B*T*C", n * C};
-  terms.add({"embedding output", "B*T*C", n * C}, "kept", 1);
-  if (est.config.checkpointing) {
-    terms.add(block_output, "checkpoint", L);
-    for (const ActivationRule& r : block_internals) terms.add(r, "recompute", 1);
-  } else {
-    for (const ActivationRule& r : block_internals) terms.add(r, "kept", L);
-    terms.add(block_output, "kept", L);
+  // The product inputs' four fp32 working buffers (LlamaWorkspace).
+  if (terms.bf16_product_inputs()) {
+    terms.add({"product input working buffer (input norm output, attention output, silu(gate)*up)", "B*T*max(C,H*d,F)",
+               n * std::max({C, dq, F})},
+              "working copy", 1);
+    terms.add({"product input working buffer (q, post-attention norm output)", "B*T*max(H*d,C)", n * std::max(dq, C)},
+              "working copy", 1);
+    terms.add({"product input working buffer (k)", "B*T*Hkv*d", n * dkv}, "working copy", 1);
+    terms.add({"product input working buffer (v)", "B*T*Hkv*d", n * dkv}, "working copy", 1);
   }
+  terms.add({"embedding output", "B*T*C", n * C}, "kept", 1);
+  terms.add_block_internals(block_internals, L);
+  terms.add(block_output, est.config.checkpointing ? "checkpoint" : "kept", L);
   terms.add({"final norm output", "B*T*C", n * C}, "kept", 1);
   terms.add({"final norm rstd", "B*T", n}, "kept", 1);
   terms.add({"logits", "B*T*V", n * V}, "kept", 1);

@@ -33,6 +33,10 @@
 //   MLP gradients 3 x N*F, the probabilities' gradient of one head T*T; and
 //   the RoPE table of the T positions, T*d/2 cosines and as many sines
 //   (unpadded: its own vectors).
+// With bf16 product inputs (--compute bf16) the input norm output, q, k, v,
+// attention output, post-attention norm output and silu(gate)*up are kept
+// at 2 bytes an element, and four fp32 working buffers are added
+// (N*max(C,Dq,F), N*max(Dq,C), N*Dkv twice).
 // With checkpointing only the residual stream is kept; one block's internals
 // are recompute scratch.
 // Thread-safety: immutable values and pure functions.

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/gqa_attention.h"
+#include "model/product_inputs.h"
 #include "model/workspace_arena.h"
 
 namespace zerodp::model {
@@ -23,7 +24,8 @@ kernels::RopeConfig llama_rope_config(const LlamaConfig& c) {
   return r;
 }
 
-LlamaWorkspace::LlamaWorkspace(const LlamaConfig& config, int micro_batch, int seq_len, bool checkpointing)
+LlamaWorkspace::LlamaWorkspace(const LlamaConfig& config, int micro_batch, int seq_len, bool checkpointing,
+                               bool bf16_product_inputs)
     : batch_(micro_batch), seq_(seq_len), checkpointing_(checkpointing), config_(config) {
   config.validate();
   ZDP_CHECK(micro_batch >= 1, ConfigError, "[llama] micro batch is {}, must be at least 1", micro_batch);
@@ -37,21 +39,33 @@ LlamaWorkspace::LlamaWorkspace(const LlamaConfig& config, int micro_batch, int s
   for (auto& r : resid_) carver.add(r, N * C, true);
   // With checkpointing the one LlamaActs set is recompute scratch, not kept.
   layers_.resize(checkpointing ? 1 : L);
+  const bool bf16_inputs = bf16_product_inputs && !checkpointing;
+  // bf16 product inputs: the four fp32 working buffers every block shares.
+  std::span<float> work[4];
+  if (bf16_inputs) {
+    carver.add(work[0], N * std::max({C, Dq, F}), false);  // n1, y, m
+    carver.add(work[1], N * std::max(Dq, C), false);       // q, n2
+    carver.add(work[2], N * Dkv, false);                   // k
+    carver.add(work[3], N * Dkv, false);                   // v
+  }
   for (LlamaActs& a : layers_) {
     const bool keep = !checkpointing;
-    carver.add(a.n1, N * C, keep);
+    auto product_input = [&](std::span<float>& fp32, std::span<BFloat16>& kept, size_t n) {
+      detail::add_product_input(carver, fp32, kept, n, keep, bf16_inputs);
+    };
+    product_input(a.n1, a.n1_kept, N * C);
     carver.add(a.rstd1, N, keep);
-    carver.add(a.q, N * Dq, keep);
-    carver.add(a.k, N * Dkv, keep);
-    carver.add(a.v, N * Dkv, keep);
+    product_input(a.q, a.q_kept, N * Dq);
+    product_input(a.k, a.k_kept, N * Dkv);
+    product_input(a.v, a.v_kept, N * Dkv);
     carver.add(a.att, size_t(micro_batch) * config.heads * T * T, keep);
-    carver.add(a.y, N * Dq, keep);
+    product_input(a.y, a.y_kept, N * Dq);
     carver.add(a.h, N * C, keep);
-    carver.add(a.n2, N * C, keep);
+    product_input(a.n2, a.n2_kept, N * C);
     carver.add(a.rstd2, N, keep);
     carver.add(a.gate, N * F, keep);
     carver.add(a.up, N * F, keep);
-    carver.add(a.m, N * F, keep);
+    product_input(a.m, a.m_kept, N * F);
   }
   carver.add(xf_, N * C, true);
   carver.add(rstdf_, N, true);
@@ -68,6 +82,17 @@ LlamaWorkspace::LlamaWorkspace(const LlamaConfig& config, int micro_batch, int s
   carver.add(dup_, N * F, false);
   carver.add(datt_, T * T, false);
   arena_ = carver.carve();
+  if (bf16_inputs) {
+    for (LlamaActs& a : layers_) {
+      a.n1 = work[0].first(N * C);
+      a.q = work[1].first(N * Dq);
+      a.k = work[2];
+      a.v = work[3];
+      a.y = work[0].first(N * Dq);
+      a.n2 = work[1].first(N * C);
+      a.m = work[0].first(N * F);
+    }
+  }
   // The RoPE table of this workspace's positions, T x d/2 cosines and
   // sines: scratch, counted with the arena.
   rope_ = kernels::make_rope_table(llama_rope_config(config), seq_len);

@@ -8,6 +8,8 @@
 // Without checkpointing every block keeps its LlamaActs. With checkpointing
 // only the residual stream (each block's input) is kept and one LlamaActs is
 // shared: a block's backward first recomputes its forward into it.
+// With bf16 product inputs (and no checkpointing) each block keeps n1, q, k,
+// v, y, n2 and m as bf16 operands (model/product_inputs.h).
 // Thread-safety: used by one thread at a time.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/dtype.h"
 #include "kernels/rope.h"
 #include "model/llama_config.h"
 #include "model/model.h"
@@ -37,11 +40,18 @@ struct LlamaActs {
   std::span<float> gate;   // [N, F]
   std::span<float> up;     // [N, F]
   std::span<float> m;      // [N, F]    silu(gate) * up
+  // With bf16 product inputs (WorkspaceOptions): the kept copies of the
+  // seven tensors only matrix products read, whose fp32 spans above are then
+  // four working buffers every block shares (n1, y and m in the first, q and
+  // n2 in the second, k and v in one each: never live at once). Empty
+  // otherwise.
+  std::span<BFloat16> n1_kept, q_kept, k_kept, v_kept, y_kept, n2_kept, m_kept;
 };
 
 class LlamaWorkspace final : public Workspace {
  public:
-  LlamaWorkspace(const LlamaConfig& config, int micro_batch, int seq_len, bool checkpointing);
+  LlamaWorkspace(const LlamaConfig& config, int micro_batch, int seq_len, bool checkpointing,
+                 bool bf16_product_inputs = false);
 
   void set_batch(const Batch& batch) override;
   float loss() const override { return loss_; }

@@ -15,6 +15,8 @@
 
 #include "../kernels/safetensors_fixture.h"
 #include "core/error.h"
+#include "core/simd.h"
+#include "kernels/compute.h"
 #include "kernels/softmax_xent.h"
 #include "model/llama.h"
 #include "model/llama_family.h"
@@ -150,13 +152,17 @@ TEST(LlamaModel, WorkspaceBytesAreThePlannersEstimate) {
   for (bool checkpointing : {false, true}) {
     for (int b : {1, 3}) {
       for (int t : {1, 7, 13}) {
-        const auto ws = model->make_workspace(b, t, checkpointing);
-        ActivationConfig a;
-        a.micro_batch = b;
-        a.seq_len = t;
-        a.checkpointing = checkpointing;
-        EXPECT_EQ(spec.estimate_activations(a)->total_bytes, ws->total_bytes())
-            << "B " << b << " T " << t << " checkpointing " << checkpointing;
+        for (bool bf16_inputs : {false, true}) {
+          const auto ws = model->make_workspace_for(
+              {.micro_batch = b, .seq_len = t, .checkpointing = checkpointing, .bf16_product_inputs = bf16_inputs});
+          ActivationConfig a;
+          a.micro_batch = b;
+          a.seq_len = t;
+          a.checkpointing = checkpointing;
+          a.bf16_product_inputs = bf16_inputs;
+          EXPECT_EQ(spec.estimate_activations(a)->total_bytes, ws->total_bytes())
+              << "B " << b << " T " << t << " checkpointing " << checkpointing << " bf16 inputs " << bf16_inputs;
+        }
       }
     }
   }
@@ -181,6 +187,40 @@ TEST(LlamaModel, CheckpointingGivesTheSameBits) {
   EXPECT_EQ(losses[0], losses[1]);
   EXPECT_EQ(grads[0], grads[1]);
   EXPECT_GT(losses[0], 3.0f);  // about log 37 at init
+}
+
+// bf16 products round what they read to bf16: keeping n1, q, k, v, y, n2
+// and m as those bf16 operands gives the same bits at every SIMD level (with
+// packed records too), in fewer bytes; with fp32 products it would not,
+// which shows the test can fail.
+TEST(LlamaModel, Bf16ProductInputsKeepTheBitsOfBf16Products) {
+  const Llama model(odd());
+  std::vector<float> params(model.num_params());
+  model.init_params(params, 6);
+  const int B = 2, T = 13;
+  std::vector<int32_t> ids(B * T), targets(B * T), segments(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    ids[i] = (i * 7 + 3) % 37, targets[i] = (i * 11 + 1) % 37, segments[i] = (i % T) < 5 ? 0 : 1;
+  }
+  auto pass = [&](kernels::Compute compute, bool bf16_inputs, std::vector<float>& grads) {
+    const kernels::ScopedCompute scoped(compute);
+    auto ws = model.make_workspace_for({.micro_batch = B, .seq_len = T, .bf16_product_inputs = bf16_inputs});
+    grads.assign(params.size(), 0.0f);
+    return testing::train_pass(model, params, grads, *ws, {.tokens = ids, .targets = targets, .segments = segments});
+  };
+  for (const SimdLevel level : supported_simd_levels()) {
+    SCOPED_TRACE(simd_level_name(level));
+    const ScopedSimdLevel forced(level);
+    std::vector<float> g_fp32, g_bf16;
+    EXPECT_EQ(pass(kernels::Compute::kBf16, false, g_fp32), pass(kernels::Compute::kBf16, true, g_bf16));
+    EXPECT_EQ(g_fp32, g_bf16);
+  }
+  std::vector<float> g_fp32, g_bf16;
+  pass(kernels::Compute::kFp32, false, g_fp32);
+  pass(kernels::Compute::kFp32, true, g_bf16);
+  EXPECT_NE(g_fp32, g_bf16);
+  EXPECT_LT(model.make_workspace_for({.micro_batch = B, .seq_len = T, .bf16_product_inputs = true})->total_bytes(),
+            model.make_workspace(B, T, false)->total_bytes());
 }
 
 // Packed records never see each other: a row holding record A then record
