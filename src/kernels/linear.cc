@@ -88,13 +88,16 @@ void warm_up_linear(std::span<const LinearShape> shapes) {
     std::vector<float> inp(size_t(s.rows) * s.in), dout(size_t(s.rows) * s.out);
     std::vector<float> weight(std::max(size_t(w_out) * s.in, size_t(s.out) * w_in));
     std::vector<float> c(std::max(size_t(s.rows) * std::max(w_out, w_in), size_t(s.out) * w_in));
-    matmul(Trans::kNo, Trans::kYes, s.rows, w_out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, 0.0f, c.data(),
+    // Every product with beta 1, as training runs them: the forward adds
+    // onto the bias, the backward accumulates the weight gradient and, where
+    // a caller asks (Llama's q, k and v), the input gradient. With beta 1
+    // the bf16 product carries its sums between blocks of k (k past 1024:
+    // a wide input, the head's vocabulary, or rows) in a buffer of its own,
+    // up to 4 MiB a thread, that beta 0 would leave empty until training.
+    matmul(Trans::kNo, Trans::kYes, s.rows, w_out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, 1.0f, c.data(),
            w_out);
-    matmul(Trans::kNo, Trans::kNo, s.rows, w_in, s.out, 1.0f, dout.data(), s.out, weight.data(), w_in, 0.0f, c.data(),
+    matmul(Trans::kNo, Trans::kNo, s.rows, w_in, s.out, 1.0f, dout.data(), s.out, weight.data(), w_in, 1.0f, c.data(),
            w_in);
-    // beta 1, as linear_backward accumulates the weight gradient: the bf16
-    // product then carries its sums between blocks of k (rows past 1024) in
-    // a buffer of its own, which must be filled here too.
     matmul(Trans::kYes, Trans::kNo, s.out, w_in, s.rows, 1.0f, dout.data(), s.out, inp.data(), s.in, 1.0f, c.data(),
            w_in);
   }
