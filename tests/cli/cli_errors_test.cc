@@ -67,6 +67,7 @@ TEST(CliErrors, TrainRefusesBadValuesWithExitCode2) {
   expect_refused("train --ranks 4 --stage 0 --shard-group-size 2" + m, "--shard-group-size 2 needs stage 1, 2 or 3");
   expect_refused("train --shard-group-size -2" + m, "--shard-group-size -2 must be at least 1");
   expect_refused("plan --params 1B --ranks 4,6 --shard-group-size 4", "--shard-group-size 4 does not divide --ranks 6");
+  expect_refused("plan --model gpt-10m --ranks 2 --micro-batch 2 --compute fp16", "--compute fp16: use fp32 or bf16");
   // Pipeline parallelism: the stages must divide N, fit the blocks, and need a shape.
   expect_refused("plan --model gpt2-124m --ranks 4 --pipeline-stages 3", "--pipeline-stages 3 does not divide the 4");
   expect_refused("plan --model gpt-tiny --ranks 8 --pipeline-stages 8", "--pipeline-stages 8 exceeds the model's 4");
