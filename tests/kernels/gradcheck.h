@@ -6,6 +6,8 @@
 // (stated in docs/models.md): |numeric - analytic| <= kAtol + kRtol |numeric|.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -39,6 +41,12 @@ struct GradCheckResult {
   double worst = 0;  // largest |num - ana| / (kAtol + kRtol |num|)
   std::string first_failure;
 };
+
+// A check that ran and found every checked gradient within the tolerances.
+inline void expect_grad_ok(const GradCheckResult& r, const char* what) {
+  EXPECT_GT(r.checked, 0) << what;
+  EXPECT_EQ(r.failed, 0) << what << ": " << r.first_failure << " (worst ratio " << r.worst << ")";
+}
 
 // Perturbs x[i] for up to max_checks evenly spread indices, recomputing the
 // objective with f(); compares with analytic[i].

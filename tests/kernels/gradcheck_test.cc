@@ -21,15 +21,10 @@
 namespace zerodp::kernels {
 namespace {
 
+using testing::expect_grad_ok;
 using testing::grad_check;
-using testing::GradCheckResult;
 using testing::random_vector;
 using testing::weighted_sum;
-
-void expect_ok(const GradCheckResult& r, const char* what) {
-  EXPECT_GT(r.checked, 0) << what;
-  EXPECT_EQ(r.failed, 0) << what << ": " << r.first_failure << " (worst ratio " << r.worst << ")";
-}
 
 // The checker must be able to fail: a gradient off by 5% is caught.
 TEST(GradCheck, DetectsAWrongGradient) {
@@ -61,9 +56,9 @@ TEST(GradCheck, Linear) {
   for (auto* g : {&dinp, &dw, &db}) {
     for (auto& v : *g) v -= 1.0f;
   }
-  expect_ok(grad_check(inp, dinp, f), "dinp");
-  expect_ok(grad_check(w, dw, f), "dweight");
-  expect_ok(grad_check(b, db, f), "dbias");
+  expect_grad_ok(grad_check(inp, dinp, f), "dinp");
+  expect_grad_ok(grad_check(w, dw, f), "dweight");
+  expect_grad_ok(grad_check(b, db, f), "dbias");
   // Overwrite mode ignores what dinp held.
   std::vector<float> dinp2(inp.size(), 123.0f), dw2(w.size()), db2(b.size());
   linear_backward(dinp2, dw2, db2, r, inp, w, s, false);
@@ -89,9 +84,9 @@ TEST(GradCheck, LayerNorm) {
   f();
   std::vector<float> dinp(inp.size()), dw(C), db(C);
   layernorm_backward(dinp, dw, db, r, inp, w, mean, rstd, N, C);
-  expect_ok(grad_check(inp, dinp, f), "dinp");
-  expect_ok(grad_check(w, dw, f), "dweight");
-  expect_ok(grad_check(b, db, f), "dbias");
+  expect_grad_ok(grad_check(inp, dinp, f), "dinp");
+  expect_grad_ok(grad_check(w, dw, f), "dweight");
+  expect_grad_ok(grad_check(b, db, f), "dbias");
 }
 
 TEST(GradCheck, Gelu) {
@@ -104,7 +99,7 @@ TEST(GradCheck, Gelu) {
   };
   std::vector<float> dinp(inp.size(), 7.0f);  // overwritten
   gelu_backward(dinp, inp, r);
-  expect_ok(grad_check(inp, dinp, f, 101), "dinp");
+  expect_grad_ok(grad_check(inp, dinp, f, 101), "dinp");
   // Spot value: gelu(1) = 0.841192 with the tanh approximation.
   std::vector<float> one{1.0f}, y(1);
   gelu_forward(y, one);
@@ -134,7 +129,7 @@ TEST(GradCheck, Attention) {
   }
   std::vector<float> dqkv(qkv.size(), 5.0f), scratch(size_t(s.seq) * s.seq);
   attention_backward(dqkv, scratch, r, qkv, att, s);
-  expect_ok(grad_check(qkv, dqkv, f, 200), "dqkv");
+  expect_grad_ok(grad_check(qkv, dqkv, f, 200), "dqkv");
 }
 
 TEST(GradCheck, SoftmaxCrossEntropyWithPadding) {
@@ -164,7 +159,7 @@ TEST(GradCheck, SoftmaxCrossEntropyWithPadding) {
     }
   }
   std::vector<float> grad = buf;
-  expect_ok(grad_check(logits, grad, f, 96), "dlogits");
+  expect_grad_ok(grad_check(logits, grad, f, 96), "dlogits");
   std::vector<int32_t> bad{0, 11, 0, 0, 0, 0};
   EXPECT_THROW(softmax_xent_forward(buf, losses, bad, s), ShapeError);
 }
@@ -196,8 +191,8 @@ TEST(GradCheck, Embedding) {
   };
   std::vector<float> dwte(wte.size()), dwpe(wpe.size());
   embedding_backward(dwte, dwpe, r, tokens, s);
-  expect_ok(grad_check(wte, dwte, f, 200), "dwte");
-  expect_ok(grad_check(wpe, dwpe, f, 200), "dwpe");
+  expect_grad_ok(grad_check(wte, dwte, f, 200), "dwte");
+  expect_grad_ok(grad_check(wpe, dwpe, f, 200), "dwpe");
   std::vector<int32_t> bad(tokens);
   bad[4] = 13;
   EXPECT_THROW(embedding_forward(out, bad, wte, wpe, s), ShapeError);
@@ -214,8 +209,8 @@ TEST(GradCheck, ResidualAndMse) {
   std::vector<float> dout(23);
   mse_backward(dout, out, y, 1.0f);
   // d/da = d/db = dout (pass-through)
-  expect_ok(grad_check(a, dout, f), "da");
-  expect_ok(grad_check(b, dout, f), "db");
+  expect_grad_ok(grad_check(a, dout, f), "da");
+  expect_grad_ok(grad_check(b, dout, f), "db");
   std::vector<float> acc(23, 1.0f);
   accumulate(acc, a);
   for (size_t i = 0; i < acc.size(); ++i) EXPECT_FLOAT_EQ(acc[i], 1.0f + a[i]);

@@ -24,15 +24,10 @@
 namespace zerodp::kernels::llama_gradcheck {
 namespace {
 
+using testing::expect_grad_ok;
 using testing::grad_check;
-using testing::GradCheckResult;
 using testing::random_vector;
 using testing::weighted_sum;
-
-void expect_ok(const GradCheckResult& r, const char* what) {
-  EXPECT_GT(r.checked, 0) << what;
-  EXPECT_EQ(r.failed, 0) << what << ": " << r.first_failure << " (worst ratio " << r.worst << ")";
-}
 
 TEST(LlamaGradCheck, RmsNorm) {
   const int N = 5, C = 19;
@@ -58,8 +53,8 @@ TEST(LlamaGradCheck, RmsNorm) {
   for (auto* g : {&dinp, &dw}) {
     for (auto& v : *g) v -= 1.0f;
   }
-  expect_ok(grad_check(inp, dinp, f), "dinp");
-  expect_ok(grad_check(w, dw, f), "dweight");
+  expect_grad_ok(grad_check(inp, dinp, f), "dinp");
+  expect_grad_ok(grad_check(w, dw, f), "dweight");
   std::vector<float> bad_w(C + 1);
   EXPECT_THROW(rmsnorm_forward(out, rstd, inp, bad_w, N, C, eps), ShapeError);
 }
@@ -133,7 +128,7 @@ void check_rope(const RopeConfig& config, bool with_positions) {
   }
   std::vector<float> dx(x.size(), 9.0f);  // overwritten
   rope_backward(dx, r, table, positions, s);
-  expect_ok(grad_check(x, dx, f, 120), "dinp");
+  expect_grad_ok(grad_check(x, dx, f, 120), "dinp");
   // Backward undoes forward (the transpose of a rotation is its inverse),
   // and both work in place.
   f();
@@ -220,9 +215,9 @@ void check_gqa(GqaShape shape, const std::vector<int32_t>& seg_start) {
   std::vector<float> dq(g.q.size(), 3.0f), dk(g.k.size(), 3.0f), dv(g.v.size(), 3.0f);  // overwritten
   std::vector<float> scratch(size_t(s.seq) * s.seq);
   gqa_attention_backward(dq, dk, dv, scratch, g.r, g.q, g.k, g.v, g.att, seg_start, s);
-  expect_ok(grad_check(g.q, dq, f, 150), "dq");
-  expect_ok(grad_check(g.k, dk, f, 150), "dk");
-  expect_ok(grad_check(g.v, dv, f, 150), "dv");
+  expect_grad_ok(grad_check(g.q, dq, f, 150), "dq");
+  expect_grad_ok(grad_check(g.k, dk, f, 150), "dk");
+  expect_grad_ok(grad_check(g.v, dv, f, 150), "dv");
 }
 
 TEST(LlamaGradCheck, GqaGroupsOfThree) { check_gqa({2, 7, 6, 2, 5}, {}); }
@@ -325,8 +320,8 @@ TEST(LlamaGradCheck, SwiGlu) {
   }
   std::vector<float> dgate(gate.size(), 7.0f), dup(up.size(), 7.0f);  // overwritten
   swiglu_backward(dgate, dup, r, gate, up);
-  expect_ok(grad_check(gate, dgate, f, 101), "dgate");
-  expect_ok(grad_check(up, dup, f, 101), "dup");
+  expect_grad_ok(grad_check(gate, dgate, f, 101), "dgate");
+  expect_grad_ok(grad_check(up, dup, f, 101), "dup");
   std::vector<float> short_up(100);
   EXPECT_THROW(swiglu_forward(out, gate, short_up), ShapeError);
 }
