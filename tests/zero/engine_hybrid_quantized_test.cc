@@ -31,6 +31,7 @@ namespace {
 
 using comm::Quantization;
 using testing::RunResult;
+using testing::same_run_bits;
 using testing::train_mlp;
 
 EngineConfig config_for(int stage, Dtype dtype, int group, bool quantized, int grad_accum = 1) {
@@ -40,13 +41,6 @@ EngineConfig config_for(int stage, Dtype dtype, int group, bool quantized, int g
     c.quantize_weights = stage == 3 ? Quantization::kInt8 : Quantization::kNone;
   }
   return c;
-}
-
-bool same_bits(const RunResult& a, const RunResult& b) {
-  return a.losses.size() == b.losses.size() &&
-         std::memcmp(a.losses.data(), b.losses.data(), a.losses.size() * sizeof(double)) == 0 &&  // NOLINT
-         a.master.size() == b.master.size() &&
-         std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)) == 0;
 }
 
 // Units of 13 x 1024 and 1025 x 1024 elements: multiples of 4 x 256, so at
@@ -79,7 +73,7 @@ TEST(HybridQuantized, BlockAlignedShardsGiveTheFlatQuantizedBits) {
         if (accum > 1) continue;
         // Not vacuous: the plain hybrid run has other bits.
         const RunResult plain = train_mlp(l.ranks, config_for(stage, Dtype::fp32(), l.group, false, accum), 3, 4, mlp);
-        EXPECT_FALSE(same_bits(plain, hybrid)) << what << ": quantizing changed nothing";
+        EXPECT_FALSE(same_run_bits(plain, hybrid)) << what << ": quantizing changed nothing";
       }
     }
   }
@@ -111,8 +105,8 @@ TEST(HybridQuantized, OtherShardsStayCloseToTheFlatQuantizedRun) {
       first += hybrid.losses[i];
     }
     const std::string what = fmt::format("stage {}", stage);
-    EXPECT_FALSE(same_bits(plain, hybrid)) << what << ": the hybrid run gave the plain bits (not quantized?)";
-    EXPECT_FALSE(same_bits(flat, hybrid)) << what << ": expected other blocks than the flat run's";
+    EXPECT_FALSE(same_run_bits(plain, hybrid)) << what << ": the hybrid run gave the plain bits (not quantized?)";
+    EXPECT_FALSE(same_run_bits(flat, hybrid)) << what << ": expected other blocks than the flat run's";
     EXPECT_LT(b, 0.6 * first) << what << ": the loss does not fall";
     EXPECT_NEAR(b / a, 1.0, 0.02) << what << ": last 10 losses " << b / 10 << " vs flat quantized " << a / 10;
     EXPECT_NEAR(b / p, 1.0, 0.02) << what << ": last 10 losses " << b / 10 << " vs plain hybrid " << p / 10;

@@ -24,6 +24,7 @@ namespace {
 
 using comm::Quantization;
 using testing::RunResult;
+using testing::same_run_bits;
 using testing::train_mlp;
 
 EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quantization grads,
@@ -38,13 +39,6 @@ EngineConfig quantized_config(int stage, Dtype dtype, Quantization weights, Quan
   c.quantize_grads = grads;
   c.quantize_block = block;
   return c;
-}
-
-bool same_bits(const RunResult& a, const RunResult& b) {
-  return a.losses.size() == b.losses.size() &&
-         std::memcmp(a.losses.data(), b.losses.data(), a.losses.size() * sizeof(double)) == 0 &&  // NOLINT
-         a.master.size() == b.master.size() &&
-         std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)) == 0;
 }
 
 // Per step and rank: stage 3 gathers every op's unit in forward and in
@@ -108,10 +102,10 @@ TEST(QuantizedEngine, EverySimdLevelAndEveryRunGiveTheSameBits) {
   for (Dtype dtype : {Dtype::fp32(), Dtype::bf16(), Dtype::fp16()}) {
     const EngineConfig c = quantized_config(3, dtype, Quantization::kInt8, Quantization::kInt8);
     const RunResult best = train_mlp(3, c, 8);
-    EXPECT_TRUE(same_bits(best, train_mlp(3, c, 8))) << dtype.name() << ": a second run differs";
+    EXPECT_TRUE(same_run_bits(best, train_mlp(3, c, 8))) << dtype.name() << ": a second run differs";
     for (SimdLevel level : supported_simd_levels()) {
       ScopedSimdLevel forced(level);
-      EXPECT_TRUE(same_bits(best, train_mlp(3, c, 8))) << dtype.name() << " at " << simd_level_name(level);
+      EXPECT_TRUE(same_run_bits(best, train_mlp(3, c, 8))) << dtype.name() << " at " << simd_level_name(level);
     }
   }
 }
@@ -124,7 +118,7 @@ TEST(QuantizedEngine, OverlapAndPrefetchDoNotChangeTheBits) {
     const RunResult overlapped = train_mlp(3, c, 6);
     c.overlap = false;
     c.prefetch = false;
-    EXPECT_TRUE(same_bits(overlapped, train_mlp(3, c, 6))) << rounding_mode_name(rounding);
+    EXPECT_TRUE(same_run_bits(overlapped, train_mlp(3, c, 6))) << rounding_mode_name(rounding);
   }
 }
 
@@ -141,11 +135,11 @@ TEST(QuantizedEngine, StochasticRoundingRepeatsAndDiffersFromNearest) {
     const RunResult stochastic = train_mlp(2, c, 6);
     const std::string what =
         fmt::format("weights {}, grads {}", comm::quantization_name(weights), comm::quantization_name(grads));
-    EXPECT_FALSE(same_bits(nearest, stochastic)) << what;
-    EXPECT_TRUE(same_bits(stochastic, train_mlp(2, c, 6))) << what << ": a second run differs";
+    EXPECT_FALSE(same_run_bits(nearest, stochastic)) << what;
+    EXPECT_TRUE(same_run_bits(stochastic, train_mlp(2, c, 6))) << what << ": a second run differs";
     for (SimdLevel level : supported_simd_levels()) {
       ScopedSimdLevel forced(level);
-      EXPECT_TRUE(same_bits(stochastic, train_mlp(2, c, 6))) << what << " at " << simd_level_name(level);
+      EXPECT_TRUE(same_run_bits(stochastic, train_mlp(2, c, 6))) << what << " at " << simd_level_name(level);
     }
   }
 }
@@ -163,7 +157,7 @@ TEST(QuantizedEngine, DelayRunsPlainThenQuantizes) {
 
   const RunResult plain_start = train_mlp(2, plain, kDelay);
   const RunResult delayed_start = train_mlp(2, delayed, kDelay);
-  EXPECT_TRUE(same_bits(plain_start, delayed_start)) << "the first steps are not the plain run's";
+  EXPECT_TRUE(same_run_bits(plain_start, delayed_start)) << "the first steps are not the plain run's";
   for (int r = 0; r < 2; ++r) {
     for (comm::Collective k : {comm::Collective::kReduceScatter, comm::Collective::kAllGather}) {
       EXPECT_EQ(delayed_start.step_comm[r][k].bytes_sent, plain_start.step_comm[r][k].bytes_sent) << r;
@@ -174,8 +168,8 @@ TEST(QuantizedEngine, DelayRunsPlainThenQuantizes) {
   const RunResult run = train_mlp(2, delayed, kDelay + 3);
   for (size_t i = 0; i < kDelay; ++i) EXPECT_EQ(run.losses[i], plain_run.losses[i]) << "step " << i + 1;
   EXPECT_NE(run.losses[kDelay], plain_run.losses[kDelay]) << "step " << kDelay + 1 << " was not quantized";
-  EXPECT_FALSE(same_bits(run, plain_run));
-  EXPECT_FALSE(same_bits(run, undelayed));
+  EXPECT_FALSE(same_run_bits(run, plain_run));
+  EXPECT_FALSE(same_run_bits(run, undelayed));
   for (int r = 0; r < 2; ++r) {
     for (comm::Collective k : {comm::Collective::kReduceScatter, comm::Collective::kAllGather}) {
       EXPECT_EQ(run.step_comm[r][k].bytes_sent, undelayed.step_comm[r][k].bytes_sent) << r;
@@ -207,7 +201,7 @@ TEST(QuantizedEngine, LossStaysCloseToThePlainRun) {
         first += run.losses[static_cast<size_t>(i)];
       }
       const std::string what = fmt::format("stage {} grads {}", stage, comm::quantization_name(grads));
-      EXPECT_FALSE(same_bits(reference, run)) << what << ": the quantized run gave the plain bits (not quantized?)";
+      EXPECT_FALSE(same_run_bits(reference, run)) << what << ": the quantized run gave the plain bits (not quantized?)";
       EXPECT_LT(b, 0.6 * first) << what << ": the loss does not fall";
       const double tolerance = grads == Quantization::kInt4 ? 0.10 : 0.02;
       EXPECT_NEAR(b / a, 1.0, tolerance) << what << ": mean of the last 10 losses " << b / 10 << " vs plain " << a / 10;

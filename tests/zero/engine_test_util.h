@@ -139,6 +139,15 @@ inline RunResult train_mlp(int n, const EngineConfig& config, int steps, int mic
 // Two runs gave the same bits: every loss, the master weights and the
 // compute parameters (bits, not values: -0.0 against 0.0 or a NaN's payload
 // would differ).
+// Whether two runs have the same losses and final master weights, bit for
+// bit (expect_same_bits says where they differ).
+inline bool same_run_bits(const RunResult& a, const RunResult& b) {
+  return a.losses.size() == b.losses.size() &&
+         std::memcmp(a.losses.data(), b.losses.data(), a.losses.size() * sizeof(double)) == 0 &&  // NOLINT
+         a.master.size() == b.master.size() &&
+         std::memcmp(a.master.data(), b.master.data(), a.master.size() * sizeof(float)) == 0;
+}
+
 inline void expect_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
   ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
   for (size_t i = 0; i < a.losses.size(); ++i) {
