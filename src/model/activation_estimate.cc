@@ -13,20 +13,19 @@ ActivationTerms::ActivationTerms(ActivationEstimate& est) : est_(est) {
 }
 
 void ActivationTerms::add(const ActivationRule& r, const char* role, uint64_t count) {
-  const uint64_t align = static_cast<uint64_t>(est_.config.align_elements);
-  const uint64_t padded = (r.elements + align - 1) / align * align;
-  ActivationTerm term{r.name,     r.shape, role,
-                      r.elements, count,   padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
-  est_.total_bytes += term.bytes;
-  est_.terms.push_back(std::move(term));
+  add_slots(r.name, r, role, count, r.elements);
 }
 
 void ActivationTerms::add_bf16(const ActivationRule& r, const char* role, uint64_t count) {
+  add_slots(r.name + " (bf16)", r, role, count, (r.elements + 1) / 2);
+}
+
+void ActivationTerms::add_slots(std::string name, const ActivationRule& r, const char* role, uint64_t count,
+                                uint64_t slots) {
   const uint64_t align = static_cast<uint64_t>(est_.config.align_elements);
-  const uint64_t slots = (r.elements + 1) / 2;
   const uint64_t padded = (slots + align - 1) / align * align;
-  ActivationTerm term{r.name + " (bf16)", r.shape, role,
-                      r.elements,         count,   padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
+  ActivationTerm term{std::move(name), r.shape, role,
+                      r.elements,      count,   padded * count * static_cast<uint64_t>(est_.config.element_bytes)};
   est_.total_bytes += term.bytes;
   est_.terms.push_back(std::move(term));
 }

@@ -76,6 +76,9 @@ class ActivationTerms {
   void add_unpadded(const ActivationRule& rule, const char* role, uint64_t count);
 
  private:
+  // `slots` elements of the config's size hold the tensor, padded to the
+  // alignment.
+  void add_slots(std::string name, const ActivationRule& rule, const char* role, uint64_t count, uint64_t slots);
   ActivationEstimate& est_;
 };
 
