@@ -11,7 +11,9 @@
 #   (sourcing)             BED_NS_A/B, BED_HOST_A/B, BED_ADDR_A/B, BED_DIR (a
 #                          temporary folder removed with the bed) and the EXIT
 #                          trap bed_down
-#   bed_up                 make the hosts
+#   bed_up                 make the hosts; each gets its own half of the CPUs
+#                          this shell may use (BED_CPUS_A/B, BED_CORES_PER_HOST;
+#                          both all of them on a machine of one)
 #   bed_shape RATE [DELAY] shape both directions of the link: tbf at RATE
 #                          (e.g. 1gbit, 10gbit; "" or none: no limit) and, when
 #                          DELAY is given (e.g. 1ms, 100us), netem's delay
@@ -41,6 +43,7 @@ BED_TIMEOUT=${BED_TIMEOUT:-600}  # seconds one bed_mpirun may take
 BED_MPIRUN=${BED_MPIRUN:-mpirun}
 bed_sampler=""
 BED_SHAPE=none
+BED_CPUS_A="" BED_CPUS_B="" BED_CORES_PER_HOST=0
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -65,6 +68,33 @@ bed_down() {
 
 trap bed_down EXIT
 
+# The CPUs this shell may run on, one number per line ("0-3,8" -> 0 1 2 3 8).
+bed_allowed_cpus() {
+  local list range
+  list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+  for range in ${list//,/ }; do
+    if [[ $range == *-* ]]; then seq "${range%-*}" "${range#*-}"; else echo "$range"; fi
+  done
+}
+
+# Two real hosts do not share cores; the bed's run on one machine. Each host
+# runs on its own half of it: its launcher under taskset, and so its ranks
+# (mpirun runs them unbound, below). Before, each host's OpenMPI bound its
+# first rank to core 0: the same core on both hosts while the other idled,
+# the compute term's miss of docs/scale.md.
+bed_split_cpus() {
+  local cpus half
+  mapfile -t cpus < <(bed_allowed_cpus)
+  if [ ${#cpus[@]} -lt 2 ]; then
+    BED_CPUS_A=${cpus[*]:-0} BED_CPUS_B=${cpus[*]:-0} BED_CORES_PER_HOST=1
+    return
+  fi
+  half=$(( ${#cpus[@]} / 2 ))
+  BED_CPUS_A=$(IFS=,; echo "${cpus[*]:0:half}")
+  BED_CPUS_B=$(IFS=,; echo "${cpus[*]:half:half}")
+  BED_CORES_PER_HOST=$half
+}
+
 bed_up() {
   [ "$(id -u)" = 0 ] || skip "network namespaces need root"
   command -v ip > /dev/null || skip "ip (iproute2) is not installed"
@@ -84,16 +114,23 @@ bed_up() {
   done
   bed_step unshare --uts true
   bed_step ip netns exec "$BED_NS_A" cat /sys/class/net/veth0/statistics/tx_bytes
-  export ZDP_NETNS_HOSTS="$BED_ADDR_A=$BED_NS_A=$BED_HOST_A $BED_ADDR_B=$BED_NS_B=$BED_HOST_B"
+  command -v taskset > /dev/null || skip "taskset (util-linux) is not installed"
+  bed_split_cpus
+  bed_step taskset -c "$BED_CPUS_B" true
+  export ZDP_NETNS_HOSTS="$BED_ADDR_A=$BED_NS_A=$BED_HOST_A=$BED_CPUS_A $BED_ADDR_B=$BED_NS_B=$BED_HOST_B=$BED_CPUS_B"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # The launcher's keepalives: a cut link is noticed in seconds, not minutes.
+  # No binding: OpenMPI would bind each host's first rank to core 0 of the
+  # whole machine, whatever its host's CPUs; unbound, its ranks keep them.
   # shellcheck disable=SC2054  # the commas are OpenMPI's lists
-  BED_MPI_OPTS=(--hostfile "$BED_DIR/hosts" --mca plm_rsh_agent "$bed_here/netns_rsh.sh"
+  BED_MPI_OPTS=(--hostfile "$BED_DIR/hosts" --mca plm_rsh_agent "$bed_here/netns_rsh.sh" --bind-to none
                 --mca btl self,vader,tcp --mca btl_tcp_if_include 192.0.2.0/24 --mca oob_tcp_if_include 192.0.2.0/24
                 --mca oob_tcp_keepalive_time 8 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
 }
 
-bed_on_host_a() { ip netns exec "$BED_NS_A" unshare --uts sh -c "hostname $BED_HOST_A && exec \"\$@\"" sh "$@"; }
+bed_on_host_a() {
+  ip netns exec "$BED_NS_A" unshare --uts taskset -c "$BED_CPUS_A" sh -c "hostname $BED_HOST_A && exec \"\$@\"" sh "$@"
+}
 
 bed_ns() { case $1 in a) echo "$BED_NS_A" ;; b) echo "$BED_NS_B" ;; *) fail "no host '$1' (a or b)" ;; esac; }
 bed_tx_bytes() { ip netns exec "$(bed_ns "$1")" cat /sys/class/net/veth0/statistics/tx_bytes; }
