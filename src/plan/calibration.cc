@@ -232,7 +232,17 @@ void calibrate_comm(const CommMeasurements& m, Hardware& hw, std::string_view so
   const std::string other_build = !m.build.empty() && m.build != build_info().commit ? m.build : "";
   Link link = fit_link(m, hw, source);
   link.measured_by = other_build;
-  (m.ranks > hw.ranks_per_host ? hw.link : hw.local) = link;
+  link.idle_ms = m.idle_ms;
+  if (m.ranks <= hw.ranks_per_host) {
+    hw.local = link;
+  } else if (m.idle_ms > 0) {
+    hw.link = link;  // calls after compute, as most of a run's
+  } else {
+    // Calls back to back: the link for those that follow another at once,
+    // and for every call unless a file timed after idle gives that one.
+    hw.link_back_to_back = link;
+    if (hw.link.idle_ms == 0) hw.link = link;
+  }
   for (const comm::Quantization q : {comm::Quantization::kInt8, comm::Quantization::kInt4}) {
     CodecCost codec = fit_codec(m, q, source);
     codec.measured_by = other_build;

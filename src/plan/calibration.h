@@ -99,8 +99,10 @@ Link fit_link(const CommMeasurements& m, const Hardware& hw, std::string_view so
 // apart. Unknown (zeros) when the measurements have no such rows.
 CodecCost fit_codec(const CommMeasurements& m, comm::Quantization q, std::string_view source);
 
-// Fits and stores the link into hw.link or hw.local, and each codec the
-// measurements hold into hw's.
+// Fits and stores the link, and each codec the measurements hold into hw's.
+// One host's ranks: hw.local. Across hosts, calls timed after idle
+// (--idle-ms): hw.link; calls back to back: hw.link_back_to_back, and
+// hw.link too unless a file timed after idle gave it (either order).
 void calibrate_comm(const CommMeasurements& m, Hardware& hw, std::string_view source);
 
 // gemm_flops, model_efficiency and optimizer_s_per_param from the

@@ -126,6 +126,15 @@ std::string Hardware::oversubscribed(int ranks) const {
                      cores_per_host);
 }
 
+std::string Hardware::comm_threads_oversubscribed(int ranks) const {
+  const int on_host = std::min(ranks, ranks_per_host) * model_parallel;
+  if (cores_per_host == 0 || 2 * on_host <= cores_per_host) return "";
+  return fmt::format(
+      "overlap runs {} busy threads on a host of {} core{}: each rank's comm thread polls the collectives it hides "
+      "behind compute, and the model gives it a core of its own; serial (--no-overlap) is predicted",
+      2 * on_host, cores_per_host, cores_per_host == 1 ? "" : "s");
+}
+
 std::string Hardware::codec_from_another_build(comm::Quantization q) const {
   if (q == comm::Quantization::kNone || codec(q).measured_by.empty()) return "";
   return fmt::format(
@@ -137,7 +146,7 @@ std::string Hardware::codec_from_another_build(comm::Quantization q) const {
 std::string Hardware::link_from_another_build(int ranks) const {
   if (ranks <= 1) return "";
   const bool across_hosts = ranks > ranks_per_host;
-  const Link& l = across_hosts ? link : local;
+  const Link& l = !across_hosts ? local : link.measured_by.empty() ? link_back_to_back : link;
   if (l.measured_by.empty()) return "";
   return fmt::format(
       "the {} link was fitted to another build's collectives ({}; this is {}): run zerodp bench comm --json with "
@@ -156,6 +165,8 @@ void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view
       hw.cores_per_host = static_cast<int>(number(v, k, what, 1, 1 << 20));
     } else if (k == "link") {
       apply_link_json(v, hw.link, k, what);
+    } else if (k == "link_back_to_back") {
+      apply_link_json(v, hw.link_back_to_back, k, what);
     } else if (k == "local") {
       apply_link_json(v, hw.local, k, what);
     } else if (k == "gemm_tflops") {
@@ -173,9 +184,9 @@ void apply_hardware_json(const nlohmann::json& j, Hardware& hw, std::string_view
       // free text, for the reader of the file
     } else {
       ZDP_THROW(InputFileError,
-                "[plan] {}: unknown key \"{}\" (known: ranks_per_host, model_parallel, cores_per_host, link, local, "
-                "gemm_tflops, "
-                "model_efficiency, optimizer_ns_per_param, overlap_efficiency, codec, comment)",
+                "[plan] {}: unknown key \"{}\" (known: ranks_per_host, model_parallel, cores_per_host, link, "
+                "link_back_to_back, local, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
+                "overlap_efficiency, codec, comment)",
                 what, k);
     }
   }

@@ -33,6 +33,9 @@ struct Link {
   // is not this one: the prediction then does not use it
   // (Hardware::link_from_another_build).
   std::string measured_by = {};
+  // bench comm --idle-ms of the fit: each call timed after that long idle
+  // (0: calls back to back, or not fitted from bench comm).
+  int idle_ms = 0;
 
   bool known() const { return bandwidth > 0; }
 };
@@ -65,9 +68,17 @@ struct Hardware {
   // CPU cores of a host that run its ranks (0: not given). The model gives
   // each rank (each rank x model_parallel) a core of its own at the compute
   // rate; a host with more of them than cores is oversubscribed, and the
-  // prediction says so instead of giving a number (oversubscribed).
+  // prediction says so instead of giving a number (oversubscribed). With
+  // overlap each rank's comm thread needs a second core while it hides
+  // collectives behind compute (comm_threads_oversubscribed).
   int cores_per_host = 0;
-  Link link;                      // between hosts: the host's NIC, shared by all its ranks
+  Link link;  // between hosts: the host's NIC, shared by all its ranks
+  // The same link for a collective that starts as the rank's previous one
+  // ends, with no compute between (not known: `link`). Fitted from bench
+  // comm's calls back to back beside `link` from calls after idle: on a
+  // shaped TCP link the two can differ by 2x (docs/scale.md, "Back to back
+  // or after compute"), and the engine makes both kinds of call.
+  Link link_back_to_back;
   Link local;                     // between ranks of one host (shared memory), per rank
   double gemm_flops = 0;          // FLOP/s of one rank's GEMM
   double model_efficiency = 1.0;  // the model's forward + backward rate / gemm_flops
@@ -90,6 +101,15 @@ struct Hardware {
   // Why the model cannot predict a run of `ranks` ranks on this machine
   // (more of them on a host than its cores), or "" when it can.
   std::string oversubscribed(int ranks) const;
+  // Why the overlapped step of `ranks` ranks cannot be predicted while the
+  // serial one (overlap off) can: a collective in flight keeps its comm
+  // thread busy (OpenMPI progresses only inside MPI_Testsome, which it
+  // polls; the thread backend spins), so a schedule that hides collectives
+  // behind compute runs two busy threads per rank. Fewer cores than that on
+  // a host slow the compute the model runs at full rate. "" when the host
+  // has them or its cores are not given; call only for a schedule that
+  // runs collectives beside compute (StepTime::overlapped_compute_s).
+  std::string comm_threads_oversubscribed(int ranks) const;
   // Why a run whose collectives use the codec of `q` (kNone: none) cannot be
   // predicted: that codec's cost measured by another build. "" otherwise.
   std::string codec_from_another_build(comm::Quantization q) const;
@@ -106,7 +126,7 @@ struct Hardware {
 
 // Reads the keys present in `j` into `hw` (others keep their values):
 // ranks_per_host, model_parallel, cores_per_host, link {bandwidth_GBps, latency_us},
-// local {bandwidth_GBps, latency_us}, gemm_tflops, model_efficiency,
+// link_back_to_back and local (the same keys as link), gemm_tflops, model_efficiency,
 // optimizer_ns_per_param, overlap_efficiency, codec {int8, int4: {quantize_ns,
 // dequantize_ns}} (per element). InputFileError naming `what`
 // and the key for an unknown key, a wrong type or a value out of range.

@@ -26,20 +26,28 @@ class Timeline {
  public:
   explicit Timeline(bool overlap) : overlap_(overlap) {}
 
+  // Whether a task submitted now starts as the rank's previous collective
+  // ends, with no compute between (Hardware::link_back_to_back).
+  bool back_to_back() const { return last_comm_end_ >= (overlap_ ? std::max(now_, comm_free_) : now_); }
   // Returns when the task is done.
   double submit(double seconds) {
     comm_s_ += seconds;
-    if (!overlap_) return now_ += seconds;
+    if (!overlap_) return last_comm_end_ = now_ += seconds;
     comm_free_ = std::max(now_, comm_free_) + seconds;
-    return comm_free_;
+    return last_comm_end_ = comm_free_;
   }
   // A collective the compute thread calls itself.
   void call(double seconds) {
     comm_s_ += seconds;
     now_ += seconds;
+    last_comm_end_ = std::max(last_comm_end_, now_);
   }
   void wait(double done) { now_ = std::max(now_, done); }
-  void compute(double seconds) { now_ += seconds; }
+  void compute(double seconds) {
+    // The comm thread is busy from its last idle moment to comm_free_.
+    overlapped_s_ += std::clamp(comm_free_ - now_, 0.0, seconds);
+    now_ += seconds;
+  }
   void drain() { now_ = std::max(now_, comm_free_); }
   // engine.cc's limit_in_flight.
   void limit_in_flight(double done) {
@@ -54,12 +62,23 @@ class Timeline {
 
   double now() const { return now_; }
   double comm_seconds() const { return comm_s_; }
+  double overlapped_seconds() const { return overlapped_s_; }
 
  private:
   bool overlap_;
   double now_ = 0, comm_free_ = 0, comm_s_ = 0;
+  double last_comm_end_ = -1;  // when the rank's last collective ended (none yet: before the step)
+  double overlapped_s_ = 0;    // compute while the comm thread ran a collective
   std::deque<double> in_flight_;
 };
+
+// The machine as a collective that follows another one with no compute
+// between sees it: the hosts' back-to-back link where one was fitted.
+Hardware back_to_back_machine(const Hardware& hw) {
+  Hardware busy = hw;
+  if (hw.link_back_to_back.known()) busy.link = hw.link_back_to_back;
+  return busy;
+}
 
 // The ranks a stage partitions over: the shard group, or all N (flat, and
 // stage 0, which partitions nothing).
@@ -81,6 +100,7 @@ class StepSimulation {
       : disk_s_(disk_s),
         run_(run),
         hw_(hw),
+        busy_hw_(back_to_back_machine(hw)),
         traits_(traits(run.stage)),
         timeline_(overlap),
         group_(partition_ranks(run)),
@@ -137,6 +157,7 @@ class StepSimulation {
     t.param_write_s = param_write_s_;
     t.comm_s = timeline_.comm_seconds();
     t.scheduled_s = timeline_.now();
+    t.overlapped_compute_s = timeline_.overlapped_seconds();
     t.sent_bytes = sent_;
     t.link_bytes = link_;
     t.flops = flops_per_micro_ * run_.grad_accum;
@@ -154,13 +175,15 @@ class StepSimulation {
     return static_cast<double>(comm::quantized_bytes(static_cast<uint64_t>(elements), f));
   }
 
-  // One collective over the communicator `p`. link_ is a host's link, all
-  // of its ranks' traffic (link_bytes_per_exchange counts the sharing).
+  // One collective over the communicator `p`, timed on the link as it is
+  // when the collective starts: right after the rank's previous one, or
+  // after compute. link_ is a host's link, all of its ranks' traffic
+  // (link_bytes_per_exchange counts the sharing).
   double cost(CollectiveOp op, double buffer_bytes, const Placement& p) {
     ++collectives_;
     sent_ += sent_bytes(op, buffer_bytes, p.ranks);
     link_ += exchange_steps(op) * (p.ranks > 1 ? link_bytes_per_exchange(buffer_bytes, p, hw_) : 0);
-    const double seconds = collective_seconds(op, buffer_bytes, p, hw_);
+    const double seconds = collective_seconds(op, buffer_bytes, p, timeline_.back_to_back() ? busy_hw_ : hw_);
     terms_.of(op) += seconds;
     return seconds;
   }
@@ -291,6 +314,7 @@ class StepSimulation {
   double param_write_s_ = 0;
   const StepTimeRun& run_;
   const Hardware& hw_;
+  const Hardware busy_hw_;  // back_to_back_machine(hw_)
   const StageTraits& traits_;
   Timeline timeline_;
   int group_;                             // the ranks the states are partitioned over, G (N when flat)

@@ -128,6 +128,9 @@ struct StepTime {
   double flops = 0;          // model FLOPs per rank (per GPU with model parallelism) per step
   int collectives = 0;       // calls per step, the small ones included
   CommTerms comm_terms;      // comm_s, term by term
+  // Of compute_s + the optimizer, the time the schedule runs a collective
+  // on the comm thread beside it (each rank then has two busy threads).
+  double overlapped_compute_s = 0;
 
   // The optimizer's phase on the rank's thread: with --offload-optimizer
   // its passes stream the disk while it computes, and the parameter shards'

@@ -48,6 +48,13 @@ void format_step_table(Out add, const StepTimePrediction& p) {
       fmt::format_to(add, "{:<6}not predicted: {}\n", static_cast<int>(row.run.stage), row.not_predicted);
       continue;
     }
+    if (!row.overlap_not_predicted.empty()) {  // the serial step, and why not the overlapped one
+      fmt::format_to(add, "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12}{:>10}{:>8}{:>12.2f}{:>12.2f}{:>13}{:>14}\n",
+                     static_cast<int>(row.run.stage), t.compute_s, t.optimizer_phase_s(), t.comm_s, t.serial_s, "-",
+                     "-", "-", t.sent_bytes / 1e6, t.link_bytes / 1e6, "-", "-");
+      fmt::format_to(add, "{:<6}step not predicted: {}\n", "", row.overlap_not_predicted);
+      continue;
+    }
     fmt::format_to(
         add,
         "{:<6}{:>11.4f}{:>10.4f}{:>10.4f}{:>10.4f}{:>12.4f}{:>10.4f}{:>7.0f}%{:>12.2f}{:>12.2f}{:>13.1f}{:>14.4f}\n",
@@ -84,12 +91,14 @@ void format_terms_table(Out add, const StepTimePrediction& p) {
     if (!row.not_predicted.empty()) continue;  // said in the table above
     const StepTime& t = row.time;
     const CommTerms& c = t.comm_terms;
-    fmt::format_to(add,
-                   "{:<4}{:<6}{:>11.4f}{:>10.4f}{}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{}{:>10.4f}{:>10.4f}\n",
+    // The overlapped step not predicted (said above): its terms, nothing hidden.
+    const bool overlap = row.overlap_not_predicted.empty();
+    fmt::format_to(add, "{:<4}{:<6}{:>11.4f}{:>10.4f}{}{:>12.4f}{:>16.4f}{:>12.4f}{:>10.4f}{:>10.4f}{}{:>10}{:>10}\n",
                    row.run.ranks, static_cast<int>(row.run.stage), t.compute_s, t.optimizer_s,
                    disk ? fmt::format("{:>10.4f}", t.disk_s + t.param_write_s) : "", c.all_reduce_s, c.reduce_scatter_s,
                    c.all_gather_s, c.small_s, c.codec_s, params ? fmt::format("{:>13.4f}", c.param_read_s) : "",
-                   t.hidden_s(), t.step_s);
+                   overlap ? fmt::format("{:.4f}", t.hidden_s()) : "-",
+                   overlap ? fmt::format("{:.4f}", t.step_s) : "-");
   }
 }
 
@@ -113,7 +122,13 @@ StepTimePrediction predict_step_times(const GptShape& shape, std::string model_n
       if (why.empty()) why = hw.link_from_another_build(n);
       if (why.empty()) why = hw.codec_from_another_build(weights);
       if (why.empty()) why = hw.codec_from_another_build(grads);
-      p.rows.push_back({run, why.empty() ? predict_step_time(shape, run, hw) : StepTime{}, why});
+      StepTimeRow& row = p.rows.emplace_back(StepTimeRow{.run = run, .time = {}, .not_predicted = why});
+      if (!why.empty()) continue;
+      row.time = predict_step_time(shape, run, hw);
+      // Only a schedule that runs collectives beside compute needs the comm
+      // thread's core; one that runs them while the compute thread sleeps
+      // (stage 0's single bucket) does not.
+      if (row.time.overlapped_compute_s > 0) row.overlap_not_predicted = hw.comm_threads_oversubscribed(n);
     }
   }
   return p;
@@ -141,6 +156,10 @@ std::string format_step_time_text(const StepTimePrediction& p) {
                    r0.shard_group, r0.shard_group);
   }
   fmt::format_to(add, "  link between hosts  {}\n", describe_link(hw.link));
+  if (hw.link_back_to_back.known()) {
+    fmt::format_to(add, "    back to back      {}: a collective that starts as the rank's previous one ends\n",
+                   describe_link(hw.link_back_to_back));
+  }
   fmt::format_to(add, "  shared memory       {}\n", describe_link(hw.local));
   fmt::format_to(add, "  compute             {} GFLOP/s GEMM x {} model efficiency = {} GFLOP/s per {}  [{}]\n",
                  format_significant(hw.gemm_flops / 1e9), format_significant(hw.model_efficiency, 3),
@@ -187,6 +206,7 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
       {"cores_per_host", hw.cores_per_host},
       {"model_parallel", hw.model_parallel},
       {"link", link(hw.link)},
+      {"link_back_to_back", link(hw.link_back_to_back)},
       {"local", link(hw.local)},
       {"gemm_tflops", hw.gemm_flops / 1e12},
       {"model_efficiency", hw.model_efficiency},
@@ -244,6 +264,13 @@ nlohmann::json step_time_to_json(const StepTimePrediction& p) {
         r.erase(key);
       }
       r["not_predicted"] = row.not_predicted;
+    } else if (!row.overlap_not_predicted.empty()) {  // serial_s and the terms stay
+      json& r = rows.back();
+      for (const char* key :
+           {"scheduled_s", "step_s", "hidden_fraction", "hidden_s", "tokens_per_s", "tflops_per_rank"}) {
+        r.erase(key);
+      }
+      r["overlap_not_predicted"] = row.overlap_not_predicted;
     }
   }
   j["rows"] = rows;

@@ -22,6 +22,9 @@ struct StepTimeRow {
   // Why the model gives no time for this run (Hardware::oversubscribed);
   // "" when `time` is its prediction.
   std::string not_predicted = {};
+  // Why it gives the serial step (overlap off) but not the overlapped one
+  // (Hardware::comm_threads_oversubscribed); "" when it gives both.
+  std::string overlap_not_predicted = {};
 };
 
 struct StepTimePrediction {

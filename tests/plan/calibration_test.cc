@@ -48,6 +48,38 @@ TEST(Calibration, OneHostCalibratesSharedMemory) {
   EXPECT_FALSE(hw.link.known());
 }
 
+// Across hosts, calls timed after idle fit the link and calls back to back
+// the back-to-back link, in either order; calls back to back alone fit both.
+TEST(Calibration, CallsAfterIdleAndBackToBackFitTheirOwnLinks) {
+  CommMeasurements idle = two_hosts();
+  idle.idle_ms = 300;
+  CommMeasurements busy = two_hosts();
+  for (CommSample& s : busy.samples) s.seconds *= 2;
+  const double idle_rate = fit_link(idle, Hardware{}, "idle").bandwidth;
+  const double busy_rate = fit_link(busy, Hardware{}, "busy").bandwidth;
+  ASSERT_LT(busy_rate, idle_rate);
+  for (const bool idle_first : {true, false}) {
+    SCOPED_TRACE(idle_first);
+    Hardware hw;
+    calibrate_comm(idle_first ? idle : busy, hw, "first");
+    calibrate_comm(idle_first ? busy : idle, hw, "second");
+    EXPECT_DOUBLE_EQ(hw.link.bandwidth, idle_rate);
+    EXPECT_EQ(hw.link.idle_ms, 300);
+    EXPECT_DOUBLE_EQ(hw.link_back_to_back.bandwidth, busy_rate);
+    EXPECT_EQ(hw.link_back_to_back.idle_ms, 0);
+  }
+  Hardware hw;
+  calibrate_comm(busy, hw, "busy");
+  EXPECT_DOUBLE_EQ(hw.link.bandwidth, busy_rate);
+  EXPECT_DOUBLE_EQ(hw.link_back_to_back.bandwidth, busy_rate);
+  // Another build's back-to-back fit is another build's link too.
+  busy.build = "0123abc";
+  Hardware other;
+  calibrate_comm(idle, other, "idle");
+  calibrate_comm(busy, other, "busy");
+  EXPECT_NE(other.link_from_another_build(2).find("0123abc"), std::string::npos);
+}
+
 TEST(Calibration, CommJsonRoundTrips) {
   const CommMeasurements m = two_hosts();
   const nlohmann::json j = comm_measurements_to_json(m);
@@ -164,6 +196,7 @@ TEST(Hardware, ReadsEveryKey) {
   Hardware hw;
   apply_hardware_json(nlohmann::json::parse(R"({"ranks_per_host": 2, "model_parallel": 16, "cores_per_host": 48,
       "link": {"bandwidth_GBps": 100, "latency_us": 5}, "local": {"bandwidth_GBps": 150, "latency_us": 1},
+      "link_back_to_back": {"bandwidth_GBps": 50, "latency_us": 6},
       "gemm_tflops": 90, "model_efficiency": 0.5, "optimizer_ns_per_param": 0.1, "overlap_efficiency": 0.8,
       "comment": "DGX-2"})"),
                       hw, "test");
@@ -173,6 +206,8 @@ TEST(Hardware, ReadsEveryKey) {
   EXPECT_DOUBLE_EQ(hw.link.bandwidth, 1e11);
   EXPECT_DOUBLE_EQ(hw.link.latency_s, 5e-6);
   EXPECT_DOUBLE_EQ(hw.local.bandwidth, 1.5e11);
+  EXPECT_DOUBLE_EQ(hw.link_back_to_back.bandwidth, 5e10);
+  EXPECT_DOUBLE_EQ(hw.link_back_to_back.latency_s, 6e-6);
   EXPECT_DOUBLE_EQ(hw.gemm_flops, 9e13);
   EXPECT_DOUBLE_EQ(hw.compute_flops(), 4.5e13);
   EXPECT_DOUBLE_EQ(hw.optimizer_s_per_param, 1e-10);

@@ -86,6 +86,7 @@ TEST(StepTime, Stage2OnTwoRanksByHand) {
   // all-gathers: 3.448 + 0.024 + 0.146 + 0.584 = 4.202 ms.
   EXPECT_NEAR(t.scheduled_s, 4.202e-3, 1e-12);
   EXPECT_NEAR(t.step_s, 4.202e-3, 1e-12);
+  EXPECT_NEAR(t.overlapped_compute_s, 1.6e-5, 1e-12);  // that reduce-scatter beside the block's backward
   EXPECT_NEAR(t.hidden_fraction(), 1.6e-5 / t.comm_s, 1e-9);
   EXPECT_NEAR(t.sent_bytes, 2 * 584 + 3 * 8, 1e-9);
   EXPECT_EQ(t.collectives, 3 + 3 + 3);
@@ -100,6 +101,35 @@ TEST(StepTime, Stage2OnTwoRanksByHand) {
   EXPECT_NEAR(t.compute_s + t.optimizer_s + t.comm_terms.total() - t.hidden_s(), t.step_s, 1e-15);
 }
 
+// A collective that starts as the rank's previous one ends, with no compute
+// between, is timed on the back-to-back link (here half the rate); one
+// that follows compute on the link after idle. Stage 2 of
+// Stage2OnTwoRanksByHand with both.
+TEST(StepTime, CollectivesBackToBackUseTheirOwnLink) {
+  Hardware hw = slow_link();
+  hw.link_back_to_back = {.latency_s = 0, .bandwidth = 5e5, .source = "test"};
+  const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k2), hw);
+  // Reduce-scatters: the final layernorm's (16 us) after the head's
+  // backward and the block's (488 us) after its own: after compute; the
+  // embedding's follows the block's at once (its backward computes
+  // nothing): 160 us. The three small ones follow it: 16 us each. After the
+  // optimizer, the embedding's all-gather (80 us) follows compute, the
+  // block's and the final layernorm's follow it: 976 and 32 us.
+  EXPECT_NEAR(t.comm_terms.reduce_scatter_s, (16 + 488 + 160) * 1e-6, 1e-12);
+  EXPECT_NEAR(t.comm_terms.small_s, 3 * 16e-6, 1e-12);
+  EXPECT_NEAR(t.comm_terms.all_gather_s, (80 + 976 + 32) * 1e-6, 1e-12);
+  EXPECT_NEAR(t.comm_s, 1.8e-3, 1e-12);
+  // Overlapped: the embedding's reduce-scatter starts at 3.368 ms as the
+  // block's ends, to 3.528; + 48 us small + 146 us optimizer + 1088 us of
+  // all-gathers = 4.810 ms. Serial: the block's reduce-scatter starts after
+  // its backward, at 2.896 ms: 16 us later, to 4.826 ms.
+  EXPECT_NEAR(t.scheduled_s, 4.810e-3, 1e-12);
+  EXPECT_NEAR(t.serial_s, 4.826e-3, 1e-12);
+  // Without a back-to-back link every call takes the link.
+  hw.link_back_to_back = {};
+  EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k2), hw).scheduled_s, 4.202e-3, 1e-12);
+}
+
 TEST(StepTime, Stage0OneBucketHidesNothing) {
   const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k0), slow_link());
   // One bucket of all 292 elements, all-reduced after backward: 2 x 584 us.
@@ -107,6 +137,7 @@ TEST(StepTime, Stage0OneBucketHidesNothing) {
   EXPECT_NEAR(t.optimizer_s, 2.92e-4, 1e-12);  // every element
   EXPECT_NEAR(t.serial_s, 2.88e-3 + 2.92e-4 + 1.192e-3, 1e-12);
   EXPECT_NEAR(t.scheduled_s, t.serial_s, 1e-12);
+  EXPECT_EQ(t.overlapped_compute_s, 0.0);  // the compute thread waits for it
   EXPECT_EQ(t.collectives, 1 + 3);
   EXPECT_NEAR(t.comm_terms.all_reduce_s, 1.168e-3, 1e-12);  // all of it but the small ones
   EXPECT_EQ(t.comm_terms.reduce_scatter_s + t.comm_terms.all_gather_s, 0.0);
@@ -290,6 +321,50 @@ TEST(StepTime, OversubscribedHostsAreNotPredicted) {
   EXPECT_TRUE(hw.oversubscribed(4).empty());
   hw.cores_per_host = 0;  // not given: assumed
   EXPECT_TRUE(hw.oversubscribed(4).empty());
+}
+
+// With overlap each rank's comm thread polls the collectives the schedule
+// runs beside compute: a host needs two cores per rank for the overlapped
+// step. With fewer, the rows whose schedule does so give the serial step
+// and say why not the overlapped one; a schedule that runs its collectives
+// while the compute thread waits (the single bucket of stage 0 here) is
+// predicted whole.
+TEST(StepTime, CommThreadsNeedTheirOwnCoresToOverlap) {
+  Hardware hw = slow_link();
+  hw.cores_per_host = 1;  // one rank per host (the default) on one core
+  const StepTimePrediction p = predict_step_times(tiny(), "tiny", tiny_run(Stage::k0), {2}, hw);
+  ASSERT_EQ(p.rows.size(), 4u);
+  for (const StepTimeRow& row : p.rows) {
+    SCOPED_TRACE(static_cast<int>(row.run.stage));
+    EXPECT_TRUE(row.not_predicted.empty());
+    EXPECT_GT(row.time.serial_s, 0.0);
+    const bool beside_compute = row.time.overlapped_compute_s > 0;
+    EXPECT_EQ(beside_compute, row.run.stage != Stage::k0);
+    EXPECT_EQ(row.overlap_not_predicted.empty(), !beside_compute) << row.overlap_not_predicted;
+  }
+  EXPECT_NE(p.rows[3].overlap_not_predicted.find("overlap runs 2 busy threads on a host of 1 core"), std::string::npos);
+  const std::string text = format_step_time_text(p);
+  EXPECT_NE(text.find("      step not predicted: overlap runs 2 busy threads"), std::string::npos) << text;
+  const nlohmann::json j = step_time_to_json(p);
+  EXPECT_TRUE(j["rows"][0].contains("step_s"));
+  EXPECT_FALSE(j["rows"][0].contains("overlap_not_predicted"));
+  EXPECT_FALSE(j["rows"][3].contains("step_s"));
+  EXPECT_FALSE(j["rows"][3].contains("hidden_s"));
+  EXPECT_DOUBLE_EQ(j["rows"][3]["serial_s"].get<double>(), p.rows[3].time.serial_s);
+  EXPECT_EQ(j["rows"][3]["overlap_not_predicted"], p.rows[3].overlap_not_predicted);
+  // Two cores a rank: every row whole.
+  hw.cores_per_host = 2;
+  for (const StepTimeRow& row : predict_step_times(tiny(), "tiny", tiny_run(Stage::k0), {2}, hw).rows) {
+    EXPECT_TRUE(row.overlap_not_predicted.empty()) << row.overlap_not_predicted;
+  }
+  // Two ranks a host of three cores: the ranks fit, their comm threads do not.
+  hw.ranks_per_host = 2;
+  hw.cores_per_host = 3;
+  hw.local = {.latency_s = 0, .bandwidth = 1e9, .source = "test"};
+  EXPECT_TRUE(hw.oversubscribed(4).empty());
+  EXPECT_NE(hw.comm_threads_oversubscribed(4).find("4 busy threads on a host of 3 cores"), std::string::npos);
+  hw.cores_per_host = 0;  // not given: assumed
+  EXPECT_TRUE(hw.comm_threads_oversubscribed(4).empty());
 }
 
 }  // namespace
