@@ -122,8 +122,8 @@ void Hardware::validate() const {
 std::string Hardware::oversubscribed(int ranks) const {
   const int on_host = std::min(ranks, ranks_per_host) * model_parallel;
   if (cores_per_host == 0 || on_host <= cores_per_host) return "";
-  return fmt::format("{} ranks on a host of {} cores: the model gives each its own core (oversubscribed)", on_host,
-                     cores_per_host);
+  return fmt::format("{} ranks on a host of {} core{}: the model gives each its own core (oversubscribed)", on_host,
+                     cores_per_host, cores_per_host == 1 ? "" : "s");
 }
 
 std::string Hardware::comm_threads_oversubscribed(int ranks) const {
