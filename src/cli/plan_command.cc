@@ -332,13 +332,14 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
   cmd->add_option(
       "--hardware", o.hardware,
       "A JSON file describing the machine: ranks_per_host, model_parallel, cores_per_host, link {bandwidth_GBps, "
-      "latency_us}, local {...}, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
+      "latency_us}, link_back_to_back {...}, local {...}, gemm_tflops, model_efficiency, optimizer_ns_per_param, "
       "overlap_efficiency, codec {int8, int4: {quantize_ns, dequantize_ns}} (docs/plan.md); measurements "
       "and flags override it");
   cmd->add_option("--calibrate-comm", o.calibrate_comm,
                   "Output of zerodp bench comm --json: fits the link's latency and bandwidth (across hosts when its "
                   "ranks exceed --ranks-per-host, else shared memory), and with --codec the compressed collectives' "
-                  "packing cost; repeat for both links");
+                  "packing cost; repeat for both links. Across hosts give calls timed after idle (--idle-ms) and "
+                  "calls back to back: each collective is timed on the one it is (one file serves both)");
   cmd->add_option("--calibrate-model", o.calibrate_model,
                   "Output of zerodp bench model --json: the GEMM rate, the model's share of it and the optimizer's "
                   "cost per parameter");
@@ -346,7 +347,9 @@ void add_predict_options(CLI::App* cmd, PlanOptions& o) {
                   "Ranks of one data-parallel group on a host (consecutive ranks share a host; default 1)");
   cmd->add_option("--cores-per-host", o.cores_per_host,
                   "CPU cores of a host that run ranks (default: not given). More ranks on a host than cores: the "
-                  "step time is not predicted (the model gives each rank a core), and the row says so");
+                  "step time is not predicted (the model gives each rank a core), and the row says so; fewer than "
+                  "two a rank: the overlapped step of a schedule that runs collectives beside compute is not "
+                  "predicted (each comm thread polls on a core of its own), the serial one is");
   cmd->add_option("--model-parallel", o.model_parallel,
                   "GPUs per data-parallel rank (model parallelism inside a host; default 1): each holds and computes "
                   "1/M of the model and runs its slice's collectives over the host's link");

@@ -130,8 +130,8 @@ std::string Hardware::comm_threads_oversubscribed(int ranks) const {
   const int on_host = std::min(ranks, ranks_per_host) * model_parallel;
   if (cores_per_host == 0 || 2 * on_host <= cores_per_host) return "";
   return fmt::format(
-      "overlap runs {} busy threads on a host of {} core{}: each rank's comm thread polls the collectives it hides "
-      "behind compute, and the model gives it a core of its own; serial (--no-overlap) is predicted",
+      "overlap runs {} busy threads on a host of {} core{}: each rank's comm thread polls the collectives it runs "
+      "beside compute, and the model gives it a core of its own; serial (--no-overlap) is predicted",
       2 * on_host, cores_per_host, cores_per_host == 1 ? "" : "s");
 }
 
