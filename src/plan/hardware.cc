@@ -119,20 +119,28 @@ void Hardware::validate() const {
   ZDP_CHECK(optimizer_s_per_param >= 0, ConfigError, "[plan] optimizer cost per parameter must not be negative");
 }
 
+namespace {
+
+// "" when `busy` threads fit a host's cores (or the cores are not given),
+// else "N <what> on a host of C core(s)" for the caller's reason.
+std::string over_cores(int busy, int cores, std::string_view what) {
+  if (cores == 0 || busy <= cores) return "";
+  return fmt::format("{} {} on a host of {} core{}", busy, what, cores, cores == 1 ? "" : "s");
+}
+
+}  // namespace
+
 std::string Hardware::oversubscribed(int ranks) const {
-  const int on_host = std::min(ranks, ranks_per_host) * model_parallel;
-  if (cores_per_host == 0 || on_host <= cores_per_host) return "";
-  return fmt::format("{} ranks on a host of {} core{}: the model gives each its own core (oversubscribed)", on_host,
-                     cores_per_host, cores_per_host == 1 ? "" : "s");
+  const std::string over = over_cores(ranks_on_host(ranks), cores_per_host, "ranks");
+  return over.empty() ? over : over + ": the model gives each its own core (oversubscribed)";
 }
 
 std::string Hardware::comm_threads_oversubscribed(int ranks) const {
-  const int on_host = std::min(ranks, ranks_per_host) * model_parallel;
-  if (cores_per_host == 0 || 2 * on_host <= cores_per_host) return "";
-  return fmt::format(
-      "overlap runs {} busy threads on a host of {} core{}: each rank's comm thread polls the collectives it runs "
-      "beside compute, and the model gives it a core of its own; serial (--no-overlap) is predicted",
-      2 * on_host, cores_per_host, cores_per_host == 1 ? "" : "s");
+  const std::string over = over_cores(2 * ranks_on_host(ranks), cores_per_host, "busy threads");
+  return over.empty() ? over
+                      : "overlap runs " + over +
+                            ": each rank's comm thread polls the collectives it runs beside compute, and the model "
+                            "gives it a core of its own; serial (--no-overlap) is predicted";
 }
 
 std::string Hardware::codec_from_another_build(comm::Quantization q) const {

@@ -12,6 +12,7 @@
 // Thread-safety: plain values; the functions are pure.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -98,14 +99,16 @@ struct Hardware {
   } disk;
 
   double compute_flops() const { return gemm_flops * model_efficiency; }
+  // Ranks (x model_parallel) a run of `ranks` ranks puts on one host.
+  int ranks_on_host(int ranks) const { return std::min(ranks, ranks_per_host) * model_parallel; }
   // Why the model cannot predict a run of `ranks` ranks on this machine
   // (more of them on a host than its cores), or "" when it can.
   std::string oversubscribed(int ranks) const;
   // Why the overlapped step of `ranks` ranks cannot be predicted while the
   // serial one (overlap off) can: a collective in flight keeps its comm
   // thread busy (OpenMPI progresses only inside MPI_Testsome, which it
-  // polls; the thread backend spins), so a schedule that hides collectives
-  // behind compute runs two busy threads per rank. Fewer cores than that on
+  // polls; the thread backend spins), so a schedule that runs collectives
+  // beside compute runs two busy threads per rank. Fewer cores than that on
   // a host slow the compute the model runs at full rate. "" when the host
   // has them or its cores are not given; call only for a schedule that
   // runs collectives beside compute (StepTime::overlapped_compute_s).

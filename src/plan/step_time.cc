@@ -383,7 +383,7 @@ double offload_disk_seconds(const GptShape& shape, const StepTimeRun& run, const
   engine.offload_optimizer = true;
   const RankPrediction p = predict_engine_rank(gpt_unit_schedule(shape), engine, 0, 0);
   // The host's ranks stream at once through its one disk.
-  const double sharing = std::min(hw.ranks_per_host, run.ranks) * hw.model_parallel;
+  const double sharing = hw.ranks_on_host(run.ranks);
   return sharing *
          (static_cast<double>(p.disk_read_per_step) / hw.disk.read_Bps +
           static_cast<double>(p.disk_written_per_step) / hw.disk.write_Bps) /
