@@ -255,6 +255,7 @@ std::vector<plan::PipelinePlan> pipeline_plans(const PlanOptions& o, const plan:
     p.micro_batch = o.micro_batch.value_or(1);
     p.seq_len = o.seq_len.value_or(0);
     p.checkpointing = o.checkpointing;
+    p.bf16_compute = bf16_compute(o.compute);
     p.precision = c.precision;
     p.optimizer = c.optimizer;
     p.layers_per_stage = o.pipeline_cut;

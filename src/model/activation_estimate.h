@@ -30,7 +30,7 @@ struct ActivationConfig {
 struct ActivationTerm {
   std::string name;
   std::string shape;      // "B*T*3C"
-  std::string role;       // "kept", "checkpoint", "recompute" or "backward scratch"
+  std::string role;       // "kept", "checkpoint", "recompute", "working copy" or "backward scratch"
   uint64_t elements = 0;  // one tensor, before padding
   uint64_t count = 0;     // how many are live at the peak (L per-block tensors, or 1)
   uint64_t bytes = 0;     // padded elements * count * element_bytes

@@ -127,8 +127,7 @@ std::unique_ptr<Workspace> Gpt::make_workspace_for(const WorkspaceOptions& o) co
 
 bool Gpt::can_cut_before(int op_index) const { return op_index >= 1 && op_index <= config_.layers + 1; }
 
-std::unique_ptr<Workspace> Gpt::make_stage_workspace(int micro_batch, int seq_len, bool checkpointing, int first_op,
-                                                     int end_op) const {
+std::unique_ptr<Workspace> Gpt::make_stage_workspace(const WorkspaceOptions& o, int first_op, int end_op) const {
   const int L = config_.layers, ops = static_cast<int>(ops_.size());
   ZDP_CHECK(0 <= first_op && first_op < end_op && end_op <= ops && (first_op == 0 || can_cut_before(first_op)) &&
                 (end_op == ops || can_cut_before(end_op)),
@@ -138,7 +137,8 @@ std::unique_ptr<Workspace> Gpt::make_stage_workspace(int micro_batch, int seq_le
   // Op 1 + l is block l; the final norm and the head always share a stage.
   const GptPart part{
       .first_layer = std::max(first_op - 1, 0), .end_layer = std::min(end_op - 1, L), .head = end_op == ops};
-  return std::make_unique<GptWorkspace>(config_, micro_batch, seq_len, checkpointing, part);
+  return std::make_unique<GptWorkspace>(config_, o.micro_batch, o.seq_len, o.checkpointing, part,
+                                        o.bf16_product_inputs);
 }
 
 std::span<float> Gpt::boundary_activation(Workspace& ws, int op_index) const {

@@ -45,7 +45,7 @@ class Gpt final : public CausalLm {
   // Pipeline stages: cuts before a block or the final norm; the residual
   // stream and its gradient cross them.
   bool can_cut_before(int op_index) const override;
-  std::unique_ptr<Workspace> make_stage_workspace(int micro_batch, int seq_len, bool checkpointing, int first_op,
+  std::unique_ptr<Workspace> make_stage_workspace(const WorkspaceOptions& options, int first_op,
                                                   int end_op) const override;
   std::span<float> boundary_activation(Workspace& ws, int op_index) const override;
   std::span<float> boundary_gradient(Workspace& ws, int op_index) const override;

@@ -52,8 +52,8 @@ namespace {
 
 }  // namespace
 
-std::unique_ptr<Workspace> Model::make_stage_workspace(int /*micro_batch*/, int /*seq_len*/, bool /*checkpointing*/,
-                                                       int /*first_op*/, int /*end_op*/) const {
+std::unique_ptr<Workspace> Model::make_stage_workspace(const WorkspaceOptions& /*options*/, int /*first_op*/,
+                                                       int /*end_op*/) const {
   refuse_stages(kind());
 }
 

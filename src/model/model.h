@@ -219,9 +219,10 @@ class Model {
   virtual bool can_cut_before(int /*op_index*/) const { return false; }
   // A workspace for ops [first_op, end_op) only: the activations of those
   // ops, the inputs a stage needs (tokens where the embedding is in it,
-  // targets for the loss) and the boundary tensors.
-  virtual std::unique_ptr<Workspace> make_stage_workspace(int micro_batch, int seq_len, bool checkpointing,
-                                                          int first_op, int end_op) const;
+  // targets for the loss) and the boundary tensors; `options` as
+  // make_workspace_for's (bf16 product inputs where the stage has blocks).
+  virtual std::unique_ptr<Workspace> make_stage_workspace(const WorkspaceOptions& options, int first_op,
+                                                          int end_op) const;
   // The input of op `op_index` (a cut): the later stage fills it before its
   // first forward op, the earlier one reads it after its last.
   virtual std::span<float> boundary_activation(Workspace& ws, int op_index) const;

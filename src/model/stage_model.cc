@@ -59,7 +59,11 @@ std::vector<TensorInfo> StageModel::tensors() const {
 }
 
 std::unique_ptr<Workspace> StageModel::make_workspace(int micro_batch, int seq_len, bool checkpointing) const {
-  return whole_.make_stage_workspace(micro_batch, seq_len, checkpointing, first_op_, end_op_);
+  return make_workspace_for({.micro_batch = micro_batch, .seq_len = seq_len, .checkpointing = checkpointing});
+}
+
+std::unique_ptr<Workspace> StageModel::make_workspace_for(const WorkspaceOptions& options) const {
+  return whole_.make_stage_workspace(options, first_op_, end_op_);
 }
 
 void StageModel::forward(int op_index, std::span<const float> unit_params, Workspace& ws) const {

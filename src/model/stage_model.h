@@ -36,6 +36,7 @@ class StageModel final : public Model {
   const std::vector<Op>& ops() const override { return ops_; }
   std::vector<TensorInfo> tensors() const override;
   std::unique_ptr<Workspace> make_workspace(int micro_batch, int seq_len, bool checkpointing) const override;
+  std::unique_ptr<Workspace> make_workspace_for(const WorkspaceOptions& options) const override;
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;

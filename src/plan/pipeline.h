@@ -84,6 +84,9 @@ struct PipelineConfig {
   int micro_batch = 1;    // B
   int seq_len = 0;        // T; 0: the model's context
   bool checkpointing = false;
+  // --compute bf16: each stage's blocks keep their product inputs as bf16
+  // (model::WorkspaceOptions::bf16_product_inputs).
+  bool bf16_compute = false;
   Dtype precision = Dtype::bf16();
   optim::OptimizerConfig optimizer = {};
   // Blocks per stage, P numbers summing to L; empty: balanced by `balance`.

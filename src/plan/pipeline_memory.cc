@@ -14,6 +14,7 @@ ActivationSplit split_activations(const PipelineConfig& c) {
   a.micro_batch = c.micro_batch;
   a.seq_len = c.seq_len;
   a.checkpointing = c.checkpointing;
+  a.bf16_product_inputs = c.bf16_compute;
   const ActivationEstimate est = estimate_activations(c.shape, a);
   const auto layers = static_cast<uint64_t>(c.shape.layers);
   ActivationSplit s;
@@ -22,6 +23,8 @@ ActivationSplit split_activations(const PipelineConfig& c) {
       s.scratch += t.bytes;
     } else if (t.role == "recompute") {
       s.recompute += t.bytes;
+    } else if (t.role == "working copy") {
+      s.block_working += t.bytes;
     } else if (t.name == "embedding output") {
       s.input += t.bytes;                          // the size of every stage's input: the residual stream
     } else if (t.count == layers && layers > 1) {  // a block's tensor, one per block (P <= L makes L > 1)
@@ -34,7 +37,7 @@ ActivationSplit split_activations(const PipelineConfig& c) {
 }
 
 uint64_t workspace_scratch(const ActivationSplit& act, uint64_t layers) {
-  return act.scratch + (layers > 0 ? act.recompute : 0);
+  return act.scratch + (layers > 0 ? act.recompute + act.block_working : 0);
 }
 
 uint64_t workspace_bytes(const ActivationSplit& act, uint64_t layers, bool head) {

@@ -27,16 +27,19 @@ namespace zerodp::plan {
 // A GPT's activations of one micro-batch by where a stage holds them: a
 // block's kept tensors, a stage's input (the embedding's output on the
 // first stage, the residual stream received on the others), the tail's
-// (final layernorm, logits, losses), the backward scratch, and
-// checkpointing's recompute set (held by a stage with blocks).
+// (final layernorm, logits, losses), the backward scratch, and what a
+// stage with blocks holds once however many it has: checkpointing's
+// recompute set, or with bf16 compute the fp32 working buffers its blocks'
+// product inputs share (both scratch).
 struct ActivationSplit {
-  uint64_t per_block = 0, input = 0, tail = 0, scratch = 0, recompute = 0;
+  uint64_t per_block = 0, input = 0, tail = 0, scratch = 0, recompute = 0, block_working = 0;
 };
 ActivationSplit split_activations(const PipelineConfig& config);
 
 // Bytes of one stage workspace of `layers` blocks, with the head's buffers
 // or not (model::Workspace::total_bytes()), and the part of them that is
-// backward scratch (with checkpointing's recompute set where it has blocks).
+// scratch (with the recompute set and the working buffers where it has
+// blocks).
 uint64_t workspace_bytes(const ActivationSplit& act, uint64_t layers, bool head);
 uint64_t workspace_scratch(const ActivationSplit& act, uint64_t layers);
 // One of the stage's workspaces.

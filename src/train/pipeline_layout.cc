@@ -2,6 +2,7 @@
 #include "train/pipeline_layout.h"
 
 #include "core/error.h"
+#include "kernels/compute.h"
 #include "model/gpt_family.h"
 #include "plan/model_shape.h"
 
@@ -22,6 +23,7 @@ plan::PipelinePlan run_pipeline_plan(const TrainConfig& config, const model::Mod
   p.micro_batch = config.micro_batch;
   p.seq_len = config.seq_len;
   p.checkpointing = config.activation_checkpointing;
+  p.bf16_compute = config.engine.compute == kernels::Compute::kBf16;
   p.precision = config.engine.dtype;
   p.optimizer = config.engine.optimizer;
   p.layers_per_stage = config.pipeline_cut;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pipeline's plan held against its engines' ledgers: GPT models cut
 // into 2 and 3 stages of 1 and 2 replicas, ZeRO 0 and 1, fp32 and bf16,
-// both schedules, with and without accumulation and the end's gather; two
+// both schedules, with and without accumulation and the end's gather, and
+// bf16 products keeping their inputs as bf16 (--compute bf16); two
 // steps of zero::Pipeline on thread ranks, the comm thread off, and every
 // rank's ledger equal, category by category, to plan's prediction for that
 // rank (plan/pipeline_memory.h).
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "kernels/compute.h"
 #include "ledger_expect.h"
 #include "model/gpt.h"
 #include "model/gpt_family.h"
@@ -31,11 +33,13 @@ struct Case {
   Stage zero;
   Dtype dtype;
   bool gather;  // the end's consolidated copy
+  bool bf16_compute = false;
 };
 
 std::string describe(const Case& c) {
-  return fmt::format("L={} P={} D={} M={} {} ZeRO {} {} gather={}", c.gpt.layers, c.stages, c.replicas, c.micro_batches,
-                     pipeline_schedule_name(c.schedule), stage_number(c.zero), c.dtype.name(), c.gather);
+  return fmt::format("L={} P={} D={} M={} {} ZeRO {} {} gather={} compute={}", c.gpt.layers, c.stages, c.replicas,
+                     c.micro_batches, pipeline_schedule_name(c.schedule), stage_number(c.zero), c.dtype.name(),
+                     c.gather, c.bf16_compute ? "bf16" : "fp32");
 }
 
 constexpr int kBatch = 2, kSeq = 7;
@@ -51,6 +55,7 @@ void expect_ledger_matches(const Case& c) {
   pc.micro_batch = kBatch;
   pc.seq_len = kSeq;
   pc.precision = c.dtype;
+  pc.bf16_compute = c.bf16_compute;
   const PipelinePlan plan = plan_pipeline(pc);
   zero::PipelineLayout layout{c.stages, c.schedule, {}};
   for (size_t s = 1; s < plan.stages.size(); ++s) layout.cuts.push_back(plan.stages[s].first_layer + 1);
@@ -59,6 +64,7 @@ void expect_ledger_matches(const Case& c) {
   zero::EngineConfig ec;
   ec.stage = c.zero;
   ec.dtype = c.dtype;
+  ec.compute = c.bf16_compute ? kernels::Compute::kBf16 : kernels::Compute::kFp32;
   ec.grad_accum = c.micro_batches;
   ec.overlap = false;
   ec.bucket_elements = 3000;
@@ -119,6 +125,54 @@ TEST(PlanVsLedgerPipeline, EveryStageOfEveryLayoutMatchesExactly) {
       expect_ledger_matches({four, 3, 1, 5, one_f, z, dt, false});
     }
   }
+}
+
+// --compute bf16: every stage with blocks keeps their product inputs in
+// bf16 and holds the two fp32 working buffers they share once; a stage of
+// the head alone holds neither.
+TEST(PlanVsLedgerPipeline, Bf16ComputeKeepsEachStagesProductInputsInBf16) {
+  const model::GptConfig odd{13, 37, 41, 3, 3, 21};
+  const model::GptConfig four{16, 50, 64, 4, 2, 16};
+  const auto one_f = PipelineSchedule::kOneFOneB, gpipe = PipelineSchedule::kGpipe;
+  for (Dtype dt : {Dtype::fp32(), Dtype::bf16()}) {
+    for (Stage z : {Stage::k0, Stage::k1}) {
+      expect_ledger_matches({odd, 2, 2, 3, one_f, z, dt, true, true});
+      expect_ledger_matches({odd, 3, 1, 4, gpipe, z, dt, false, true});
+      expect_ledger_matches({four, 2, 1, 2, one_f, z, dt, false, true});
+    }
+  }
+}
+
+// A stage workspace at bf16 compute is the plan's: its blocks' kept inputs
+// at half their bytes and the working buffers once where it has blocks; a
+// stage of the head alone is the same as at fp32.
+TEST(PlanVsLedgerPipeline, Bf16ComputeWorkspaceIsTheStageModelsOwn) {
+  const model::GptConfig four{16, 50, 64, 4, 2, 16};
+  PipelineConfig pc;
+  pc.shape = gpt_shape(four);
+  pc.ranks = 2;
+  pc.stages = 2;
+  pc.micro_batch = kBatch;
+  pc.seq_len = kSeq;
+  pc.bf16_compute = true;
+  const PipelinePlan plan = plan_pipeline(pc);
+  const model::Gpt gpt(four);
+  const model::WorkspaceOptions bf16{.micro_batch = kBatch, .seq_len = kSeq, .bf16_product_inputs = true};
+  // Stage 0 (the embedding and blocks), stage 1 (blocks and the head), and a
+  // stage of the head alone (cut before the final norm), which keeps no
+  // product input and holds no working buffer.
+  const int ops = static_cast<int>(gpt.ops().size());
+  const int cut = plan.stages[1].first_layer + 1;
+  EXPECT_EQ(gpt.make_stage_workspace(bf16, 0, cut)->total_bytes(), stage_workspace_bytes(pc, plan.stages[0]));
+  EXPECT_EQ(gpt.make_stage_workspace(bf16, cut, ops)->total_bytes(), stage_workspace_bytes(pc, plan.stages[1]));
+  const ActivationSplit act = split_activations(pc);
+  EXPECT_GT(act.block_working, 0U);
+  EXPECT_EQ(gpt.make_stage_workspace(bf16, ops - 2, ops)->total_bytes(), workspace_bytes(act, 0, true));
+  pc.bf16_compute = false;
+  const ActivationSplit fp32 = split_activations(pc);
+  EXPECT_EQ(fp32.block_working, 0U);
+  EXPECT_LT(act.per_block, fp32.per_block);
+  EXPECT_EQ(workspace_bytes(act, 0, true), workspace_bytes(fp32, 0, true));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "kernels/compute.h"
 #include "model/gpt.h"
 #include "zero/engine.h"
 #include "zero/pipeline_test_util.h"
@@ -26,10 +27,11 @@ constexpr int kSteps = 3;
 constexpr int kSeq = testing::kPipeSeq, kBatch = testing::kPipeBatch;
 model::GptConfig small_gpt() { return testing::small_pipeline_gpt(); }
 
-EngineConfig engine_config(Stage stage, Dtype dtype, int accum) {
+EngineConfig engine_config(Stage stage, Dtype dtype, int accum, kernels::Compute compute = kernels::Compute::kFp32) {
   EngineConfig c;
   c.stage = stage;
   c.dtype = dtype;
+  c.compute = compute;
   c.grad_accum = accum;
   c.clip_norm = 0.5;  // clipped steps: the norm crosses the stages
   c.lr_schedule.max_lr = 1e-2;
@@ -38,11 +40,11 @@ EngineConfig engine_config(Stage stage, Dtype dtype, int accum) {
 
 // Data parallelism on n ranks, `accum` micro-batches each: rank r's
 // micro-batch m is global m * n + r.
-Trained data_parallel(int n, Stage stage, Dtype dtype, int accum) {
+Trained data_parallel(int n, Stage stage, Dtype dtype, int accum, kernels::Compute compute = kernels::Compute::kFp32) {
   const model::Gpt gpt(small_gpt());
   Trained run;
   comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
-    Engine engine(gpt, comm, engine_config(stage, dtype, accum), /*seed=*/11, kBatch, kSeq);
+    Engine engine(gpt, comm, engine_config(stage, dtype, accum, compute), /*seed=*/11, kBatch, kSeq);
     Trained mine;
     for (int64_t step = 0; step < kSteps; ++step) {
       const StepResult r = engine.train_step(
@@ -57,11 +59,12 @@ Trained data_parallel(int n, Stage stage, Dtype dtype, int accum) {
 }
 
 Trained pipelined(int stages, int replicas, std::vector<int> cuts, PipelineSchedule schedule, Stage stage, Dtype dtype,
-                  int accum) {
+                  int accum, kernels::Compute compute = kernels::Compute::kFp32) {
   const model::Gpt gpt(small_gpt());
   Trained run;
   comm::run_thread_ranks(stages * replicas, {}, [&](comm::Communicator& comm) {
-    Pipeline pipe(gpt, comm, engine_config(stage, dtype, accum), {stages, schedule, cuts}, /*seed=*/11, kBatch, kSeq);
+    Pipeline pipe(gpt, comm, engine_config(stage, dtype, accum, compute), {stages, schedule, cuts}, /*seed=*/11, kBatch,
+                  kSeq);
     Trained mine;
     for (int64_t step = 0; step < kSteps; ++step) {
       const StepResult r = pipe.train_step([&](model::Workspace& ws, int micro) {
@@ -111,6 +114,22 @@ TEST(Pipeline, MixedPrecisionGivesTheBitsOfItsReplicaCount) {
     const Trained dp = data_parallel(2, Stage::k1, dtype, 3);
     expect_same_bits(pipelined(2, 2, {4}, PipelineSchedule::kOneFOneB, Stage::k1, dtype, 3), dp,
                      std::string(dtype.name()) + " P=2 D=2");
+  }
+}
+
+// bf16 products (--compute bf16): each stage keeps its blocks' product
+// inputs as bf16 operands, and the pipeline still gives data parallelism's
+// bits, a stage of the head alone included; fp32 products give others.
+TEST(Pipeline, Bf16ProductsGiveTheBitsOfDataParallelism) {
+  const auto bf16 = kernels::Compute::kBf16;
+  for (Dtype dtype : {Dtype::fp32(), Dtype::bf16()}) {
+    const Trained dp = data_parallel(2, Stage::k1, dtype, 4, bf16);
+    const std::string what = std::string(dtype.name()) + " compute bf16";
+    expect_same_bits(pipelined(2, 2, {3}, PipelineSchedule::kOneFOneB, Stage::k1, dtype, 4, bf16), dp,
+                     what + " P=2 D=2");
+    expect_same_bits(pipelined(2, 2, {5}, PipelineSchedule::kGpipe, Stage::k0, dtype, 4, bf16), dp,
+                     what + " P=2 D=2, a stage of the head alone");
+    EXPECT_NE(data_parallel(2, Stage::k1, dtype, 4).losses, dp.losses) << what << ": the products were fp32";
   }
 }
 
