@@ -51,9 +51,7 @@ void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<
   ZDP_CHECK_EQ(dweight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight gradient size");
   if (!dinp.empty()) {
     ZDP_CHECK_EQ(dinp.size(), inp.size(), ShapeError, "[linear] input gradient size");
-    // dinp[N,C] = dout[N,OC] @ W[OC,C]
-    matmul(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight.data(), s.in,
-           accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
+    linear_backward_input(dinp, dout, weight, s, accumulate_dinp, dout_scale);
   }
   // dW[OC,C] += dout^T[OC,N] @ inp[N,C]
   matmul(Trans::kYes, Trans::kNo, s.out, s.in, s.rows, dout_scale, dout.data(), s.out, inp.data(), s.in, 1.0f,
@@ -72,6 +70,18 @@ void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<
       }
     }
   }
+}
+
+void linear_backward_input(std::span<float> dinp, std::span<const float> dout, std::span<const float> weight,
+                           LinearShape s, bool accumulate_dinp, float dout_scale) {
+  ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
+            s.out);
+  ZDP_CHECK_EQ(dinp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input gradient size");
+  ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
+  ZDP_CHECK_EQ(weight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight size");
+  // dinp[N,C] = dout[N,OC] @ W[OC,C]
+  matmul(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight.data(), s.in,
+         accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
 }
 
 double linear_flops(LinearShape s) { return 2.0 * s.rows * s.in * s.out; }

@@ -30,6 +30,11 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
                      std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
                      LinearShape s, bool accumulate_dinp, float dout_scale = 1.0f);
+// linear_backward's input gradient alone: dinp[N,C] (= or +=) g @ weight.
+// With linear_backward(dinp = {}, weight = {}) for the rest, the bits of
+// one linear_backward call (a weight gradient computed later).
+void linear_backward_input(std::span<float> dinp, std::span<const float> dout, std::span<const float> weight,
+                           LinearShape s, bool accumulate_dinp, float dout_scale = 1.0f);
 
 // 2 * N * C * OC: FLOPs of one forward GEMM (backward is twice that).
 double linear_flops(LinearShape s);

@@ -58,7 +58,8 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
   ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true});
   for (int l = 0; l < L; ++l) ops_.push_back({1 + l, l, fmt::format("block{}", l)});
   ops_.push_back({L + 1, 0, "ln_f"});
-  ops_.push_back({0, 0, "lm_head"});
+  ops_.push_back(
+      {0, 0, "lm_head", /*backward_reads_params=*/true, /*token_embedding=*/false, /*weight_grad_apart=*/true});
 }
 
 std::vector<TensorInfo> Gpt::tensors() const {
@@ -209,13 +210,8 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
   kernels::Profile* prof = ws.profile();
   switch (step(op_index)) {
     case Step::kLmHead: {
-      ZDP_CHECK(ws.head_forward_done(), ConfigError,
-                "[gpt] LM head backward without its forward: run forward on this micro-batch first");
-      // probs() holds d(mean loss)/d(logits) from the fused forward.
-      const kernels::LinearShape s{N, C, config_.padded_vocab};
-      ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
-      kernels::linear_backward(ws.dln(), grads.subspan(0, wte_size), {}, ws.probs(), ws.lnf(),
-                               params.subspan(0, wte_size), s, false, ws.loss_grad_scale());
+      backward_input(op_index, params, ws);
+      backward_weights(op_index, grads, ws);
       break;
     }
     case Step::kFinalNorm: {
@@ -243,6 +239,36 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
       break;
     }
   }
+}
+
+// The LM head's two parts: probs() holds d(mean loss)/d(logits) from the
+// fused forward, and keeps it until the weight part has run (nothing else
+// of the backward writes it, nor the final norm's output).
+void Gpt::backward_input(int op_index, std::span<const float> params, Workspace& base) const {
+  GptWorkspace& ws = head_backward_workspace(op_index, base);
+  const kernels::LinearShape s{ws.rows(), config_.channels, config_.padded_vocab};
+  ZDP_CHECK_EQ(params.size(), units_[0].count, ShapeError, "[gpt] LM head backward: parameter span size");
+  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
+  kernels::linear_backward_input(ws.dln(), ws.probs(), params.subspan(0, size_t(s.out) * s.in), s, false,
+                                 ws.loss_grad_scale());
+}
+
+void Gpt::backward_weights(int op_index, std::span<float> grads, Workspace& base) const {
+  GptWorkspace& ws = head_backward_workspace(op_index, base);
+  const kernels::LinearShape s{ws.rows(), config_.channels, config_.padded_vocab};
+  ZDP_CHECK_EQ(grads.size(), units_[0].count, ShapeError, "[gpt] LM head backward: gradient span size");
+  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
+  kernels::linear_backward({}, grads.subspan(0, size_t(s.out) * s.in), {}, ws.probs(), ws.lnf(), {}, s, false,
+                           ws.loss_grad_scale());
+}
+
+GptWorkspace& Gpt::head_backward_workspace(int op_index, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size() && step(op_index) == Step::kLmHead, ConfigError,
+            "[gpt] op {} has no backward in two parts: only the LM head's", op_index);
+  GptWorkspace& ws = as_gpt(base);
+  ZDP_CHECK(ws.head_forward_done(), ConfigError,
+            "[gpt] LM head backward without its forward: run forward on this micro-batch first");
+  return ws;
 }
 
 std::vector<kernels::LinearShape> Gpt::linear_shapes(int micro_batch, int seq_len) const {

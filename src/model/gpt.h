@@ -13,7 +13,9 @@
 // backward order) before it is complete (Model::last_backward_op()).
 // The head's forward computes the loss and d(mean loss)/d(logits) in one pass
 // (the logits buffer is overwritten); its backward applies the workspace's
-// loss-gradient scale as the alpha of the two GEMMs.
+// loss-gradient scale as the alpha of the two GEMMs. It runs in two parts
+// (Op::weight_grad_apart): the engine adds the head's weight gradient to
+// unit 0's only when the embedding's backward opens it, the same order.
 // Thread-safety: immutable after construction; const methods are thread-safe.
 #pragma once
 
@@ -24,6 +26,8 @@
 #include "model/gpt_config.h"
 
 namespace zerodp::model {
+
+class GptWorkspace;
 
 class Gpt final : public CausalLm {
  public:
@@ -52,6 +56,9 @@ class Gpt final : public CausalLm {
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;
+  // The LM head's backward in two parts (Op::weight_grad_apart).
+  void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
+  void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const override;
   // 6 (L 12 C^2 + Vp C) + 12 L T C  (matmul weights; attention as executed)
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   double train_flops_per_position(int seq_len) const override;
@@ -71,6 +78,9 @@ class Gpt final : public CausalLm {
   // final layernorm, L+2 the tied LM head.
   enum class Step { kEmbedding, kBlock, kFinalNorm, kLmHead };
   Step step(int op_index) const;
+  // The workspace of an LM head backward part (ConfigError for another op,
+  // or before the head's forward).
+  GptWorkspace& head_backward_workspace(int op_index, Workspace& base) const;
 
   GptConfig config_;
   BlockLayout layout_;

@@ -51,7 +51,8 @@ Llama::Llama(const LlamaConfig& config) : config_(config), layout_(llama_block_l
   ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true});
   for (int l = 0; l < L; ++l) ops_.push_back({1 + l, l, fmt::format("block{}", l)});
   ops_.push_back({L + 1, 0, "norm"});
-  ops_.push_back({head_unit(), 0, "lm_head"});
+  ops_.push_back({head_unit(), 0, "lm_head", /*backward_reads_params=*/true, /*token_embedding=*/false,
+                  /*weight_grad_apart=*/true});
 }
 
 ModelConfig Llama::config() const { return llama_model_config("custom", config_); }
@@ -169,15 +170,12 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
 void Llama::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
   check_backward_spans(op_index, params.size(), grads.size());
   LlamaWorkspace& ws = as_llama(base);
-  const int N = ws.rows(), C = config_.hidden, V = config_.vocab;
+  const int N = ws.rows(), C = config_.hidden;
   kernels::Profile* prof = ws.profile();
   switch (step(op_index)) {
     case Step::kLmHead: {
-      ZDP_CHECK(ws.head_forward_done(), ConfigError,
-                "[llama] LM head backward without its forward: run forward on this micro-batch first");
-      const kernels::LinearShape s{N, C, V};
-      ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
-      kernels::linear_backward(ws.dn(), grads, {}, ws.probs(), ws.xf(), params, s, false, ws.loss_grad_scale());
+      backward_input(op_index, params, ws);
+      backward_weights(op_index, grads, ws);
       break;
     }
     case Step::kFinalNorm: {
@@ -210,6 +208,34 @@ void Llama::backward(int op_index, std::span<const float> params, std::span<floa
       break;
     }
   }
+}
+
+// The LM head's two parts: probs() holds d(mean loss)/d(logits) from the
+// fused forward, and keeps it until the weight part has run (nothing else
+// of the backward writes it, nor the final norm's output).
+void Llama::backward_input(int op_index, std::span<const float> params, Workspace& base) const {
+  LlamaWorkspace& ws = head_backward_workspace(op_index, base);
+  const kernels::LinearShape s{ws.rows(), config_.hidden, config_.vocab};
+  ZDP_CHECK_EQ(params.size(), size_t(s.out) * s.in, ShapeError, "[llama] LM head backward: parameter span size");
+  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
+  kernels::linear_backward_input(ws.dn(), ws.probs(), params, s, false, ws.loss_grad_scale());
+}
+
+void Llama::backward_weights(int op_index, std::span<float> grads, Workspace& base) const {
+  LlamaWorkspace& ws = head_backward_workspace(op_index, base);
+  const kernels::LinearShape s{ws.rows(), config_.hidden, config_.vocab};
+  ZDP_CHECK_EQ(grads.size(), size_t(s.out) * s.in, ShapeError, "[llama] LM head backward: gradient span size");
+  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
+  kernels::linear_backward({}, grads, {}, ws.probs(), ws.xf(), {}, s, false, ws.loss_grad_scale());
+}
+
+LlamaWorkspace& Llama::head_backward_workspace(int op_index, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size() && step(op_index) == Step::kLmHead, ConfigError,
+            "[llama] op {} has no backward in two parts: only the LM head's", op_index);
+  LlamaWorkspace& ws = as_llama(base);
+  ZDP_CHECK(ws.head_forward_done(), ConfigError,
+            "[llama] LM head backward without its forward: run forward on this micro-batch first");
+  return ws;
 }
 
 std::vector<kernels::LinearShape> Llama::linear_shapes(int micro_batch, int seq_len) const {

@@ -17,6 +17,8 @@
 
 namespace zerodp::model {
 
+class LlamaWorkspace;
+
 class Llama final : public CausalLm {
  public:
   explicit Llama(const LlamaConfig& config);
@@ -38,6 +40,9 @@ class Llama final : public CausalLm {
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;
+  // The LM head's backward in two parts (Op::weight_grad_apart).
+  void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
+  void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const override;
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   // 6 x (matmul parameters per token, the head included) + 12 L T H d
   // (attention's products as executed, forward and backward).
@@ -55,6 +60,9 @@ class Llama final : public CausalLm {
   // final norm, L+2 the LM head.
   enum class Step { kEmbedding, kBlock, kFinalNorm, kLmHead };
   Step step(int op_index) const;
+  // The workspace of an LM head backward part (ConfigError for another op,
+  // or before the head's forward).
+  LlamaWorkspace& head_backward_workspace(int op_index, Workspace& base) const;
   int head_unit() const { return config_.tied ? 0 : config_.layers + 2; }
 
   LlamaConfig config_;

@@ -59,6 +59,14 @@ std::unique_ptr<Workspace> Model::make_stage_workspace(const WorkspaceOptions& /
 
 std::span<float> Model::boundary_activation(Workspace& /*ws*/, int /*op_index*/) const { refuse_stages(kind()); }
 
+void Model::backward_input(int op_index, std::span<const float> /*unit_params*/, Workspace& /*ws*/) const {
+  ZDP_THROW(ConfigError, "[{}] op {} has no backward in two parts (Op::weight_grad_apart)", kind(), op_index);
+}
+
+void Model::backward_weights(int op_index, std::span<float> /*unit_grads*/, Workspace& /*ws*/) const {
+  ZDP_THROW(ConfigError, "[{}] op {} has no backward in two parts (Op::weight_grad_apart)", kind(), op_index);
+}
+
 std::span<float> Model::boundary_gradient(Workspace& /*ws*/, int /*op_index*/) const { refuse_stages(kind()); }
 
 std::vector<int> Model::last_backward_op() const {

@@ -76,6 +76,13 @@ struct Op {
   // 8-bit Adam keeps that unit's moments in fp32, as bitsandbytes advises
   // for embeddings (optim::unit_optimizer_config).
   bool token_embedding = false;
+  // True where the backward also runs as two calls, backward_input (the
+  // input's gradient: reads the parameters, writes no gradient) and later
+  // backward_weights (the parameters' gradient: reads none), with the bits
+  // of backward (GPT's and Llama's LM head). The engine runs the weight
+  // part of a tied unit's op at the unit's last backward op, so the unit's
+  // gradient is open only at the end of the backward (core/grad_schedule.h).
+  bool weight_grad_apart = false;
 };
 
 // One micro-batch, by role, not by family: integer inputs (`tokens`) or
@@ -203,6 +210,12 @@ class Model {
   virtual void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const = 0;
   virtual void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                         Workspace& ws) const = 0;
+  // The two parts of backward(op_index) where ops()[op_index].weight_grad_apart
+  // (ConfigError elsewhere): backward_input, then backward_weights at any
+  // later point of the same backward pass (the op's kept tensors stay as
+  // backward_input left them), accumulating what backward would.
+  virtual void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const;
+  virtual void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const;
 
   // The shapes of the matrix products one micro-batch runs (kernels::
   // warm_up_linear touches OpenBLAS's buffers with them before a run

@@ -75,6 +75,14 @@ void StageModel::backward(int op_index, std::span<const float> unit_params, std:
   whole_.backward(first_op_ + op_index, unit_params, unit_grads, ws);
 }
 
+void StageModel::backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const {
+  whole_.backward_input(first_op_ + op_index, unit_params, ws);
+}
+
+void StageModel::backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const {
+  whole_.backward_weights(first_op_ + op_index, unit_grads, ws);
+}
+
 std::vector<kernels::LinearShape> StageModel::linear_shapes(int micro_batch, int seq_len) const {
   return whole_.linear_shapes(micro_batch, seq_len);
 }

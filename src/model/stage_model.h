@@ -40,6 +40,8 @@ class StageModel final : public Model {
   void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
                 Workspace& ws) const override;
+  void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
+  void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const override;
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   // The whole model's (a pipeline's FLOPs are the model's).
   double train_flops_per_position(int seq_len) const override;

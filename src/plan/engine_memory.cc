@@ -63,12 +63,10 @@ class PoolModel {
 uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagging) {
   const size_t num_units = s.unit_counts.size();
   const int num_ops = static_cast<int>(s.op_units.size());
-  // The op whose backward runs last for each unit (the lowest index using it).
-  std::vector<int> last_op(num_units, num_ops);
-  for (int i = 0; i < num_ops; ++i) {
-    const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
-    last_op[u] = std::min(last_op[u], i);
-  }
+  // When each unit's gradient opens and closes, and whether it lives in the
+  // compute copy (low precision's, of the largest unit) instead of the pool.
+  const GradSchedule grad = grad_schedule(s.grad_ops(), run.dtype.is_low_precision() ? s.largest_unit() : uint64_t{0});
+  const std::vector<int>& last_op = grad.closes_at;
   std::vector<uint64_t> offsets(num_units, 0);
   for (size_t u = 1; u < num_units; ++u) offsets[u] = offsets[u - 1] + s.unit_counts[u - 1];
   const uint64_t dsize = run.dtype.size();
@@ -76,6 +74,13 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   // The backward accumulates into the gradient buffer itself: nothing pooled.
   if (backward_writes_grads(run.stage, low, run.grad_accum)) return 0;
   PoolModel pool;
+  // A unit's fp32 gradient, pooled unless it lives in the compute copy.
+  auto take_gradient = [&](size_t u) {
+    if (grad.in_compute_copy[u] == GradSchedule::kPooled) pool.take(4 * s.unit_counts[u]);
+  };
+  auto give_gradient = [&](size_t u) {
+    if (grad.in_compute_copy[u] == GradSchedule::kPooled) pool.give(4 * s.unit_counts[u]);
+  };
   // The queued reductions' input buffers (0: none), oldest first: the engine
   // waits for the oldest once more than kMaxReductionsInFlight wait
   // (zero/engine_config.h).
@@ -105,18 +110,14 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
     // Stage 3's first gather of the next forward waits behind every queued
     // reduction; stages 0-2 never wait before the step's drain.
     if (traits(run.stage).gathers_on_acquire) catch_up();
-    std::vector<bool> open(num_units, false);
     for (int i = num_ops - 1; i >= 0; --i) {
       const auto u = static_cast<size_t>(s.op_units[static_cast<size_t>(i)]);
       const uint64_t c = s.unit_counts[u];
-      if (!open[u]) {
-        open[u] = true;
-        pool.take(4 * c);  // the unit's fp32 gradient
-      }
+      if (grad.deferred[static_cast<size_t>(i)]) continue;  // its weight part runs at the unit's opening op
+      if (grad.opens_at[u] == i) take_gradient(u);          // the unit's fp32 gradient
       if (last_op[u] != i) continue;
-      open[u] = false;
       if (!s.exported.empty() && s.exported[u]) {
-        pool.give(4 * c);  // copied out, given back at once
+        give_gradient(u);  // copied out, given back at once
         continue;
       }
       if (traits(run.stage).reduce == GradReduce::kAllReduce) {
@@ -141,15 +142,15 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
         }
         filled += c;
         lo = offsets[u];
-        pool.give(4 * c);
+        give_gradient(u);
         continue;
       }
       if (!traits(run.stage).partitions_grads) {
-        pool.give(4 * c);  // converted into the flat grads buffer, given back at once
+        give_gradient(u);  // converted into the flat grads buffer, given back at once
         enqueue(0);
       } else if (low) {
         pool.take(dsize * c);  // the low-precision copy, taken while the fp32 one is out
-        pool.give(4 * c);
+        give_gradient(u);
         enqueue(dsize * c);
       } else {
         enqueue(4 * c);  // the fp32 gradient itself is the reduction's input
@@ -167,6 +168,17 @@ uint64_t UnitSchedule::num_params() const {
   uint64_t n = 0;
   for (uint64_t c : unit_counts) n += c;
   return n;
+}
+
+GradOps UnitSchedule::grad_ops() const {
+  GradOps ops;
+  ops.counts = unit_counts;
+  ops.units = op_units;
+  ops.backward_reads = op_backward_reads;
+  ops.backward_reads.resize(op_units.size(), true);
+  ops.weight_grad_apart = op_weight_grad_apart;
+  ops.weight_grad_apart.resize(op_units.size(), false);
+  return ops;
 }
 
 uint64_t UnitSchedule::largest_unit() const {
@@ -223,6 +235,8 @@ UnitSchedule gpt_unit_schedule(const GptShape& shape) {
   s.op_units.push_back(0);  // the LM head, tied to the token embedding
   s.op_backward_reads.assign(s.op_units.size(), true);
   s.op_backward_reads.front() = false;  // the embedding's backward scatters into its gradient
+  s.op_weight_grad_apart.assign(s.op_units.size(), false);
+  s.op_weight_grad_apart.back() = true;  // the head's weight part waits for the embedding's
   return s;
 }
 
@@ -319,10 +333,10 @@ void predict_param_offload(const UnitSchedule& schedule, const EngineRun& run, i
 
 std::vector<int> unit_gathers_per_micro(const UnitSchedule& schedule, bool prefetch) {
   GatherOps ops;
-  ops.counts = schedule.unit_counts;
-  ops.units = schedule.op_units;
-  ops.backward_reads = schedule.op_backward_reads;
-  ops.backward_reads.resize(ops.units.size(), true);
+  const GradOps grad = schedule.grad_ops();
+  ops.counts = grad.counts;
+  ops.units = grad.units;
+  ops.backward_reads = grad.backward_reads;
   const GatherSchedule s = gather_schedule(ops, prefetch);
   std::vector<int> per_unit(schedule.unit_counts.size(), 0);
   for (size_t i = 0; i < ops.units.size(); ++i) per_unit[static_cast<size_t>(ops.units[i])] += s.gathers[i];

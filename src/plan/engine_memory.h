@@ -15,13 +15,15 @@
 //             largest unit's size: 2 with prefetch (the current unit and the
 //             next), 1 without (or when the schedule has one op)
 //   buckets   the transient fp32 gradient of each unit while its backward ops
-//             run, plus what it is reduced from: at stage 0, from the second
-//             micro-batch of a step on, a bucket of max(bucket_elements, unit)
-//             elements in the training dtype that packs adjacent units until
-//             full (then all-reduced, and a new one opened; the first
-//             micro-batch's buckets are ranges of the grads buffer, reduced
-//             in place); at stages 2-3 in fp16/bf16 a low-precision copy of the
-//             unit (fp32 reduces the gradient itself); stage 1 converts
+//             run (from its opening op, core/grad_schedule.h; none where it
+//             lives in the fp16/bf16 compute copy), plus what it is reduced
+//             from: at stage 0, from the second micro-batch of a step on,
+//             a bucket of max(bucket_elements, unit) elements in the
+//             training dtype that packs adjacent units until full (then
+//             all-reduced, and a new one opened; the first micro-batch's
+//             buckets are ranges of the grads buffer, reduced in place); at
+//             stages 2-3 in fp16/bf16 a low-precision copy of the unit
+//             (fp32 reduces the gradient itself); stage 1 converts
 //             straight into its grads buffer. The engine pools them
 //             (zero/buffer_pool.h): per byte size, the most out at once,
 //             summed, held from the second step on. Simulated op by op over
@@ -68,6 +70,7 @@
 
 #include "comm/quantize.h"
 #include "core/dtype.h"
+#include "core/grad_schedule.h"
 #include "plan/memory_model.h"
 #include "plan/model_shape.h"
 
@@ -87,6 +90,9 @@ struct UnitSchedule {
   // Per op: whether its backward reads its unit's weights
   // (model::Op::backward_reads_params); empty: every op's does.
   std::vector<bool> op_backward_reads = {};
+  // Per op: whether its backward runs in two parts (model::Op::
+  // weight_grad_apart: the LM head's); empty: none does.
+  std::vector<bool> op_weight_grad_apart = {};
   // Per unit: its gradient leaves the engine after its backward instead of
   // being reduced (a pipeline's last stage's copy of the tied embedding,
   // zero::Engine::StageLink::borrowed); empty: none.
@@ -96,6 +102,8 @@ struct UnitSchedule {
   uint64_t largest_unit() const;
   // Throws ConfigError when a list is empty or an op names a missing unit.
   void validate() const;
+  // The ops as core/grad_schedule.h reads them (the defaults filled in).
+  GradOps grad_ops() const;
 };
 
 // A GPT's schedule: units embedding, blocks, final layernorm; ops the same,

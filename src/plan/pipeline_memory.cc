@@ -79,6 +79,7 @@ UnitSchedule stage_unit_schedule(const GptShape& shape, const PipelineStagePlan&
   for (size_t i = first; i < end; ++i) {
     s.op_units.push_back(here(whole.op_units[i]));
     s.op_backward_reads.push_back(whole.op_backward_reads[i]);
+    s.op_weight_grad_apart.push_back(whole.op_weight_grad_apart[i]);
   }
   // The token embedding's op (8-bit Adam's fp32 moments) is the first stage's.
   s.embedding_unit = st.embedding ? here(whole.embedding_unit) : -1;

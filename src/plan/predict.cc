@@ -34,6 +34,7 @@ UnitSchedule unit_schedule(const model::ModelConfig& config) {
   for (const model::Op& op : m->ops()) {
     s.op_units.push_back(op.unit);
     s.op_backward_reads.push_back(op.backward_reads_params);
+    s.op_weight_grad_apart.push_back(op.weight_grad_apart);
     if (op.token_embedding) s.embedding_unit = op.unit;
   }
   s.unit_tensors.resize(units.size());

@@ -118,12 +118,14 @@ class StepSimulation {
     const double block_flops = shape.block_train_flops(run.micro_batch, run.seq_len);
     const double head_flops = shape.head_train_flops(run.micro_batch, run.seq_len);
     const double recompute = run.checkpointing ? 1.0 / 3 : 0;
-    ops_.push_back({0, 0, 0, /*backward_reads_params=*/false});
+    // The tied head's backward runs in two parts (core/grad_schedule.h):
+    // its input gradient in turn, its weight gradient at the embedding's.
+    ops_.push_back({0, 0, head_flops / 3 / rate, /*backward_reads_params=*/false});
     for (int l = 0; l < shape.layers; ++l) {
       ops_.push_back({static_cast<size_t>(1 + l), block_flops / 3 / rate, block_flops * (2.0 / 3 + recompute) / rate});
     }
     ops_.push_back({static_cast<size_t>(shape.layers + 1), 0, 0});
-    ops_.push_back({0, head_flops / 3 / rate, head_flops * 2 / 3 / rate});
+    ops_.push_back({0, head_flops / 3 / rate, head_flops / 3 / rate});
     last_backward_op_.assign(counts_.size(), -1);
     for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) last_backward_op_[ops_[i].unit] = i;
     // Stage 3's kept gathers (the tied embedding from its first forward op

@@ -241,13 +241,16 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
                                           .checkpointing = checkpointing,
                                           .bf16_product_inputs = config_.compute == kernels::Compute::kBf16});
   ledger_.allocate(MemoryCategory::kActivations, workspace_->total_bytes());
-  last_backward_op_ = model_.last_backward_op();
   grad_scratch_.resize(plan_.num_units());
   grads_in_place_ = backward_writes_grads(config_.stage, mixed, config_.grad_accum);
-  first_backward_op_.assign(plan_.num_units(), -1);  // the highest op index using the unit
-  for (int i = 0; i < static_cast<int>(model_.ops().size()); ++i) {
-    first_backward_op_[static_cast<size_t>(model_.ops()[i].unit)] = i;
+  GradOps grad_ops;
+  for (size_t u = 0; u < plan_.num_units(); ++u) grad_ops.counts.push_back(plan_.unit_count(u));
+  for (const model::Op& op : model_.ops()) {
+    grad_ops.units.push_back(op.unit);
+    grad_ops.backward_reads.push_back(op.backward_reads_params);
+    grad_ops.weight_grad_apart.push_back(op.weight_grad_apart);
   }
+  grad_schedule_ = grad_schedule(grad_ops, compute_params_.size());
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
   if (traits(config_.stage).gathers_on_acquire) {
@@ -516,12 +519,18 @@ void Engine::backward_pass(model::Workspace& ws, int micro) {
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
-    const std::span<float> grad = open_gradient(i, micro);
+    if (grad_schedule_.deferred[static_cast<size_t>(i)]) {
+      // The input part now; the weight part when the unit's gradient opens.
+      model_.backward_input(i, acquire(i, -1), ws);
+      release(i);
+      continue;
+    }
+    const std::span<float> grad = open_gradient(i, micro, ws);
     const bool reads = reads_params(i, -1);
     const auto params = reads ? acquire(i, -1) : std::span<const float>{};
     model_.backward(i, params, grad, ws);
     if (reads) release(i);
-    if (last_backward_op_[unit] != i) continue;
+    if (grad_schedule_.closes_at[unit] != i) continue;
     if (borrowed(unit)) {
       // Another stage reduces it: hand it over and close it here.
       link_.export_gradient(unit, micro, grad);
@@ -533,32 +542,47 @@ void Engine::backward_pass(model::Workspace& ws, int micro) {
   flush_bucket(micro);
 }
 
-std::span<float> Engine::open_gradient(int op_index, int micro) {
+std::span<float> Engine::open_gradient(int op_index, int micro, model::Workspace& ws) {
   const auto unit = static_cast<size_t>(model_.ops()[op_index].unit);
   const size_t count = plan_.unit_count(unit);
-  const bool opens = first_backward_op_[unit] == op_index;
+  if (grad_schedule_.opens_at[unit] != op_index) {
+    return grads_in_place_ ? std::span<float>{static_cast<float*>(grads_.unit(unit).data), count}
+                           : grad_scratch_[unit].data;
+  }
   std::span<float> grad;
   if (grads_in_place_) {
+    // Zeroed by the unit's opening op (the last step's reduction of this
+    // range has drained, and the optimizer has read it).
     grad = {static_cast<float*>(grads_.unit(unit).data), count};
-    // Zeroed by the unit's first backward op (the last step's reduction of
-    // this range has drained, and the optimizer has read it).
-    if (opens && !(link_.seed_gradient && link_.seed_gradient(unit, micro, grad)))
-      std::fill_n(grad.data(), count, 0.0f);
-    return grad;
+    if (!(link_.seed_gradient && link_.seed_gradient(unit, micro, grad))) std::fill_n(grad.data(), count, 0.0f);
+  } else {
+    OpenGradient& scratch = grad_scratch_[unit];
+    const uint64_t at = grad_schedule_.in_compute_copy[unit];
+    if (at == GradSchedule::kPooled) {
+      scratch.pooled = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
+      scratch.data = {pooled_data<float>(scratch.pooled), count};
+    } else {
+      scratch.data = std::span<float>(compute_params_.data() + at, count);
+      std::fill_n(scratch.data.data(), count, 0.0f);
+    }
+    if (link_.seed_gradient) link_.seed_gradient(unit, micro, scratch.data);
+    grad = scratch.data;
   }
-  auto& scratch = grad_scratch_[unit];
-  if (!scratch) {
-    scratch = step_buffers_.take(count * sizeof(float), BufferPool::Fill::kZero);
-    if (link_.seed_gradient) link_.seed_gradient(unit, micro, {pooled_data<float>(scratch), count});
+  // The weight parts that waited for it, in backward order: every
+  // contribution lands in the order an unsplit backward adds it.
+  const auto& ops = model_.ops();
+  for (int k = static_cast<int>(ops.size()) - 1; k > op_index; --k) {
+    if (grad_schedule_.deferred[static_cast<size_t>(k)] && static_cast<size_t>(ops[k].unit) == unit)
+      model_.backward_weights(k, grad, ws);
   }
-  return {pooled_data<float>(scratch), count};
+  return grad;
 }
 
 // Stage 0: gradients of adjacent units (backward completes them in falling
 // flat order) are packed into one bucket and all-reduced together once it
 // holds bucket_elements, like DDP's buckets. The sum is element-wise, so the
 // bucket size never changes the bits.
-void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
+void Engine::bucket_unit(size_t unit, OpenGradient scratch, int micro) {
   const size_t count = plan_.unit_count(unit);
   const size_t start = plan_.unit_offset(unit);
   if (bucket_.capacity != 0 && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
@@ -577,7 +601,7 @@ void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
     // all-reduced in place, so no bucket buffer is pooled; later
     // micro-batches' buckets are added to it. The sum is element-wise: the
     // same bits either way.
-    convert_into(grads_.unit(unit), comm::ConstBuffer(scratch->data(), count, Dtype::fp32()));
+    convert_into(grads_.unit(unit), comm::ConstBuffer(scratch.data.data(), count, Dtype::fp32()));
     scratch.reset();
   }
   if (!scratch) {
@@ -588,13 +612,14 @@ void Engine::bucket_unit(size_t unit, BufferPool::Handle scratch, int micro) {
     if (bucket_.filled == bucket_.capacity) flush_bucket(micro);
     return;
   }
-  const comm::ConstBuffer local(scratch->data(), count, Dtype::fp32());
+  const comm::ConstBuffer local(scratch.data.data(), count, Dtype::fp32());
   if (!bucket_.data) {
     if (bucket_.capacity == count && config_.dtype == Dtype::fp32()) {
       // A bucket that this unit fills alone (a large unit, or the lowest,
       // such as GPT's embedding): at fp32 its gradient is the bucket, with
-      // no copy and no second buffer of its size.
-      bucket_.data = std::move(scratch);
+      // no copy and no second buffer of its size (pooled: fp32 has no
+      // compute copy).
+      bucket_.data = std::move(scratch.pooled);
       bucket_.filled = count;
       bucket_.lo = start;
       return flush_bucket(micro);
@@ -634,7 +659,8 @@ void Engine::flush_bucket(int micro) {
 // The unit's fp32 gradient is complete: reduce it across ranks (on the comm
 // thread) and add it into the accumulator.
 void Engine::reduce_unit(size_t unit, int micro) {
-  BufferPool::Handle scratch = std::move(grad_scratch_[unit]);
+  OpenGradient scratch = std::move(grad_scratch_[unit]);
+  grad_scratch_[unit].reset();
   const StageTraits& stage = traits(config_.stage);
   if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, std::move(scratch), micro);
   const size_t count = plan_.unit_count(unit);
@@ -646,16 +672,18 @@ void Engine::reduce_unit(size_t unit, int micro) {
     // (in place, the backward wrote it there).
     wait(staging_tickets_[unit]);
     staging = (grad_staging_.allocated() ? grad_staging_ : grads_).unit(unit);
-    if (scratch) convert_into(staging, comm::ConstBuffer(scratch->data(), count, Dtype::fp32()));
+    if (scratch) convert_into(staging, comm::ConstBuffer(scratch.data.data(), count, Dtype::fp32()));
     scratch.reset();
   } else if (config_.dtype.is_low_precision()) {
-    const comm::ConstBuffer local(scratch->data(), count, Dtype::fp32());
+    const comm::ConstBuffer local(scratch.data.data(), count, Dtype::fp32());
     bucket = step_buffers_.take(local.count * config_.dtype.size(), BufferPool::Fill::kUndefined);
     staging = comm::Buffer(bucket->data(), local.count, config_.dtype);
     convert_into(staging, local);
     scratch.reset();
   } else {
-    staging = comm::Buffer(scratch->data(), count, Dtype::fp32());
+    // fp32: the gradient itself is the reduction's input, kept alive by the
+    // comm thread's copy of its handle (pooled: fp32 has no compute copy).
+    staging = comm::Buffer(scratch.data.data(), count, Dtype::fp32());
   }
 
   // Stage 1 without accumulation reduce-scatters in place: its accumulator
@@ -664,25 +692,26 @@ void Engine::reduce_unit(size_t unit, int micro) {
   const comm::ShardRange own = plan_.shard(unit, rank_);
   const uint64_t key = rounding_key(unit, micro, /*grads=*/true);
   const comm::QuantFormat format = format_now(grads_format(config_));
-  staging_tickets_[unit] = submit([this, staging, acc, own, micro, bucket, scratch, unit, key, format] {
-    // The plain reduce-scatter, or the compressed one (quantize_grads),
-    // inside the shard group; with hybrid sharding the shard's sum over the
-    // groups follows (an all-reduce across the replica group, in place).
-    auto reduce_scatter = [this, unit, key, format](comm::ConstBuffer in, comm::Buffer out) {
-      if (format.codes == comm::Quantization::kNone) {
-        shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
-      } else {
-        shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, format, quant_scratch_.span(),
-                                             unit_tensor_starts_[unit], key);
-      }
-      if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
-    };
-    if (micro == 0) return reduce_scatter(staging, acc);
-    const comm::Buffer own_part = staging.slice(own.offset, own.count);
-    reduce_scatter(staging, own_part);
-    add_pairwise(own_part, micro, config_.grad_accum,
-                 [&](int p) { return p == 0 ? acc : grad_partials_[p - 1].own_shard(unit); });
-  });
+  staging_tickets_[unit] =
+      submit([this, staging, acc, own, micro, bucket, pooled = std::move(scratch.pooled), unit, key, format] {
+        // The plain reduce-scatter, or the compressed one (quantize_grads),
+        // inside the shard group; with hybrid sharding the shard's sum over the
+        // groups follows (an all-reduce across the replica group, in place).
+        auto reduce_scatter = [this, unit, key, format](comm::ConstBuffer in, comm::Buffer out) {
+          if (format.codes == comm::Quantization::kNone) {
+            shard_comm_.reduce_scatter(in, out, comm::ReduceOp::kSum);
+          } else {
+            shard_comm_.reduce_scatter_quantized(in, out, comm::ReduceOp::kSum, format, quant_scratch_.span(),
+                                                 unit_tensor_starts_[unit], key);
+          }
+          if (groups_.replica) groups_.replica->all_reduce(out, out, comm::ReduceOp::kSum);
+        };
+        if (micro == 0) return reduce_scatter(staging, acc);
+        const comm::Buffer own_part = staging.slice(own.offset, own.count);
+        reduce_scatter(staging, own_part);
+        add_pairwise(own_part, micro, config_.grad_accum,
+                     [&](int p) { return p == 0 ? acc : grad_partials_[p - 1].own_shard(unit); });
+      });
   limit_in_flight(staging_tickets_[unit]);
 }
 

@@ -57,6 +57,7 @@
 #include "comm/communicator.h"
 #include "core/clock.h"
 #include "core/gather_schedule.h"
+#include "core/grad_schedule.h"
 #include "model/model.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
@@ -290,16 +291,28 @@ class Engine final : public Trainable {
   void prefetch(int op_index, int direction);
   void release(int op_index);
   std::shared_ptr<Gathered> start_gather(int op_index);
+  // A unit's fp32 gradient while its backward is open, outside grads_: a
+  // pooled buffer, or a range of compute_params_ (core/grad_schedule.h).
+  struct OpenGradient {
+    BufferPool::Handle pooled;
+    std::span<float> data;
+    explicit operator bool() const { return !data.empty(); }
+    void reset() {
+      pooled.reset();
+      data = {};
+    }
+  };
   // The fp32 buffer op_index's backward accumulates its unit's gradient
-  // into, zeroed when the unit's first backward op opens it: the unit's
-  // range of grads_ itself where backward_writes_grads (core/stage.h), else
-  // a pooled scratch.
+  // into, zeroed when the unit's opening op (grad_schedule_.opens_at) opens
+  // it, which then adds the unit's deferred weight parts: the unit's range
+  // of grads_ itself where backward_writes_grads (core/stage.h), else its
+  // range of the compute copy or a pooled scratch (grad_schedule_).
   // A pipeline's first stage may seed it (StageLink::seed_gradient).
-  std::span<float> open_gradient(int op_index, int micro);
+  std::span<float> open_gradient(int op_index, int micro, model::Workspace& ws);
   bool borrowed(size_t unit) const { return !link_.borrowed.empty() && link_.borrowed[unit]; }
   void reduce_unit(size_t unit, int micro);
   // `scratch` is empty when the gradient already sits in grads_.
-  void bucket_unit(size_t unit, BufferPool::Handle scratch, int micro);
+  void bucket_unit(size_t unit, OpenGradient scratch, int micro);
   void flush_bucket(int micro);
   // The step's loss: every rank's micro-batch losses in global micro-batch
   // order (micro * N + rank, the sampler's), pairwise summed, over their count.
@@ -384,13 +397,14 @@ class Engine final : public Trainable {
   std::unique_ptr<model::Workspace> workspace_;
   std::vector<std::unique_ptr<model::Workspace>> more_workspaces_;  // add_workspace()
   StageLink link_;
-  std::vector<int> last_backward_op_;
+  // Which ops' weight parts wait, when each unit's gradient opens and
+  // closes, and which gradients live in compute_params_.
+  GradSchedule grad_schedule_;
 
   LedgerBuffer<float> compute_params_;               // fp32 copy of the current unit (low precision)
   BufferPool step_buffers_;                          // the buckets category: scratch gradients, buckets
-  std::vector<BufferPool::Handle> grad_scratch_;     // per unit, fp32, while its backward is open
+  std::vector<OpenGradient> grad_scratch_;           // per unit, fp32, while its backward is open
   bool grads_in_place_ = false;                      // backward_writes_grads: no scratch, no bucket copy
-  std::vector<int> first_backward_op_;               // per unit: the op whose backward opens its gradient
   std::vector<std::shared_ptr<Gathered>> gathered_;  // per op, stage 3
   // The forward's last op's parameters, kept for the backward's first op.
   struct Held {

@@ -270,6 +270,13 @@ TEST(Gpt, Bf16ProductInputsKeepTheBitsOfBf16Products) {
   EXPECT_EQ(ckpt->total_bytes(), m.make_workspace(B, T, true)->total_bytes());
 }
 
+TEST(Gpt, TheHeadsWeightGradientRunLateKeepsTheBits) {
+  const GptConfig c{16, 37, 40, 2, 2, 16};
+  const Gpt m(c);
+  const Inputs in = random_inputs(2 * 12, c.vocab, 41);
+  testing::expect_deferred_head_keeps_the_bits(m, in.batch(), 2, 12);
+}
+
 TEST(Gpt, RankThreadsShareOneModel) {
   Gpt m(small_config());
   std::vector<float> params(m.num_params());

@@ -168,6 +168,16 @@ TEST(LlamaModel, WorkspaceBytesAreThePlannersEstimate) {
   }
 }
 
+TEST(LlamaModel, TheTiedHeadsWeightGradientRunLateKeepsTheBits) {
+  LlamaConfig c = odd();
+  c.tied = true;
+  const Llama model(c);
+  const int B = 2, T = 9;
+  std::vector<int32_t> ids(B * T), targets(B * T);
+  for (int i = 0; i < B * T; ++i) ids[i] = (i * 5 + 2) % 37, targets[i] = (i * 3 + 1) % 37;
+  testing::expect_deferred_head_keeps_the_bits(model, {.tokens = ids, .targets = targets}, B, T);
+}
+
 TEST(LlamaModel, CheckpointingGivesTheSameBits) {
   const Llama model(odd());
   std::vector<float> params(model.num_params());

@@ -2,10 +2,18 @@
 // Helpers for the model tests: random batches and full-buffer passes.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <bit>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
+#include "core/error.h"
+#include "kernels/compute.h"
+
+#include "core/grad_schedule.h"
 #include "model/model.h"
 
 namespace zerodp::model::testing {
@@ -34,6 +42,66 @@ inline float train_pass(const Model& m, const std::vector<float>& params, std::v
   ws.set_loss_grad_scale(scale);
   backward_all(m, params, grads, ws);
   return loss;
+}
+
+// backward_all as the engine runs it: a split op's weight part waits for
+// its unit's opening op (core/grad_schedule.h), the tied LM head's until
+// the embedding's backward.
+inline void backward_all_deferred(const Model& m, const std::vector<float>& params, std::vector<float>& grads,
+                                  Workspace& ws) {
+  GradOps g;
+  for (const UnitInfo& u : m.units()) g.counts.push_back(u.count);
+  for (const Op& op : m.ops()) {
+    g.units.push_back(op.unit);
+    g.backward_reads.push_back(op.backward_reads_params);
+    g.weight_grad_apart.push_back(op.weight_grad_apart);
+  }
+  const GradSchedule s = grad_schedule(g, 0);
+  const std::span<const float> all_params(params);
+  const std::span<float> all_grads(grads);
+  for (int i = static_cast<int>(m.ops().size()) - 1; i >= 0; --i) {
+    const Op& op = m.ops()[static_cast<size_t>(i)];
+    const auto p = m.unit_span(all_params, op.unit);
+    const auto gr = m.unit_span(all_grads, op.unit);
+    if (s.deferred[static_cast<size_t>(i)]) {
+      m.backward_input(i, p, ws);
+      continue;
+    }
+    if (s.opens_at[static_cast<size_t>(op.unit)] == i) {
+      for (int k = static_cast<int>(m.ops().size()) - 1; k > i; --k) {
+        if (s.deferred[static_cast<size_t>(k)] && m.ops()[static_cast<size_t>(k)].unit == op.unit)
+          m.backward_weights(k, gr, ws);
+      }
+    }
+    m.backward(i, op.backward_reads_params ? p : std::span<const float>{}, gr, ws);
+  }
+}
+
+// A split head's weight part run at the end of the backward gives the
+// bits of the whole backward (fp32 and bf16 products, with checkpointing).
+inline void expect_deferred_head_keeps_the_bits(const Model& m, const Batch& batch, int micro_batch, int seq_len) {
+  ASSERT_TRUE(m.ops().back().weight_grad_apart);
+  std::vector<float> params(m.num_params());
+  m.init_params(params, 31);
+  for (const bool bf16 : {false, true}) {
+    for (const bool checkpointing : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "bf16 products " << bf16 << ", checkpointing " << checkpointing);
+      const kernels::ScopedCompute scoped(bf16 ? kernels::Compute::kBf16 : kernels::Compute::kFp32);
+      auto ws = m.make_workspace(micro_batch, seq_len, checkpointing);
+      std::vector<float> whole(params.size(), 0.0f), deferred(params.size(), 0.0f);
+      const float loss = train_pass(m, params, whole, *ws, batch, 0.5f);
+      ws->set_batch(batch);
+      EXPECT_EQ(forward_all(m, params, *ws), loss);
+      ws->set_loss_grad_scale(0.5f);
+      backward_all_deferred(m, params, deferred, *ws);
+      size_t differ = 0;
+      for (size_t i = 0; i < whole.size(); ++i)
+        differ += std::bit_cast<uint32_t>(whole[i]) != std::bit_cast<uint32_t>(deferred[i]);
+      EXPECT_EQ(differ, 0u) << "gradients that differ";
+    }
+  }
+  auto ws = m.make_workspace(micro_batch, seq_len, false);
+  EXPECT_THROW(m.backward_weights(0, std::span<float>(params).first(m.units()[0].count), *ws), ConfigError);
 }
 
 }  // namespace zerodp::model::testing

@@ -71,43 +71,67 @@ TEST(EngineMemory, BucketsFollowTheBackwardSchedule) {
   // unit 0 is open: still one of each size.
   EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u);
   // bf16: each reduction's 2-byte copy (8, 14, 20) is taken beside the fp32
-  // gradient.
+  // gradient. Unit 2's fp32 gradient (4 el.) lives in the compute copy (10
+  // el.) after its weights; unit 1's (7) does not fit beside its own, nor
+  // unit 0's beside every unit op 3..0 reads (core/grad_schedule.h).
   run.dtype = Dtype::bf16();
   p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 8u + 14u + 20u);
+  EXPECT_EQ(p.buckets, 40u + 28u + 8u + 14u + 20u);
   // Stage 1 converts into its grads buffer: no copy.
   run.stage = Stage::k1;
-  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u);
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u);
+}
+
+TEST(EngineMemory, ADeferredWeightPartOpensTheTiedGradientAtTheEnd) {
+  // The tied head (op 3) runs its weight part at op 0, whose backward
+  // reads no weights (as GPT's embedding): unit 0's gradient opens there,
+  // so at bf16 it takes the whole compute copy; unit 2's sits after its
+  // weights; unit 1's is pooled.
+  UnitSchedule s = tied();
+  s.op_backward_reads = {false, true, true, true};
+  s.op_weight_grad_apart = {false, false, false, true};
+  EngineRun run{.stage = Stage::k1, .ranks = 2, .dtype = Dtype::bf16()};
+  EXPECT_EQ(predict_engine_rank(s, run, 0, 0).buckets, 28u);
+  run.stage = Stage::k2;  // and the three bf16 copies
+  EXPECT_EQ(predict_engine_rank(s, run, 0, 0).buckets, 28u + 8u + 14u + 20u);
+  // fp32 has no compute copy: every gradient pooled, one of each size.
+  run.dtype = Dtype::fp32();
+  EXPECT_EQ(predict_engine_rank(s, run, 0, 0).buckets, 40u + 16u + 28u);
+  // Where op 0's backward reads weights, unit 0's gradient does not fit
+  // beside them.
+  run.dtype = Dtype::bf16();
+  s.op_backward_reads = {true, true, true, true};
+  EXPECT_EQ(predict_engine_rank(s, run, 0, 0).buckets, 40u + 28u + 8u + 14u + 20u);
 }
 
 TEST(EngineMemory, StageZeroPacksAdjacentUnitsIntoBuckets) {
   // bf16, buckets of 12 elements (24 B). A step's first micro-batch rounds
   // each unit's gradient straight into the bf16 gradient buffer and
-  // all-reduces ranges of it in place: the pool holds only the three fp32
-  // gradients (40, 16, 28).
+  // all-reduces ranges of it in place: the pool holds only the fp32
+  // gradients that do not live in the compute copy (40, 28; unit 2's does).
   EngineRun run{.stage = Stage::k0, .ranks = 2, .dtype = Dtype::bf16(), .bucket_elements = 12};
   RankPrediction p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 16u + 28u);
-  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u);
+  EXPECT_EQ(p.buckets, 40u + 28u);
+  EXPECT_EQ(p.buckets_bound, 40u + 28u);
   // The second micro-batch packs buckets: unit 2 (4 el., flat 17..20) opens
   // one; unit 1 (7 el., flat 10..16) is adjacent and fits (11); unit 0 (10)
   // does not: flush, open another of 20 B (it needs only the 10 elements
   // below its end).
   run.grad_accum = 2;
   p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
-  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u + 24u + 20u);
+  EXPECT_EQ(p.buckets, 40u + 28u + 24u + 20u);
+  EXPECT_EQ(p.buckets_bound, 40u + 28u + 24u + 20u);
   // Lagging over 3 micro-batches: the second pass's two buckets still
   // queued when the third takes its own, so two of each bucket size.
   run.grad_accum = 3;
   p = predict_engine_rank(tied(), run, 0, 0);
-  EXPECT_EQ(p.buckets, 40u + 16u + 28u + 24u + 20u);
-  EXPECT_EQ(p.buckets_bound, 40u + 16u + 28u + 2 * 24u + 2 * 20u);
+  EXPECT_EQ(p.buckets, 40u + 28u + 24u + 20u);
+  EXPECT_EQ(p.buckets_bound, 40u + 28u + 2 * 24u + 2 * 20u);
   // A bucket is never smaller than the unit it must hold: one per unit (8,
   // 14, 20 B).
   run.grad_accum = 2;
   run.bucket_elements = 1;
-  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 16u + 28u + 8u + 14u + 20u);
+  EXPECT_EQ(predict_engine_rank(tied(), run, 0, 0).buckets, 40u + 28u + 8u + 14u + 20u);
   // fp32 with accumulation, buckets of 12 (48 B): unit 0's bucket would
   // hold unit 0 alone, so its gradient is all-reduced as it is: no second
   // 40-byte buffer.

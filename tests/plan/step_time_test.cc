@@ -79,15 +79,18 @@ TEST(StepTime, Stage2OnTwoRanksByHand) {
   // three 16-byte collectives (losses, overflow, norm) of 8 us.
   EXPECT_NEAR(t.comm_s, 2 * 5.84e-4 + 3 * 8e-6, 1e-12);
   EXPECT_NEAR(t.serial_s, 2.88e-3 + 1.46e-4 + 1.192e-3, 1e-12);
-  // The schedule: forward 0.96 ms; head backward to 1.216 ms; the final
-  // layernorm's reduce-scatter (16 us) runs during the block's backward
-  // (to 2.88 ms); the block's (488 us) and the embedding's (80 us) after it,
-  // to 3.448 ms; then the small collectives, the optimizer and the
-  // all-gathers: 3.448 + 0.024 + 0.146 + 0.584 = 4.202 ms.
-  EXPECT_NEAR(t.scheduled_s, 4.202e-3, 1e-12);
-  EXPECT_NEAR(t.step_s, 4.202e-3, 1e-12);
-  EXPECT_NEAR(t.overlapped_compute_s, 1.6e-5, 1e-12);  // that reduce-scatter beside the block's backward
-  EXPECT_NEAR(t.hidden_fraction(), 1.6e-5 / t.comm_s, 1e-9);
+  // The schedule: forward 0.96 ms; the head's input gradient to 1.088 ms
+  // (its weight gradient, 128 us, runs at the embedding's backward); the
+  // final layernorm's reduce-scatter (16 us) runs during the block's
+  // backward (to 2.752 ms); the block's (488 us, to 3.24 ms) beside the
+  // head's weight gradient (to 2.88 ms), then the embedding's (80 us), to
+  // 3.32 ms; then the small collectives, the optimizer and the all-gathers:
+  // 3.32 + 0.024 + 0.146 + 0.584 = 4.074 ms.
+  EXPECT_NEAR(t.scheduled_s, 4.074e-3, 1e-12);
+  EXPECT_NEAR(t.step_s, 4.074e-3, 1e-12);
+  // Those two reduce-scatters beside compute: 16 + 128 us.
+  EXPECT_NEAR(t.overlapped_compute_s, 1.44e-4, 1e-12);
+  EXPECT_NEAR(t.hidden_fraction(), 1.44e-4 / t.comm_s, 1e-9);
   EXPECT_NEAR(t.sent_bytes, 2 * 584 + 3 * 8, 1e-9);
   EXPECT_EQ(t.collectives, 3 + 3 + 3);
   // The terms plan --predict prints: each kind of collective apart, adding
@@ -109,25 +112,28 @@ TEST(StepTime, CollectivesBackToBackUseTheirOwnLink) {
   Hardware hw = slow_link();
   hw.link_back_to_back = {.latency_s = 0, .bandwidth = 5e5, .source = "test"};
   const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k2), hw);
-  // Reduce-scatters: the final layernorm's (16 us) after the head's
-  // backward and the block's (488 us) after its own: after compute; the
-  // embedding's follows the block's at once (its backward computes
-  // nothing): 160 us. The three small ones follow it: 16 us each. After the
-  // optimizer, the embedding's all-gather (80 us) follows compute, the
-  // block's and the final layernorm's follow it: 976 and 32 us.
+  // Reduce-scatters: the final layernorm's (16 us) after the head's input
+  // gradient and the block's (488 us) after its own backward: after
+  // compute; the embedding's waits behind the block's on the comm thread
+  // and follows it at once: 160 us. The three small ones follow it: 16 us
+  // each. After the optimizer, the embedding's all-gather (80 us) follows
+  // compute, the block's and the final layernorm's follow it: 976 and 32
+  // us.
   EXPECT_NEAR(t.comm_terms.reduce_scatter_s, (16 + 488 + 160) * 1e-6, 1e-12);
   EXPECT_NEAR(t.comm_terms.small_s, 3 * 16e-6, 1e-12);
   EXPECT_NEAR(t.comm_terms.all_gather_s, (80 + 976 + 32) * 1e-6, 1e-12);
   EXPECT_NEAR(t.comm_s, 1.8e-3, 1e-12);
-  // Overlapped: the embedding's reduce-scatter starts at 3.368 ms as the
-  // block's ends, to 3.528; + 48 us small + 146 us optimizer + 1088 us of
-  // all-gathers = 4.810 ms. Serial: the block's reduce-scatter starts after
-  // its backward, at 2.896 ms: 16 us later, to 4.826 ms.
-  EXPECT_NEAR(t.scheduled_s, 4.810e-3, 1e-12);
-  EXPECT_NEAR(t.serial_s, 4.826e-3, 1e-12);
+  // Overlapped: the embedding's reduce-scatter starts at 3.24 ms as the
+  // block's ends, to 3.4; + 48 us small + 146 us optimizer + 1088 us of
+  // all-gathers = 4.682 ms. Serial: each collective after the compute
+  // before it: the block's reduce-scatter 2.768-3.256 ms, the head's weight
+  // gradient to 3.384, the embedding's reduce-scatter after it on the idle
+  // link (80 us), then 48 + 146 + 1088 us: 4.746 ms.
+  EXPECT_NEAR(t.scheduled_s, 4.682e-3, 1e-12);
+  EXPECT_NEAR(t.serial_s, 4.746e-3, 1e-12);
   // Without a back-to-back link every call takes the link.
   hw.link_back_to_back = {};
-  EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k2), hw).scheduled_s, 4.202e-3, 1e-12);
+  EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k2), hw).scheduled_s, 4.074e-3, 1e-12);
 }
 
 TEST(StepTime, Stage0OneBucketHidesNothing) {
@@ -157,13 +163,14 @@ TEST(StepTime, Stage3PrefetchByHand) {
   EXPECT_NEAR(t.serial_s, 2.88e-3 + 1.46e-4 + 1.696e-3, 1e-12);
   // Forward: gather 0 (to 80 us) and prefetch 1 (to 568 us); the block runs
   // 568..1400 us while 2 is gathered (to 584); the head's unit is still
-  // there, so the head runs at once, to 1528 us. Backward: the head runs to
-  // 1784 us while 2 is prefetched (1528..1544); op 2 prefetches 1
-  // (1784..2272) and reduces unit 2 (2272..2288); the block runs 2272..3936
-  // us; unit 1's reduce-scatter 3936..4424, the embedding's backward (no
-  // gather) and unit 0's to 4504; then 24 us of small collectives and 146
-  // us of optimizer: 4674 us.
-  EXPECT_NEAR(t.scheduled_s, 4.674e-3, 1e-12);
+  // there, so the head runs at once, to 1528 us. Backward: the head's input
+  // gradient runs to 1656 us while 2 is prefetched (1528..1544); op 2
+  // prefetches 1 (1656..2144) and reduces unit 2 (2144..2160); the block
+  // runs 2144..3808 us; unit 1's reduce-scatter 3808..4296 beside the
+  // embedding's backward (no gather; the head's weight gradient, to 3936),
+  // unit 0's to 4376; then 24 us of small collectives and 146 us of
+  // optimizer: 4546 us.
+  EXPECT_NEAR(t.scheduled_s, 4.546e-3, 1e-12);
   // (3Φ - embedding) x 4 B x (N-1)/N (forward's Φ, backward's Φ - embedding,
   // the reduce-scatter's Φ), and the small ones.
   EXPECT_NEAR(t.sent_bytes, (3 * 292 - 40) * 4 / 2.0 + 24, 1e-9);
@@ -173,7 +180,7 @@ TEST(StepTime, OverlapEfficiencyInterpolates) {
   Hardware hw = slow_link();
   hw.overlap_efficiency = 0.25;
   const StepTime t = predict_step_time(tiny(), tiny_run(Stage::k3), hw);
-  EXPECT_NEAR(t.step_s, 4.722e-3 - 0.25 * (4.722e-3 - 4.674e-3), 1e-12);
+  EXPECT_NEAR(t.step_s, 4.722e-3 - 0.25 * (4.722e-3 - 4.546e-3), 1e-12);
   hw.overlap_efficiency = 0;
   EXPECT_NEAR(predict_step_time(tiny(), tiny_run(Stage::k3), hw).step_s, 4.722e-3, 1e-12);
 }

@@ -7,7 +7,13 @@
 # peak must not exceed the plan, and the plan must not overestimate it by
 # more than 10%. Prints one markdown row per run.
 # usage: memory_promise.sh ZERODP "MODELS" "STAGES" "RANKS" [extra train flags...]
-# MICRO_BATCH and SEQ_LEN set the micro-batch shape (default 2 x 64).
+# MICRO_BATCH and SEQ_LEN set the micro-batch shape (default 2 x 64);
+# EVAL_EVERY (default 0) evaluates every that many steps, and with
+# --held-out answers the sums there, rank 0 gathering its consolidated copy
+# while the other rank threads still hold their training memory: the
+# plan's end moment (docs/memory.md). At the run's end those threads may
+# have left first, and the plan, which cannot count on it, is then up to
+# the copy (4 bytes a parameter) over the measurement.
 set -euo pipefail
 zerodp=$1 models=$2 stages=$3 ranks=$4
 shift 4
@@ -19,7 +25,7 @@ for model in $models; do
     for n in $ranks; do
       rc=0
       out=$("$zerodp" train --model "$model" --stage "$stage" --ranks "$n" --precision bf16 --steps 2 \
-              --micro-batch "${MICRO_BATCH:-2}" --seq-len "${SEQ_LEN:-64}" --eval-every 0 --eval-batches 1 "$@" 2>&1) || rc=$?
+              --micro-batch "${MICRO_BATCH:-2}" --seq-len "${SEQ_LEN:-64}" --eval-every "${EVAL_EVERY:-0}" --eval-batches 1 "$@" 2>&1) || rc=$?
       # A machine too small for a configuration refuses it up front (exit 2,
       # the preflight against its memory): nothing to measure there.
       if [ "$rc" = 2 ] && grep -q "over this machine's memory" <<< "$out"; then

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backward's gradient schedule in the engine (core/grad_schedule.h): the
+// tied LM head's weight gradient run at the embedding's backward, and the
+// fp32 gradients that live in the compute copy, give the bits of a model
+// whose head runs whole (every gradient pooled), at every stage, both
+// mixed precisions and both compute paths; and with mixed precision they
+// pool less.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "comm/world.h"
+#include "kernels/compute.h"
+#include "model/gpt.h"
+#include "zero/engine.h"
+#include "zero/pipeline_test_util.h"
+
+namespace zerodp::zero {
+namespace {
+
+using testing::expect_same_bits;
+using testing::Trained;
+
+// The same model with no op split: the engine opens the tied gradient at
+// the head and keeps it through the whole backward.
+class Unsplit final : public model::Model {
+ public:
+  explicit Unsplit(const model::Model& m) : m_(m), ops_(m.ops()) {
+    for (model::Op& op : ops_) op.weight_grad_apart = false;
+  }
+  std::string kind() const override { return m_.kind(); }
+  std::string describe() const override { return m_.describe(); }
+  size_t num_params() const override { return m_.num_params(); }
+  const std::vector<model::UnitInfo>& units() const override { return m_.units(); }
+  const std::vector<model::Op>& ops() const override { return ops_; }
+  std::vector<model::TensorInfo> tensors() const override { return m_.tensors(); }
+  std::unique_ptr<model::Workspace> make_workspace(int b, int t, bool ckpt) const override {
+    return m_.make_workspace(b, t, ckpt);
+  }
+  std::unique_ptr<model::Workspace> make_workspace_for(const model::WorkspaceOptions& o) const override {
+    return m_.make_workspace_for(o);
+  }
+  void forward(int i, std::span<const float> p, model::Workspace& ws) const override { m_.forward(i, p, ws); }
+  void backward(int i, std::span<const float> p, std::span<float> g, model::Workspace& ws) const override {
+    m_.backward(i, p, g, ws);
+  }
+  std::vector<kernels::LinearShape> linear_shapes(int b, int t) const override { return m_.linear_shapes(b, t); }
+  double train_flops_per_position(int t) const override { return m_.train_flops_per_position(t); }
+
+ private:
+  const model::Model& m_;
+  std::vector<model::Op> ops_;
+};
+
+// Global micro-batch g of a step: tokens from a few ids, so the embedding's
+// backward adds several rows into one and the order of the tied gradient's
+// contributions shows in its bits.
+void feed_repeating(model::Workspace& ws, int64_t step, int64_t g) {
+  std::vector<int32_t> tokens(testing::kPipeBatch * testing::kPipeSeq), targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((step * 3 + g * 5 + static_cast<int64_t>(i * i)) % 7);
+    targets[i] = static_cast<int32_t>((step * 11 + g + static_cast<int64_t>(i) * 13) % testing::kPipeVocab);
+  }
+  ws.set_batch(model::Batch{.tokens = tokens, .targets = targets});
+}
+
+struct TrainedRun {
+  Trained trained;
+  uint64_t buckets_peak = 0;
+};
+
+TrainedRun train(const model::Model& m, Stage stage, Dtype dtype, kernels::Compute compute) {
+  EngineConfig c;
+  c.stage = stage;
+  c.dtype = dtype;
+  c.compute = compute;
+  c.grad_accum = 2;
+  c.clip_norm = 0.5;
+  c.bucket_elements = 3000;
+  c.lr_schedule.max_lr = 1e-2;
+  c.loss_scaler.initial_scale = 256.0;
+  TrainedRun run;
+  comm::run_thread_ranks(2, {}, [&](comm::Communicator& comm) {
+    Engine engine(m, comm, c, /*seed=*/5, testing::kPipeBatch, testing::kPipeSeq);
+    Trained mine;
+    for (int64_t step = 0; step < 3; ++step) {
+      const StepResult r = engine.train_step(
+          [&](model::Workspace& ws, int micro) { feed_repeating(ws, step, int64_t{micro} * 2 + comm.rank()); });
+      mine.losses.push_back(r.loss);
+      mine.norms.push_back(r.grad_norm);
+    }
+    mine.master = engine.gather_master_params();
+    const uint64_t buckets = engine.ledger().peak(MemoryCategory::kBuckets);
+    if (comm.rank() == 0) run = {mine, buckets};
+  });
+  return run;
+}
+
+TEST(EngineGradSchedule, TheHeadsLateWeightGradientKeepsTheBits) {
+  const model::Gpt gpt(testing::small_pipeline_gpt());
+  const Unsplit whole(gpt);
+  for (const Dtype dtype : {Dtype::bf16(), Dtype::fp16(), Dtype::fp32()}) {
+    for (const auto compute : {kernels::Compute::kFp32, kernels::Compute::kBf16}) {
+      for (const Stage stage : {Stage::k0, Stage::k1, Stage::k2, Stage::k3}) {
+        const std::string what =
+            fmt::format("{} compute {} ZeRO {}", dtype.name(), kernels::compute_name(compute), stage_number(stage));
+        const TrainedRun split = train(gpt, stage, dtype, compute);
+        const TrainedRun unsplit = train(whole, stage, dtype, compute);
+        expect_same_bits(split.trained, unsplit.trained, what);
+        if (dtype.is_low_precision()) {
+          // The tied embedding's fp32 gradient and every block's live in
+          // the compute copy: nothing of theirs is pooled.
+          EXPECT_LT(split.buckets_peak, unsplit.buckets_peak) << what;
+        } else {
+          // fp32 pools every gradient; the tied one opens later, after the
+          // comm thread may have given the last micro-batch's back.
+          EXPECT_LE(split.buckets_peak, unsplit.buckets_peak) << what;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::zero
