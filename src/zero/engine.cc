@@ -519,14 +519,14 @@ void Engine::backward_pass(model::Workspace& ws, int micro) {
   const auto& ops = model_.ops();
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
+    const bool reads = reads_params(i, -1);
     if (grad_schedule_.deferred[static_cast<size_t>(i)]) {
       // The input part now; the weight part when the unit's gradient opens.
-      model_.backward_input(i, acquire(i, -1), ws);
-      release(i);
+      model_.backward_input(i, reads ? acquire(i, -1) : std::span<const float>{}, ws);
+      if (reads) release(i);
       continue;
     }
     const std::span<float> grad = open_gradient(i, micro, ws);
-    const bool reads = reads_params(i, -1);
     const auto params = reads ? acquire(i, -1) : std::span<const float>{};
     model_.backward(i, params, grad, ws);
     if (reads) release(i);
