@@ -17,6 +17,7 @@ GradSchedule grad_schedule(const GradOps& ops, uint64_t compute_copy_elements) {
   s.deferred.assign(num_ops, false);
   s.opens_at.assign(num_units, -1);
   s.closes_at.assign(num_units, -1);
+  s.waiting.assign(num_units, {});
   s.in_compute_copy.assign(num_units, GradSchedule::kPooled);
   auto unit_of = [&ops](size_t op) {
     const int u = ops.units[op];
@@ -35,6 +36,7 @@ GradSchedule grad_schedule(const GradOps& ops, uint64_t compute_copy_elements) {
     if (s.opens_at[u] >= 0) continue;
     if (ops.weight_grad_apart[k] && static_cast<int>(k) != s.closes_at[u]) {
       s.deferred[k] = true;
+      s.waiting[u].push_back(static_cast<int>(k));
     } else {
       s.opens_at[u] = static_cast<int>(k);
     }

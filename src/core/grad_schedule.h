@@ -49,6 +49,9 @@ struct GradSchedule {
   // not deferred), running the unit's deferred weight parts first; and the
   // op after whose backward it is complete (the lowest index using it).
   std::vector<int> opens_at, closes_at;
+  // Per unit: the deferred ops whose weight parts its opening op runs first,
+  // in backward order (the order an unsplit backward adds them in).
+  std::vector<std::vector<int>> waiting;
   // Per unit: its gradient's offset in the compute copy, or kPooled.
   std::vector<uint64_t> in_compute_copy;
 };

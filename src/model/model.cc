@@ -69,6 +69,17 @@ void Model::backward_weights(int op_index, std::span<float> /*unit_grads*/, Work
 
 std::span<float> Model::boundary_gradient(Workspace& /*ws*/, int /*op_index*/) const { refuse_stages(kind()); }
 
+GradOps grad_ops(const Model& model) {
+  GradOps g;
+  for (const UnitInfo& u : model.units()) g.counts.push_back(u.count);
+  for (const Op& op : model.ops()) {
+    g.units.push_back(op.unit);
+    g.backward_reads.push_back(op.backward_reads_params);
+    g.weight_grad_apart.push_back(op.weight_grad_apart);
+  }
+  return g;
+}
+
 std::vector<int> Model::last_backward_op() const {
   std::vector<int> last(units().size(), -1);
   const auto& o = ops();

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/grad_schedule.h"
 #include "kernels/linear.h"
 #include "kernels/profile.h"
 #include "model/param_init.h"
@@ -258,6 +259,9 @@ class Model {
   // them (Op::backward_reads_params).
   void check_backward_spans(int op_index, size_t params, size_t grads) const;
 };
+
+// The model's ops as core/grad_schedule.h reads them.
+GradOps grad_ops(const Model& model);
 
 // Runs every forward op over a full flat parameter buffer; returns ws.loss().
 float forward_all(const Model& model, std::span<const float> params, Workspace& ws);

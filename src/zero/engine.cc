@@ -243,14 +243,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   ledger_.allocate(MemoryCategory::kActivations, workspace_->total_bytes());
   grad_scratch_.resize(plan_.num_units());
   grads_in_place_ = backward_writes_grads(config_.stage, mixed, config_.grad_accum);
-  GradOps grad_ops;
-  for (size_t u = 0; u < plan_.num_units(); ++u) grad_ops.counts.push_back(plan_.unit_count(u));
-  for (const model::Op& op : model_.ops()) {
-    grad_ops.units.push_back(op.unit);
-    grad_ops.backward_reads.push_back(op.backward_reads_params);
-    grad_ops.weight_grad_apart.push_back(op.weight_grad_apart);
-  }
-  grad_schedule_ = grad_schedule(grad_ops, compute_params_.size());
+  grad_schedule_ = grad_schedule(model::grad_ops(model_), compute_params_.size());
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
   if (traits(config_.stage).gathers_on_acquire) {
@@ -570,11 +563,7 @@ std::span<float> Engine::open_gradient(int op_index, int micro, model::Workspace
   }
   // The weight parts that waited for it, in backward order: every
   // contribution lands in the order an unsplit backward adds it.
-  const auto& ops = model_.ops();
-  for (int k = static_cast<int>(ops.size()) - 1; k > op_index; --k) {
-    if (grad_schedule_.deferred[static_cast<size_t>(k)] && static_cast<size_t>(ops[k].unit) == unit)
-      model_.backward_weights(k, grad, ws);
-  }
+  for (const int k : grad_schedule_.waiting[unit]) model_.backward_weights(k, grad, ws);
   return grad;
 }
 
@@ -659,8 +648,7 @@ void Engine::flush_bucket(int micro) {
 // The unit's fp32 gradient is complete: reduce it across ranks (on the comm
 // thread) and add it into the accumulator.
 void Engine::reduce_unit(size_t unit, int micro) {
-  OpenGradient scratch = std::move(grad_scratch_[unit]);
-  grad_scratch_[unit].reset();
+  OpenGradient scratch = std::exchange(grad_scratch_[unit], {});
   const StageTraits& stage = traits(config_.stage);
   if (stage.reduce == GradReduce::kAllReduce) return bucket_unit(unit, std::move(scratch), micro);
   const size_t count = plan_.unit_count(unit);

@@ -26,6 +26,7 @@ TEST(GradSchedule, TheTiedHeadsWeightPartWaitsForTheEmbedding) {
   EXPECT_EQ(s.deferred, (std::vector<bool>{false, false, false, false, true}));
   EXPECT_EQ(s.opens_at, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(s.closes_at, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(s.waiting, (std::vector<std::vector<int>>{{4}, {}, {}, {}}));
   // Each gradient after the weights its own op converts; the embedding's
   // where no op of its lifetime reads weights: the whole copy.
   EXPECT_EQ(s.in_compute_copy, (std::vector<uint64_t>{0, 20, 20, 4}));

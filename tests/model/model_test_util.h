@@ -49,14 +49,7 @@ inline float train_pass(const Model& m, const std::vector<float>& params, std::v
 // the embedding's backward.
 inline void backward_all_deferred(const Model& m, const std::vector<float>& params, std::vector<float>& grads,
                                   Workspace& ws) {
-  GradOps g;
-  for (const UnitInfo& u : m.units()) g.counts.push_back(u.count);
-  for (const Op& op : m.ops()) {
-    g.units.push_back(op.unit);
-    g.backward_reads.push_back(op.backward_reads_params);
-    g.weight_grad_apart.push_back(op.weight_grad_apart);
-  }
-  const GradSchedule s = grad_schedule(g, 0);
+  const GradSchedule s = grad_schedule(grad_ops(m), 0);
   const std::span<const float> all_params(params);
   const std::span<float> all_grads(grads);
   for (int i = static_cast<int>(m.ops().size()) - 1; i >= 0; --i) {
@@ -68,10 +61,7 @@ inline void backward_all_deferred(const Model& m, const std::vector<float>& para
       continue;
     }
     if (s.opens_at[static_cast<size_t>(op.unit)] == i) {
-      for (int k = static_cast<int>(m.ops().size()) - 1; k > i; --k) {
-        if (s.deferred[static_cast<size_t>(k)] && m.ops()[static_cast<size_t>(k)].unit == op.unit)
-          m.backward_weights(k, gr, ws);
-      }
+      for (const int k : s.waiting[static_cast<size_t>(op.unit)]) m.backward_weights(k, gr, ws);
     }
     m.backward(i, op.backward_reads_params ? p : std::span<const float>{}, gr, ws);
   }
