@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "kernels/gemm.h"
+#include "kernels/weights.h"
 
 namespace zerodp::kernels {
 
@@ -46,5 +47,16 @@ class ScopedCompute {
 // thread's precision.
 void matmul(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
             int ldb, float beta, float* c, int ldc);
+// The same with B weights of either type (weights.h): fp32 ones as above;
+// bf16 ones read in place by the bf16 product, which gives the bits it
+// gives their fp32 widening. At fp32 compute, bf16 weights are a
+// ConfigError (sgemm has no bf16 operand); nothing is written then.
+void matmul(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, Weights b, int ldb,
+            float beta, float* c, int ldc);
+
+// Throws that ConfigError where this thread's products cannot read `b`
+// (bf16 weights at fp32 compute): for callers that write before their
+// product runs.
+void check_readable(const Weights& b);
 
 }  // namespace zerodp::kernels

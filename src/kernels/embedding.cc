@@ -39,6 +39,22 @@ void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, st
   }
 }
 
+void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, std::span<const BFloat16> wte,
+                       std::span<const BFloat16> wpe, EmbeddingShape s) {
+  check(tokens, wte.size(), wpe.size(), s);
+  const size_t C = s.channels;
+  ZDP_CHECK_EQ(out.size(), size_t(s.batch) * s.seq * C, ShapeError, "[embedding] output size");
+  for (int b = 0; b < s.batch; ++b) {
+    for (int t = 0; t < s.seq; ++t) {
+      const size_t bt = size_t(b) * s.seq + t;
+      const BFloat16* __restrict e = wte.data() + size_t(tokens[bt]) * C;
+      const BFloat16* __restrict p = wpe.data() + size_t(t) * C;
+      float* __restrict o = out.data() + bt * C;
+      for (size_t c = 0; c < C; ++c) o[c] = bfloat16_to_float(e[c]) + bfloat16_to_float(p[c]);
+    }
+  }
+}
+
 void embedding_backward(std::span<float> dwte, std::span<float> dwpe, std::span<const float> dout,
                         std::span<const int32_t> tokens, EmbeddingShape s) {
   check(tokens, dwte.size(), dwpe.size(), s);
@@ -52,6 +68,29 @@ void embedding_backward(std::span<float> dwte, std::span<float> dwpe, std::span<
       float* __restrict p = dwpe.data() + size_t(t) * C;
       for (size_t c = 0; c < C; ++c) e[c] += d[c];
       for (size_t c = 0; c < C; ++c) p[c] += d[c];
+    }
+  }
+}
+
+void embedding_backward_rows(std::span<float> rows, size_t first_row, size_t wte_rows, std::span<const float> dout,
+                             std::span<const int32_t> tokens, EmbeddingShape s) {
+  const size_t C = s.channels;
+  ZDP_CHECK(s.channels > 0 && rows.size() % C == 0, ShapeError, "[embedding] {} gradient elements are not rows of {}",
+            rows.size(), s.channels);
+  check(tokens, wte_rows * C, size_t(s.seq) * C, s);
+  ZDP_CHECK_EQ(dout.size(), size_t(s.batch) * s.seq * C, ShapeError, "[embedding] output gradient size");
+  const size_t end_row = first_row + rows.size() / C;
+  auto row = [&](size_t r) { return r >= first_row && r < end_row ? rows.data() + (r - first_row) * C : nullptr; };
+  for (int b = 0; b < s.batch; ++b) {
+    for (int t = 0; t < s.seq; ++t) {
+      const size_t bt = size_t(b) * s.seq + t;
+      const float* __restrict d = dout.data() + bt * C;
+      if (float* __restrict e = row(size_t(tokens[bt]))) {
+        for (size_t c = 0; c < C; ++c) e[c] += d[c];
+      }
+      if (float* __restrict p = row(wte_rows + size_t(t))) {
+        for (size_t c = 0; c < C; ++c) p[c] += d[c];
+      }
     }
   }
 }

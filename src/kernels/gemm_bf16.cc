@@ -78,15 +78,20 @@ void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, c
   bf16_gemm::gemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, level, kBlocking);
 }
 
-namespace bf16_gemm {
+void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+               const BFloat16* b, int ldb, float beta, float* c, int ldc, SimdLevel level) {
+  bf16_gemm::gemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, level, kBlocking);
+}
 
-void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                  const float* b, int ldb, float beta, float* c, int ldc, SimdLevel level, const Blocking& blocking) {
+namespace bf16_gemm {
+namespace {
+
+// The product over A's rows and B's columns (as rows of op(B)^T), whatever
+// type either is stored in: only the packing reads them.
+void gemm_packed(int m, int n, int k, float alpha, const PackSource& rows_of_a, const PackSource& cols_of_b, float beta,
+                 float* c, int ldc, SimdLevel level, const Blocking& blocking) {
   ZDP_CHECK(m >= 0 && n >= 0 && k >= 0, ShapeError, "[gemm_bf16] negative size m={} n={} k={}", m, n, k);
   if (m == 0 || n == 0) return;
-  // A by its rows; B by its columns, as rows of op(B)^T.
-  const PackSource rows_of_a{a, lda, trans_a == Trans::kYes};
-  const PackSource cols_of_b{b, ldb, trans_b == Trans::kNo};
   const LevelCode code = code_for(level);
   // Blocks of k of even size (a multiple of 16 pairs), as few as the
   // blocking allows; k = 0 is one empty block (C = alpha * 0 + beta * C).
@@ -146,6 +151,21 @@ void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha
       }
     }
   }
+}
+
+}  // namespace
+
+void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const float* b, int ldb, float beta, float* c, int ldc, SimdLevel level, const Blocking& blocking) {
+  gemm_packed(m, n, k, alpha, PackSource{a, lda, trans_a == Trans::kYes}, PackSource{b, ldb, trans_b == Trans::kNo},
+              beta, c, ldc, level, blocking);
+}
+
+void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const BFloat16* b, int ldb, float beta, float* c, int ldc, SimdLevel level,
+                  const Blocking& blocking) {
+  const PackSource cols_of_b{nullptr, ldb, trans_b == Trans::kNo, b};
+  gemm_packed(m, n, k, alpha, PackSource{a, lda, trans_a == Trans::kYes}, cols_of_b, beta, c, ldc, level, blocking);
 }
 
 }  // namespace bf16_gemm

@@ -37,6 +37,12 @@ namespace zerodp::kernels {
 
 void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                int ldb, float beta, float* c, int ldc, SimdLevel level = active_simd_level());
+// The same product with B's elements bf16 values read in place: bit for bit
+// the product above on their fp32 widening (which is exact), so weights kept
+// in bf16 need no fp32 copy. The operand rule reads the widened value: a
+// bf16 subnormal is the zero of its sign, a signaling NaN is quieted.
+void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+               const BFloat16* b, int ldb, float beta, float* c, int ldc, SimdLevel level = active_simd_level());
 
 // Whether `level` runs the bf16 products on the CPU's bf16 units (else in
 // portable C++, bitwise the same).

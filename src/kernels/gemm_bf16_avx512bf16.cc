@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The avx512bf16 level's bf16 product code (gemm_bf16_kernels.h): packing
 // with vcvtne2ps2bf16 (the conversion operand_bits() writes out; rows along
-// k transposed 16 x 16 words at a time in registers) and the
-// tile with vdpbf16ps, two registers of 16 columns per row and one
-// broadcast pair of A per row and step (12 rows, 24 accumulators: 17-19%
-// more throughput than 8 rows in a loop over packed tiles of 64-256 pairs,
-// measured on a Zen 5).
+// k transposed 16 x 16 words at a time in registers), or for bf16 sources
+// the same rule on their bits (bf16_operands()), and the tile with
+// vdpbf16ps, two registers of 16 columns per row and one broadcast pair of
+// A per row and step (12 rows, 24 accumulators: 17-19% more throughput than
+// 8 rows in a loop over packed tiles of 64-256 pairs, measured on a Zen 5).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -53,17 +53,44 @@ void transpose16(__m512i r[16]) {
 // at the memory's latency otherwise (the operands come from DRAM or L3, and
 // the hardware's prefetcher does not follow 12-32 rows at once): about 15%
 // more throughput over gpt2-124m's products, measured on a Zen 5.
-constexpr int kAheadFloats = 128;  // along a row: 4 chunks of 32 values
+constexpr int kAheadValues = 128;  // along a row: 4 chunks of 32 values
 constexpr int kAheadRows = 8;      // across rows: the next group of 4 pairs
 
-void prefetch_span(const float* begin, int count) {
+template <typename T>
+void prefetch_span(const T* begin, int count) {
   const char* bytes = reinterpret_cast<const char*>(begin);
-  for (int offset = 0; offset < count * 4; offset += 64) _mm_prefetch(bytes + offset, _MM_HINT_T0);
+  for (size_t offset = 0; offset < count * sizeof(T); offset += 64) _mm_prefetch(bytes + offset, _MM_HINT_T0);
+}
+
+// 32 bf16 values (16-bit lanes) made operands as operand_bits() makes their
+// fp32 widening: a subnormal the zero of its sign, a NaN quieted; every
+// other bf16 value is its own operand (its widening rounds to itself).
+__m512i bf16_operands(__m512i v) {
+  const __m512i abs = _mm512_and_si512(v, _mm512_set1_epi32(0x7FFF7FFF));
+  const __mmask32 subnormal = _mm512_cmplt_epu16_mask(abs, _mm512_set1_epi32(0x00800080));
+  const __mmask32 nan = _mm512_cmpgt_epu16_mask(abs, _mm512_set1_epi32(0x7F807F80));
+  v = _mm512_mask_mov_epi16(v, subnormal, _mm512_andnot_si512(_mm512_set1_epi32(0x7FFF7FFF), v));
+  return _mm512_mask_mov_epi16(v, nan, _mm512_or_si512(v, _mm512_set1_epi32(0x00400040)));
+}
+
+// One row's values kk..kk+31 along k (the first `count` of them; zeros
+// past) as the words of 16 pairs: the even value in the low half.
+__m512i row_words(const float* row, int count) {
+  const __m512 lo = _mm512_maskz_loadu_ps(first(count), row);
+  const __m512 hi = _mm512_maskz_loadu_ps(first(count - 16), row + 16);
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+__m512i row_words(const BFloat16* row, int count) {
+  // bf16 values stored in order are already pairs in the words' order.
+  count = std::clamp(count, 0, 32);
+  const auto valid = static_cast<__mmask32>(count == 32 ? ~0u : (1u << count) - 1u);
+  return bf16_operands(_mm512_maskz_loadu_epi16(valid, row));
 }
 
 // Rows contiguous along k: 32 values of each of 16 rows make 16 pairs of
 // each, transposed in registers into 16 pairs of 16 rows.
-void pack_along_k(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out) {
+template <typename T>
+void pack_along_k(const T* data, const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out) {
   const int pairs = (k1 - k0 + 1) / 2;
   const int panels = (rows + width - 1) / width;
   for (int t = 0; t < panels; ++t) {
@@ -72,23 +99,15 @@ void pack_along_k(const PackSource& x, int row0, int rows, int k0, int k1, int w
       const int group = std::min(16, width - g0);  // rows of the panel in this group
       const int valid = std::clamp(rows - (t * width + g0), 0, group);
       const __mmask16 lanes = first(group);
-      const float* src = valid > 0 ? x.data + static_cast<size_t>(row0 + t * width + g0) * x.ld : x.data;
+      const T* src = valid > 0 ? data + static_cast<size_t>(row0 + t * width + g0) * x.ld : data;
       for (int p = 0; p < pairs; p += 16) {
         const int kk = k0 + 2 * p;
-        if (kk + kAheadFloats < k1) {
-          for (int i = 0; i < valid; ++i) prefetch_span(src + static_cast<size_t>(i) * x.ld + kk + kAheadFloats, 32);
+        if (kk + kAheadValues < k1) {
+          for (int i = 0; i < valid; ++i) prefetch_span(src + static_cast<size_t>(i) * x.ld + kk + kAheadValues, 32);
         }
-        const __mmask16 even_half = first(k1 - kk), odd_half = first(k1 - kk - 16);
         __m512i words[16];
         for (int i = 0; i < 16; ++i) {
-          if (i < valid) {
-            const float* row = src + static_cast<size_t>(i) * x.ld + kk;
-            const __m512 lo = _mm512_maskz_loadu_ps(even_half, row);
-            const __m512 hi = _mm512_maskz_loadu_ps(odd_half, row + 16);
-            words[i] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-          } else {
-            words[i] = _mm512_setzero_si512();
-          }
+          words[i] = i < valid ? row_words(src + static_cast<size_t>(i) * x.ld + kk, k1 - kk) : _mm512_setzero_si512();
         }
         transpose16(words);
         const int count = std::min(16, pairs - p);
@@ -99,14 +118,26 @@ void pack_along_k(const PackSource& x, int row0, int rows, int k0, int k1, int w
   }
 }
 
-// Up to 16 rows' words of one pair from its even and odd values (stored
-// contiguous across rows): converted, then the halves interleaved.
-__m512i pair_words(const float* even, const float* odd, __mmask16 valid) {
-  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+// Up to 16 rows' operands of one pair's even values (16-bit lanes 0-15)
+// and odd ones (16-31), each stored contiguous across rows; zeros past
+// `valid` and for a missing odd value.
+__m512i pair_halves(const float* even, const float* odd, __mmask16 valid) {
   const __m512 lo = _mm512_maskz_loadu_ps(valid, even);
   const __m512 hi = odd != nullptr ? _mm512_maskz_loadu_ps(valid, odd) : _mm512_setzero_ps();
-  return _mm512_permutexvar_epi16(interleave, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+__m512i pair_halves(const BFloat16* even, const BFloat16* odd, __mmask16 valid) {
+  const __m256i lo = _mm256_maskz_loadu_epi16(valid, even);
+  const __m256i hi = odd != nullptr ? _mm256_maskz_loadu_epi16(valid, odd) : _mm256_setzero_si256();
+  return bf16_operands(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+// Up to 16 rows' words of one pair: its halves interleaved.
+template <typename T>
+__m512i pair_words(const T* even, const T* odd, __mmask16 valid) {
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(interleave, pair_halves(even, odd, valid));
 }
 
 // Rows contiguous across rows (the matrix stored transposed): for each pair,
@@ -114,12 +145,14 @@ __m512i pair_words(const float* even, const float* odd, __mmask16 valid) {
 // them. Panels of kTileRows take 4 pairs at a time (8 stored rows), their
 // 48 words per panel written as 3 whole registers: 12-word stores to 16
 // panels in turn ran at half the rate.
-void pack_across_rows(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out) {
+template <typename T>
+void pack_across_rows(const T* data, const PackSource& x, int row0, int rows, int k0, int k1, int width,
+                      uint32_t* out) {
   const int pairs = (k1 - k0 + 1) / 2;
   const int panels = (rows + width - 1) / width;
   const int chunk = std::min(width, 16);
   const __mmask16 lanes = first(chunk);
-  const auto stored_row = [&](int kk) { return x.data + static_cast<size_t>(kk) * x.ld + row0; };
+  const auto stored_row = [&](int kk) { return data + static_cast<size_t>(kk) * x.ld + row0; };
   int p = 0;
   if (width == kTileRows) {
     // 12 words of 4 pairs into 3 registers: w0[0..11] w1[0..3] | w1[4..11] w2[0..7] | w2[8..11] w3[0..11].
@@ -150,8 +183,8 @@ void pack_across_rows(const PackSource& x, int row0, int rows, int k0, int k1, i
       prefetch_span(stored_row(kk + kAheadRows), rows);
       prefetch_span(stored_row(kk + kAheadRows + 1), rows);
     }
-    const float* even = stored_row(kk);
-    const float* odd = kk + 1 < k1 ? stored_row(kk + 1) : nullptr;
+    const T* even = stored_row(kk);
+    const T* odd = kk + 1 < k1 ? stored_row(kk + 1) : nullptr;
     for (int t = 0; t < panels; ++t) {
       for (int c0 = 0; c0 < width; c0 += chunk) {
         const int row = t * width + c0;
@@ -166,10 +199,16 @@ void pack_across_rows(const PackSource& x, int row0, int rows, int k0, int k1, i
 }  // namespace
 
 void pack_avx512bf16(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out) {
-  if (x.by_columns) {
-    pack_across_rows(x, row0, rows, k0, k1, width, out);
+  if (x.bf16 != nullptr) {
+    if (x.by_columns) {
+      pack_across_rows(x.bf16, x, row0, rows, k0, k1, width, out);
+    } else {
+      pack_along_k(x.bf16, x, row0, rows, k0, k1, width, out);
+    }
+  } else if (x.by_columns) {
+    pack_across_rows(x.data, x, row0, rows, k0, k1, width, out);
   } else {
-    pack_along_k(x, row0, rows, k0, k1, width, out);
+    pack_along_k(x.data, x, row0, rows, k0, k1, width, out);
   }
 }
 

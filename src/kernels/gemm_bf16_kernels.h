@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The bf16 product's level code (gemm_bf16.h): packing fp32 operands into
-// bf16 pairs, and one kTileRows x kTileCols tile of sums over packed
-// operands; once per SIMD level that has its own, and the step they all
-// compute. Internal to kernels/.
+// The bf16 product's level code (gemm_bf16.h): packing fp32 (or bf16)
+// operands into bf16 pairs, and one kTileRows x kTileCols tile of sums over
+// packed operands; once per SIMD level that has its own, and the step they
+// all compute. Internal to kernels/.
 //
 // Packed operands hold bf16 pairs as 32-bit words, k's even element in the
 // low half and its odd one in the high half (vdpbf16ps's order), in panels
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/simd.h"
 #include "kernels/gemm.h"
 
@@ -26,13 +27,22 @@ inline constexpr int kTileCols = 32;
 inline constexpr size_t kTileSize = size_t{kTileRows} * kTileCols;  // floats of a tile
 
 // A matrix read as [rows, k]: element (row, kk) is data[row * ld + kk], or
-// data[kk * ld + row] when `by_columns` (stored the other way round).
+// data[kk * ld + row] when `by_columns` (stored the other way round). The
+// elements are fp32 values at `data`, or bf16 values at `bf16` where that
+// is set, read as their fp32 widening: the operands are then exactly those
+// of an fp32 copy of them (operand_bits() of the widened value: a bf16
+// subnormal the zero of its sign, a NaN quieted).
 struct PackSource {
   const float* data;
   int ld;
   bool by_columns;
+  const BFloat16* bf16 = nullptr;
+  size_t offset(int row, int kk) const {
+    return by_columns ? static_cast<size_t>(kk) * ld + row : static_cast<size_t>(row) * ld + kk;
+  }
   float at(int row, int kk) const {
-    return by_columns ? data[static_cast<size_t>(kk) * ld + row] : data[static_cast<size_t>(row) * ld + kk];
+    if (bf16 != nullptr) return std::bit_cast<float>(static_cast<uint32_t>(bf16[offset(row, kk)].bits) << 16);
+    return data[offset(row, kk)];
   }
 };
 
@@ -111,6 +121,8 @@ struct Blocking {
 // every edge of the blocking at small sizes): the same bits whatever it is.
 void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                   const float* b, int ldb, float beta, float* c, int ldc, SimdLevel level, const Blocking& blocking);
+void gemm_blocked(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const BFloat16* b, int ldb, float beta, float* c, int ldc, SimdLevel level, const Blocking& blocking);
 
 // The portable code (every level without bf16 units).
 void pack_scalar(const PackSource& x, int row0, int rows, int k0, int k1, int width, uint32_t* out);

@@ -13,7 +13,7 @@ namespace {
 
 // `weight` may be empty where weight_optional (a backward with no input
 // gradient reads no weights).
-void check_shapes(std::span<const float> inp, std::span<const float> weight, std::span<const float> bias, LinearShape s,
+void check_shapes(std::span<const float> inp, const Weights& weight, std::span<const float> bias, LinearShape s,
                   bool weight_optional = false) {
   ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
             s.out);
@@ -27,10 +27,11 @@ void check_shapes(std::span<const float> inp, std::span<const float> weight, std
 
 }  // namespace
 
-void linear_forward(std::span<float> out, std::span<const float> inp, std::span<const float> weight,
-                    std::span<const float> bias, LinearShape s) {
+void linear_forward(std::span<float> out, std::span<const float> inp, Weights weight, std::span<const float> bias,
+                    LinearShape s) {
   check_shapes(inp, weight, bias, s);
   ZDP_CHECK_EQ(out.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output size");
+  check_readable(weight);  // before the bias goes into out
   // Seed the output rows with the bias and let the GEMM add onto it (beta=1):
   // one pass over out instead of two.
   float beta = 0.0f;
@@ -39,13 +40,12 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
       std::copy(bias.begin(), bias.end(), out.begin() + static_cast<std::ptrdiff_t>(i) * s.out);
     beta = 1.0f;
   }
-  matmul(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight.data(), s.in, beta, out.data(),
-         s.out);
+  matmul(Trans::kNo, Trans::kYes, s.rows, s.out, s.in, 1.0f, inp.data(), s.in, weight, s.in, beta, out.data(), s.out);
 }
 
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
-                     std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
-                     LinearShape s, bool accumulate_dinp, float dout_scale) {
+                     std::span<const float> dout, std::span<const float> inp, Weights weight, LinearShape s,
+                     bool accumulate_dinp, float dout_scale) {
   check_shapes(inp, weight, dbias, s, /*weight_optional=*/dinp.empty());
   ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
   ZDP_CHECK_EQ(dweight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight gradient size");
@@ -72,16 +72,32 @@ void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<
   }
 }
 
-void linear_backward_input(std::span<float> dinp, std::span<const float> dout, std::span<const float> weight,
-                           LinearShape s, bool accumulate_dinp, float dout_scale) {
+void linear_backward_input(std::span<float> dinp, std::span<const float> dout, Weights weight, LinearShape s,
+                           bool accumulate_dinp, float dout_scale) {
   ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
             s.out);
   ZDP_CHECK_EQ(dinp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input gradient size");
   ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
   ZDP_CHECK_EQ(weight.size(), size_t(s.out) * s.in, ShapeError, "[linear] weight size");
   // dinp[N,C] = dout[N,OC] @ W[OC,C]
-  matmul(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight.data(), s.in,
+  matmul(Trans::kNo, Trans::kNo, s.rows, s.in, s.out, dout_scale, dout.data(), s.out, weight, s.in,
          accumulate_dinp ? 1.0f : 0.0f, dinp.data(), s.in);
+}
+
+void linear_backward_weight_rows(std::span<float> dweight_rows, size_t first_out, std::span<const float> dout,
+                                 std::span<const float> inp, LinearShape s, float dout_scale) {
+  ZDP_CHECK(s.rows >= 0 && s.in > 0 && s.out > 0, ShapeError, "[linear] bad shape N={} C={} OC={}", s.rows, s.in,
+            s.out);
+  ZDP_CHECK_EQ(inp.size(), size_t(s.rows) * s.in, ShapeError, "[linear] input size");
+  ZDP_CHECK_EQ(dout.size(), size_t(s.rows) * s.out, ShapeError, "[linear] output gradient size");
+  const size_t rows = dweight_rows.size() / size_t(s.in);
+  ZDP_CHECK(rows * s.in == dweight_rows.size() && first_out + rows <= size_t(s.out), ShapeError,
+            "[linear] weight gradient rows [{}, {}) of {} elements are not whole rows of the {} outputs", first_out,
+            first_out + rows, dweight_rows.size(), s.out);
+  if (rows == 0) return;
+  // dW[rows, C] += dout[:, rows]^T @ inp: A is dout's columns from first_out.
+  matmul(Trans::kYes, Trans::kNo, static_cast<int>(rows), s.in, s.rows, dout_scale, dout.data() + first_out, s.out,
+         inp.data(), s.in, 1.0f, dweight_rows.data(), s.in);
 }
 
 double linear_flops(LinearShape s) { return 2.0 * s.rows * s.in * s.out; }

@@ -4,11 +4,17 @@
 // Both passes are GEMMs through gemm(); backward ACCUMULATES into dweight and
 // dbias (+=) so micro-batches and shared weights add up, and either
 // overwrites or accumulates dinp (accumulate_dinp) so residual streams can add
-// in place. Spans are checked against the shapes (ShapeError).
+// in place. Spans are checked against the shapes (ShapeError). The weights
+// are fp32, or bf16 read in place by the bf16 products (weights.h): the
+// bits of their fp32 widening, and a ConfigError at fp32 compute (before
+// anything is written).
 // Thread-safety: pure functions of their arguments.
 #pragma once
 
+#include <cstddef>
 #include <span>
+
+#include "kernels/weights.h"
 
 namespace zerodp::kernels {
 
@@ -19,8 +25,8 @@ struct LinearShape {
 };
 
 // out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]; bias may be empty (no bias).
-void linear_forward(std::span<float> out, std::span<const float> inp, std::span<const float> weight,
-                    std::span<const float> bias, LinearShape s);
+void linear_forward(std::span<float> out, std::span<const float> inp, Weights weight, std::span<const float> bias,
+                    LinearShape s);
 
 // With g = dout_scale * dout[N,OC] (the scale rides on the GEMMs' alpha, so
 // no pass over dout is needed):
@@ -28,13 +34,22 @@ void linear_forward(std::span<float> out, std::span<const float> inp, std::span<
 // dbias[OC] += column sums of g. dinp may be empty (not needed), and then
 // weight may be too (it is read for dinp only); dbias may be empty (no bias).
 void linear_backward(std::span<float> dinp, std::span<float> dweight, std::span<float> dbias,
-                     std::span<const float> dout, std::span<const float> inp, std::span<const float> weight,
-                     LinearShape s, bool accumulate_dinp, float dout_scale = 1.0f);
+                     std::span<const float> dout, std::span<const float> inp, Weights weight, LinearShape s,
+                     bool accumulate_dinp, float dout_scale = 1.0f);
 // linear_backward's input gradient alone: dinp[N,C] (= or +=) g @ weight.
 // With linear_backward(dinp = {}, weight = {}) for the rest, the bits of
 // one linear_backward call (a weight gradient computed later).
-void linear_backward_input(std::span<float> dinp, std::span<const float> dout, std::span<const float> weight,
-                           LinearShape s, bool accumulate_dinp, float dout_scale = 1.0f);
+void linear_backward_input(std::span<float> dinp, std::span<const float> dout, Weights weight, LinearShape s,
+                           bool accumulate_dinp, float dout_scale = 1.0f);
+
+// linear_backward's weight gradient for the output rows [first_out,
+// first_out + dweight_rows.size() / C) alone: dweight_rows += g[:, rows]^T @
+// inp. With bf16 products each element's sum is its own (gemm_bf16.h), so
+// these are the bits linear_backward gives those rows: a weight gradient
+// can be made a few rows at a time. (With fp32 products, OpenBLAS's
+// blocking of the smaller product may differ from the whole one's.)
+void linear_backward_weight_rows(std::span<float> dweight_rows, size_t first_out, std::span<const float> dout,
+                                 std::span<const float> inp, LinearShape s, float dout_scale = 1.0f);
 
 // 2 * N * C * OC: FLOPs of one forward GEMM (backward is twice that).
 double linear_flops(LinearShape s);
