@@ -416,5 +416,43 @@ TEST(EmbeddingBf16, GivesTheBitsOfItsWidenedTables) {
   EXPECT_THROW(embedding_forward(got, tokens, std::span<const BFloat16>(wte).first(10), wpe, s), ShapeError);
 }
 
+// A weight gradient made a few rows at a time (the engine's rows of a tied
+// embedding) has the bits of the whole one: at bf16 compute every element's
+// sum is its own, and the scatter adds to each row in the same order.
+TEST_P(LinearBf16Weights, AWeightGradientInRowsHasTheWholeOnesBits) {
+  const Layer l;
+  const LinearShape s = l.s;
+  const ScopedCompute bf16(Compute::kBf16);
+  std::vector<float> whole(l.w32.size(), 0.25f), rows(whole);
+  linear_backward({}, whole, {}, l.dout, l.inp, {}, s, false, 0.375f);
+  const size_t C = size_t(s.in);
+  for (size_t first = 0; first < size_t(s.out); first += 9) {
+    const size_t n = std::min<size_t>(9, size_t(s.out) - first);
+    linear_backward_weight_rows(std::span<float>(rows).subspan(first * C, n * C), first, l.dout, l.inp, s, 0.375f);
+  }
+  EXPECT_TRUE(same_bits(rows, whole));
+  EXPECT_THROW(linear_backward_weight_rows(std::span<float>(rows).first(C + 1), 0, l.dout, l.inp, s), ShapeError);
+  EXPECT_THROW(linear_backward_weight_rows(std::span<float>(rows).first(2 * C), size_t(s.out) - 1, l.dout, l.inp, s),
+               ShapeError);
+}
+
+TEST(EmbeddingRows, AScatterInRowsHasTheWholeOnesBits) {
+  const EmbeddingShape s{3, 5, 19, 11};
+  const size_t C = s.channels, wte_rows = 13, wpe_rows = 7;  // wte padded past the vocabulary
+  std::vector<int32_t> tokens(size_t(s.batch) * s.seq);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * i + 3) % 4);  // repeats
+  const std::vector<float> dout = fp32_values(tokens.size() * C, 14);
+  std::vector<float> whole = fp32_values((wte_rows + wpe_rows) * C, 15), rows(whole);
+  embedding_backward(std::span<float>(whole).first(wte_rows * C), std::span<float>(whole).subspan(wte_rows * C), dout,
+                     tokens, s);
+  for (size_t first = 0; first < wte_rows + wpe_rows; first += 3) {
+    const size_t n = std::min<size_t>(3, wte_rows + wpe_rows - first);
+    embedding_backward_rows(std::span<float>(rows).subspan(first * C, n * C), first, wte_rows, dout, tokens, s);
+  }
+  EXPECT_TRUE(same_bits(rows, whole));
+  tokens[2] = s.vocab;
+  EXPECT_THROW(embedding_backward_rows(std::span<float>(rows).first(C), 0, wte_rows, dout, tokens, s), ShapeError);
+}
+
 }  // namespace
 }  // namespace zerodp::kernels::bf16_weights_test
