@@ -212,6 +212,7 @@ plan::PlanConfig to_config(const PlanOptions& o) {
   c.shard_group = o.shard_group_size;
   c.offload_optimizer = o.offload_optimizer;
   c.offload_params = o.offload_params;
+  c.bf16_compute = bf16_compute(o.compute);
   if (!o.device_memory.empty()) c.device_memory = plan::parse_bytes(o.device_memory, "--device-memory");
   const bool wants_activations = o.micro_batch || o.seq_len || o.checkpointing;
   if (wants_activations) {

@@ -23,6 +23,11 @@
 // block's gradient sits after its own weights (the embedding unit being at
 // least twice a block); the tied embedding's takes the whole buffer at the
 // end of the backward, when no op reads weights.
+//
+// Where the ops read bf16 units in place, only the few values they widen go
+// into the copy, and a unit whose gradient can be made in rows (the tied
+// embedding, an untied LM head) is made there a few rows at a time: the
+// copy then need hold only a block's gradient, not the largest unit.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +44,16 @@ struct GradOps {
   std::vector<int> units;        // per op
   std::vector<bool> backward_reads;
   std::vector<bool> weight_grad_apart;
+  // Per op: the elements its backward puts into the compute copy; empty:
+  // its unit's count where its backward reads weights (the engine converts
+  // the unit there), else 0. A family that reads bf16 units in place puts
+  // only the few values it widens there (model::Op::bf16_widened).
+  std::vector<uint64_t> copied = {};
+  // Per unit (empty: none): the elements of a row where the unit's gradient
+  // can be made a few rows at a time (model::UnitInfo::grad_row); 0 where
+  // it is made whole. Filled where the engine makes such gradients in rows
+  // (bf16 units read in place, model::grad_ops).
+  std::vector<uint64_t> grad_rows = {};
 };
 
 struct GradSchedule {
@@ -54,11 +69,26 @@ struct GradSchedule {
   std::vector<std::vector<int>> waiting;
   // Per unit: its gradient's offset in the compute copy, or kPooled.
   std::vector<uint64_t> in_compute_copy;
+  // Per unit: 0 where its fp32 gradient is made whole; else it is made in
+  // the compute copy this many rows (GradOps::grad_rows) at a time, at its
+  // closing op: there every op of the unit (the closing one last, each
+  // having run its input part in turn, `deferred`, listed in `waiting`)
+  // adds its weight part to the rows, and the rows go to the unit's
+  // reduction before the next ones are made. Its whole fp32 gradient never
+  // exists.
+  std::vector<uint64_t> chunk_rows;
 };
 
 // `compute_copy_elements`: the compute copy's size (the largest unit) with
 // mixed precision; 0 where there is none (every gradient pooled, or written
 // straight into the gradient buffer, which the caller knows).
 GradSchedule grad_schedule(const GradOps& ops, uint64_t compute_copy_elements);
+
+// The compute copy's size with mixed precision: the largest unit, which
+// each op's unit is converted into; or where the ops read bf16 units in
+// place (GradOps::copied given), the most that must fit there at once: an
+// op's widened values, a unit's gradient after what the ops of its
+// lifetime widen, and a row of each gradient made in rows.
+uint64_t compute_copy_elements(const GradOps& ops);
 
 }  // namespace zerodp

@@ -43,7 +43,9 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
   config_.validate();
   const int L = config_.layers;
   size_t offset = 0;
-  units_.push_back({"embedding", offset, embedding_unit_params(config_)});
+  // The tied embedding's rows (wte's, then wpe's) are C elements each: its
+  // gradient can be made a few rows at a time (backward_weights_rows).
+  units_.push_back({"embedding", offset, embedding_unit_params(config_), size_t(config_.channels)});
   offset += units_.back().count;
   for (int l = 0; l < L; ++l) {
     units_.push_back({fmt::format("block{}", l), offset, layout_.count});
@@ -55,9 +57,18 @@ Gpt::Gpt(const GptConfig& config) : config_(config), layout_(block_layout(config
   ZDP_CHECK_EQ(num_params_, gpt_num_params(config_), Error, "[gpt] parameter layout");
 
   // The order step() reads: embedding, the blocks, ln_f, the tied head.
-  ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true});
-  for (int l = 0; l < L; ++l) ops_.push_back({1 + l, l, fmt::format("block{}", l)});
+  // The embedding's backward is all weight part (it has no input gradient).
+  ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true,
+                  /*weight_grad_apart=*/true});
+  // Read in place from bf16, a block widens its layernorms' gains and
+  // biases and its linears' biases (13 C floats), ln_f its gain and bias.
+  const size_t C = config_.channels;
+  for (int l = 0; l < L; ++l) {
+    ops_.push_back({1 + l, l, fmt::format("block{}", l)});
+    ops_.back().bf16_widened = 13 * C;
+  }
   ops_.push_back({L + 1, 0, "ln_f"});
+  ops_.back().bf16_widened = 2 * C;
   ops_.push_back(
       {0, 0, "lm_head", /*backward_reads_params=*/true, /*token_embedding=*/false, /*weight_grad_apart=*/true});
 }
@@ -152,7 +163,33 @@ std::span<float> Gpt::boundary_gradient(Workspace& ws, int op_index) const {
   return as_gpt(ws).dresid();
 }
 
-void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) const {
+void Gpt::forward(int op_index, std::span<const float> params, Workspace& ws) const {
+  forward_unit(op_index, params, ws);
+}
+
+void Gpt::forward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened, Workspace& ws) const {
+  forward_unit(op_index, UnitParams(params, widened), ws);
+}
+
+void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& ws) const {
+  backward_unit(op_index, params, grads, ws);
+}
+
+void Gpt::backward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
+                        std::span<float> grads, Workspace& ws) const {
+  backward_unit(op_index, UnitParams(params, widened), grads, ws);
+}
+
+void Gpt::backward_input(int op_index, std::span<const float> params, Workspace& ws) const {
+  backward_input_unit(op_index, params, ws);
+}
+
+void Gpt::backward_input_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
+                              Workspace& ws) const {
+  backward_input_unit(op_index, UnitParams(params, widened), ws);
+}
+
+void Gpt::forward_unit(int op_index, UnitParams params, Workspace& base) const {
   ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})", op_index,
             ops_.size());
   const Op& op = ops_[op_index];
@@ -165,8 +202,14 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
   switch (step(op_index)) {
     case Step::kEmbedding: {
       ScopedKernelTimer t(prof, KernelKind::kEmbedding);
-      kernels::embedding_forward(ws.resid(0), ws.tokens(), params.subspan(0, wte_size), params.subspan(wte_size),
-                                 {ws.micro_batch(), ws.seq_len(), C, config_.vocab});
+      const kernels::EmbeddingShape shape{ws.micro_batch(), ws.seq_len(), C, config_.vocab};
+      if (params.is_bf16()) {
+        kernels::embedding_forward(ws.resid(0), ws.tokens(), params.bf16().subspan(0, wte_size),
+                                   params.bf16().subspan(wte_size), shape);
+      } else {
+        kernels::embedding_forward(ws.resid(0), ws.tokens(), params.fp32().subspan(0, wte_size),
+                                   params.fp32().subspan(wte_size), shape);
+      }
       break;
     }
     case Step::kBlock: {
@@ -176,8 +219,8 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
     }
     case Step::kFinalNorm: {
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-      kernels::layernorm_forward(ws.lnf(), ws.lnf_mean(), ws.lnf_rstd(), ws.resid(config_.layers), params.subspan(0, C),
-                                 params.subspan(C, C), N, C);
+      kernels::layernorm_forward(ws.lnf(), ws.lnf_mean(), ws.lnf_rstd(), ws.resid(config_.layers), params.vector(0, C),
+                                 params.vector(C, C), N, C);
       break;
     }
     case Step::kLmHead: {
@@ -185,7 +228,7 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
       const kernels::LinearShape s{N, C, config_.padded_vocab};
       {
         ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-        kernels::linear_forward(ws.probs(), ws.lnf(), params.subspan(0, wte_size), {}, s);
+        kernels::linear_forward(ws.probs(), ws.lnf(), params.matrix(0, wte_size), {}, s);
       }
       // Softmax, loss and d(mean loss)/d(logits) in one pass per row, the
       // mean over the unmasked targets; the engine's loss-gradient scale is
@@ -200,17 +243,16 @@ void Gpt::forward(int op_index, std::span<const float> params, Workspace& base) 
   }
 }
 
-void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
+void Gpt::backward_unit(int op_index, UnitParams params, std::span<float> grads, Workspace& base) const {
   check_backward_spans(op_index, params.size(), grads.size());
   const Op& op = ops_[op_index];
   GptWorkspace& ws = as_gpt(base);
   const int N = ws.rows();
   const int C = config_.channels;
-  const size_t wte_size = size_t(config_.padded_vocab) * C;
   kernels::Profile* prof = ws.profile();
   switch (step(op_index)) {
     case Step::kLmHead: {
-      backward_input(op_index, params, ws);
+      backward_input_unit(op_index, params, ws);
       backward_weights(op_index, grads, ws);
       break;
     }
@@ -218,7 +260,7 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
       std::fill(ws.dresid().begin(), ws.dresid().end(), 0.0f);
       kernels::layernorm_backward(ws.dresid(), grads.subspan(0, C), grads.subspan(C, C), ws.dln(),
-                                  ws.resid(config_.layers), params.subspan(0, C), ws.lnf_mean(), ws.lnf_rstd(), N, C);
+                                  ws.resid(config_.layers), params.vector(0, C), ws.lnf_mean(), ws.lnf_rstd(), N, C);
       break;
     }
     case Step::kBlock: {
@@ -233,40 +275,60 @@ void Gpt::backward(int op_index, std::span<const float> params, std::span<float>
       break;
     }
     case Step::kEmbedding: {
-      ScopedKernelTimer t(prof, KernelKind::kEmbedding);
-      kernels::embedding_backward(grads.subspan(0, wte_size), grads.subspan(wte_size), ws.dresid(), ws.tokens(),
-                                  {ws.micro_batch(), ws.seq_len(), C, config_.vocab});
+      backward_weights(op_index, grads, ws);
       break;
     }
   }
 }
 
-// The LM head's two parts: probs() holds d(mean loss)/d(logits) from the
-// fused forward, and keeps it until the weight part has run (nothing else
-// of the backward writes it, nor the final norm's output).
-void Gpt::backward_input(int op_index, std::span<const float> params, Workspace& base) const {
-  GptWorkspace& ws = head_backward_workspace(op_index, base);
+// The two parts of the embedding's and the LM head's backward. probs()
+// holds d(mean loss)/d(logits) from the fused forward, and keeps it until the
+// head's weight part has run (nothing else of the backward writes it, nor
+// the final norm's output). The embedding has no input part; its weight
+// part scatters d(resid 0) into the rows of wte and wpe.
+void Gpt::backward_input_unit(int op_index, UnitParams params, Workspace& base) const {
+  GptWorkspace& ws = split_backward_workspace(op_index, base);
+  if (step(op_index) == Step::kEmbedding) return;
   const kernels::LinearShape s{ws.rows(), config_.channels, config_.padded_vocab};
   ZDP_CHECK_EQ(params.size(), units_[0].count, ShapeError, "[gpt] LM head backward: parameter span size");
   ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
-  kernels::linear_backward_input(ws.dln(), ws.probs(), params.subspan(0, size_t(s.out) * s.in), s, false,
+  kernels::linear_backward_input(ws.dln(), ws.probs(), params.matrix(0, size_t(s.out) * s.in), s, false,
                                  ws.loss_grad_scale());
 }
 
-void Gpt::backward_weights(int op_index, std::span<float> grads, Workspace& base) const {
-  GptWorkspace& ws = head_backward_workspace(op_index, base);
-  const kernels::LinearShape s{ws.rows(), config_.channels, config_.padded_vocab};
-  ZDP_CHECK_EQ(grads.size(), units_[0].count, ShapeError, "[gpt] LM head backward: gradient span size");
-  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
-  kernels::linear_backward({}, grads.subspan(0, size_t(s.out) * s.in), {}, ws.probs(), ws.lnf(), {}, s, false,
-                           ws.loss_grad_scale());
+void Gpt::backward_weights(int op_index, std::span<float> grads, Workspace& ws) const {
+  split_backward_workspace(op_index, ws);  // the op first, then the span
+  ZDP_CHECK_EQ(grads.size(), units_[0].count, ShapeError, "[gpt] embedding or LM head backward: gradient span size");
+  backward_weights_rows(op_index, 0, grads, ws);
 }
 
-GptWorkspace& Gpt::head_backward_workspace(int op_index, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size() && step(op_index) == Step::kLmHead, ConfigError,
-            "[gpt] op {} has no backward in two parts: only the LM head's", op_index);
+void Gpt::backward_weights_rows(int op_index, size_t first_row, std::span<float> rows, Workspace& base) const {
+  GptWorkspace& ws = split_backward_workspace(op_index, base);
+  const size_t C = config_.channels, Vp = config_.padded_vocab;
+  ZDP_CHECK(rows.size() % C == 0 && first_row * C + rows.size() <= units_[0].count, ShapeError,
+            "[gpt] {} gradient elements from row {} are not whole rows of the embedding unit's {}", rows.size(),
+            first_row, units_[0].count / C);
+  if (step(op_index) == Step::kEmbedding) {
+    ScopedKernelTimer t(ws.profile(), KernelKind::kEmbedding);
+    kernels::embedding_backward_rows(rows, first_row, Vp, ws.dresid(), ws.tokens(),
+                                     {ws.micro_batch(), ws.seq_len(), config_.channels, config_.vocab});
+    return;
+  }
+  if (first_row >= Vp) return;  // wpe's rows: the head does not read them
+  const size_t head_rows = std::min(Vp, first_row + rows.size() / C) - first_row;
+  const kernels::LinearShape s{ws.rows(), config_.channels, config_.padded_vocab};
+  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul,
+                      kernels::linear_flops(s) * static_cast<double>(head_rows) / static_cast<double>(Vp));
+  kernels::linear_backward_weight_rows(rows.first(head_rows * C), first_row, ws.probs(), ws.lnf(), s,
+                                       ws.loss_grad_scale());
+}
+
+GptWorkspace& Gpt::split_backward_workspace(int op_index, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size() &&
+                (step(op_index) == Step::kLmHead || step(op_index) == Step::kEmbedding),
+            ConfigError, "[gpt] op {} has no backward in two parts: only the embedding's and the LM head's", op_index);
   GptWorkspace& ws = as_gpt(base);
-  ZDP_CHECK(ws.head_forward_done(), ConfigError,
+  ZDP_CHECK(step(op_index) != Step::kLmHead || ws.head_forward_done(), ConfigError,
             "[gpt] LM head backward without its forward: run forward on this micro-batch first");
   return ws;
 }

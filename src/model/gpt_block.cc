@@ -17,13 +17,12 @@ using kernels::ScopedKernelTimer;
 
 namespace {
 
-std::span<const float> slice(std::span<const float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
 std::span<float> slice(std::span<float> p, size_t offset, size_t count) { return p.subspan(offset, count); }
 
 }  // namespace
 
-void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params,
-                   std::span<const float> x, LayerActs& a, std::span<float> out, GptWorkspace& ws) {
+void block_forward(const GptConfig& cfg, const BlockLayout& lay, UnitParams params, std::span<const float> x,
+                   LayerActs& a, std::span<float> out, GptWorkspace& ws) {
   const int N = ws.rows();
   const int C = cfg.channels;
   const size_t c = C;
@@ -31,13 +30,13 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   const kernels::AttentionShape att_shape{ws.micro_batch(), ws.seq_len(), C, cfg.heads};
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, slice(params, lay.ln1w, c), slice(params, lay.ln1b, c),
+    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, params.vector(lay.ln1w, c), params.vector(lay.ln1b, c),
                                N, C);
   }
   {
     const LinearShape s{N, C, 3 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-    kernels::linear_forward(a.qkv, a.ln1, slice(params, lay.qkvw, 3 * c * c), slice(params, lay.qkvb, 3 * c), s);
+    kernels::linear_forward(a.qkv, a.ln1, params.matrix(lay.qkvw, 3 * c * c), params.vector(lay.qkvb, 3 * c), s);
   }
   keep_product_input(a.ln1, a.ln1_kept);
   {
@@ -48,7 +47,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   {
     const LinearShape s{N, C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-    kernels::linear_forward(a.res2, a.atty, slice(params, lay.attprojw, c * c), slice(params, lay.attprojb, c), s);
+    kernels::linear_forward(a.res2, a.atty, params.matrix(lay.attprojw, c * c), params.vector(lay.attprojb, c), s);
   }
   keep_product_input(a.atty, a.atty_kept);
   {
@@ -57,13 +56,13 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-    kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, slice(params, lay.ln2w, c),
-                               slice(params, lay.ln2b, c), N, C);
+    kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, params.vector(lay.ln2w, c),
+                               params.vector(lay.ln2b, c), N, C);
   }
   {
     const LinearShape s{N, C, 4 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-    kernels::linear_forward(a.fch, a.ln2, slice(params, lay.fcw, 4 * c * c), slice(params, lay.fcb, 4 * c), s);
+    kernels::linear_forward(a.fch, a.ln2, params.matrix(lay.fcw, 4 * c * c), params.vector(lay.fcb, 4 * c), s);
   }
   keep_product_input(a.ln2, a.ln2_kept);
   {
@@ -73,7 +72,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   {
     const LinearShape s{N, 4 * C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-    kernels::linear_forward(out, a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), slice(params, lay.fcprojb, c), s);
+    kernels::linear_forward(out, a.fch_gelu, params.matrix(lay.fcprojw, 4 * c * c), params.vector(lay.fcprojb, c), s);
   }
   keep_product_input(a.fch_gelu, a.fch_gelu_kept);
   {
@@ -82,7 +81,7 @@ void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const
   }
 }
 
-void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params, std::span<float> grads,
+void block_backward(const GptConfig& cfg, const BlockLayout& lay, UnitParams params, std::span<float> grads,
                     std::span<const float> x, LayerActs& a, GptWorkspace& ws) {
   const int N = ws.rows();
   const int C = cfg.channels;
@@ -96,7 +95,7 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
     const LinearShape s{N, 4 * C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
     kernels::linear_backward(ws.dfch_gelu(), slice(grads, lay.fcprojw, 4 * c * c), slice(grads, lay.fcprojb, c), dres,
-                             a.fch_gelu, slice(params, lay.fcprojw, 4 * c * c), s, false);
+                             a.fch_gelu, params.matrix(lay.fcprojw, 4 * c * c), s, false);
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);
@@ -107,20 +106,20 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
     const LinearShape s{N, C, 4 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
     kernels::linear_backward(ws.dln(), slice(grads, lay.fcw, 4 * c * c), slice(grads, lay.fcb, 4 * c), ws.dfch(), a.ln2,
-                             slice(params, lay.fcw, 4 * c * c), s, false);
+                             params.matrix(lay.fcw, 4 * c * c), s, false);
   }
   {
     // d(res2) = d(out) (residual) + ln2 backward: accumulate in place.
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
     kernels::layernorm_backward(dres, slice(grads, lay.ln2w, c), slice(grads, lay.ln2b, c), ws.dln(), a.res2,
-                                slice(params, lay.ln2w, c), a.ln2_mean, a.ln2_rstd, N, C);
+                                params.vector(lay.ln2w, c), a.ln2_mean, a.ln2_rstd, N, C);
   }
   restore_product_input(a.atty_kept, a.atty);
   {
     const LinearShape s{N, C, C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
     kernels::linear_backward(ws.datty(), slice(grads, lay.attprojw, c * c), slice(grads, lay.attprojb, c), dres, a.atty,
-                             slice(params, lay.attprojw, c * c), s, false);
+                             params.matrix(lay.attprojw, c * c), s, false);
   }
   restore_product_input(a.qkv_kept, a.qkv);
   {
@@ -132,12 +131,12 @@ void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<cons
     const LinearShape s{N, C, 3 * C};
     ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
     kernels::linear_backward(ws.dln(), slice(grads, lay.qkvw, 3 * c * c), slice(grads, lay.qkvb, 3 * c), ws.dqkv(),
-                             a.ln1, slice(params, lay.qkvw, 3 * c * c), s, false);
+                             a.ln1, params.matrix(lay.qkvw, 3 * c * c), s, false);
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
     kernels::layernorm_backward(dres, slice(grads, lay.ln1w, c), slice(grads, lay.ln1b, c), ws.dln(), x,
-                                slice(params, lay.ln1w, c), a.ln1_mean, a.ln1_rstd, N, C);
+                                params.vector(lay.ln1w, c), a.ln1_mean, a.ln1_rstd, N, C);
   }
 }
 

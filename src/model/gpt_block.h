@@ -12,15 +12,16 @@
 
 #include "model/gpt_config.h"
 #include "model/gpt_workspace.h"
+#include "model/unit_params.h"
 
 namespace zerodp::model::detail {
 
 // x, out: [N, C]; acts: the block's LayerActs (filled).
-void block_forward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params,
-                   std::span<const float> x, LayerActs& acts, std::span<float> out, GptWorkspace& ws);
+void block_forward(const GptConfig& cfg, const BlockLayout& lay, UnitParams params, std::span<const float> x,
+                   LayerActs& acts, std::span<float> out, GptWorkspace& ws);
 
 // x: the block's input [N, C]; acts as filled by block_forward.
-void block_backward(const GptConfig& cfg, const BlockLayout& lay, std::span<const float> params, std::span<float> grads,
+void block_backward(const GptConfig& cfg, const BlockLayout& lay, UnitParams params, std::span<float> grads,
                     std::span<const float> x, LayerActs& acts, GptWorkspace& ws);
 
 }  // namespace zerodp::model::detail

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
+#include "core/convert.h"
 #include "core/error.h"
+#include "kernels/embedding.h"
 #include "kernels/linear.h"
 #include "kernels/profile.h"
 #include "kernels/rmsnorm.h"
@@ -33,7 +35,10 @@ Llama::Llama(const LlamaConfig& config) : config_(config), layout_(llama_block_l
   const int L = config_.layers;
   const size_t embed = size_t(config_.vocab) * config_.hidden;
   size_t offset = 0;
-  units_.push_back({"embedding", offset, embed});
+  // The embedding's rows (and the untied head's) are C elements each: their
+  // gradients can be made a few rows at a time (backward_weights_rows).
+  const size_t row = config_.hidden;
+  units_.push_back({"embedding", offset, embed, row});
   offset += embed;
   for (int l = 0; l < L; ++l) {
     units_.push_back({fmt::format("block{}", l), offset, layout_.count});
@@ -42,15 +47,25 @@ Llama::Llama(const LlamaConfig& config) : config_(config), layout_(llama_block_l
   units_.push_back({"norm", offset, size_t(config_.hidden)});
   offset += config_.hidden;
   if (!config_.tied) {
-    units_.push_back({"lm_head", offset, embed});
+    units_.push_back({"lm_head", offset, embed, row});
     offset += embed;
   }
   num_params_ = offset;
   ZDP_CHECK_EQ(num_params_, llama_num_params(config_), Error, "[llama] parameter layout");
   // The order step() reads: embedding, the blocks, norm, the head.
-  ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true});
-  for (int l = 0; l < L; ++l) ops_.push_back({1 + l, l, fmt::format("block{}", l)});
+  // The embedding's backward is all weight part (it has no input gradient).
+  ops_.push_back({0, 0, "embedding", /*backward_reads_params=*/false, /*token_embedding=*/true,
+                  /*weight_grad_apart=*/true});
+  // Read in place from bf16, a block widens its two norms' gains and its
+  // q, k and v biases where it has them; the final norm its gain.
+  const size_t C = row, d = config_.head_dim;
+  const size_t qkv_biases = config_.qkv_bias ? (size_t(config_.heads) + 2 * size_t(config_.kv_heads)) * d : 0;
+  for (int l = 0; l < L; ++l) {
+    ops_.push_back({1 + l, l, fmt::format("block{}", l)});
+    ops_.back().bf16_widened = 2 * C + qkv_biases;
+  }
   ops_.push_back({L + 1, 0, "norm"});
+  ops_.back().bf16_widened = C;
   ops_.push_back({head_unit(), 0, "lm_head", /*backward_reads_params=*/true, /*token_embedding=*/false,
                   /*weight_grad_apart=*/true});
 }
@@ -120,7 +135,34 @@ std::unique_ptr<Workspace> Llama::make_workspace_for(const WorkspaceOptions& o) 
   return std::make_unique<LlamaWorkspace>(config_, o.micro_batch, o.seq_len, o.checkpointing, o.bf16_product_inputs);
 }
 
-void Llama::forward(int op_index, std::span<const float> params, Workspace& base) const {
+void Llama::forward(int op_index, std::span<const float> params, Workspace& ws) const {
+  forward_unit(op_index, params, ws);
+}
+
+void Llama::forward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
+                         Workspace& ws) const {
+  forward_unit(op_index, UnitParams(params, widened), ws);
+}
+
+void Llama::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& ws) const {
+  backward_unit(op_index, params, grads, ws);
+}
+
+void Llama::backward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
+                          std::span<float> grads, Workspace& ws) const {
+  backward_unit(op_index, UnitParams(params, widened), grads, ws);
+}
+
+void Llama::backward_input(int op_index, std::span<const float> params, Workspace& ws) const {
+  backward_input_unit(op_index, params, ws);
+}
+
+void Llama::backward_input_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
+                                Workspace& ws) const {
+  backward_input_unit(op_index, UnitParams(params, widened), ws);
+}
+
+void Llama::forward_unit(int op_index, UnitParams params, Workspace& base) const {
   ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[llama] op {} out of range [0, {})", op_index,
             ops_.size());
   ZDP_CHECK_EQ(params.size(), units_[ops_[op_index].unit].count, ShapeError, "[llama] forward: parameter span size");
@@ -133,7 +175,12 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
       const std::span<float> x = ws.resid(0);
       const std::span<const int32_t> ids = ws.tokens();
       for (int i = 0; i < N; ++i) {
-        std::copy_n(params.subspan(size_t(ids[i]) * C, C).begin(), C, x.subspan(size_t(i) * C, C).begin());
+        const size_t row = size_t(ids[i]) * C;
+        if (params.is_bf16()) {
+          convert(params.bf16().subspan(row, C), x.subspan(size_t(i) * C, C));  // exact
+        } else {
+          std::copy_n(params.fp32().subspan(row, C).begin(), C, x.subspan(size_t(i) * C, C).begin());
+        }
       }
       break;
     }
@@ -144,7 +191,7 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
     }
     case Step::kFinalNorm: {
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-      kernels::rmsnorm_forward(ws.xf(), ws.rstdf(), ws.resid(config_.layers), params, N, C,
+      kernels::rmsnorm_forward(ws.xf(), ws.rstdf(), ws.resid(config_.layers), params.vector(0, params.size()), N, C,
                                static_cast<float>(config_.norm_eps));
       break;
     }
@@ -153,7 +200,7 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
       const kernels::LinearShape s{N, C, V};
       {
         ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
-        kernels::linear_forward(ws.probs(), ws.xf(), params, {}, s);
+        kernels::linear_forward(ws.probs(), ws.xf(), params.matrix(0, params.size()), {}, s);
       }
       // Softmax, loss and d(mean loss)/d(logits) in one pass per row, the
       // mean over the unmasked targets; the engine's loss-gradient scale
@@ -167,21 +214,22 @@ void Llama::forward(int op_index, std::span<const float> params, Workspace& base
   }
 }
 
-void Llama::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& base) const {
+void Llama::backward_unit(int op_index, UnitParams params, std::span<float> grads, Workspace& base) const {
   check_backward_spans(op_index, params.size(), grads.size());
   LlamaWorkspace& ws = as_llama(base);
   const int N = ws.rows(), C = config_.hidden;
   kernels::Profile* prof = ws.profile();
   switch (step(op_index)) {
     case Step::kLmHead: {
-      backward_input(op_index, params, ws);
+      backward_input_unit(op_index, params, ws);
       backward_weights(op_index, grads, ws);
       break;
     }
     case Step::kFinalNorm: {
       ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
       std::fill(ws.dresid().begin(), ws.dresid().end(), 0.0f);
-      kernels::rmsnorm_backward(ws.dresid(), grads, ws.dn(), ws.resid(config_.layers), params, ws.rstdf(), N, C);
+      kernels::rmsnorm_backward(ws.dresid(), grads, ws.dn(), ws.resid(config_.layers), params.vector(0, params.size()),
+                                ws.rstdf(), N, C);
       break;
     }
     case Step::kBlock: {
@@ -196,44 +244,58 @@ void Llama::backward(int op_index, std::span<const float> params, std::span<floa
       break;
     }
     case Step::kEmbedding: {
-      ScopedKernelTimer t(prof, KernelKind::kEmbedding);
-      // Rows in (b, t) order: a fixed sum order, so deterministic.
-      const std::span<const float> dx = ws.dresid();
-      const std::span<const int32_t> ids = ws.tokens();
-      for (int i = 0; i < N; ++i) {
-        float* row = grads.data() + size_t(ids[i]) * C;
-        const float* d = dx.data() + size_t(i) * C;
-        for (int k = 0; k < C; ++k) row[k] += d[k];
-      }
+      backward_weights(op_index, grads, ws);
       break;
     }
   }
 }
 
-// The LM head's two parts: probs() holds d(mean loss)/d(logits) from the
-// fused forward, and keeps it until the weight part has run (nothing else
-// of the backward writes it, nor the final norm's output).
-void Llama::backward_input(int op_index, std::span<const float> params, Workspace& base) const {
-  LlamaWorkspace& ws = head_backward_workspace(op_index, base);
+// The two parts of the embedding's and the LM head's backward. probs()
+// holds d(mean loss)/d(logits) from the fused forward, and keeps it until the
+// head's weight part has run (nothing else of the backward writes it, nor
+// the final norm's output). The embedding has no input part; its weight
+// part scatters d(resid 0) into the token rows.
+void Llama::backward_input_unit(int op_index, UnitParams params, Workspace& base) const {
+  LlamaWorkspace& ws = split_backward_workspace(op_index, base);
+  if (step(op_index) == Step::kEmbedding) return;
   const kernels::LinearShape s{ws.rows(), config_.hidden, config_.vocab};
   ZDP_CHECK_EQ(params.size(), size_t(s.out) * s.in, ShapeError, "[llama] LM head backward: parameter span size");
   ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
-  kernels::linear_backward_input(ws.dn(), ws.probs(), params, s, false, ws.loss_grad_scale());
+  kernels::linear_backward_input(ws.dn(), ws.probs(), params.matrix(0, params.size()), s, false, ws.loss_grad_scale());
 }
 
-void Llama::backward_weights(int op_index, std::span<float> grads, Workspace& base) const {
-  LlamaWorkspace& ws = head_backward_workspace(op_index, base);
+void Llama::backward_weights(int op_index, std::span<float> grads, Workspace& ws) const {
+  split_backward_workspace(op_index, ws);  // the op first, then the span
+  ZDP_CHECK_EQ(grads.size(), size_t(config_.vocab) * config_.hidden, ShapeError,
+               "[llama] embedding or LM head backward: gradient span size");
+  backward_weights_rows(op_index, 0, grads, ws);
+}
+
+void Llama::backward_weights_rows(int op_index, size_t first_row, std::span<float> rows, Workspace& base) const {
+  LlamaWorkspace& ws = split_backward_workspace(op_index, base);
+  const size_t C = config_.hidden, V = config_.vocab;
+  ZDP_CHECK(rows.size() % C == 0 && first_row + rows.size() / C <= V, ShapeError,
+            "[llama] {} gradient elements from row {} are not whole rows of the {} x {} embedding", rows.size(),
+            first_row, V, C);
+  if (step(op_index) == Step::kEmbedding) {
+    ScopedKernelTimer t(ws.profile(), KernelKind::kEmbedding);
+    kernels::embedding_backward_rows(rows, first_row, V, ws.dresid(), ws.tokens(),
+                                     {ws.micro_batch(), ws.seq_len(), config_.hidden, config_.vocab});
+    return;
+  }
   const kernels::LinearShape s{ws.rows(), config_.hidden, config_.vocab};
-  ZDP_CHECK_EQ(grads.size(), size_t(s.out) * s.in, ShapeError, "[llama] LM head backward: gradient span size");
-  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul, kernels::linear_flops(s));
-  kernels::linear_backward({}, grads, {}, ws.probs(), ws.xf(), {}, s, false, ws.loss_grad_scale());
+  ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul,
+                      kernels::linear_flops(s) * static_cast<double>(rows.size() / C) / static_cast<double>(V));
+  kernels::linear_backward_weight_rows(rows, first_row, ws.probs(), ws.xf(), s, ws.loss_grad_scale());
 }
 
-LlamaWorkspace& Llama::head_backward_workspace(int op_index, Workspace& base) const {
-  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size() && step(op_index) == Step::kLmHead, ConfigError,
-            "[llama] op {} has no backward in two parts: only the LM head's", op_index);
+LlamaWorkspace& Llama::split_backward_workspace(int op_index, Workspace& base) const {
+  ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size() &&
+                (step(op_index) == Step::kLmHead || step(op_index) == Step::kEmbedding),
+            ConfigError, "[llama] op {} has no backward in two parts: only the embedding's and the LM head's",
+            op_index);
   LlamaWorkspace& ws = as_llama(base);
-  ZDP_CHECK(ws.head_forward_done(), ConfigError,
+  ZDP_CHECK(step(op_index) != Step::kLmHead || ws.head_forward_done(), ConfigError,
             "[llama] LM head backward without its forward: run forward on this micro-batch first");
   return ws;
 }

@@ -50,14 +50,19 @@ Span bias(Span p, bool present, size_t offset, size_t count) {
   return present ? p.subspan(offset, count) : Span();
 }
 
-void linear(kernels::Profile* prof, std::span<float> out, std::span<const float> in, std::span<const float> w,
+// A bias to read: the widened values, or none.
+std::span<const float> bias(UnitParams& p, bool present, size_t offset, size_t count) {
+  return present ? p.vector(offset, count) : std::span<const float>();
+}
+
+void linear(kernels::Profile* prof, std::span<float> out, std::span<const float> in, const kernels::Weights& w,
             std::span<const float> b, LinearShape s) {
   ScopedKernelTimer t(prof, KernelKind::kMatmul, kernels::linear_flops(s));
   kernels::linear_forward(out, in, w, b, s);
 }
 
 void linear_back(kernels::Profile* prof, std::span<float> din, std::span<float> dw, std::span<float> db,
-                 std::span<const float> dout, std::span<const float> in, std::span<const float> w, LinearShape s,
+                 std::span<const float> dout, std::span<const float> in, const kernels::Weights& w, LinearShape s,
                  bool accumulate) {
   ScopedKernelTimer t(prof, KernelKind::kMatmul, 2 * kernels::linear_flops(s));
   kernels::linear_backward(din, dw, db, dout, in, w, s, accumulate);
@@ -65,19 +70,19 @@ void linear_back(kernels::Profile* prof, std::span<float> din, std::span<float> 
 
 }  // namespace
 
-void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, std::span<const float> p,
-                         std::span<const float> x, LlamaActs& a, std::span<float> out, LlamaWorkspace& ws) {
+void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, UnitParams p, std::span<const float> x,
+                         LlamaActs& a, std::span<float> out, LlamaWorkspace& ws) {
   const Dims s = dims(cfg, ws);
   kernels::Profile* prof = ws.profile();
   const bool qb = cfg.qkv_bias;
   const float eps = static_cast<float>(cfg.norm_eps);
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-    kernels::rmsnorm_forward(a.n1, a.rstd1, x, p.subspan(lay.input_norm, s.c), s.N, s.C, eps);
+    kernels::rmsnorm_forward(a.n1, a.rstd1, x, p.vector(lay.input_norm, s.c), s.N, s.C, eps);
   }
-  linear(prof, a.q, a.n1, p.subspan(lay.q, s.dq * s.c), bias(p, qb, lay.q_bias, s.dq), {s.N, s.C, s.Dq});
-  linear(prof, a.k, a.n1, p.subspan(lay.k, s.dkv * s.c), bias(p, qb, lay.k_bias, s.dkv), {s.N, s.C, s.Dkv});
-  linear(prof, a.v, a.n1, p.subspan(lay.v, s.dkv * s.c), bias(p, qb, lay.v_bias, s.dkv), {s.N, s.C, s.Dkv});
+  linear(prof, a.q, a.n1, p.matrix(lay.q, s.dq * s.c), bias(p, qb, lay.q_bias, s.dq), {s.N, s.C, s.Dq});
+  linear(prof, a.k, a.n1, p.matrix(lay.k, s.dkv * s.c), bias(p, qb, lay.k_bias, s.dkv), {s.N, s.C, s.Dkv});
+  linear(prof, a.v, a.n1, p.matrix(lay.v, s.dkv * s.c), bias(p, qb, lay.v_bias, s.dkv), {s.N, s.C, s.Dkv});
   keep_product_input(a.n1, a.n1_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kAttention, kernels::gqa_attention_flops(s.attention));
@@ -89,7 +94,7 @@ void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, st
   keep_product_input(a.q, a.q_kept);
   keep_product_input(a.k, a.k_kept);
   keep_product_input(a.v, a.v_kept);
-  linear(prof, a.h, a.y, p.subspan(lay.o, s.c * s.dq), {}, {s.N, s.Dq, s.C});
+  linear(prof, a.h, a.y, p.matrix(lay.o, s.c * s.dq), {}, {s.N, s.Dq, s.C});
   keep_product_input(a.y, a.y_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kResidual);
@@ -97,49 +102,49 @@ void llama_block_forward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, st
   }
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
-    kernels::rmsnorm_forward(a.n2, a.rstd2, a.h, p.subspan(lay.post_norm, s.c), s.N, s.C, eps);
+    kernels::rmsnorm_forward(a.n2, a.rstd2, a.h, p.vector(lay.post_norm, s.c), s.N, s.C, eps);
   }
-  linear(prof, a.gate, a.n2, p.subspan(lay.gate, s.f * s.c), {}, {s.N, s.C, s.F});
-  linear(prof, a.up, a.n2, p.subspan(lay.up, s.f * s.c), {}, {s.N, s.C, s.F});
+  linear(prof, a.gate, a.n2, p.matrix(lay.gate, s.f * s.c), {}, {s.N, s.C, s.F});
+  linear(prof, a.up, a.n2, p.matrix(lay.up, s.f * s.c), {}, {s.N, s.C, s.F});
   keep_product_input(a.n2, a.n2_kept);
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);  // the MLP's activation
     kernels::swiglu_forward(a.m, a.gate, a.up);
   }
-  linear(prof, out, a.m, p.subspan(lay.down, s.c * s.f), {}, {s.N, s.F, s.C});
+  linear(prof, out, a.m, p.matrix(lay.down, s.c * s.f), {}, {s.N, s.F, s.C});
   keep_product_input(a.m, a.m_kept);
   ScopedKernelTimer t(prof, KernelKind::kResidual);
   kernels::accumulate(out, a.h);  // out = h + down(m)
 }
 
-void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, std::span<const float> p,
-                          std::span<float> g, std::span<const float> x, const LlamaActs& a, LlamaWorkspace& ws) {
+void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, UnitParams p, std::span<float> g,
+                          std::span<const float> x, const LlamaActs& a, LlamaWorkspace& ws) {
   const Dims s = dims(cfg, ws);
   kernels::Profile* prof = ws.profile();
   const bool qb = cfg.qkv_bias;
   std::span<float> dresid = ws.dresid(), dn = ws.dn();
   // The MLP half: dresid holds d(out) = d(h) through the residual.
   restore_product_input(a.m_kept, a.m);
-  linear_back(prof, ws.dm(), g.subspan(lay.down, s.c * s.f), {}, dresid, a.m, p.subspan(lay.down, s.c * s.f),
+  linear_back(prof, ws.dm(), g.subspan(lay.down, s.c * s.f), {}, dresid, a.m, p.matrix(lay.down, s.c * s.f),
               {s.N, s.F, s.C}, false);
   {
     ScopedKernelTimer t(prof, KernelKind::kGelu);
     kernels::swiglu_backward(ws.dgate(), ws.dup(), ws.dm(), a.gate, a.up);
   }
   restore_product_input(a.n2_kept, a.n2);
-  linear_back(prof, dn, g.subspan(lay.gate, s.f * s.c), {}, ws.dgate(), a.n2, p.subspan(lay.gate, s.f * s.c),
+  linear_back(prof, dn, g.subspan(lay.gate, s.f * s.c), {}, ws.dgate(), a.n2, p.matrix(lay.gate, s.f * s.c),
               {s.N, s.C, s.F}, false);
-  linear_back(prof, dn, g.subspan(lay.up, s.f * s.c), {}, ws.dup(), a.n2, p.subspan(lay.up, s.f * s.c), {s.N, s.C, s.F},
+  linear_back(prof, dn, g.subspan(lay.up, s.f * s.c), {}, ws.dup(), a.n2, p.matrix(lay.up, s.f * s.c), {s.N, s.C, s.F},
               true);
   {
     ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
     // dresid += the norm's input gradient: now d(h).
-    kernels::rmsnorm_backward(dresid, g.subspan(lay.post_norm, s.c), dn, a.h, p.subspan(lay.post_norm, s.c), a.rstd2,
+    kernels::rmsnorm_backward(dresid, g.subspan(lay.post_norm, s.c), dn, a.h, p.vector(lay.post_norm, s.c), a.rstd2,
                               s.N, s.C);
   }
   // The attention half: d(h) = d(x) through the residual.
   restore_product_input(a.y_kept, a.y);
-  linear_back(prof, ws.dy(), g.subspan(lay.o, s.c * s.dq), {}, dresid, a.y, p.subspan(lay.o, s.c * s.dq),
+  linear_back(prof, ws.dy(), g.subspan(lay.o, s.c * s.dq), {}, dresid, a.y, p.matrix(lay.o, s.c * s.dq),
               {s.N, s.Dq, s.C}, false);
   restore_product_input(a.q_kept, a.q);
   restore_product_input(a.k_kept, a.k);
@@ -153,14 +158,14 @@ void llama_block_backward(const LlamaConfig& cfg, const LlamaBlockLayout& lay, s
   }
   restore_product_input(a.n1_kept, a.n1);
   linear_back(prof, dn, g.subspan(lay.q, s.dq * s.c), bias(g, qb, lay.q_bias, s.dq), ws.dq(), a.n1,
-              p.subspan(lay.q, s.dq * s.c), {s.N, s.C, s.Dq}, false);
+              p.matrix(lay.q, s.dq * s.c), {s.N, s.C, s.Dq}, false);
   linear_back(prof, dn, g.subspan(lay.k, s.dkv * s.c), bias(g, qb, lay.k_bias, s.dkv), ws.dk(), a.n1,
-              p.subspan(lay.k, s.dkv * s.c), {s.N, s.C, s.Dkv}, true);
+              p.matrix(lay.k, s.dkv * s.c), {s.N, s.C, s.Dkv}, true);
   linear_back(prof, dn, g.subspan(lay.v, s.dkv * s.c), bias(g, qb, lay.v_bias, s.dkv), ws.dv(), a.n1,
-              p.subspan(lay.v, s.dkv * s.c), {s.N, s.C, s.Dkv}, true);
+              p.matrix(lay.v, s.dkv * s.c), {s.N, s.C, s.Dkv}, true);
   ScopedKernelTimer t(prof, KernelKind::kLayerNorm);
   // dresid += the input norm's gradient: now d(x).
-  kernels::rmsnorm_backward(dresid, g.subspan(lay.input_norm, s.c), dn, x, p.subspan(lay.input_norm, s.c), a.rstd1, s.N,
+  kernels::rmsnorm_backward(dresid, g.subspan(lay.input_norm, s.c), dn, x, p.vector(lay.input_norm, s.c), a.rstd1, s.N,
                             s.C);
 }
 

@@ -13,13 +13,14 @@
 
 #include "model/llama_config.h"
 #include "model/llama_workspace.h"
+#include "model/unit_params.h"
 
 namespace zerodp::model::detail {
 
-void llama_block_forward(const LlamaConfig& config, const LlamaBlockLayout& layout, std::span<const float> params,
+void llama_block_forward(const LlamaConfig& config, const LlamaBlockLayout& layout, UnitParams params,
                          std::span<const float> x, LlamaActs& acts, std::span<float> out, LlamaWorkspace& ws);
 
-void llama_block_backward(const LlamaConfig& config, const LlamaBlockLayout& layout, std::span<const float> params,
+void llama_block_backward(const LlamaConfig& config, const LlamaBlockLayout& layout, UnitParams params,
                           std::span<float> grads, std::span<const float> x, const LlamaActs& acts, LlamaWorkspace& ws);
 
 }  // namespace zerodp::model::detail

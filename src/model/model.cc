@@ -67,15 +67,48 @@ void Model::backward_weights(int op_index, std::span<float> /*unit_grads*/, Work
   ZDP_THROW(ConfigError, "[{}] op {} has no backward in two parts (Op::weight_grad_apart)", kind(), op_index);
 }
 
+namespace {
+
+[[noreturn]] void refuse_bf16_weights(const std::string& kind, int op_index) {
+  ZDP_THROW(ConfigError, "[{}] op {}: this model family does not read bf16 weights in place (reads_bf16_weights)", kind,
+            op_index);
+}
+
+}  // namespace
+
+void Model::backward_weights_rows(int op_index, size_t /*first_row*/, std::span<float> /*rows*/,
+                                  Workspace& /*ws*/) const {
+  ZDP_THROW(ConfigError, "[{}] op {}'s unit has no gradient in rows (UnitInfo::grad_row)", kind(), op_index);
+}
+
+void Model::forward_bf16(int op_index, std::span<const BFloat16> /*unit_params*/, std::span<float> /*widened*/,
+                         Workspace& /*ws*/) const {
+  refuse_bf16_weights(kind(), op_index);
+}
+
+void Model::backward_bf16(int op_index, std::span<const BFloat16> /*unit_params*/, std::span<float> /*widened*/,
+                          std::span<float> /*unit_grads*/, Workspace& /*ws*/) const {
+  refuse_bf16_weights(kind(), op_index);
+}
+
+void Model::backward_input_bf16(int op_index, std::span<const BFloat16> /*unit_params*/, std::span<float> /*widened*/,
+                                Workspace& /*ws*/) const {
+  refuse_bf16_weights(kind(), op_index);
+}
+
 std::span<float> Model::boundary_gradient(Workspace& /*ws*/, int /*op_index*/) const { refuse_stages(kind()); }
 
-GradOps grad_ops(const Model& model) {
+GradOps grad_ops(const Model& model, bool bf16_in_place) {
   GradOps g;
-  for (const UnitInfo& u : model.units()) g.counts.push_back(u.count);
+  for (const UnitInfo& u : model.units()) {
+    g.counts.push_back(u.count);
+    if (bf16_in_place) g.grad_rows.push_back(u.grad_row);
+  }
   for (const Op& op : model.ops()) {
     g.units.push_back(op.unit);
     g.backward_reads.push_back(op.backward_reads_params);
     g.weight_grad_apart.push_back(op.weight_grad_apart);
+    if (bf16_in_place) g.copied.push_back(op.backward_reads_params ? op.bf16_widened : 0);
   }
   return g;
 }

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/grad_schedule.h"
 #include "kernels/linear.h"
 #include "kernels/profile.h"
@@ -43,6 +44,11 @@ struct UnitInfo {
   std::string name;   // "embedding", "block3", "ln_f", "fc0", ...
   size_t offset = 0;  // first element in the flat parameter buffer
   size_t count = 0;   // number of parameters
+  // Where every op of the unit runs its weight part apart and can make it a
+  // range of rows at a time (Model::backward_weights_rows): the elements of
+  // a row (count is a multiple). The engine then makes the unit's gradient
+  // in rows when it reads bf16 units in place (core/grad_schedule.h). 0: no.
+  size_t grad_row = 0;
 };
 
 // One named tensor inside the flat buffer (it lies inside one unit).
@@ -84,6 +90,10 @@ struct Op {
   // part of a tied unit's op at the unit's last backward op, so the unit's
   // gradient is open only at the end of the backward (core/grad_schedule.h).
   bool weight_grad_apart = false;
+  // Where the family reads bf16 weights in place (Model::reads_bf16_weights):
+  // the floats of its unit the op widens to fp32 for kernels other than the
+  // products (norm gains, biases), the scratch the engine lends each call.
+  size_t bf16_widened = 0;
 };
 
 // One micro-batch, by role, not by family: integer inputs (`tokens`) or
@@ -218,6 +228,27 @@ class Model {
   virtual void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const;
   virtual void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const;
 
+  // The weight part of op_index's backward (as backward_weights adds it)
+  // for rows [first_row, first_row + rows.size() / grad_row) of its unit
+  // alone, added into `rows` with the bits those elements get from
+  // backward_weights. Only where units()[unit].grad_row > 0 (ConfigError
+  // elsewhere); the other ops of the unit may have run theirs on other rows.
+  virtual void backward_weights_rows(int op_index, size_t first_row, std::span<float> rows, Workspace& ws) const;
+
+  // Whether the ops can also read a bf16 unit in place when the run's
+  // products are bf16 (kernels::Compute::kBf16): the three calls below, with
+  // the bits of forward, backward and backward_input on the unit widened to
+  // fp32, and no fp32 copy of the unit. `widened` is a scratch of at least
+  // ops()[op_index].bf16_widened floats (model/unit_params.h). The defaults
+  // say no and throw ConfigError.
+  virtual bool reads_bf16_weights() const { return false; }
+  virtual void forward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                            Workspace& ws) const;
+  virtual void backward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                             std::span<float> unit_grads, Workspace& ws) const;
+  virtual void backward_input_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                                   Workspace& ws) const;
+
   // The shapes of the matrix products one micro-batch runs (kernels::
   // warm_up_linear touches OpenBLAS's buffers with them before a run
   // measures its baseline memory).
@@ -260,8 +291,10 @@ class Model {
   void check_backward_spans(int op_index, size_t params, size_t grads) const;
 };
 
-// The model's ops as core/grad_schedule.h reads them.
-GradOps grad_ops(const Model& model);
+// The model's ops as core/grad_schedule.h reads them; `bf16_in_place`: the
+// engine hands the ops their bf16 units (reads_bf16_weights), so an op's
+// backward puts only its widened floats into the compute copy.
+GradOps grad_ops(const Model& model, bool bf16_in_place = false);
 
 // Runs every forward op over a full flat parameter buffer; returns ws.loss().
 float forward_all(const Model& model, std::span<const float> params, Workspace& ws);

@@ -83,6 +83,21 @@ void StageModel::backward_weights(int op_index, std::span<float> unit_grads, Wor
   whole_.backward_weights(first_op_ + op_index, unit_grads, ws);
 }
 
+void StageModel::forward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                              Workspace& ws) const {
+  whole_.forward_bf16(first_op_ + op_index, unit_params, widened, ws);
+}
+
+void StageModel::backward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                               std::span<float> unit_grads, Workspace& ws) const {
+  whole_.backward_bf16(first_op_ + op_index, unit_params, widened, unit_grads, ws);
+}
+
+void StageModel::backward_input_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                                     Workspace& ws) const {
+  whole_.backward_input_bf16(first_op_ + op_index, unit_params, widened, ws);
+}
+
 std::vector<kernels::LinearShape> StageModel::linear_shapes(int micro_batch, int seq_len) const {
   return whole_.linear_shapes(micro_batch, seq_len);
 }

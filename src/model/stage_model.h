@@ -10,7 +10,9 @@
 // model's initial values (TensorInfo::origin), so a stage's engine starts
 // from the bits the whole model's would.
 // Workspaces are the whole model's stage workspaces (make_stage_workspace);
-// forward and backward are the whole model's ops.
+// forward and backward are the whole model's ops. Its units make no
+// gradient in rows (UnitInfo::grad_row 0): the pipeline hands the tied
+// embedding's gradient whole from the last stage to the first.
 // Thread-safety: immutable after construction, as every Model.
 #pragma once
 
@@ -42,6 +44,13 @@ class StageModel final : public Model {
                 Workspace& ws) const override;
   void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const override;
+  bool reads_bf16_weights() const override { return whole_.reads_bf16_weights(); }
+  void forward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                    Workspace& ws) const override;
+  void backward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                     std::span<float> unit_grads, Workspace& ws) const override;
+  void backward_input_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
+                           Workspace& ws) const override;
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   // The whole model's (a pipeline's FLOPs are the model's).
   double train_flops_per_position(int seq_len) const override;

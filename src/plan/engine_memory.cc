@@ -65,7 +65,9 @@ uint64_t simulate_buckets(const UnitSchedule& s, const EngineRun& run, bool lagg
   const int num_ops = static_cast<int>(s.op_units.size());
   // When each unit's gradient opens and closes, and whether it lives in the
   // compute copy (low precision's, of the largest unit) instead of the pool.
-  const GradSchedule grad = grad_schedule(s.grad_ops(), run.dtype.is_low_precision() ? s.largest_unit() : uint64_t{0});
+  const bool in_place = bf16_in_place(s, run);
+  const GradSchedule grad = grad_schedule(
+      s.grad_ops(in_place), run.dtype.is_low_precision() ? s.compute_copy_elements(in_place) : uint64_t{0});
   const std::vector<int>& last_op = grad.closes_at;
   std::vector<uint64_t> offsets(num_units, 0);
   for (size_t u = 1; u < num_units; ++u) offsets[u] = offsets[u - 1] + s.unit_counts[u - 1];
@@ -170,7 +172,7 @@ uint64_t UnitSchedule::num_params() const {
   return n;
 }
 
-GradOps UnitSchedule::grad_ops() const {
+GradOps UnitSchedule::grad_ops(bool bf16_in_place) const {
   GradOps ops;
   ops.counts = unit_counts;
   ops.units = op_units;
@@ -178,7 +180,23 @@ GradOps UnitSchedule::grad_ops() const {
   ops.backward_reads.resize(op_units.size(), true);
   ops.weight_grad_apart = op_weight_grad_apart;
   ops.weight_grad_apart.resize(op_units.size(), false);
+  if (bf16_in_place) {
+    for (size_t i = 0; i < op_units.size(); ++i) {
+      const uint64_t widened = i < op_bf16_widened.size() ? op_bf16_widened[i] : 0;
+      ops.copied.push_back(ops.backward_reads[i] ? widened : 0);
+    }
+    ops.grad_rows = unit_grad_rows;
+    ops.grad_rows.resize(unit_counts.size(), 0);
+  }
   return ops;
+}
+
+uint64_t UnitSchedule::compute_copy_elements(bool bf16_in_place) const {
+  return zerodp::compute_copy_elements(grad_ops(bf16_in_place));
+}
+
+bool bf16_in_place(const UnitSchedule& schedule, const EngineRun& run) {
+  return schedule.reads_bf16_weights && run.bf16_compute && run.dtype == Dtype::bf16();
 }
 
 uint64_t UnitSchedule::largest_unit() const {
@@ -236,7 +254,18 @@ UnitSchedule gpt_unit_schedule(const GptShape& shape) {
   s.op_backward_reads.assign(s.op_units.size(), true);
   s.op_backward_reads.front() = false;  // the embedding's backward scatters into its gradient
   s.op_weight_grad_apart.assign(s.op_units.size(), false);
-  s.op_weight_grad_apart.back() = true;  // the head's weight part waits for the embedding's
+  s.op_weight_grad_apart.front() = true;  // the embedding's backward is all weight part
+  s.op_weight_grad_apart.back() = true;   // the head's weight part waits for the embedding's
+  // Read in place from bf16 (model::Gpt): a block widens 13 C floats (its
+  // gains and biases), the final layernorm 2 C.
+  s.reads_bf16_weights = true;
+  s.op_bf16_widened.assign(s.op_units.size(), 0);
+  const auto C = static_cast<uint64_t>(shape.channels);
+  for (int l = 0; l < shape.layers; ++l) s.op_bf16_widened[static_cast<size_t>(1 + l)] = 13 * C;
+  s.op_bf16_widened[static_cast<size_t>(shape.layers + 1)] = 2 * C;
+  // The tied embedding's gradient can be made a few rows (of C) at a time.
+  s.unit_grad_rows.assign(s.unit_counts.size(), 0);
+  s.unit_grad_rows.front() = C;
   return s;
 }
 
@@ -382,7 +411,7 @@ RankPrediction predict_engine_rank(const UnitSchedule& schedule, const EngineRun
   if (run.offload_params) predict_param_offload(schedule, run, rank, p);
 
   const uint64_t largest = schedule.largest_unit();
-  if (run.dtype.is_low_precision()) p.compute_copy = 4 * largest;
+  if (run.dtype.is_low_precision()) p.compute_copy = 4 * schedule.compute_copy_elements(bf16_in_place(schedule, run));
   p.gathered += p.compute_copy;
   p.init_scratch = 4 * std::min<uint64_t>(kFillChunkElements, largest);
   if (run.consolidated_copy) {

@@ -97,13 +97,25 @@ struct UnitSchedule {
   // being reduced (a pipeline's last stage's copy of the tied embedding,
   // zero::Engine::StageLink::borrowed); empty: none.
   std::vector<bool> exported = {};
+  // Whether the family's ops read bf16 units in place under bf16 products
+  // (model::Model::reads_bf16_weights), and per op the floats they widen
+  // then (model::Op::bf16_widened; empty: none).
+  bool reads_bf16_weights = false;
+  std::vector<uint64_t> op_bf16_widened = {};
+  // Per unit: the elements of a row where its gradient can be made in rows
+  // (model::UnitInfo::grad_row; empty: none).
+  std::vector<uint64_t> unit_grad_rows = {};
 
   uint64_t num_params() const;
   uint64_t largest_unit() const;
   // Throws ConfigError when a list is empty or an op names a missing unit.
   void validate() const;
-  // The ops as core/grad_schedule.h reads them (the defaults filled in).
-  GradOps grad_ops() const;
+  // The ops as core/grad_schedule.h reads them (the defaults filled in);
+  // `bf16_in_place` as model::grad_ops.
+  GradOps grad_ops(bool bf16_in_place = false) const;
+  // The engine's fp32 compute copy (elements) with mixed precision
+  // (core/grad_schedule.h's compute_copy_elements).
+  uint64_t compute_copy_elements(bool bf16_in_place) const;
 };
 
 // A GPT's schedule: units embedding, blocks, final layernorm; ops the same,
@@ -141,7 +153,13 @@ struct EngineRun {
   // --offload-params (stage 3, bf16/fp16): the parameter shards on disk,
   // read for each gather through one staging buffer (zero/param_store.h).
   bool offload_params = false;
+  // --compute bf16: with bf16 storage, a family that reads bf16 units in
+  // place gets them so (UnitSchedule::reads_bf16_weights).
+  bool bf16_compute = false;
 };
+
+// Whether the engine hands `schedule`'s ops their bf16 units in place.
+bool bf16_in_place(const UnitSchedule& schedule, const EngineRun& run);
 
 // Stage 3's gathers of each unit per micro-batch (core/gather_schedule.h,
 // as the engine makes them).

@@ -80,7 +80,9 @@ UnitSchedule stage_unit_schedule(const GptShape& shape, const PipelineStagePlan&
     s.op_units.push_back(here(whole.op_units[i]));
     s.op_backward_reads.push_back(whole.op_backward_reads[i]);
     s.op_weight_grad_apart.push_back(whole.op_weight_grad_apart[i]);
+    s.op_bf16_widened.push_back(whole.op_bf16_widened[i]);
   }
+  s.reads_bf16_weights = whole.reads_bf16_weights;
   // The token embedding's op (8-bit Adam's fp32 moments) is the first stage's.
   s.embedding_unit = st.embedding ? here(whole.embedding_unit) : -1;
   // The last stage's copy of it: its gradient goes to the first stage.
@@ -101,6 +103,7 @@ RankPrediction predict_pipeline_rank(const PipelinePlan& plan, const EngineRun& 
   const PipelineConfig& c = plan.config;
   EngineRun stage_run = run;
   stage_run.ranks = d;
+  stage_run.bf16_compute = c.bf16_compute;  // the stages read bf16 units in place
   stage_run.grad_accum = c.micro_batches;
   const uint64_t workspaces = static_cast<uint64_t>(st.in_flight) * stage_workspace_bytes(c, st);
   RankPrediction r = predict_engine_rank(stage_unit_schedule(c.shape, st), stage_run, rank % d, workspaces);

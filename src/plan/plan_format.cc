@@ -4,12 +4,28 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "plan/quantity.h"
 
 namespace zerodp::plan {
 namespace {
+
+// The plan's words for the fp32 compute copy of a mixed-precision run.
+std::string compute_copy_words(const PlanResult& r) {
+  const PlanConfig& c = r.config;
+  if (!c.precision.is_low_precision()) return "";
+  if (!(c.bf16_compute && c.precision == Dtype::bf16()) || r.per_ranks.empty()) {
+    return "an fp32 compute copy of it at every stage; ";
+  }
+  // bf16 products read the bf16 units in place: the copy holds what the ops
+  // widen and the gradients (the tied embedding's a few rows at a time).
+  return fmt::format(
+      "bf16 products read the bf16 units in place, so the fp32 compute copy holds only a block's gradient and what the "
+      "ops widen ({} elements), the tied embedding's gradient made a few rows at a time there; ",
+      format_thousands(r.per_ranks[0].stages[0].compute_copy / 4));
+}
 
 using Row = std::vector<std::string>;
 
@@ -124,8 +140,7 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
     out += fmt::format(
         "Largest unit: {} parameters. Unit buffers: {}stage 3 adds two gathered units (current + prefetched); "
         "backward adds the gradients of the units in flight\n",
-        format_thousands(*r.largest_unit_params),
-        c.precision.is_low_precision() ? "an fp32 compute copy of it at every stage; " : "");
+        format_thousands(*r.largest_unit_params), compute_copy_words(r));
   }
   out += "Units: GB = 1e9 bytes (the ZeRO paper's unit), GiB = 2^30 bytes. Communication is per rank per step.\n";
   if (c.grad_accum > 1) {

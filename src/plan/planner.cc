@@ -138,6 +138,7 @@ PlanResult make_plan(const PlanConfig& config) {
         run.shard_group = part;
         run.offload_optimizer = c.offload_optimizer;
         run.offload_params = params_offloaded;
+        run.bf16_compute = c.bf16_compute;
         const RankPrediction p = predict_engine_rank(*schedule, run, 0, activation_bytes);
         if (c.offload_optimizer) {
           // RAM keeps what the optimizers hold themselves; K's bytes are on disk.
@@ -153,7 +154,7 @@ PlanResult make_plan(const PlanConfig& config) {
           sp.disk_written = p.disk_written_per_step;
         }
         ZDP_CHECK_EQ(p.model_states(), sp.states.total(), Error, "[plan] engine model and paper model disagree");
-        sp.compute_copy = c.precision.is_low_precision() ? schedule->largest_unit() * 4 : 0;
+        sp.compute_copy = p.compute_copy;
         sp.gathered = p.gathered - sp.compute_copy;
         sp.buckets = p.buckets;
         sp.comm_scratch = p.comm;

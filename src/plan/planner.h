@@ -63,6 +63,9 @@ struct PlanConfig {
   // zerodp train --offload-params: stage 3's parameter shards on a local
   // disk too (needs `shape` and bf16/fp16; stages 0-2 are planned without).
   bool offload_params = false;
+  // zerodp train --compute bf16: the products' inputs kept as bf16, and
+  // bf16 units read in place (no fp32 copy of a unit's matrices).
+  bool bf16_compute = false;
 };
 
 struct StagePlan {

@@ -29,12 +29,17 @@ UnitSchedule unit_schedule(const model::ModelConfig& config) {
   // parameters (the engine does), so this is cheap at any size.
   const std::unique_ptr<model::Model> m = model::make_model(config);
   UnitSchedule s;
+  s.reads_bf16_weights = m->reads_bf16_weights();
   const std::vector<model::UnitInfo>& units = m->units();
-  for (const model::UnitInfo& u : units) s.unit_counts.push_back(u.count);
+  for (const model::UnitInfo& u : units) {
+    s.unit_counts.push_back(u.count);
+    s.unit_grad_rows.push_back(u.grad_row);
+  }
   for (const model::Op& op : m->ops()) {
     s.op_units.push_back(op.unit);
     s.op_backward_reads.push_back(op.backward_reads_params);
     s.op_weight_grad_apart.push_back(op.weight_grad_apart);
+    s.op_bf16_widened.push_back(op.bf16_widened);
     if (op.token_embedding) s.embedding_unit = op.unit;
   }
   s.unit_tensors.resize(units.size());
@@ -72,6 +77,7 @@ RankPrediction predict_rank(const model::ModelConfig& config, const RunShape& ru
   engine.shard_group = run.shard_group;
   engine.offload_optimizer = run.offload_optimizer;
   engine.offload_params = run.offload_params;
+  engine.bf16_compute = run.bf16_compute;
   RankPrediction p = predict_engine_rank(unit_schedule(config), engine, rank, predict_activation_bytes(config, run));
   if (run.consolidated_copy && rank == 0) {
     // The sample's (and the held-out answers') workspace: one sequence of
@@ -110,6 +116,7 @@ std::array<RankPrediction, kStageTable.size()> predict_stages(const model::Model
     engine.shard_group = s == Stage::k0 ? 0 : run.shard_group;
     engine.offload_optimizer = run.offload_optimizer;
     engine.offload_params = run.offload_params && traits(s).partitions_params;  // stage 3's alone
+    engine.bf16_compute = run.bf16_compute;
     out[static_cast<size_t>(stage_number(s))] = predict_engine_rank(schedule, engine, 0, act);
   }
   return out;

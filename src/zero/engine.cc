@@ -198,7 +198,12 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
       master_ = StateBuffer(plan_, rank_, layout(stage.partitions_optimizer), Dtype::fp32(), ledger_,
                             MemoryCategory::kMaster);
     }
-    compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered, plan_.largest_unit());
+    bf16_in_place_ =
+        config_.dtype == Dtype::bf16() && config_.compute == kernels::Compute::kBf16 && model_.reads_bf16_weights();
+    // The largest unit, converted there; or, read in place, what the ops
+    // widen and the gradients that live there (core/grad_schedule.h).
+    compute_params_ = LedgerBuffer<float>(ledger_, MemoryCategory::kGathered,
+                                          compute_copy_elements(model::grad_ops(model_, bf16_in_place_)));
   }
 
   // The compressed collectives' one scratch buffer (comm/quantize.h): they
@@ -243,7 +248,7 @@ Engine::Engine(const model::Model& model, comm::Communicator& comm, const Engine
   ledger_.allocate(MemoryCategory::kActivations, workspace_->total_bytes());
   grad_scratch_.resize(plan_.num_units());
   grads_in_place_ = backward_writes_grads(config_.stage, mixed, config_.grad_accum);
-  grad_schedule_ = grad_schedule(model::grad_ops(model_), compute_params_.size());
+  grad_schedule_ = grad_schedule(model::grad_ops(model_, bf16_in_place_), compute_params_.size());
   staging_tickets_.assign(plan_.num_units(), 0);
   gathered_.resize(model_.ops().size());
   if (traits(config_.stage).gathers_on_acquire) {
@@ -443,7 +448,7 @@ bool Engine::reads_params(int op_index, int direction) const {
   return direction > 0 || model_.ops()[static_cast<size_t>(op_index)].backward_reads_params;
 }
 
-std::span<const float> Engine::acquire(int op_index, int direction) {
+Engine::OpParams Engine::acquire(int op_index, int direction) {
   if (direction < 0 && held_.op == op_index) {
     // The forward's last op, again as the backward's first: its parameters
     // (gathered, or converted into compute_params_) are still there.
@@ -463,9 +468,28 @@ std::span<const float> Engine::acquire(int op_index, int direction) {
   } else {
     source = params_.unit(unit);
   }
-  if (!config_.dtype.is_low_precision()) return {static_cast<const float*>(source.data), count};
+  if (!config_.dtype.is_low_precision()) return {.fp32 = {static_cast<const float*>(source.data), count}};
+  if (bf16_in_place_) {
+    return {.bf16 = {static_cast<const BFloat16*>(source.data), count},
+            .widened = compute_params_.span().first(model_.ops()[op_index].bf16_widened)};
+  }
   convert(source.data, source.dtype, compute_params_.data(), Dtype::fp32(), count);
-  return {compute_params_.data(), count};
+  return {.fp32 = {compute_params_.data(), count}};
+}
+
+void Engine::run_forward(int op_index, const OpParams& params, model::Workspace& ws) {
+  if (!params.bf16.empty()) return model_.forward_bf16(op_index, params.bf16, params.widened, ws);
+  model_.forward(op_index, params.fp32, ws);
+}
+
+void Engine::run_backward(int op_index, const OpParams& params, std::span<float> grad, model::Workspace& ws) {
+  if (!params.bf16.empty()) return model_.backward_bf16(op_index, params.bf16, params.widened, grad, ws);
+  model_.backward(op_index, params.fp32, grad, ws);
+}
+
+void Engine::run_backward_input(int op_index, const OpParams& params, model::Workspace& ws) {
+  if (!params.bf16.empty()) return model_.backward_input_bf16(op_index, params.bf16, params.widened, ws);
+  model_.backward_input(op_index, params.fp32, ws);
 }
 
 void Engine::prefetch(int op_index, int direction) {
@@ -490,8 +514,8 @@ void Engine::forward_pass(model::Workspace& ws, bool then_backward) {
   held_ = {};
   for (int i = 0; i <= last; ++i) release(i);
   for (int i = 0; i <= last; ++i) {
-    const auto params = acquire(i, +1);
-    model_.forward(i, params, ws);
+    const OpParams params = acquire(i, +1);
+    run_forward(i, params, ws);
     if (pass_to(i) >= 0) {
       // Stage 3: the unit's next forward op (tied weights) takes this gather.
       gathered_[pass_to(i)] = std::move(gathered_[i]);
@@ -513,15 +537,19 @@ void Engine::backward_pass(model::Workspace& ws, int micro) {
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
     const size_t unit = static_cast<size_t>(ops[i].unit);
     const bool reads = reads_params(i, -1);
-    if (grad_schedule_.deferred[static_cast<size_t>(i)]) {
-      // The input part now; the weight part when the unit's gradient opens.
-      model_.backward_input(i, reads ? acquire(i, -1) : std::span<const float>{}, ws);
+    if (grad_schedule_.deferred[static_cast<size_t>(i)] || grad_schedule_.chunk_rows[unit] > 0) {
+      // The input part now; the weight part when the unit's gradient opens,
+      // or, made in rows, at its closing op, this one.
+      run_backward_input(i, reads ? acquire(i, -1) : OpParams{}, ws);
       if (reads) release(i);
+      if (grad_schedule_.closes_at[unit] == i && !grad_schedule_.deferred[static_cast<size_t>(i)]) {
+        reduce_in_rows(unit, micro, ws);
+      }
       continue;
     }
     const std::span<float> grad = open_gradient(i, micro, ws);
-    const auto params = reads ? acquire(i, -1) : std::span<const float>{};
-    model_.backward(i, params, grad, ws);
+    const OpParams params = reads ? acquire(i, -1) : OpParams{};
+    run_backward(i, params, grad, ws);
     if (reads) release(i);
     if (grad_schedule_.closes_at[unit] != i) continue;
     if (borrowed(unit)) {
@@ -571,7 +599,7 @@ std::span<float> Engine::open_gradient(int op_index, int micro, model::Workspace
 // flat order) are packed into one bucket and all-reduced together once it
 // holds bucket_elements, like DDP's buckets. The sum is element-wise, so the
 // bucket size never changes the bits.
-void Engine::bucket_unit(size_t unit, OpenGradient scratch, int micro) {
+void Engine::open_bucket_for(size_t unit, int micro) {
   const size_t count = plan_.unit_count(unit);
   const size_t start = plan_.unit_offset(unit);
   if (bucket_.capacity != 0 && (start + count != bucket_.lo || bucket_.filled + count > bucket_.capacity)) {
@@ -584,6 +612,30 @@ void Engine::bucket_unit(size_t unit, OpenGradient scratch, int micro) {
     bucket_.filled = 0;
     bucket_.hi = start + count;
   }
+}
+
+comm::Buffer Engine::bucket_slot(size_t unit, int micro) {
+  open_bucket_for(unit, micro);
+  if (micro == 0) return grads_.unit(unit);
+  if (!bucket_.data) {
+    bucket_.data = step_buffers_.take(bucket_.capacity * config_.dtype.size(), BufferPool::Fill::kUndefined);
+  }
+  const size_t count = plan_.unit_count(unit);
+  const comm::Buffer all(bucket_.data->data(), bucket_.capacity, config_.dtype);
+  return all.slice(bucket_.capacity - bucket_.filled - count, count);
+}
+
+void Engine::bucket_filled(size_t unit, int micro) {
+  bucket_.filled += plan_.unit_count(unit);
+  bucket_.lo = plan_.unit_offset(unit);
+  // The first micro-batch's (in place) goes when full, as bucket_unit's.
+  if (micro == 0 && bucket_.filled == bucket_.capacity) flush_bucket(micro);
+}
+
+void Engine::bucket_unit(size_t unit, OpenGradient scratch, int micro) {
+  const size_t count = plan_.unit_count(unit);
+  const size_t start = plan_.unit_offset(unit);
+  open_bucket_for(unit, micro);
   if (scratch && micro == 0) {
     // The first micro-batch's bucket is grads_' own range, as in place: the
     // gradient (rounded to the training dtype) goes straight there and is
@@ -654,34 +706,64 @@ void Engine::reduce_unit(size_t unit, int micro) {
   const size_t count = plan_.unit_count(unit);
   BufferPool::Handle bucket;
   comm::Buffer staging;
-  if (!stage.partitions_grads) {
-    // Stage 1 keeps the full local gradient (the paper's 2Φ): reduce-scatter
-    // from it, once the previous micro-batch's reduction of it has run
-    // (in place, the backward wrote it there).
-    wait(staging_tickets_[unit]);
-    staging = (grad_staging_.allocated() ? grad_staging_ : grads_).unit(unit);
+  if (!stage.partitions_grads || config_.dtype.is_low_precision()) {
+    // Stage 1's full local gradient (in place, the backward wrote it
+    // there), or the gradient rounded to the training dtype.
+    staging = reduction_input(unit, bucket);
     if (scratch) convert_into(staging, comm::ConstBuffer(scratch.data.data(), count, Dtype::fp32()));
-    scratch.reset();
-  } else if (config_.dtype.is_low_precision()) {
-    const comm::ConstBuffer local(scratch.data.data(), count, Dtype::fp32());
-    bucket = step_buffers_.take(local.count * config_.dtype.size(), BufferPool::Fill::kUndefined);
-    staging = comm::Buffer(bucket->data(), local.count, config_.dtype);
-    convert_into(staging, local);
     scratch.reset();
   } else {
     // fp32: the gradient itself is the reduction's input, kept alive by the
     // comm thread's copy of its handle (pooled: fp32 has no compute copy).
     staging = comm::Buffer(scratch.data.data(), count, Dtype::fp32());
   }
+  submit_reduce_scatter(unit, micro, staging, std::move(bucket), std::move(scratch.pooled));
+}
 
+comm::Buffer Engine::reduction_input(size_t unit, BufferPool::Handle& bucket) {
+  if (!traits(config_.stage).partitions_grads) {
+    // Stage 1 keeps the full local gradient (the paper's 2Φ): reduce-scatter
+    // from it, once the previous micro-batch's reduction of it has run.
+    wait(staging_tickets_[unit]);
+    return (grad_staging_.allocated() ? grad_staging_ : grads_).unit(unit);
+  }
+  const size_t count = plan_.unit_count(unit);
+  bucket = step_buffers_.take(count * config_.dtype.size(), BufferPool::Fill::kUndefined);
+  return {bucket->data(), count, config_.dtype};
+}
+
+// A unit made in rows: each batch of rows starts from zero, takes every op's
+// weight part for those rows in backward order (the order the whole
+// gradient adds them in), and is rounded into the reduction's input: the
+// bits of the whole gradient, whose fp32 copy is never made.
+void Engine::reduce_in_rows(size_t unit, int micro, model::Workspace& ws) {
+  const bool all_reduce = traits(config_.stage).reduce == GradReduce::kAllReduce;
+  BufferPool::Handle bucket;
+  const comm::Buffer staging = all_reduce ? bucket_slot(unit, micro) : reduction_input(unit, bucket);
+  const size_t row = model_.units()[unit].grad_row;
+  const size_t rows = plan_.unit_count(unit) / row;
+  const size_t batch = grad_schedule_.chunk_rows[unit];
+  for (size_t first = 0; first < rows; first += batch) {
+    const std::span<float> chunk = compute_params_.span().first(std::min(batch, rows - first) * row);
+    std::fill(chunk.begin(), chunk.end(), 0.0f);
+    for (const int k : grad_schedule_.waiting[unit]) model_.backward_weights_rows(k, first, chunk, ws);
+    convert_into(staging.slice(first * row, chunk.size()),
+                 comm::ConstBuffer(chunk.data(), chunk.size(), Dtype::fp32()));
+  }
+  if (all_reduce) return bucket_filled(unit, micro);
+  submit_reduce_scatter(unit, micro, staging, std::move(bucket), {});
+}
+
+void Engine::submit_reduce_scatter(size_t unit, int micro, comm::Buffer staging, BufferPool::Handle bucket,
+                                   BufferPool::Handle pooled) {
   // Stage 1 without accumulation reduce-scatters in place: its accumulator
   // is the own shard of the very buffer it stages in.
   const comm::Buffer acc = grads_.own_shard(unit);
   const comm::ShardRange own = plan_.shard(unit, rank_);
   const uint64_t key = rounding_key(unit, micro, /*grads=*/true);
   const comm::QuantFormat format = format_now(grads_format(config_));
-  staging_tickets_[unit] =
-      submit([this, staging, acc, own, micro, bucket, pooled = std::move(scratch.pooled), unit, key, format] {
+  staging_tickets_[unit] = submit(
+      [this, staging, acc, own, micro, bucket = std::move(bucket), pooled = std::move(pooled), unit, key, format] {
         // The plain reduce-scatter, or the compressed one (quantize_grads),
         // inside the shard group; with hybrid sharding the shard's sum over the
         // groups follows (an all-reduce across the replica group, in place).

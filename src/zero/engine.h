@@ -283,9 +283,20 @@ class Engine final : public Trainable {
   // `format` for this step's collectives: kNone codes (plain) until
   // config.quantize_delay optimizer steps are taken.
   comm::QuantFormat format_now(comm::QuantFormat format) const;
-  // The fp32 parameters of op_index's unit, ready for compute; stage 3
-  // gathers them (and prefetches the next op in `direction`).
-  std::span<const float> acquire(int op_index, int direction);
+  // Op op_index's unit, ready for compute: fp32 (the unit, or its compute
+  // copy), or with bf16_in_place_ the bf16 unit itself and the compute
+  // copy's first floats as the op's widening scratch. Stage 3 gathers it
+  // (and prefetches the next op in `direction`).
+  struct OpParams {
+    std::span<const float> fp32 = {};
+    std::span<const BFloat16> bf16 = {};
+    std::span<float> widened = {};
+  };
+  OpParams acquire(int op_index, int direction);
+  // The model's calls on either form of the parameters.
+  void run_forward(int op_index, const OpParams& params, model::Workspace& ws);
+  void run_backward(int op_index, const OpParams& params, std::span<float> grad, model::Workspace& ws);
+  void run_backward_input(int op_index, const OpParams& params, model::Workspace& ws);
   // Stage 3 with prefetch: starts op_index's gather if it reads parameters
   // going in `direction` and none is under way.
   void prefetch(int op_index, int direction);
@@ -311,9 +322,28 @@ class Engine final : public Trainable {
   std::span<float> open_gradient(int op_index, int micro, model::Workspace& ws);
   bool borrowed(size_t unit) const { return !link_.borrowed.empty() && link_.borrowed[unit]; }
   void reduce_unit(size_t unit, int micro);
+  // A unit whose gradient is made in rows (grad_schedule_.chunk_rows): the
+  // rows one batch at a time in the compute copy, each rounded straight
+  // into the buffer its reduction reads, then the reduction.
+  void reduce_in_rows(size_t unit, int micro, model::Workspace& ws);
   // `scratch` is empty when the gradient already sits in grads_.
   void bucket_unit(size_t unit, OpenGradient scratch, int micro);
+  // Stage 0, in two steps: where the unit's gradient goes (grads_' own
+  // range for the first micro-batch, else its place in the pooled bucket;
+  // the open bucket is flushed first where the unit cannot join it), and,
+  // once it is there, the bucket's count (flushed when full).
+  comm::Buffer bucket_slot(size_t unit, int micro);
+  void bucket_filled(size_t unit, int micro);
+  // Closes the open bucket where the unit cannot join it, and opens one.
+  void open_bucket_for(size_t unit, int micro);
   void flush_bucket(int micro);
+  // Stages 1-3: the buffer a unit's reduce-scatter reads, in the training
+  // dtype (stage 1's full gradient, once its previous reduction has run, or
+  // a pooled one, `bucket`), and the reduction submitted; `pooled` keeps an
+  // fp32 gradient alive that is itself the input.
+  comm::Buffer reduction_input(size_t unit, BufferPool::Handle& bucket);
+  void submit_reduce_scatter(size_t unit, int micro, comm::Buffer staging, BufferPool::Handle bucket,
+                             BufferPool::Handle pooled);
   // The step's loss: every rank's micro-batch losses in global micro-batch
   // order (micro * N + rank, the sampler's), pairwise summed, over their count.
   double step_loss(const std::vector<double>& local_losses);
@@ -401,7 +431,11 @@ class Engine final : public Trainable {
   // closes, and which gradients live in compute_params_.
   GradSchedule grad_schedule_;
 
-  LedgerBuffer<float> compute_params_;               // fp32 copy of the current unit (low precision)
+  LedgerBuffer<float> compute_params_;  // fp32 copy of the current unit (low precision)
+  // bf16 units go to the ops as they are (bf16 products, a family that reads
+  // them in place: model::Model::reads_bf16_weights); the compute copy then
+  // holds only the few values an op widens, and the gradients.
+  bool bf16_in_place_ = false;
   BufferPool step_buffers_;                          // the buckets category: scratch gradients, buckets
   std::vector<OpenGradient> grad_scratch_;           // per unit, fp32, while its backward is open
   bool grads_in_place_ = false;                      // backward_writes_grads: no scratch, no bucket copy
@@ -409,7 +443,7 @@ class Engine final : public Trainable {
   // The forward's last op's parameters, kept for the backward's first op.
   struct Held {
     int op = -1;
-    std::span<const float> params;
+    OpParams params;
   } held_;
   // Stage 3: where gathered units go (allocated at the first gather, the
   // plan's two largest units), and which gathers forward keeps for the

@@ -73,12 +73,79 @@ TEST(GradSchedule, AWeightPartRunsAtOnceWhereItsGradientIsOpen) {
   EXPECT_EQ(s.closes_at, (std::vector<int>{0}));
 }
 
+// bf16 units read in place: the ops widen a few values into the copy (the
+// blocks 5, the norm 2), and the tied embedding (10 rows of 10) can be made
+// in rows, its embedding's backward being all weight part.
+GradOps gpt_in_place() {
+  GradOps ops = gpt_like(true);
+  ops.weight_grad_apart.front() = true;
+  ops.copied = {0, 5, 5, 2, 0};
+  ops.grad_rows = {10, 0, 0, 0};
+  return ops;
+}
+
+TEST(GradSchedule, InPlaceTheCopyHoldsABlocksGradientAndTheEmbeddingsRows) {
+  const GradOps ops = gpt_in_place();
+  // A block's gradient after its 5 widened values; a row of the embedding.
+  EXPECT_EQ(compute_copy_elements(ops), 25u);
+  const GradSchedule s = grad_schedule(ops, 25);
+  // The embedding's gradient is made at op 0, 2 rows at a time, from the
+  // head's weight part and then the embedding's (the order unsplit adds).
+  EXPECT_EQ(s.chunk_rows, (std::vector<uint64_t>{2, 0, 0, 0}));
+  EXPECT_EQ(s.waiting, (std::vector<std::vector<int>>{{4, 0}, {}, {}, {}}));
+  EXPECT_EQ(s.deferred, (std::vector<bool>{false, false, false, false, true}));
+  EXPECT_EQ(s.opens_at, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(s.in_compute_copy, (std::vector<uint64_t>{0, 5, 5, 2}));
+  // A larger copy takes more rows at a time, never more than the unit's.
+  EXPECT_EQ(grad_schedule(ops, 39).chunk_rows[0], 3u);
+  EXPECT_EQ(grad_schedule(ops, 1000).chunk_rows[0], 10u);
+  // Converted units need the largest unit, as before.
+  GradOps converted = gpt_like(true);
+  EXPECT_EQ(compute_copy_elements(converted), 100u);
+  // No copy (fp32): made whole, as the converted schedule makes it.
+  const GradSchedule whole = grad_schedule(ops, 0);
+  EXPECT_EQ(whole.waiting, (std::vector<std::vector<int>>{{4}, {}, {}, {}}));
+  EXPECT_EQ(whole.chunk_rows, (std::vector<uint64_t>(4, 0)));
+}
+
+TEST(GradSchedule, RowsNeedEveryOpsWeightPartApart) {
+  GradOps ops = gpt_in_place();
+  ops.weight_grad_apart.back() = false;  // the head unsplit: made whole, open through the backward
+  const GradSchedule s = grad_schedule(ops, compute_copy_elements(ops));
+  EXPECT_EQ(s.chunk_rows, (std::vector<uint64_t>(4, 0)));
+  EXPECT_EQ(s.opens_at[0], 4);
+  // Its whole gradient fits in the copy, after what the blocks of its
+  // lifetime widen (which then pool theirs).
+  EXPECT_EQ(compute_copy_elements(ops), 105u);
+  EXPECT_EQ(s.in_compute_copy, (std::vector<uint64_t>{5, kPooled, kPooled, kPooled}));
+}
+
+TEST(GradSchedule, AGradientOpenAcrossRowsBeingMadeIsPooled) {
+  // Unit 1 (3 el., unsplit) is open from op 2 to op 0, across op 1, where
+  // unit 0 (2 rows of 4) is made in rows at the copy's start.
+  const GradOps ops{.counts = {8, 3},
+                    .units = {1, 0, 1},
+                    .backward_reads = {true, false, true},
+                    .weight_grad_apart = {false, true, false},
+                    .copied = {1, 0, 1},
+                    .grad_rows = {4, 0}};
+  EXPECT_EQ(compute_copy_elements(ops), 4u);
+  const GradSchedule s = grad_schedule(ops, 4);
+  EXPECT_EQ(s.chunk_rows, (std::vector<uint64_t>{1, 0}));
+  EXPECT_EQ(s.in_compute_copy, (std::vector<uint64_t>{0, kPooled}));
+  // A copy smaller than a row cannot make it in rows.
+  EXPECT_THROW(grad_schedule(ops, 3), Error);
+}
+
 TEST(GradSchedule, MismatchedListsAreRefused) {
   GradOps ops = gpt_like(true);
   ops.weight_grad_apart.pop_back();
   EXPECT_THROW(grad_schedule(ops, 100), Error);
   ops = gpt_like(true);
   ops.units[1] = 7;
+  EXPECT_THROW(grad_schedule(ops, 100), Error);
+  ops = gpt_in_place();
+  ops.grad_rows.pop_back();
   EXPECT_THROW(grad_schedule(ops, 100), Error);
 }
 

@@ -277,6 +277,13 @@ TEST(Gpt, TheHeadsWeightGradientRunLateKeepsTheBits) {
   testing::expect_deferred_head_keeps_the_bits(m, in.batch(), 2, 12);
 }
 
+TEST(Gpt, Bf16WeightsReadInPlaceKeepTheBits) {
+  const GptConfig c{16, 37, 40, 2, 2, 16};
+  const Gpt m(c);
+  const Inputs in = random_inputs(2 * 12, c.vocab, 43);
+  testing::expect_bf16_in_place_keeps_the_bits(m, in.batch(), 2, 12);
+}
+
 TEST(Gpt, RankThreadsShareOneModel) {
   Gpt m(small_config());
   std::vector<float> params(m.num_params());

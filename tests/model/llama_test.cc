@@ -178,6 +178,19 @@ TEST(LlamaModel, TheTiedHeadsWeightGradientRunLateKeepsTheBits) {
   testing::expect_deferred_head_keeps_the_bits(model, {.tokens = ids, .targets = targets}, B, T);
 }
 
+TEST(LlamaModel, Bf16WeightsReadInPlaceKeepTheBits) {
+  const int B = 2, T = 9;
+  std::vector<int32_t> ids(B * T), targets(B * T);
+  for (int i = 0; i < B * T; ++i) ids[i] = (i * 5 + 3) % 37, targets[i] = (i * 7 + 2) % 37;
+  for (const bool tied : {false, true}) {
+    LlamaConfig c = odd();  // untied: q, k and v biases
+    c.tied = tied;
+    c.qkv_bias = !tied;
+    SCOPED_TRACE(tied ? "tied" : "untied, with q, k and v biases");
+    testing::expect_bf16_in_place_keeps_the_bits(Llama(c), {.tokens = ids, .targets = targets}, B, T);
+  }
+}
+
 TEST(LlamaModel, CheckpointingGivesTheSameBits) {
   const Llama model(odd());
   std::vector<float> params(model.num_params());

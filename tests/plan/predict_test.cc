@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "model/presets.h"
+#include "plan/engine_memory.h"
+#include "plan/model_shape.h"
 #include "plan/predict.h"
 
 namespace zerodp::plan {
@@ -31,6 +33,16 @@ TEST(Predict, ScheduleOfAGptAndAnMlp) {
   EXPECT_EQ(g.op_units.size(), g.unit_counts.size() + 1);
   const model::ModelConfig mlp = model::model_preset("mlp-small");
   EXPECT_EQ(unit_schedule(mlp).num_params(), model::num_params(mlp));
+  // The planner's hand-made GPT schedule (plan --model) is the model's.
+  const UnitSchedule hand = gpt_unit_schedule(*find_preset("gpt-tiny"));
+  EXPECT_EQ(hand.unit_counts, g.unit_counts);
+  EXPECT_EQ(hand.op_units, g.op_units);
+  EXPECT_EQ(hand.op_backward_reads, g.op_backward_reads);
+  EXPECT_EQ(hand.op_weight_grad_apart, g.op_weight_grad_apart);
+  EXPECT_EQ(hand.op_bf16_widened, g.op_bf16_widened);
+  EXPECT_EQ(hand.unit_grad_rows, g.unit_grad_rows);
+  EXPECT_TRUE(hand.reads_bf16_weights && g.reads_bf16_weights);
+  EXPECT_FALSE(unit_schedule(mlp).reads_bf16_weights);
 }
 
 TEST(Predict, MemoryShrinksWithTheStageAndTheSmallestFittingStageIsFound) {

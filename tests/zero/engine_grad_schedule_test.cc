@@ -8,51 +8,21 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <vector>
 
 #include "comm/world.h"
 #include "kernels/compute.h"
 #include "model/gpt.h"
 #include "zero/engine.h"
+#include "zero/model_view.h"
 #include "zero/pipeline_test_util.h"
 
 namespace zerodp::zero {
 namespace {
 
 using testing::expect_same_bits;
+using testing::ModelView;
 using testing::Trained;
-
-// The same model with no op split: the engine opens the tied gradient at
-// the head and keeps it through the whole backward.
-class Unsplit final : public model::Model {
- public:
-  explicit Unsplit(const model::Model& m) : m_(m), ops_(m.ops()) {
-    for (model::Op& op : ops_) op.weight_grad_apart = false;
-  }
-  std::string kind() const override { return m_.kind(); }
-  std::string describe() const override { return m_.describe(); }
-  size_t num_params() const override { return m_.num_params(); }
-  const std::vector<model::UnitInfo>& units() const override { return m_.units(); }
-  const std::vector<model::Op>& ops() const override { return ops_; }
-  std::vector<model::TensorInfo> tensors() const override { return m_.tensors(); }
-  std::unique_ptr<model::Workspace> make_workspace(int b, int t, bool ckpt) const override {
-    return m_.make_workspace(b, t, ckpt);
-  }
-  std::unique_ptr<model::Workspace> make_workspace_for(const model::WorkspaceOptions& o) const override {
-    return m_.make_workspace_for(o);
-  }
-  void forward(int i, std::span<const float> p, model::Workspace& ws) const override { m_.forward(i, p, ws); }
-  void backward(int i, std::span<const float> p, std::span<float> g, model::Workspace& ws) const override {
-    m_.backward(i, p, g, ws);
-  }
-  std::vector<kernels::LinearShape> linear_shapes(int b, int t) const override { return m_.linear_shapes(b, t); }
-  double train_flops_per_position(int t) const override { return m_.train_flops_per_position(t); }
-
- private:
-  const model::Model& m_;
-  std::vector<model::Op> ops_;
-};
 
 // Global micro-batch g of a step: tokens from a few ids, so the embedding's
 // backward adds several rows into one and the order of the tied gradient's
@@ -69,6 +39,7 @@ void feed_repeating(model::Workspace& ws, int64_t step, int64_t g) {
 struct TrainedRun {
   Trained trained;
   uint64_t buckets_peak = 0;
+  uint64_t gathered_peak = 0;
 };
 
 TrainedRun train(const model::Model& m, Stage stage, Dtype dtype, kernels::Compute compute) {
@@ -96,14 +67,17 @@ TrainedRun train(const model::Model& m, Stage stage, Dtype dtype, kernels::Compu
     }
     mine.master = engine.gather_master_params();
     const uint64_t buckets = engine.ledger().peak(MemoryCategory::kBuckets);
-    if (comm.rank() == 0) run = {mine, buckets};
+    const uint64_t gathered = engine.ledger().peak(MemoryCategory::kGathered);
+    if (comm.rank() == 0) run = {mine, buckets, gathered};
   });
   return run;
 }
 
 TEST(EngineGradSchedule, TheHeadsLateWeightGradientKeepsTheBits) {
   const model::Gpt gpt(testing::small_pipeline_gpt());
-  const Unsplit whole(gpt);
+  // The same model with no op split: the engine opens the tied gradient at
+  // the head and keeps it through the whole backward.
+  const ModelView whole(gpt, {.split_head = false});
   for (const Dtype dtype : {Dtype::bf16(), Dtype::fp16(), Dtype::fp32()}) {
     for (const auto compute : {kernels::Compute::kFp32, kernels::Compute::kBf16}) {
       for (const Stage stage : {Stage::k0, Stage::k1, Stage::k2, Stage::k3}) {
@@ -122,6 +96,29 @@ TEST(EngineGradSchedule, TheHeadsLateWeightGradientKeepsTheBits) {
         }
       }
     }
+  }
+}
+
+// bf16 units read in place by the ops (Model::reads_bf16_weights: the
+// products read bf16 weights, the few gains and biases are widened into the
+// compute copy's first floats) give the bits of the units converted into
+// the compute copy, at every stage. The copy then holds a block's gradient
+// after its widened values, and the tied embedding's gradient is made there
+// a few rows at a time, so it shrinks from the largest unit to a block;
+// nothing more is pooled.
+TEST(EngineGradSchedule, Bf16WeightsReadInPlaceKeepTheBitsAndTheMemory) {
+  const model::Gpt gpt(testing::small_pipeline_gpt());
+  const ModelView converted(gpt, {.bf16_in_place = false});
+  for (const Stage stage : {Stage::k0, Stage::k1, Stage::k2, Stage::k3}) {
+    const std::string what = fmt::format("ZeRO {}", stage_number(stage));
+    const TrainedRun in_place = train(gpt, stage, Dtype::bf16(), kernels::Compute::kBf16);
+    const TrainedRun copied = train(converted, stage, Dtype::bf16(), kernels::Compute::kBf16);
+    expect_same_bits(in_place.trained, copied.trained, what);
+    EXPECT_EQ(in_place.buckets_peak, copied.buckets_peak) << what;
+    // The copy: a block and its 13 C widened values, not the embedding unit.
+    const uint64_t block = gpt.units()[1].count + 13 * static_cast<uint64_t>(gpt.gpt_config().channels);
+    ASSERT_GT(gpt.units()[0].count, block);
+    EXPECT_EQ(copied.gathered_peak - in_place.gathered_peak, 4 * (gpt.units()[0].count - block)) << what;
   }
 }
 

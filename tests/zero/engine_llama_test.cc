@@ -20,6 +20,7 @@
 #include "kernels/compute.h"
 #include "model/llama.h"
 #include "zero/engine.h"
+#include "zero/model_view.h"
 
 namespace zerodp::zero::engine_llama {
 namespace {
@@ -50,7 +51,7 @@ model::LlamaConfig small_llama(bool tied) {
 // the same tokens whatever n is.
 // With `masked`, some targets are the ignore id -1 (supervised fine-tuning's
 // prompt positions) and every fourth micro-batch is masked throughout.
-RunResult train(const model::Llama& llama, EngineConfig c, int n, bool masked = false) {
+RunResult train(const model::Model& llama, EngineConfig c, int n, bool masked = false) {
   c.grad_accum = kMicroBatches / n;
   RunResult r;
   comm::run_thread_ranks(n, {}, [&](comm::Communicator& comm) {
@@ -163,6 +164,24 @@ TEST(LlamaEngine, Bf16ComputeKeepsThePromisesAtEveryStageAndN) {
   const RunResult best = train(llama, c, 2);
   const ScopedSimdLevel scalar(SimdLevel::kScalar);
   expect_same_bits(best, train(llama, c, 2), "bf16 compute, scalar level against the best");
+}
+
+// bf16 units read in place by the ops (no fp32 compute copy of a unit's
+// matrices) give the bits of the units converted into the compute copy, at
+// every stage, tied (clipped) and untied with biases.
+TEST(LlamaEngine, Bf16WeightsReadInPlaceKeepTheBits) {
+  for (const bool tied : {true, false}) {
+    const model::Llama llama(small_llama(tied));
+    const testing::ModelView converted(llama, {.bf16_in_place = false});
+    ASSERT_TRUE(llama.reads_bf16_weights());
+    ASSERT_FALSE(converted.reads_bf16_weights());
+    for (const Stage stage : kAllStages) {
+      EngineConfig c = config(stage, Dtype::bf16(), kernels::Compute::kBf16);
+      if (tied) c.clip_norm = 0.05;
+      const std::string what = fmt::format("{}, stage {}", tied ? "tied" : "untied", stage_number(stage));
+      expect_same_bits(train(llama, c, 2), train(converted, c, 2), what);
+    }
+  }
 }
 
 TEST(LlamaEngine, HybridShardingAndCompressedCollectivesRunIt) {
