@@ -23,36 +23,39 @@ void check(std::span<const int32_t> tokens, size_t wte_size, size_t wpe_size, Em
 
 }  // namespace
 
-void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, std::span<const float> wte,
-                       std::span<const float> wpe, EmbeddingShape s) {
+namespace {
+
+float widen(float x) { return x; }
+float widen(BFloat16 x) { return bfloat16_to_float(x); }
+
+// out = wte[token] + wpe[t], the tables' values widened to fp32 (exact).
+template <typename T>
+void embed(std::span<float> out, std::span<const int32_t> tokens, std::span<const T> wte, std::span<const T> wpe,
+           EmbeddingShape s) {
   check(tokens, wte.size(), wpe.size(), s);
   const size_t C = s.channels;
   ZDP_CHECK_EQ(out.size(), size_t(s.batch) * s.seq * C, ShapeError, "[embedding] output size");
   for (int b = 0; b < s.batch; ++b) {
     for (int t = 0; t < s.seq; ++t) {
       const size_t bt = size_t(b) * s.seq + t;
-      const float* __restrict e = wte.data() + size_t(tokens[bt]) * C;
-      const float* __restrict p = wpe.data() + size_t(t) * C;
+      const T* __restrict e = wte.data() + size_t(tokens[bt]) * C;
+      const T* __restrict p = wpe.data() + size_t(t) * C;
       float* __restrict o = out.data() + bt * C;
-      for (size_t c = 0; c < C; ++c) o[c] = e[c] + p[c];
+      for (size_t c = 0; c < C; ++c) o[c] = widen(e[c]) + widen(p[c]);
     }
   }
 }
 
+}  // namespace
+
+void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, std::span<const float> wte,
+                       std::span<const float> wpe, EmbeddingShape s) {
+  embed(out, tokens, wte, wpe, s);
+}
+
 void embedding_forward(std::span<float> out, std::span<const int32_t> tokens, std::span<const BFloat16> wte,
                        std::span<const BFloat16> wpe, EmbeddingShape s) {
-  check(tokens, wte.size(), wpe.size(), s);
-  const size_t C = s.channels;
-  ZDP_CHECK_EQ(out.size(), size_t(s.batch) * s.seq * C, ShapeError, "[embedding] output size");
-  for (int b = 0; b < s.batch; ++b) {
-    for (int t = 0; t < s.seq; ++t) {
-      const size_t bt = size_t(b) * s.seq + t;
-      const BFloat16* __restrict e = wte.data() + size_t(tokens[bt]) * C;
-      const BFloat16* __restrict p = wpe.data() + size_t(t) * C;
-      float* __restrict o = out.data() + bt * C;
-      for (size_t c = 0; c < C; ++c) o[c] = bfloat16_to_float(e[c]) + bfloat16_to_float(p[c]);
-    }
-  }
+  embed(out, tokens, wte, wpe, s);
 }
 
 void embedding_backward(std::span<float> dwte, std::span<float> dwpe, std::span<const float> dout,
