@@ -285,7 +285,7 @@ void Llama::backward_weights_rows(int op_index, size_t first_row, std::span<floa
   }
   const kernels::LinearShape s{ws.rows(), config_.hidden, config_.vocab};
   ScopedKernelTimer t(ws.profile(), KernelKind::kMatmul,
-                      kernels::linear_flops(s) * static_cast<double>(rows.size() / C) / static_cast<double>(V));
+                      kernels::linear_flops(s) * static_cast<double>(rows.size()) / static_cast<double>(C * V));
   kernels::linear_backward_weight_rows(rows, first_row, ws.probs(), ws.xf(), s, ws.loss_grad_scale());
 }
 

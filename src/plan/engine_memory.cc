@@ -261,8 +261,9 @@ UnitSchedule gpt_unit_schedule(const GptShape& shape) {
   s.reads_bf16_weights = true;
   s.op_bf16_widened.assign(s.op_units.size(), 0);
   const auto C = static_cast<uint64_t>(shape.channels);
-  for (int l = 0; l < shape.layers; ++l) s.op_bf16_widened[static_cast<size_t>(1 + l)] = 13 * C;
-  s.op_bf16_widened[static_cast<size_t>(shape.layers + 1)] = 2 * C;
+  const auto layers = static_cast<size_t>(shape.layers);
+  for (size_t l = 1; l <= layers; ++l) s.op_bf16_widened[l] = 13 * C;
+  s.op_bf16_widened[layers + 1] = 2 * C;
   // The tied embedding's gradient can be made a few rows (of C) at a time.
   s.unit_grad_rows.assign(s.unit_counts.size(), 0);
   s.unit_grad_rows.front() = C;

@@ -214,10 +214,9 @@ void add_layout_rows(std::vector<SettingRow>& out) {
   out.push_back(engine<std::string>(
       "compute",
       {.spelling = "--compute",
-       .help = "The model's matrix products: fp32 (sgemm) or bf16 (operands rounded to bf16, sums in fp32,\n"
-               "as autocast; on the CPU's bf16 units where it has them, AVX512_BF16, else the same bits\n"
-               "slowly); with any --precision. With --precision bf16 they read the bf16 weights in place\n"
-               "(no fp32 copy of a unit: less memory, the same bits)"},
+       .help = "The model's matrix products: fp32 (sgemm) or bf16 (operands rounded to bf16, sums in fp32, as\n"
+               "autocast; on the CPU's bf16 units, AVX512_BF16, else the same bits slowly); with any --precision\n"
+               "(with bf16 they read the bf16 weights in place: no fp32 copy of a unit, the same bits)"},
       [](const TrainConfig& c) { return std::string(kernels::compute_name(c.engine.compute)); },
       [](TrainConfig& c, const std::string& v) {
         const std::optional<kernels::Compute> compute = kernels::parse_compute(v);
