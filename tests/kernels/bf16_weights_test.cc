@@ -22,6 +22,7 @@
 #include "core/convert.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "gemm_bf16_cases.h"
 #include "kernels/compute.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm_bf16.h"
@@ -98,11 +99,8 @@ std::vector<float> widened_bits(const std::vector<BFloat16>& v) {
   return out;
 }
 
-struct Shape {
-  int m, n, k;
-};
-
-constexpr std::pair<float, float> kAlphaBeta[] = {{1.0f, 0.0f}, {-1.5f, 0.0f}, {1.0f, 1.0f}, {0.5f, -0.75f}};
+using gemm_bf16_cases::kAlphaBeta;
+using gemm_bf16_cases::Shape;
 
 // One product with B bf16 (ldb 3 past B's width, the padding NaNs that no
 // sum may read) against the fp32 overload on B's widening, both through
@@ -166,18 +164,10 @@ TEST_P(GemmBf16Weights, Bf16BGivesTheBitsOfItsWideningAcrossEveryEdgeOfTheBlocki
   // bands of carried sums, the last tiles partial, k odd; blocks of k no
   // multiple of 16 pairs; k = 0), then the real one over several blocks of
   // each dimension (k = 2055: 3 blocks, the last ending on an even element).
-  const bf16_gemm::Blocking small{16, 64, 24, 24 * 64};
-  const bf16_gemm::Blocking odd{10, 32, 12, 100};
-  for (const auto& [blocking, s] : {std::pair{small, Shape{53, 150, 101}}, std::pair{small, Shape{12, 64, 32}},
-                                    std::pair{odd, Shape{29, 70, 67}}, std::pair{small, Shape{30, 40, 0}}}) {
-    for (Trans ta : {Trans::kNo, Trans::kYes}) {
-      for (Trans tb : {Trans::kNo, Trans::kYes}) {
-        for (const auto& [alpha, beta] : kAlphaBeta) {
-          EXPECT_TRUE(reads_b_as_its_widening(ta, tb, s, alpha, beta, &blocking, true));
-        }
-      }
-    }
-  }
+  gemm_bf16_cases::for_each_block_edge(
+      [](Trans ta, Trans tb, Shape s, float alpha, float beta, const bf16_gemm::Blocking& blocking) {
+        EXPECT_TRUE(reads_b_as_its_widening(ta, tb, s, alpha, beta, &blocking, true));
+      });
   for (const Shape s : {Shape{13, 37, 2055}, Shape{14, 2093, 9}, Shape{391, 40, 30}}) {
     for (Trans tb : {Trans::kNo, Trans::kYes}) {
       for (const auto& [alpha, beta] : kAlphaBeta) {

@@ -6,6 +6,7 @@
 // units) against the portable steps on values built to hit those cases;
 // closeness to the fp32 product; and threads calling it at once.
 #include "kernels/gemm_bf16.h"
+#include "gemm_bf16_cases.h"
 
 #include <gtest/gtest.h>
 
@@ -86,9 +87,8 @@ std::vector<float> hard_values(size_t n, uint32_t seed, bool tiny) {
   return v;
 }
 
-struct Shape {
-  int m, n, k;
-};
+using gemm_bf16_cases::kAlphaBeta;
+using gemm_bf16_cases::Shape;
 
 class GemmBf16 : public zerodp::testing::AtEverySimdLevel {};
 INSTANTIATE_AT_EVERY_SIMD_LEVEL(GemmBf16);
@@ -156,27 +156,11 @@ TEST_P(GemmBf16, BetaZeroReadsNoC) {
   return ::testing::AssertionSuccess();
 }
 
-constexpr std::pair<float, float> kAlphaBeta[] = {{1.0f, 0.0f}, {-1.5f, 0.0f}, {1.0f, 1.0f}, {0.5f, -0.75f}};
-
 TEST_P(GemmBf16, SmallBlocksCrossEveryEdgeOfTheBlockingAndGiveTheDefinedSum) {
-  // Blocks of 16 pairs, 64 columns and 24 rows, sums carried for 24 rows at
-  // a time (beta != 0): 53 rows make 3 blocks and 3 bands, the last of 5
-  // rows (not a whole tile); 150 columns 3 blocks, the last tile 22 wide;
-  // k = 101 4 blocks of k, the last 3 pairs with no odd element at its end.
-  // Then a carry smaller than one row of tiles (bands of 12 rows), blocks of
-  // k no multiple of 16 pairs (rounded up), and k = 0 (C = beta * C).
-  const bf16_gemm::Blocking small{16, 64, 24, 24 * 64};
-  const bf16_gemm::Blocking odd{10, 32, 12, 100};
-  for (const auto& [blocking, s] : {std::pair{small, Shape{53, 150, 101}}, std::pair{small, Shape{12, 64, 32}},
-                                    std::pair{odd, Shape{29, 70, 67}}, std::pair{small, Shape{30, 40, 0}}}) {
-    for (Trans ta : {Trans::kNo, Trans::kYes}) {
-      for (Trans tb : {Trans::kNo, Trans::kYes}) {
-        for (const auto& [alpha, beta] : kAlphaBeta) {
-          EXPECT_TRUE(gives_the_defined_sum(ta, tb, s, alpha, beta, &blocking, GetParam()));
-        }
-      }
-    }
-  }
+  gemm_bf16_cases::for_each_block_edge(
+      [&](Trans ta, Trans tb, Shape s, float alpha, float beta, const bf16_gemm::Blocking& blocking) {
+        EXPECT_TRUE(gives_the_defined_sum(ta, tb, s, alpha, beta, &blocking, GetParam()));
+      });
 }
 
 TEST_P(GemmBf16, ProductsOverSeveralBlocksOfEveryDimensionGiveTheDefinedSum) {
