@@ -31,8 +31,9 @@ uint64_t below(const GradOps& ops, const GradSchedule& s, size_t u) {
 }
 
 // Everything but the copy's placement: which weight parts wait, when each
-// gradient opens and closes, and which units can be made in rows.
-GradSchedule lifetimes(const GradOps& ops, std::vector<bool>& in_rows) {
+// gradient opens and closes, and which units are made in rows (where
+// `rows` allows any: there is a compute copy to make them in).
+GradSchedule lifetimes(const GradOps& ops, bool rows, std::vector<bool>& in_rows) {
   const size_t num_ops = ops.units.size();
   const size_t num_units = ops.counts.size();
   ZDP_CHECK(ops.backward_reads.size() == num_ops && ops.weight_grad_apart.size() == num_ops &&
@@ -53,8 +54,10 @@ GradSchedule lifetimes(const GradOps& ops, std::vector<bool>& in_rows) {
   }
   // A unit is made in rows where it has rows and every op of it runs its
   // weight part apart.
-  in_rows.assign(num_units, true);
-  for (size_t u = 0; u < num_units; ++u) in_rows[u] = grad_row(ops, u) > 0 && ops.counts[u] % grad_row(ops, u) == 0;
+  in_rows.assign(num_units, false);
+  for (size_t u = 0; u < num_units && rows; ++u) {
+    in_rows[u] = grad_row(ops, u) > 0 && ops.counts[u] % grad_row(ops, u) == 0;
+  }
   for (size_t i = 0; i < num_ops; ++i) {
     if (!ops.weight_grad_apart[i]) in_rows[unit_of(ops, i)] = false;
   }
@@ -84,19 +87,12 @@ GradSchedule lifetimes(const GradOps& ops, std::vector<bool>& in_rows) {
 }  // namespace
 
 GradSchedule grad_schedule(const GradOps& ops, uint64_t compute_copy_elements) {
+  // No copy, no rows: every gradient is made whole (pooled, or in grads_).
   std::vector<bool> in_rows;
-  GradSchedule s = lifetimes(ops, in_rows);
+  GradSchedule s = lifetimes(ops, compute_copy_elements > 0, in_rows);
+  if (compute_copy_elements == 0) return s;
   const size_t num_ops = ops.units.size();
   const size_t num_units = ops.counts.size();
-  if (compute_copy_elements == 0) {
-    // No copy, no rows: such a unit's gradient is made whole, pooled, at
-    // its closing op (its ops' weight parts wait for it, as they would).
-    for (size_t u = 0; u < num_units; ++u) {
-      if (!in_rows[u]) continue;
-      s.waiting[u].pop_back();  // the closing op runs its whole backward
-    }
-    return s;
-  }
   // Made in rows: at the closing op, as many rows as the copy holds.
   std::vector<bool> rows_at_op(num_ops, false);
   for (size_t u = 0; u < num_units; ++u) {
@@ -136,7 +132,7 @@ uint64_t compute_copy_elements(const GradOps& ops) {
   for (uint64_t c : ops.counts) largest = std::max(largest, c);
   if (ops.copied.empty()) return largest;
   std::vector<bool> in_rows;
-  const GradSchedule s = lifetimes(ops, in_rows);
+  const GradSchedule s = lifetimes(ops, /*rows=*/true, in_rows);
   uint64_t size = 0;
   for (size_t op = 0; op < ops.units.size(); ++op) size = std::max(size, copied(ops, op));
   for (size_t u = 0; u < ops.counts.size(); ++u) {

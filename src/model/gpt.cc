@@ -163,32 +163,6 @@ std::span<float> Gpt::boundary_gradient(Workspace& ws, int op_index) const {
   return as_gpt(ws).dresid();
 }
 
-void Gpt::forward(int op_index, std::span<const float> params, Workspace& ws) const {
-  forward_unit(op_index, params, ws);
-}
-
-void Gpt::forward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened, Workspace& ws) const {
-  forward_unit(op_index, UnitParams(params, widened), ws);
-}
-
-void Gpt::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& ws) const {
-  backward_unit(op_index, params, grads, ws);
-}
-
-void Gpt::backward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
-                        std::span<float> grads, Workspace& ws) const {
-  backward_unit(op_index, UnitParams(params, widened), grads, ws);
-}
-
-void Gpt::backward_input(int op_index, std::span<const float> params, Workspace& ws) const {
-  backward_input_unit(op_index, params, ws);
-}
-
-void Gpt::backward_input_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
-                              Workspace& ws) const {
-  backward_input_unit(op_index, UnitParams(params, widened), ws);
-}
-
 void Gpt::forward_unit(int op_index, UnitParams params, Workspace& base) const {
   ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[gpt] op {} out of range [0, {})", op_index,
             ops_.size());

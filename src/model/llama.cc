@@ -135,33 +135,6 @@ std::unique_ptr<Workspace> Llama::make_workspace_for(const WorkspaceOptions& o) 
   return std::make_unique<LlamaWorkspace>(config_, o.micro_batch, o.seq_len, o.checkpointing, o.bf16_product_inputs);
 }
 
-void Llama::forward(int op_index, std::span<const float> params, Workspace& ws) const {
-  forward_unit(op_index, params, ws);
-}
-
-void Llama::forward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
-                         Workspace& ws) const {
-  forward_unit(op_index, UnitParams(params, widened), ws);
-}
-
-void Llama::backward(int op_index, std::span<const float> params, std::span<float> grads, Workspace& ws) const {
-  backward_unit(op_index, params, grads, ws);
-}
-
-void Llama::backward_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
-                          std::span<float> grads, Workspace& ws) const {
-  backward_unit(op_index, UnitParams(params, widened), grads, ws);
-}
-
-void Llama::backward_input(int op_index, std::span<const float> params, Workspace& ws) const {
-  backward_input_unit(op_index, params, ws);
-}
-
-void Llama::backward_input_bf16(int op_index, std::span<const BFloat16> params, std::span<float> widened,
-                                Workspace& ws) const {
-  backward_input_unit(op_index, UnitParams(params, widened), ws);
-}
-
 void Llama::forward_unit(int op_index, UnitParams params, Workspace& base) const {
   ZDP_CHECK(op_index >= 0 && size_t(op_index) < ops_.size(), ShapeError, "[llama] op {} out of range [0, {})", op_index,
             ops_.size());

@@ -38,22 +38,10 @@ class Llama final : public CausalLm {
   // bf16 product inputs: each block's n1, q, k, v, y, n2 and m
   // (model/llama_workspace.h).
   std::unique_ptr<Workspace> make_workspace_for(const WorkspaceOptions& options) const override;
-  void forward(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
-  void backward(int op_index, std::span<const float> unit_params, std::span<float> unit_grads,
-                Workspace& ws) const override;
   // The embedding's and the LM head's backward in two parts
   // (Op::weight_grad_apart), the weight parts also by rows of their unit.
-  void backward_input(int op_index, std::span<const float> unit_params, Workspace& ws) const override;
   void backward_weights(int op_index, std::span<float> unit_grads, Workspace& ws) const override;
   void backward_weights_rows(int op_index, size_t first_row, std::span<float> rows, Workspace& ws) const override;
-  // The same ops on a bf16 unit read in place (bf16 products).
-  bool reads_bf16_weights() const override { return true; }
-  void forward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
-                    Workspace& ws) const override;
-  void backward_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
-                     std::span<float> unit_grads, Workspace& ws) const override;
-  void backward_input_bf16(int op_index, std::span<const BFloat16> unit_params, std::span<float> widened,
-                           Workspace& ws) const override;
   std::vector<kernels::LinearShape> linear_shapes(int micro_batch, int seq_len) const override;
   // 6 x (matmul parameters per token, the head included) + 12 L T H d
   // (attention's products as executed, forward and backward).
@@ -74,10 +62,10 @@ class Llama final : public CausalLm {
   // The workspace of the embedding's or the LM head's backward part
   // (ConfigError for another op, or the head's before its forward).
   LlamaWorkspace& split_backward_workspace(int op_index, Workspace& base) const;
-  // forward, backward and backward_input on either form of the unit.
-  void forward_unit(int op_index, UnitParams params, Workspace& base) const;
-  void backward_unit(int op_index, UnitParams params, std::span<float> grads, Workspace& base) const;
-  void backward_input_unit(int op_index, UnitParams params, Workspace& base) const;
+  // The ops on either form of the unit (CausalLm).
+  void forward_unit(int op_index, UnitParams params, Workspace& base) const override;
+  void backward_unit(int op_index, UnitParams params, std::span<float> grads, Workspace& base) const override;
+  void backward_input_unit(int op_index, UnitParams params, Workspace& base) const override;
   int head_unit() const { return config_.tied ? 0 : config_.layers + 2; }
 
   LlamaConfig config_;
