@@ -464,8 +464,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option(
          "--compute", opts->compute,
          "The run's matrix products (zerodp train --compute): fp32, or bf16, whose runs keep the activations "
-         "only products read in bf16 (a GPT block's ln1, qkv, attention output, ln2 and GELU output; a Llama "
-         "block's seven): the activation estimate follows; with --precision bf16 they read the bf16 weights in "
+         "only products read in bf16 (a GPT block's ln1, qkv, attention output, ln2 and GELU output): the "
+         "activation estimate follows; with --precision bf16 they read the bf16 weights in "
          "place, so the fp32 compute copy holds a block's gradient, not the largest unit. --predict takes the "
          "GEMM rate from --gemm-rate or --calibrate-model (bench model --compute bf16 for bf16 products)")
       ->capture_default_str();

@@ -50,7 +50,7 @@ void add_report_command(CLI::App& app) {
       "bytes per collective) from `zerodp train --metrics` JSON Lines");
   cmd->add_option("metrics", opts->metrics, "The metrics file (JSON Lines) zerodp train --metrics wrote")->required();
   cmd->add_option("--out,-o", opts->out, "Write one self-contained HTML page with inline SVG charts");
-  cmd->add_option("--svg-dir", opts->svg_dir, "Also write each chart as DIR/<name>.svg (the folder must exist)");
+  cmd->add_option("--svg-dir", opts->svg_dir, "Also write each chart as DIR/<name>.svg (DIR is made when missing)");
   cmd->callback([opts] { run_report(*opts); });
 }
 

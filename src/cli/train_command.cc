@@ -260,9 +260,11 @@ void add_checkpoint_flags(CLI::App* cmd, TrainFlags& f) {
       ->delimiter(',');
   flag(cmd, f, "--init-from", d.init_from,
        "Start from these weights instead of --seed's (fresh optimizer state): an\n"
-       "llm.c model file (model.bin, fp32), zerodp's model.safetensors or a Hugging Face\n"
-       "GPT-2 model.safetensors (F32; its config.json beside it is read), e.g. what\n"
-       "'zerodp ckpt consolidate' wrote; told apart by content. It must hold --model's shape",
+       "llm.c model file (model.bin, fp32), zerodp's model.safetensors, a Hugging Face\n"
+       "GPT-2 model.safetensors (F32; its config.json beside it is read), or a Hugging\n"
+       "Face Llama/Qwen2 directory (config.json and F32/BF16/F16 safetensors, sharded or\n"
+       "not; without --model it trains that shape), e.g. what 'zerodp ckpt consolidate'\n"
+       "wrote; told apart by content. It must hold --model's shape",
        [&f](auto& c) { c.init_from = f.c.init_from; });
   flag(cmd, f, "--save-every", d.save_every, "Save every S steps (0 = only at the end)",
        [&f](auto& c) { c.save_every = f.c.save_every; });
@@ -314,7 +316,7 @@ void add_train_command(CLI::App& app) {
       "train",
       "Train a language model (GPT-2 or the Llama family: zerodp model list) with ZeRO. With no options: the default "
       "tiny GPT on the embedded arithmetic corpus, one thread\n"
-      "rank per core, ZeRO stage 3 in bf16, about a minute on 2 cores; then the memory/communication summary\n"
+      "rank per core, ZeRO stage 3 in bf16, 2-3 minutes on 2 cores; then the memory/communication summary\n"
       "and a generated sample. Flags override --config; --config overrides the defaults.");
   cmd->add_option("--config", f.config_path,
                   "DeepSpeed-style JSON config (train_batch_size, train_micro_batch_size_per_gpu,\n"

@@ -74,7 +74,11 @@ std::string coretype_note(const BlasInfo& info) {
 BlasInfo blas_info() {
   ensure_single_threaded();
   BlasInfo info;
-  info.config = openblas_get_config();
+  // Read once: OpenBLAS 0.3.21's openblas_get_config() appends
+  // " MAX_THREADS=N" to its static string on every call, so a second call
+  // names it twice.
+  static const std::string config = openblas_get_config();
+  info.config = config;
   info.core = openblas_get_corename();
   info.parallel = openblas_get_parallel();
   info.threads = openblas_get_num_threads();

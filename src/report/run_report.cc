@@ -338,9 +338,13 @@ void write_report_html(const RunMetrics& m, const std::string& path) {
 }
 
 std::vector<std::string> write_report_svgs(const RunMetrics& m, const std::string& dir) {
+  // Made when missing, as --save makes its directory; a file of that name
+  // is refused before anything is written.
   std::error_code ec;
-  ZDP_CHECK(std::filesystem::is_directory(dir, ec), ConfigError,
-            "[report] --svg-dir '{}' is not a directory: create it first (mkdir -p {})", dir, dir);
+  ZDP_CHECK(!std::filesystem::exists(dir, ec) || std::filesystem::is_directory(dir, ec), ConfigError,
+            "[report] --svg-dir '{}' is a file, not a directory: choose another path", dir);
+  std::filesystem::create_directories(dir, ec);
+  ZDP_CHECK(!ec, IoError, "[report] --svg-dir '{}' cannot be made ({}): choose another path", dir, ec.message());
   std::vector<std::string> paths;
   for (const ReportChart& c : report_charts(m)) {
     const std::string path = (std::filesystem::path(dir) / (c.name + ".svg")).string();

@@ -145,6 +145,7 @@ void apply_scheduler_params(Section p, TrainConfig& c, const std::string& type,
     ZDP_CHECK(warmup_type == "linear" || warmup_type == "log", ConfigError,
               "[config] {}: scheduler.params.warmup_type '{}' is unknown: use linear or log", p.source(), warmup_type);
     lr.warmup_type = optim::parse_warmup_type(warmup_type);
+    c.sources["warmup-type"] = p.from("warmup_type");
   }
   apply_direct_keys(p, c);  // warmup_num_steps, warmup_min_lr, warmup_min_ratio, cos_min_ratio
   p.ignore({"last_batch_iteration"}, "schedules start at step 0");
@@ -170,6 +171,7 @@ void apply_scheduler(Section s, TrainConfig& c) {
   // WarmupCosineLR scales the optimizer's lr.
   lr.warmup_steps = 1000;
   lr.warmup_type = optim::WarmupType::kLog;
+  c.sources["warmup-type"] = fmt::format("DeepSpeed default for {}", type);
   lr.min_lr = 0.0;
   lr.warmup_min_ratio = 0.0;
   lr.cos_min_ratio = 0.0001;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -40,7 +41,9 @@ class Section {
   bool has(const std::string& key) {
     seen_.insert(key);
     if (is_auto(key)) {
-      autos_.push_back(name(key));
+      // Once each, though a key may be asked about twice (optimizer.type:
+      // by the dispatch, then by the optimizer's own reader).
+      if (std::find(autos_.begin(), autos_.end(), name(key)) == autos_.end()) autos_.push_back(name(key));
       return false;
     }
     return j_.contains(key) && !j_.at(key).is_null();

@@ -186,7 +186,7 @@ std::string apply_checkpoint_config(TrainConfig& c, const ckpt::Manifest& manife
     optim::LrScheduleConfig& lr = c.engine.lr_schedule;
     lr.total_steps = d.at("total_steps").get<int64_t>();
     lr.min_lr = d.at("min_lr").get<double>();
-    lr.warmup_type = optim::parse_warmup_type(d.at("warmup_type").get<std::string>());
+    if (!c.given("warmup-type")) lr.warmup_type = optim::parse_warmup_type(d.at("warmup_type").get<std::string>());
     lr.warmup_min_ratio = d.at("warmup_min_ratio").get<double>();
   }
 

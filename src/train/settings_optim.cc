@@ -83,7 +83,10 @@ void add_optimizer_kind_rows(std::vector<SettingRow>& out) {
       when([](const TrainConfig& c) { return lion(c) || adam_family(c); }),
       within({.hi = 1, .hi_open = true, .hint = "e.g. 0.9,0.999 (Lion: 0.9,0.99)"})));
   out.push_back(kept<double>(
-      "eps", {.ds = {.path = "optimizer.params.eps", .direct = true, .auto_derived = true, .applies = adam_family}},
+      "eps",
+      {.spelling = "--eps",
+       .help = "AdamW/Adam/adam8bit: epsilon, added to the root of the second moment",
+       .ds = {.path = "optimizer.params.eps", .direct = true, .auto_derived = true, .applies = adam_family}},
       [](const TrainConfig& c) { return c.engine.optimizer.adam.eps; },
       [](TrainConfig& c, double v) { c.engine.optimizer.adam.eps = v; }, when(adam_family),
       within({.hint = "e.g. 1e-8"})));
@@ -216,11 +219,18 @@ void add_schedule_rows(std::vector<SettingRow>& out) {
        .ds = {.path = "scheduler.params.warmup_num_steps", .direct = true, .auto_derived = true}},
       [](const TrainConfig& c) { return c.engine.lr_schedule.warmup_steps; },
       [](TrainConfig& c, int64_t v) { c.engine.lr_schedule.warmup_steps = v; }, when(scheduled), within({})));
-  out.push_back(derived("warmup-type", [](const SettingRow&, const TrainConfig& c, int) -> std::optional<Shown> {
-    if (!scheduled(c)) return std::nullopt;
-    return Shown{c.engine.lr_schedule.warmup_type == optim::WarmupType::kLog ? "log" : "linear",
-                 c.source_of("schedule")};
-  }));
+  // Not a record of its own: the checkpoint keeps it in its schedule's
+  // detail (resume_config.cc), which a resume restores unless given.
+  out.push_back(engine<std::string>(
+      "warmup-type",
+      {.spelling = "--warmup-type",
+       .help = "The warm-up's shape: linear, or log (DeepSpeed's default for a --config schedule)",
+       .ds = {.path = "scheduler.params.warmup_type"}},
+      [](const TrainConfig& c) {
+        return std::string(c.engine.lr_schedule.warmup_type == optim::WarmupType::kLog ? "log" : "linear");
+      },
+      [](TrainConfig& c, const std::string& v) { c.engine.lr_schedule.warmup_type = optim::parse_warmup_type(v); },
+      when(scheduled)));
   out.push_back(kept<double>(
       "min-lr-ratio",
       {.spelling = "--min-lr-ratio",

@@ -137,7 +137,10 @@ TEST(RunReport, HtmlIsOneSelfContainedPage) {
   write_report_html(m, (dir / "r.html").string());
   EXPECT_GT(std::filesystem::file_size(dir / "r.html"), 1000u);
   EXPECT_EQ(write_report_svgs(m, dir.string()).size(), report_charts(m).size());
-  EXPECT_THROW(write_report_svgs(m, (dir / "missing").string()), ConfigError);
+  // A missing --svg-dir is made (nested too); a file in its place is refused.
+  EXPECT_EQ(write_report_svgs(m, (dir / "new" / "charts").string()).size(), report_charts(m).size());
+  EXPECT_TRUE(std::filesystem::exists(dir / "new" / "charts" / "loss.svg"));
+  EXPECT_THROW(write_report_svgs(m, (dir / "r.html").string()), ConfigError);
   EXPECT_THROW(write_report_html(m, (dir / "missing" / "r.html").string()), ConfigError);
   std::filesystem::remove_all(dir);
 }
