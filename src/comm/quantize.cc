@@ -15,8 +15,6 @@
 namespace zerodp::comm {
 namespace {
 
-constexpr float kCanonicalNan = std::bit_cast<float>(0x7FC00000u);
-
 uint64_t blocks_of(uint64_t count, uint64_t block) { return (count + block - 1) / block; }
 
 uint64_t code_bytes(uint64_t count, Quantization q) {

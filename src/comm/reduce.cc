@@ -16,11 +16,6 @@ namespace {
 // while the n inputs stream through once each.
 constexpr size_t kBlock = 2048;
 
-// Sums that come out NaN become this one quiet NaN: which payload an
-// addition of two NaNs keeps is the compiler's choice (operand order), and
-// the result must not depend on how a kernel was compiled.
-constexpr float kCanonicalNan = std::bit_cast<float>(0x7FC00000u);
-
 // max with NaN propagation in rank order: a NaN accumulator stays, a NaN
 // newcomer wins, otherwise the larger value (ties keep the accumulator).
 template <typename T>

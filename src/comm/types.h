@@ -7,6 +7,7 @@
 // the call. Thread-safety: plain values.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -14,6 +15,12 @@
 #include "core/dtype.h"
 
 namespace zerodp::comm {
+
+// The one quiet NaN that a sum or a dequantised value that came out NaN
+// becomes: which payload an operation on NaNs keeps is the compiler's choice
+// (operand order), and the result must not depend on how a kernel was
+// compiled (reduce.cc, quantize.cc).
+inline constexpr float kCanonicalNan = std::bit_cast<float>(0x7FC00000u);
 
 // kSum and kAvg add contributions in rank order 0..N-1 in fp32 (low-precision
 // inputs are widened first) and round once to the buffer's dtype; kAvg divides

@@ -20,6 +20,10 @@ namespace zerodp {
 
 // The unit being worked on, the next one read ahead, the last one written behind.
 inline constexpr int kOffloadSlots = 3;
+// The least bytes one request of an offload transfer moves: a unit's or a
+// shard's bytes are spread over the device's queue, but not in pieces so
+// small that the requests cost more than the bytes.
+inline constexpr size_t kMinOffloadPiece = size_t{1} << 20;
 
 inline uint64_t round_to_direct_block(uint64_t bytes) {
   return (bytes + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;

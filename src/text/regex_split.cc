@@ -27,9 +27,15 @@ std::string javascript_white_space(const std::string& pattern) {
     if (c == '\\' && i + 1 < pattern.size()) {
       const char e = pattern[++i];
       if (e == 's') {
-        out += in_class ? std::string(kJsSpace) : "[" + std::string(kJsSpace) + "]";
+        // Appended piece by piece: GCC 12's -Wrestrict misreads an inlined
+        // "[" + std::string(...) as an overlapping copy (a false warning).
+        if (!in_class) out += '[';
+        out += kJsSpace;
+        if (!in_class) out += ']';
       } else if (e == 'S' && !in_class) {
-        out += "[^" + std::string(kJsSpace) + "]";
+        out += "[^";
+        out += kJsSpace;
+        out += ']';
       } else {
         out += c;
         out += e;

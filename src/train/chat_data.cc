@@ -12,10 +12,6 @@
 namespace zerodp::train {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Appends one window: the record's tokens and targets, then padding (token
 // 0, target -1) to seq_len + 1 places (the last place is never an input).
 void append_window(const ChatTokens& r, size_t window, std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
@@ -96,7 +92,7 @@ text::ChatTemplate choose_chat_template(const text::BpeTokenizer& tokenizer, con
   return *t;
 }
 
-bool is_chat_data(const std::string& path) { return ends_with(path, ".jsonl"); }
+bool is_chat_data(const std::string& path) { return path.ends_with(".jsonl"); }
 
 Corpus load_chat_corpus(const std::string& path, const std::string& tokenizer, const std::string& template_name,
                         int seq_len, bool pack) {

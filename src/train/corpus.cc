@@ -48,10 +48,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The shard's tokens; a shard that records its tokenizer (model/llmc_io.h)
 // must record `bpe`'s when there is one.
 std::vector<int32_t> shard_tokens(const std::string& path, const text::BpeTokenizer* bpe) {
@@ -114,9 +110,9 @@ Corpus arithmetic_corpus() {
 Corpus load_corpus(const std::string& path, const std::string& val_path, const std::string& tokenizer) {
   Corpus corpus;
   const std::vector<std::string> files = data_files(path);
-  const bool shards = ends_with(files.front(), ".bin");
+  const bool shards = files.front().ends_with(".bin");
   for (const std::string& f : files) {
-    ZDP_CHECK(ends_with(f, ".bin") == shards, ConfigError,
+    ZDP_CHECK(f.ends_with(".bin") == shards, ConfigError,
               "[data] --data '{}' matches text files and .bin shards ({} and {}): give one kind", path, files.front(),
               f);
   }

@@ -19,7 +19,6 @@ namespace {
 // write behind are each spread over the device's queue without the caller
 // ever blocking on a full queue: at most three extents are in flight.
 constexpr size_t kPiecesPerExtent = 8;
-constexpr size_t kMinPiece = size_t{1} << 20;
 constexpr int kQueueDepth = 3 * kPiecesPerExtent;
 
 }  // namespace
@@ -27,7 +26,7 @@ constexpr int kQueueDepth = 3 * kPiecesPerExtent;
 OffloadStore::OffloadStore(const std::string& dir, int rank, std::vector<size_t> unit_bytes, MemoryLedger& ledger)
     : unit_bytes_(std::move(unit_bytes)),
       slot_bytes_(static_cast<size_t>(offload_slot_bytes(unit_bytes_))),
-      chunk_(static_cast<size_t>(round_to_direct_block(std::max(kMinPiece, slot_bytes_ / kPiecesPerExtent)))),
+      chunk_(static_cast<size_t>(round_to_direct_block(std::max(kMinOffloadPiece, slot_bytes_ / kPiecesPerExtent)))),
       file_(dir, fmt::format("zerodp-offload-{}-rank{}.states", ::getpid(), rank), "--offload-optimizer",
             ScratchFile::Name::kUnlinkAtOnce),
       staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(offload_staging_bytes(unit_bytes_))),

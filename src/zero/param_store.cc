@@ -13,14 +13,13 @@ namespace {
 
 // A shard moves in at most this many requests, spread over the device's queue.
 constexpr size_t kPiecesPerShard = 8;
-constexpr size_t kMinPiece = size_t{1} << 20;
 
 }  // namespace
 
 ParamStore::ParamStore(const std::string& dir, int rank, std::vector<size_t> shard_bytes, MemoryLedger& ledger)
     : shard_bytes_(std::move(shard_bytes)),
       chunk_(static_cast<size_t>(
-          round_to_direct_block(std::max(kMinPiece, offload_slot_bytes(shard_bytes_) / kPiecesPerShard)))),
+          round_to_direct_block(std::max(kMinOffloadPiece, offload_slot_bytes(shard_bytes_) / kPiecesPerShard)))),
       file_(dir, fmt::format("zerodp-offload-{}-rank{}.params", ::getpid(), rank), "--offload-params",
             ScratchFile::Name::kUnlinkAtOnce),
       staging_(ledger, MemoryCategory::kOffload, static_cast<size_t>(param_staging_bytes(shard_bytes_))),
