@@ -461,13 +461,12 @@ void add_plan_command(CLI::App& app) {
                   "Sequence length T for the activation estimate (default: the model's context)");
   cmd->add_flag("--activation-checkpointing", opts->checkpointing,
                 "Keep only block outputs and recompute one block at a time in backward");
-  cmd->add_option(
-         "--compute", opts->compute,
-         "The run's matrix products (zerodp train --compute): fp32, or bf16, whose runs keep the activations "
-         "only products read in bf16 (a GPT block's ln1, qkv, attention output, ln2 and GELU output): the "
-         "activation estimate follows; with --precision bf16 they read the bf16 weights in "
-         "place, so the fp32 compute copy holds a block's gradient, not the largest unit. --predict takes the "
-         "GEMM rate from --gemm-rate or --calibrate-model (bench model --compute bf16 for bf16 products)")
+  cmd->add_option("--compute", opts->compute,
+                  "The run's matrix products (zerodp train --compute): fp32, or bf16, whose runs keep the activations "
+                  "only products read in bf16 (a GPT block's ln1, qkv, attention output, ln2 and GELU output): the "
+                  "activation estimate follows; with --precision bf16 they read the bf16 weights in "
+                  "place, so the fp32 compute copy holds a block's gradient, not the largest unit. --predict takes the "
+                  "GEMM rate from --gemm-rate or --calibrate-model (bench model --compute bf16 for bf16 products)")
       ->capture_default_str();
   cmd->add_option(
       "--compare", opts->compare,

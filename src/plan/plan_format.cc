@@ -295,14 +295,13 @@ std::string format_plan_text(const PlanResult& r, const FormatOptions& options) 
   if (r.activations && options.activation_breakdown) {
     const ActivationEstimate& a = *r.activations;
     // --compute bf16 keeps what only products read at 2 bytes (the GB column says each term's).
-    const std::string element = a.config.bf16_product_inputs
-                                    ? fmt::format("{} bytes per element, 2 for the bf16 products' inputs",
-                                                  a.config.element_bytes)
-                                    : fmt::format("{} bytes per element", a.config.element_bytes);
-    out += fmt::format(
-        "\nActivations per rank: B = {}, T = {}, {}, checkpointing {}: {} GB ({} GiB)\n", a.config.micro_batch,
-        a.config.seq_len, element, a.config.checkpointing ? "on" : "off",
-        gb(static_cast<double>(a.total_bytes)), gib(static_cast<double>(a.total_bytes)));
+    const std::string element =
+        a.config.bf16_product_inputs
+            ? fmt::format("{} bytes per element, 2 for the bf16 products' inputs", a.config.element_bytes)
+            : fmt::format("{} bytes per element", a.config.element_bytes);
+    out += fmt::format("\nActivations per rank: B = {}, T = {}, {}, checkpointing {}: {} GB ({} GiB)\n",
+                       a.config.micro_batch, a.config.seq_len, element, a.config.checkpointing ? "on" : "off",
+                       gb(static_cast<double>(a.total_bytes)), gib(static_cast<double>(a.total_bytes)));
     Row header = {"tensor", "shape", "role", "count", "GB", "GiB"};
     std::vector<Row> rows;
     for (const ActivationTerm& t : a.terms) {
