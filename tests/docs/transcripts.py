@@ -230,7 +230,7 @@ def check_file(path, args, source_dir):
         lines = f.read().split("\n")
     commands = [c for c in parse(lines) if c.slow == args.slow]
     if not commands:
-        return 0, 0, False
+        return 0, 0
     scratch = scratch_for(source_dir, args.build)
     state = os.path.join(tempfile.mkdtemp(prefix="zerodp-transcript-env-"), "env")
     open(state, "w").close()
@@ -276,7 +276,7 @@ def check_file(path, args, source_dir):
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines))
         print(f"rewrote {len(rewrites)} outputs in {path}")
-    return passed, failed, True
+    return passed, failed
 
 
 def main():
@@ -301,7 +301,7 @@ def main():
         return 2
     passed = failed = 0
     for path in args.files:
-        p, f, _ = check_file(path, args, source_dir)
+        p, f = check_file(path, args, source_dir)
         passed += p
         failed += f
     print(f"{passed} passed, {failed} failed")
